@@ -1,0 +1,70 @@
+# rlctl: make help lists the targets.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+GO          ?= go
+BIN         := bin
+DEVDB       := scripts/devdb.sh
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS     := -s -w -X github.com/rlctl/rlctl/internal/version.Version=$(VERSION)
+# Pinned linter, installed through the Go module proxy into bin/.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
+# Benchmarks: override to narrow, e.g. make bench BENCH=PutDefinition
+BENCH       ?= .
+BENCHTIME   ?= 1s
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## build rlapi and rlctl into bin/
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+
+.PHONY: run
+run: build ## start PostgreSQL (or use DATABASE_URL), migrate, and serve rlapi on 127.0.0.1:8080
+	@scripts/run.sh
+
+.PHONY: test
+test: ## run every test with the race detector against a private PostgreSQL (or DATABASE_URL)
+	@url=$$($(DEVDB) url); \
+	DATABASE_URL="$$url" $(GO) test -race -count=1 -timeout 8m ./...
+
+.PHONY: bench
+bench: ## run the Go benchmarks against the private PostgreSQL (or DATABASE_URL)
+	@url=$$($(DEVDB) url); \
+	DATABASE_URL="$$url" $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem ./...
+
+.PHONY: lint
+lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	@mkdir -p $(BIN)
+	GOBIN=$(CURDIR)/$(BIN)/.staticcheck $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(BIN)/.staticcheck/staticcheck $@ && rmdir $(BIN)/.staticcheck
+
+.PHONY: db-start
+db-start: ## start (or reuse) the private PostgreSQL and print its URL
+	@$(DEVDB) start
+
+.PHONY: db-stop
+db-stop: ## stop the private PostgreSQL (never one this project did not create)
+	@$(DEVDB) stop
+
+.PHONY: db-status
+db-status: ## say whether the private PostgreSQL runs
+	@$(DEVDB) status
+
+.PHONY: clean
+clean: ## stop the private PostgreSQL and remove bin/ and .rl/ (its data too)
+	-@$(DEVDB) stop
+	@if [ -f .rl/pgdata ] && [ "$$(cat .rl/pgdata)" != "$(CURDIR)/.rl/pg" ]; then \
+		d=$$(cat .rl/pgdata); [ -f "$$d/rlctl-devdb" ] && rm -rf "$$(dirname "$$d")"; fi
+	rm -rf $(BIN) .rl

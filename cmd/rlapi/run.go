@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/api"
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/internal/token"
+	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/internal/version"
+)
+
+const usage = `rlapi: the rlctl management API server
+
+Usage:
+  rlapi serve          serve the API (refuses a database whose schema is behind)
+  rlapi migrate        apply pending database migrations
+  rlapi token create   create an API token directly in the database (bootstrap)
+  rlapi version        print the version
+
+Run 'rlapi <command> -h' for a command's flags. Every flag has an environment
+fallback, named in its help.
+`
+
+// errUsage marks errors caused by the command line (exit code 2).
+var errUsage = errors.New("usage")
+
+// run is main without the process: tests call it with their own arguments,
+// environment and streams.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, getenv, stdout, stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "rlapi: %v\n", err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "rlapi: %v\n", err)
+		return 1
+	}
+}
+
+func dispatch(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("%w: missing command", errUsage)
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], getenv, stdout, stderr)
+	case "migrate":
+		return migrateCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "token":
+		if len(args) < 2 || args[1] != "create" {
+			return fmt.Errorf("%w: want 'rlapi token create'", errUsage)
+		}
+		return tokenCreate(ctx, args[2:], getenv, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "rlapi", version.String())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+	}
+}
+
+// envDefault returns the environment's value for key, or def.
+func envDefault(getenv func(string) string, key, def string) string {
+	if v := getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(getenv func(string) string, key string, def int) (int, error) {
+	v := getenv(key)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s=%q is not an integer", errUsage, key, v)
+	}
+	return n, nil
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("rlapi "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	return nil
+}
+
+func openStore(ctx context.Context, dsn string) (*store.Store, error) {
+	if dsn == "" {
+		return nil, fmt.Errorf("%w: no database: set DATABASE_URL or --database-url (make run provides a local one)", errUsage)
+	}
+	return store.Open(ctx, dsn, store.Opts{ApplicationName: "rlapi"})
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", stderr)
+	addr := fs.String("addr", envDefault(getenv, "RLAPI_ADDR", "127.0.0.1:8080"), "listen address (RLAPI_ADDR)")
+	dsn := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL URL (DATABASE_URL)")
+	logLevel := fs.String("log-level", envDefault(getenv, "RLAPI_LOG_LEVEL", "info"), "debug, info, warn or error (RLAPI_LOG_LEVEL)")
+	floors := validate.DefaultFloors()
+	var err error
+	if floors.User, err = envInt(getenv, "RLAPI_USER_FLOOR_PER_MIN", floors.User); err != nil {
+		return err
+	}
+	if floors.Agent, err = envInt(getenv, "RLAPI_AGENT_FLOOR_PER_MIN", floors.Agent); err != nil {
+		return err
+	}
+	fs.IntVar(&floors.User, "user-floor", floors.User, "minimum user_max_requests on caller windows <= 60s (RLAPI_USER_FLOOR_PER_MIN)")
+	fs.IntVar(&floors.Agent, "agent-floor", floors.Agent, "minimum agent_max_requests on caller windows <= 60s (RLAPI_AGENT_FLOOR_PER_MIN)")
+	shutdown := fs.Duration("shutdown-timeout", 20*time.Second, "how long SIGTERM waits for in-flight requests")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if floors.User < 1 || floors.Agent < 1 {
+		return fmt.Errorf("%w: floors must be >= 1 (user %d, agent %d)", errUsage, floors.User, floors.Agent)
+	}
+	log := newLogger(stderr, *logLevel)
+
+	st, err := openStore(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	schema, err := st.Schema(ctx)
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if schema.Behind() {
+		return fmt.Errorf("database schema is at version %d but this rlapi needs %d: run 'rlapi migrate' first", schema.Current, schema.Latest)
+	}
+	if schema.Current > schema.Latest {
+		log.Warn("database schema is newer than this rlapi; an older binary may misread it", "schema", schema.Current, "binary", schema.Latest)
+	}
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *addr, err)
+	}
+	srv := api.New(st, api.Config{Floors: floors, ShutdownTimeout: *shutdown}, api.Opts{Logger: log})
+	log.Info("rlapi listening", "addr", ln.Addr().String(), "version", version.String(), "schema", schema.Current)
+	fmt.Fprintf(stdout, "rlapi listening on http://%s\n", ln.Addr())
+	if err := srv.Serve(ctx, ln); err != nil {
+		return err
+	}
+	log.Info("rlapi stopped")
+	return nil
+}
+
+func migrateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("migrate", stderr)
+	dsn := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL URL (DATABASE_URL)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	st, err := openStore(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	before, err := st.Schema(ctx)
+	if err != nil {
+		return err
+	}
+	after, err := st.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	if after.Current == before.Current {
+		fmt.Fprintf(stdout, "schema is current (version %d)\n", after.Current)
+	} else {
+		fmt.Fprintf(stdout, "migrated schema from version %d to %d\n", before.Current, after.Current)
+	}
+	return nil
+}
+
+func tokenCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("token create", stderr)
+	dsn := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL URL (DATABASE_URL)")
+	name := fs.String("name", "", "token name (required); shown as the actor in the audit log")
+	role := fs.String("role", "admin", "admin, viewer or enforcer")
+	expires := fs.Duration("expires-in", 0, "lifetime, e.g. 720h (0: never expires)")
+	outFile := fs.String("output-file", "", "write the token to this file (mode 0600) instead of stdout")
+	replace := fs.Bool("replace", false, "revoke a live token of the same name first")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	n, err := validate.TokenName(*name)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if err := validate.Role(*role); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *expires < 0 {
+		return fmt.Errorf("%w: --expires-in must not be negative", errUsage)
+	}
+	st, err := openStore(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	secret, sum := token.New()
+	var expiresAt *time.Time
+	if *expires > 0 {
+		t := time.Now().Add(*expires)
+		expiresAt = &t
+	}
+	err = st.InTx(ctx, func(q *store.Queries) error {
+		if *replace {
+			if _, err := q.RevokeToken(ctx, n, time.Now()); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		if _, err := q.CreateToken(ctx, n, *role, sum, expiresAt); err != nil {
+			return err
+		}
+		return q.InsertAudit(ctx, store.Audit{Actor: "rlapi token create", Action: "create", ResourceType: "token",
+			ResourceID: n, After: map[string]any{"name": n, "role": *role, "expires_at": expiresAt}})
+	})
+	if err != nil {
+		return err
+	}
+	if *outFile == "" {
+		fmt.Fprintln(stdout, secret)
+		return nil
+	}
+	if err := writeSecretFile(*outFile, secret); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "created %s token %q; written to %s\n", *role, n, *outFile)
+	return nil
+}
+
+// writeSecretFile writes a token readable by its owner only, replacing the
+// file atomically.
+func writeSecretFile(path, secret string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strings.TrimSpace(secret)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write token file: %w", err)
+	}
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return fmt.Errorf("write token file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write token file: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/pgtest"
+)
+
+// syncBuffer lets the test read what a running server writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func TestServeRefusesSchemaBehind(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDatabase(t)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0"}, env(map[string]string{"DATABASE_URL": dsn}), &stdout, &stderr)
+	if code != 1 {
+		t.Fatalf("exit code = %d, want 1; stderr: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "run 'rlapi migrate'") {
+		t.Errorf("stderr = %q, want advice to run rlapi migrate", stderr.String())
+	}
+}
+
+func TestMigrateThenServe(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDatabase(t)
+	vars := env(map[string]string{"DATABASE_URL": dsn})
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"migrate"}, vars, &out, &errOut); code != 0 {
+		t.Fatalf("migrate exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "migrated schema from version 0 to") {
+		t.Errorf("migrate said %q", out.String())
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"migrate"}, vars, &out, &errOut); code != 0 || !strings.Contains(out.String(), "schema is current") {
+		t.Errorf("second migrate: exit %d, said %q", code, out.String())
+	}
+
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "--addr", addr}, vars, &stdout, &stderr) }()
+
+	var resp *http.Response
+	var err error
+	for range 100 {
+		resp, err = http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		cancel()
+		t.Fatalf("server never answered: %v; stderr: %s", err, stderr.String())
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("readyz = %d, want 200", resp.StatusCode)
+	}
+	if !strings.Contains(stdout.String(), "rlapi listening on http://"+addr) {
+		t.Errorf("stdout = %q, want the listen address", stdout.String())
+	}
+	cancel() // as SIGTERM does
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("serve exit code after shutdown = %d; stderr: %s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop after its context ended")
+	}
+}
+
+func TestTokenCreateWritesPrivateFile(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewMigratedDatabase(t)
+	file := filepath.Join(t.TempDir(), "admin.token")
+	var out, errOut bytes.Buffer
+	args := []string{"token", "create", "--name", "boot", "--role", "admin", "--output-file", file}
+	if code := run(context.Background(), args, env(map[string]string{"DATABASE_URL": dsn}), &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	info, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode = %v, want 0600", info.Mode().Perm())
+	}
+	b, _ := os.ReadFile(file)
+	if !strings.HasPrefix(string(b), "rlt_") || len(strings.TrimSpace(string(b))) < 40 {
+		t.Errorf("token file holds %q, want an rlt_ token of at least 128 bits", b)
+	}
+	if out.Len() != 0 {
+		t.Errorf("token leaked to stdout: %q", out.String())
+	}
+	// A second live token of the same name is refused without --replace.
+	errOut.Reset()
+	if code := run(context.Background(), args, env(map[string]string{"DATABASE_URL": dsn}), &out, &errOut); code != 1 {
+		t.Errorf("duplicate name: exit %d, want 1", code)
+	}
+	args = append(args, "--replace")
+	if code := run(context.Background(), args, env(map[string]string{"DATABASE_URL": dsn}), &out, &errOut); code != 0 {
+		t.Errorf("--replace: exit %d: %s", code, errOut.String())
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{nil, "missing command"},
+		{[]string{"bogus"}, `unknown command "bogus"`},
+		{[]string{"serve", "--nope"}, "flag provided but not defined"},
+		{[]string{"token", "create", "--name", "bad name!"}, "name"},
+		{[]string{"token", "create", "--name", "x", "--role", "root"}, "role"},
+		{[]string{"migrate"}, "no database"},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprint(c.args), func(t *testing.T) {
+			t.Parallel()
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), c.args, env(nil), &out, &errOut)
+			if code != 2 {
+				t.Errorf("exit code = %d, want 2", code)
+			}
+			if !strings.Contains(errOut.String(), c.want) {
+				t.Errorf("stderr = %q, want it to mention %q", errOut.String(), c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,289 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+const definitionColumns = `id, axis, entity_type, name, window_seconds, max_requests, user_max_requests,
+	agent_max_requests, members, fail_closed, enabled, mode, description, created_at, updated_at,
+	updated_by, version`
+
+func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
+	var (
+		d                   ratelimit.Definition
+		maxR, userR, agentR *int32
+	)
+	err := row.Scan(&d.ID, &d.Axis, &d.EntityType, &d.Name, &d.WindowSeconds, &maxR, &userR, &agentR,
+		&d.Members, &d.FailClosed, &d.Enabled, &d.Mode, &d.Description, &d.CreatedAt, &d.UpdatedAt,
+		&d.UpdatedBy, &d.Version)
+	if err != nil {
+		return d, err
+	}
+	d.MaxRequests, d.UserMaxRequests, d.AgentMaxRequests = intPtr(maxR), intPtr(userR), intPtr(agentR)
+	if d.Axis == ratelimit.AxisQuarantine {
+		d.Scope = strings.TrimPrefix(d.Name, "quarantine-")
+		d.Scope = strings.TrimSuffix(d.Scope, "s")
+	}
+	return d, nil
+}
+
+func intPtr(v *int32) *int {
+	if v == nil {
+		return nil
+	}
+	n := int(*v)
+	return &n
+}
+
+// GetDefinition reads one definition.
+func (q *Queries) GetDefinition(ctx context.Context, id string) (ratelimit.Definition, error) {
+	d, err := scanDefinition(q.db.QueryRow(ctx, `select `+definitionColumns+` from rl_definitions where id = $1`, id))
+	if err != nil {
+		return d, fmt.Errorf("get definition %q: %w", id, interpretError(err))
+	}
+	return d, nil
+}
+
+// DefinitionFilter narrows ListDefinitions. Empty fields match everything.
+type DefinitionFilter struct {
+	Axis       string
+	EntityType string
+	Name       string
+	Enabled    *bool
+	// Group matches group-axis definitions named Group and server groups
+	// listing Group as a member.
+	Group string
+	// After is the paging cursor: only ids greater than it.
+	After string
+	// Limit caps the rows (0: no cap).
+	Limit int
+}
+
+// EachDefinition streams the definitions matching f in id order, calling fn
+// for each without holding them all in memory.
+func (q *Queries) EachDefinition(ctx context.Context, f DefinitionFilter, fn func(ratelimit.Definition) error) error {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if f.Axis != "" {
+		add("axis = $%d", f.Axis)
+	}
+	if f.EntityType != "" {
+		add("entity_type = $%d", f.EntityType)
+	}
+	if f.Name != "" {
+		add("name = $%d", f.Name)
+	}
+	if f.Enabled != nil {
+		add("enabled = $%d", *f.Enabled)
+	}
+	if f.Group != "" {
+		add("((entity_type = 'group' and name = $%[1]d) or members @> array[$%[1]d::text])", f.Group)
+	}
+	if f.After != "" {
+		add("id > $%d", f.After)
+	}
+	sql := `select ` + definitionColumns + ` from rl_definitions`
+	if len(where) > 0 {
+		sql += ` where ` + strings.Join(where, " and ")
+	}
+	sql += ` order by id`
+	if f.Limit > 0 {
+		sql += fmt.Sprintf(` limit %d`, f.Limit)
+	}
+	rows, err := q.db.Query(ctx, sql, args...)
+	if err != nil {
+		return fmt.Errorf("list definitions: %w", interpretError(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		d, err := scanDefinition(rows)
+		if err != nil {
+			return fmt.Errorf("list definitions: %w", interpretError(err))
+		}
+		if err := fn(d); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("list definitions: %w", interpretError(err))
+	}
+	return nil
+}
+
+// ListDefinitions returns the definitions matching f in id order.
+func (q *Queries) ListDefinitions(ctx context.Context, f DefinitionFilter) ([]ratelimit.Definition, error) {
+	var out []ratelimit.Definition
+	err := q.EachDefinition(ctx, f, func(d ratelimit.Definition) error {
+		out = append(out, d)
+		return nil
+	})
+	return out, err
+}
+
+// Write describes a versioned write: who makes it, and the version it
+// expects (0: any).
+type Write struct {
+	Actor     string
+	IfVersion int64
+}
+
+// PutResult is the outcome of an upsert.
+type PutResult[T any] struct {
+	After  T
+	Before *T // nil when created
+	// Unchanged reports a write identical to the stored row: nothing was
+	// written and the version stayed.
+	Unchanged bool
+}
+
+// Created reports whether the upsert created the row.
+func (r PutResult[T]) Created() bool { return r.Before == nil }
+
+// PutDefinition creates or replaces d (already validated and normalized).
+// With w.IfVersion set, the write happens only when the stored version
+// matches: ErrPreconditionFailed otherwise, or when there is no row to match.
+// Call it inside a transaction (Store.InTx) so the advisory lock, the read of
+// the old row and the write are atomic.
+func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w Write) (res PutResult[ratelimit.Definition], err error) {
+	id := d.Key()
+	if err := q.lock(ctx, "definition", id); err != nil {
+		return res, fmt.Errorf("put definition %q: %w", id, err)
+	}
+	if old, err := q.GetDefinition(ctx, id); err == nil {
+		res.Before = &old
+	} else if !isNotFound(err) {
+		return res, err
+	}
+	if err := checkVersion(w.IfVersion, res.Before != nil, versionOf(res.Before)); err != nil {
+		return res, fmt.Errorf("put definition %q: %w", id, err)
+	}
+	if res.Before != nil && sameDefinition(*res.Before, d) {
+		res.After, res.Unchanged = *res.Before, true
+		return res, nil
+	}
+	var members []string
+	if d.EntityType == ratelimit.EntityServerGroup {
+		members = d.Members
+	}
+	mode := d.Mode
+	if mode == "" {
+		mode = ratelimit.ModeEnforce
+	}
+	res.After, err = scanDefinition(q.db.QueryRow(ctx, `
+		insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests,
+			user_max_requests, agent_max_requests, members, fail_closed, enabled, mode, description, updated_by)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+		on conflict (id) do update set
+			max_requests = excluded.max_requests,
+			user_max_requests = excluded.user_max_requests,
+			agent_max_requests = excluded.agent_max_requests,
+			members = excluded.members,
+			fail_closed = excluded.fail_closed,
+			enabled = excluded.enabled,
+			mode = excluded.mode,
+			description = excluded.description,
+			updated_by = excluded.updated_by,
+			updated_at = now(),
+			version = rl_definitions.version + 1
+		returning `+definitionColumns,
+		id, d.Axis, d.EntityType, d.Name, d.WindowSeconds, d.MaxRequests, d.UserMaxRequests,
+		d.AgentMaxRequests, members, d.FailClosed, d.Enabled, mode, d.Description, w.Actor))
+	if err != nil {
+		return res, fmt.Errorf("put definition %q: %w", id, interpretError(err))
+	}
+	return res, nil
+}
+
+// sameDefinition compares the fields a PUT can change.
+func sameDefinition(a, b ratelimit.Definition) bool {
+	modeB := b.Mode
+	if modeB == "" {
+		modeB = ratelimit.ModeEnforce
+	}
+	return equalInt(a.MaxRequests, b.MaxRequests) && equalInt(a.UserMaxRequests, b.UserMaxRequests) &&
+		equalInt(a.AgentMaxRequests, b.AgentMaxRequests) && slices.Equal(a.Members, b.Members) &&
+		a.FailClosed == b.FailClosed && a.Enabled == b.Enabled && a.Mode == modeB && a.Description == b.Description
+}
+
+func equalInt(a, b *int) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// SetDefinitionEnabled turns a definition on or off in place. Setting the
+// value it already has changes nothing and keeps the version.
+func (q *Queries) SetDefinitionEnabled(ctx context.Context, id string, enabled bool, w Write) (after, before ratelimit.Definition, err error) {
+	if err := q.lock(ctx, "definition", id); err != nil {
+		return after, before, fmt.Errorf("set enabled %q: %w", id, err)
+	}
+	before, err = q.GetDefinition(ctx, id)
+	if err != nil {
+		return after, before, err
+	}
+	if err := checkVersion(w.IfVersion, true, before.Version); err != nil {
+		return after, before, fmt.Errorf("set enabled %q: %w", id, err)
+	}
+	if before.Enabled == enabled {
+		return before, before, nil
+	}
+	after, err = scanDefinition(q.db.QueryRow(ctx, `
+		update rl_definitions set enabled = $2, updated_by = $3, updated_at = now(), version = version + 1
+		where id = $1 returning `+definitionColumns, id, enabled, w.Actor))
+	if err != nil {
+		return after, before, fmt.Errorf("set enabled %q: %w", id, interpretError(err))
+	}
+	return after, before, nil
+}
+
+// DeleteDefinition removes a definition and returns what it removed.
+func (q *Queries) DeleteDefinition(ctx context.Context, id string, w Write) (ratelimit.Definition, error) {
+	if err := q.lock(ctx, "definition", id); err != nil {
+		return ratelimit.Definition{}, fmt.Errorf("delete definition %q: %w", id, err)
+	}
+	before, err := q.GetDefinition(ctx, id)
+	if err != nil {
+		return before, err
+	}
+	if err := checkVersion(w.IfVersion, true, before.Version); err != nil {
+		return before, fmt.Errorf("delete definition %q: %w", id, err)
+	}
+	if _, err := q.db.Exec(ctx, `delete from rl_definitions where id = $1`, id); err != nil {
+		return before, fmt.Errorf("delete definition %q: %w", id, interpretError(err))
+	}
+	return before, nil
+}
+
+func checkVersion(want int64, exists bool, have int64) error {
+	if want == 0 {
+		return nil
+	}
+	if !exists {
+		return fmt.Errorf("%w: expected version %d, but it does not exist", ErrPreconditionFailed, want)
+	}
+	if want != have {
+		return fmt.Errorf("%w: expected version %d, stored version is %d", ErrPreconditionFailed, want, have)
+	}
+	return nil
+}
+
+func versionOf(d *ratelimit.Definition) int64 {
+	if d == nil {
+		return 0
+	}
+	return d.Version
+}

@@ -1,0 +1,5 @@
+package store
+
+import "errors"
+
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

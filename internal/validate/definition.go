@@ -1,0 +1,269 @@
+package validate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// Floors are the config-time minimum per-minute limits for caller and
+// caller_target definitions with windows of 60 seconds or less. They exist so
+// an operator cannot throttle humans or agents into uselessness with a typo;
+// longer windows are exempt so that low hourly or daily volume caps still
+// work. A zero floor disables that check.
+type Floors struct {
+	User  int // minimum user_max_requests
+	Agent int // minimum agent_max_requests
+}
+
+// DefaultFloors returns the reference defaults (RATE_LIMIT_USER_FLOOR_PER_MIN
+// and RATE_LIMIT_AGENT_FLOOR_PER_MIN).
+func DefaultFloors() Floors {
+	return Floors{User: 20, Agent: 10}
+}
+
+// floorWindowSeconds is the longest window the floors apply to.
+const floorWindowSeconds = 60
+
+// Definition checks d and returns its normalized copy: name trimmed and
+// normalized for its entity type, members normalized and de-duplicated in
+// first-seen order, Mode defaulted to enforce, Scope derived from the
+// quarantine sentinel (empty elsewhere), Description trimmed and ID set from
+// the result. On failure it returns an *Error listing every field at fault.
+//
+// A field that does not belong to d's axis is an error rather than being
+// dropped: a max_requests on a caller group silently ignored would leave the
+// operator believing a limit exists that is never enforced.
+func Definition(d ratelimit.Definition, f Floors) (ratelimit.Definition, error) {
+	out := d
+	var probs problems
+	out.Name = identity(&probs, d.Axis, d.EntityType, d.Name, d.WindowSeconds)
+	checkLimits(&probs, d, f)
+	out.Members = members(&probs, d)
+
+	var fe *FieldError
+	out.Scope, fe = scope(d.Axis, out.Name, d.Scope)
+	probs.add(fe)
+
+	if out.Mode == "" {
+		out.Mode = ratelimit.ModeEnforce
+	}
+	probs.add(check("mode", out.Mode, modeRule))
+
+	out.Description, fe = text("description", d.Description, true)
+	probs.add(fe)
+
+	if err := probs.err(); err != nil {
+		return ratelimit.Definition{}, err
+	}
+	out.ID = out.Key()
+	return out, nil
+}
+
+// DefinitionID checks a definition id and returns its canonical form. It
+// applies the same rules to axis, entity type, name and window as Definition,
+// with the same messages, so an id is accepted exactly when a valid definition
+// could carry it.
+func DefinitionID(id string) (string, error) {
+	axis, entityType, name, window, err := ratelimit.ParseDefinitionID(id)
+	if err != nil {
+		return single("", fieldError("id", "%v", err))
+	}
+	var probs problems
+	name = identity(&probs, axis, entityType, name, window)
+	if err := probs.err(); err != nil {
+		return "", err
+	}
+	return ratelimit.DefinitionID(axis, entityType, name, window), nil
+}
+
+// identity checks the four fields a definition id is made of, adding what it
+// finds to probs, and returns the normalized name.
+func identity(probs *problems, axis, entityType, name string, window int) string {
+	probs.add(check("axis", axis, axisRule))
+	probs.add(entityTypeProblem(axis, entityType))
+	name, fe := definitionName(axis, entityType, name)
+	probs.add(fe)
+	probs.add(windowProblem(axis, window))
+	return name
+}
+
+// entityTypesOn returns the entity types an axis takes, or nil for an unknown
+// axis.
+func entityTypesOn(axis string) []string {
+	switch axis {
+	case ratelimit.AxisCaller, ratelimit.AxisCallerTarget, ratelimit.AxisQuarantine:
+		return []string{ratelimit.EntityGroup}
+	case ratelimit.AxisTarget:
+		return []string{ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent, ratelimit.EntityMCPTool,
+			ratelimit.EntityA2ASkill, ratelimit.EntityServerGroup}
+	}
+	return nil
+}
+
+// entityTypeProblem checks the entity type against the axis's allowlist; with
+// an unknown axis (already reported) it checks against every entity type.
+func entityTypeProblem(axis, entityType string) *FieldError {
+	allowed := entityTypesOn(axis)
+	switch {
+	case allowed == nil:
+		return check("entity_type", entityType, entityTypeRule)
+	case len(allowed) == 1 && entityType != allowed[0]:
+		return fieldError("entity_type", "must be %s on the %s axis (got %q)", allowed[0], axis, entityType)
+	case len(allowed) > 1 && !slices.Contains(allowed, entityType):
+		return fieldError("entity_type", "must be one of %s on the %s axis (got %q)",
+			strings.Join(allowed, ", "), axis, entityType)
+	}
+	return nil
+}
+
+// definitionName normalizes the name for its entity type and applies the
+// quarantine reservations: the quarantine axis takes only the two sentinel
+// names, and no other axis may use them, so a rate definition can never
+// shadow the kill switch.
+func definitionName(axis, entityType, name string) (string, *FieldError) {
+	normalize := nameNormalizer(entityType)
+	if normalize == nil {
+		// The entity type is already reported; there is no rule to read
+		// the name by.
+		return name, nil
+	}
+	name, fe := normalize("name", name)
+	switch {
+	case fe != nil:
+		return "", fe
+	case axis == ratelimit.AxisQuarantine && !isReservedGroup(name):
+		return "", fieldError("name", "must be %s or %s on the quarantine axis (got %q)",
+			ratelimit.GroupQuarantineCallers, ratelimit.GroupQuarantineTargets, name)
+	case axis != ratelimit.AxisQuarantine && isReservedGroup(name):
+		return "", fieldError("name", "%q is reserved for quarantine; use rate-limit-quarantine-add to quarantine a subject", name)
+	}
+	return name, nil
+}
+
+// windowProblem checks the window range; a sentinel's window is fixed at 1
+// because it is part of the sentinel's well-known id.
+func windowProblem(axis string, window int) *FieldError {
+	if fe := check("window_seconds", window, windowRule); fe != nil {
+		return fe
+	}
+	if axis == ratelimit.AxisQuarantine && window != 1 {
+		return fieldError("window_seconds", "must be 1 on the quarantine axis (got %d)", window)
+	}
+	return nil
+}
+
+// checkLimits checks which limits the axis takes, that the required ones are
+// present, their ranges, and the floors.
+func checkLimits(probs *problems, d ratelimit.Definition, f Floors) {
+	switch d.Axis {
+	case ratelimit.AxisCaller, ratelimit.AxisCallerTarget:
+		probs.add(misplaced("max_requests", d.MaxRequests,
+			"not allowed on the %s axis; use user_max_requests and/or agent_max_requests", d.Axis))
+		if d.UserMaxRequests == nil && d.AgentMaxRequests == nil {
+			probs.add(fieldError("user_max_requests",
+				"required unless agent_max_requests is set; the %s axis needs at least one of them", d.Axis))
+		}
+		probs.add(groupLimit("user_max_requests", "user", d.UserMaxRequests, f.User, d.WindowSeconds))
+		probs.add(groupLimit("agent_max_requests", "agent", d.AgentMaxRequests, f.Agent, d.WindowSeconds))
+	case ratelimit.AxisTarget:
+		const useMax = "not allowed on the target axis; use max_requests"
+		probs.add(misplaced("user_max_requests", d.UserMaxRequests, useMax))
+		probs.add(misplaced("agent_max_requests", d.AgentMaxRequests, useMax))
+		if d.MaxRequests == nil {
+			probs.add(fieldError("max_requests", "required on the target axis"))
+		} else {
+			probs.add(check("max_requests", *d.MaxRequests, limitRule))
+		}
+	case ratelimit.AxisQuarantine:
+		const noRate = "not allowed on the quarantine axis; quarantine blocks outright and carries no rate"
+		probs.add(misplaced("max_requests", d.MaxRequests, noRate))
+		probs.add(misplaced("user_max_requests", d.UserMaxRequests, noRate))
+		probs.add(misplaced("agent_max_requests", d.AgentMaxRequests, noRate))
+	}
+}
+
+// misplaced reports a limit that is set on an axis that does not take it.
+func misplaced(field string, limit *int, format string, args ...any) *FieldError {
+	if limit == nil {
+		return nil
+	}
+	return fieldError(field, format, args...)
+}
+
+// groupLimit checks an optional per-caller-type limit and its floor. The
+// floor message carries the fix, because the floor is server configuration
+// the user cannot see.
+func groupLimit(field, callerType string, limit *int, floor, window int) *FieldError {
+	if limit == nil {
+		return nil
+	}
+	if fe := check(field, *limit, limitRule); fe != nil {
+		return fe
+	}
+	if window > floorWindowSeconds || *limit >= floor {
+		return nil
+	}
+	return &FieldError{Field: field, Message: fmt.Sprintf(
+		"%s %d is below the %s floor of %d/min for windows <= %ds; raise it to at least %d or use a window longer than %ds",
+		field, *limit, callerType, floor, floorWindowSeconds, floor, floorWindowSeconds)}
+}
+
+// members normalizes a server_group's member list. Two spellings of one
+// server ("mcpgw", "/mcpgw/") are merged silently: they are the same server,
+// and keeping both would only show up as a confusing duplicate later.
+func members(probs *problems, d ratelimit.Definition) []string {
+	if d.EntityType != ratelimit.EntityServerGroup {
+		if len(d.Members) > 0 {
+			probs.add(fieldError("members",
+				"allowed only on target server_group definitions (entity_type is %q)", d.EntityType))
+		}
+		return nil
+	}
+	if len(d.Members) == 0 {
+		probs.add(fieldError("members", "must list at least one server for a server_group"))
+		return nil
+	}
+	out := make([]string, 0, len(d.Members))
+	seen := make(map[string]bool, len(d.Members))
+	for i, raw := range d.Members {
+		name, fe := serverName(fmt.Sprintf("members[%d]", i), raw)
+		if fe != nil {
+			probs.add(fe)
+			continue
+		}
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// scope derives the quarantine scope from the sentinel name. An explicit
+// scope is accepted only when it agrees, so the stored scope can never
+// contradict the name the limiter actually keys on.
+func scope(axis, name, given string) (string, *FieldError) {
+	if axis != ratelimit.AxisQuarantine {
+		if given != "" {
+			return "", fieldError("scope", "allowed only on the quarantine axis (got %q)", given)
+		}
+		return "", nil
+	}
+	var want string
+	switch name {
+	case ratelimit.GroupQuarantineCallers:
+		want = "caller"
+	case ratelimit.GroupQuarantineTargets:
+		want = "target"
+	default:
+		// The name is already reported; nothing to derive the scope from.
+		return given, nil
+	}
+	if given != "" && given != want {
+		return "", fieldError("scope", "must be %q for %s (got %q)", want, name, given)
+	}
+	return want, nil
+}

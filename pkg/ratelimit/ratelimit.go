@@ -1,0 +1,172 @@
+// Package ratelimit is the shared vocabulary of rlctl: the shapes of limit
+// definitions, memberships, administrators, tokens and audit entries, and the
+// identifiers that name them. It holds no rules (those live in
+// internal/validate) and no I/O, so the API server, the store, the SDK and the
+// enforcement package can all speak it without depending on one another.
+package ratelimit
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Axes a definition can apply to.
+const (
+	AxisCaller       = "caller"        // one bucket per caller, all targets pooled
+	AxisTarget       = "target"        // one bucket per target, all callers pooled
+	AxisCallerTarget = "caller_target" // one bucket per (caller, target) pair
+	AxisQuarantine   = "quarantine"    // the two kill-switch sentinels; no rate
+)
+
+// Entity types.
+const (
+	EntityGroup       = "group"
+	EntityMCPServer   = "mcp_server"
+	EntityA2AAgent    = "a2a_agent"
+	EntityMCPTool     = "mcp_tool"
+	EntityA2ASkill    = "a2a_skill"
+	EntityServerGroup = "server_group"
+)
+
+// Subject types of memberships and admins.
+const (
+	SubjectUser   = "user"
+	SubjectClient = "client"
+	SubjectServer = "server"
+	SubjectAgent  = "agent"
+)
+
+// The reserved quarantine groups and their sentinel definitions. Putting a
+// subject in one of these groups blocks it; disabling the sentinel turns that
+// half of quarantine off for everyone.
+const (
+	GroupQuarantineCallers = "quarantine-callers"
+	GroupQuarantineTargets = "quarantine-targets"
+
+	SentinelCallers = "quarantine:group:quarantine-callers:1"
+	SentinelTargets = "quarantine:group:quarantine-targets:1"
+)
+
+// Modes of a definition.
+const (
+	ModeEnforce = "enforce" // deny when over the limit
+	ModeShadow  = "shadow"  // count and report, never deny
+)
+
+// Token roles.
+const (
+	RoleAdmin    = "admin"    // everything
+	RoleViewer   = "viewer"   // read-only
+	RoleEnforcer = "enforcer" // only the decision endpoints
+)
+
+// Definition is one rate-limit rule. Its identity is
+// <axis>:<entity_type>:<name>:<window_seconds> (see DefinitionID); every other
+// field may change without changing the identity.
+//
+// Limits are pointers because "absent" and "zero" differ: a group without
+// agent_max_requests does not gate agents at all.
+type Definition struct {
+	ID               string   `json:"id,omitempty" yaml:"id,omitempty"`
+	Axis             string   `json:"axis" yaml:"axis"`
+	EntityType       string   `json:"entity_type" yaml:"entity_type"`
+	Name             string   `json:"name" yaml:"name"`
+	WindowSeconds    int      `json:"window_seconds" yaml:"window_seconds"`
+	MaxRequests      *int     `json:"max_requests,omitempty" yaml:"max_requests,omitempty"`
+	UserMaxRequests  *int     `json:"user_max_requests,omitempty" yaml:"user_max_requests,omitempty"`
+	AgentMaxRequests *int     `json:"agent_max_requests,omitempty" yaml:"agent_max_requests,omitempty"`
+	Members          []string `json:"members,omitempty" yaml:"members,omitempty"`
+	// Scope is the reference's field for the quarantine axis ("caller" or
+	// "target"). It is derived from the sentinel name and accepted on input
+	// only when it agrees with it.
+	Scope       string `json:"scope,omitempty" yaml:"scope,omitempty"`
+	FailClosed  bool   `json:"fail_closed" yaml:"fail_closed"`
+	Enabled     bool   `json:"enabled" yaml:"enabled"`
+	Mode        string `json:"mode,omitempty" yaml:"mode,omitempty"`
+	Description string `json:"description,omitempty" yaml:"description,omitempty"`
+
+	// Read-only fields, set by the server. They are accepted on input (so
+	// a definition read with GET can be sent back with PUT) and ignored.
+	Version   int64      `json:"version,omitempty" yaml:"version,omitempty"`
+	CreatedAt *time.Time `json:"created_at,omitempty" yaml:"created_at,omitempty"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty" yaml:"updated_at,omitempty"`
+	UpdatedBy string     `json:"updated_by,omitempty" yaml:"updated_by,omitempty"`
+}
+
+// Key returns the definition's identifier built from its body.
+func (d Definition) Key() string {
+	return DefinitionID(d.Axis, d.EntityType, d.Name, d.WindowSeconds)
+}
+
+// IsSentinel reports whether id names one of the two quarantine sentinels.
+func IsSentinel(id string) bool {
+	return id == SentinelCallers || id == SentinelTargets
+}
+
+// Membership maps one subject (a caller or a target) to its rate-limit groups.
+// Quarantine is membership of a reserved group, with a reason and an optional
+// expiry.
+type Membership struct {
+	ID          string   `json:"id,omitempty" yaml:"id,omitempty"`
+	SubjectType string   `json:"subject_type" yaml:"subject_type"`
+	Subject     string   `json:"subject" yaml:"subject"`
+	Groups      []string `json:"groups" yaml:"groups"`
+
+	QuarantineReason    string     `json:"quarantine_reason,omitempty" yaml:"quarantine_reason,omitempty"`
+	QuarantinedAt       *time.Time `json:"quarantined_at,omitempty" yaml:"quarantined_at,omitempty"`
+	QuarantineExpiresAt *time.Time `json:"quarantine_expires_at,omitempty" yaml:"quarantine_expires_at,omitempty"`
+
+	Version   int64      `json:"version,omitempty" yaml:"version,omitempty"`
+	CreatedAt *time.Time `json:"created_at,omitempty" yaml:"created_at,omitempty"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty" yaml:"updated_at,omitempty"`
+}
+
+// Key returns the membership's identifier built from its body.
+func (m Membership) Key() string { return MembershipID(m.SubjectType, m.Subject) }
+
+// HasGroup reports whether the membership names group g.
+func (m Membership) HasGroup(g string) bool {
+	for _, have := range m.Groups {
+		if have == g {
+			return true
+		}
+	}
+	return false
+}
+
+// Admin is a gateway identity with administrator privileges: it bypasses caller
+// limits and can never be quarantined.
+type Admin struct {
+	SubjectType string     `json:"subject_type" yaml:"subject_type"`
+	Subject     string     `json:"subject" yaml:"subject"`
+	Note        string     `json:"note,omitempty" yaml:"note,omitempty"`
+	CreatedAt   *time.Time `json:"created_at,omitempty" yaml:"created_at,omitempty"`
+	CreatedBy   string     `json:"created_by,omitempty" yaml:"created_by,omitempty"`
+}
+
+// Key returns the admin's identifier, <subject_type>:<subject>.
+func (a Admin) Key() string { return MembershipID(a.SubjectType, a.Subject) }
+
+// Token describes an API token. The secret itself is never stored; only its
+// SHA-256 is.
+type Token struct {
+	Name       string     `json:"name" yaml:"name"`
+	Role       string     `json:"role" yaml:"role"`
+	CreatedAt  time.Time  `json:"created_at" yaml:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty" yaml:"expires_at,omitempty"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty" yaml:"last_used_at,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty" yaml:"revoked_at,omitempty"`
+}
+
+// AuditEntry records one successful mutation.
+type AuditEntry struct {
+	ID           int64           `json:"id" yaml:"id"`
+	Time         time.Time       `json:"time" yaml:"time"`
+	Actor        string          `json:"actor" yaml:"actor"`
+	Action       string          `json:"action" yaml:"action"`
+	ResourceType string          `json:"resource_type" yaml:"resource_type"`
+	ResourceID   string          `json:"resource_id" yaml:"resource_id"`
+	Before       json.RawMessage `json:"before,omitempty" yaml:"before,omitempty"`
+	After        json.RawMessage `json:"after,omitempty" yaml:"after,omitempty"`
+	RequestID    string          `json:"request_id,omitempty" yaml:"request_id,omitempty"`
+}
