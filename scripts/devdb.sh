@@ -67,7 +67,8 @@ install_postgres() {
 # root (initdb and postgres refuse to run as root), ourselves otherwise.
 as_owner() {
 	if [ "$(id -u)" = 0 ]; then
-		runuser -u postgres -- "$@"
+		# From /, since the postgres user may not be allowed in our cwd.
+		(cd / && runuser -u postgres -- "$@")
 	else
 		"$@"
 	fi
@@ -76,7 +77,7 @@ as_owner() {
 owner_can_reach() {
 	[ "$(id -u)" != 0 ] && return 0
 	id postgres >/dev/null 2>&1 || die "running as root but there is no postgres user to own the cluster"
-	runuser -u postgres -- test -x "$1" 2>/dev/null && runuser -u postgres -- test -r "$1" 2>/dev/null
+	(cd / && runuser -u postgres -- test -x "$1" && runuser -u postgres -- test -r "$1") 2>/dev/null
 }
 
 # datadir prints the data directory, choosing and recording it on first use.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -150,7 +151,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	fs.IntVar(&floors.User, "user-floor", floors.User, "minimum user_max_requests on caller windows <= 60s (RLAPI_USER_FLOOR_PER_MIN)")
 	fs.IntVar(&floors.Agent, "agent-floor", floors.Agent, "minimum agent_max_requests on caller windows <= 60s (RLAPI_AGENT_FLOOR_PER_MIN)")
 	shutdown := fs.Duration("shutdown-timeout", 20*time.Second, "how long SIGTERM waits for in-flight requests")
+	proxies := fs.String("trusted-proxies", getenv("RLAPI_TRUSTED_PROXIES"),
+		"comma-separated CIDRs whose X-Forwarded-For is believed (RLAPI_TRUSTED_PROXIES)")
+	authFailures := fs.Int("auth-max-failures", 5, "failed authentications from one address that lock it out; 0 takes the default, -1 disables")
+	authWindow := fs.Duration("auth-window", time.Minute, "window in which failed authentications are counted")
+	authLockout := fs.Duration("auth-lockout", 5*time.Minute, "how long an address stays locked out")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	trusted, err := parsePrefixes(*proxies)
+	if err != nil {
 		return err
 	}
 	if floors.User < 1 || floors.Agent < 1 {
@@ -178,7 +188,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
-	srv := api.New(st, api.Config{Floors: floors, ShutdownTimeout: *shutdown}, api.Opts{Logger: log})
+	srv := api.New(st, api.Config{
+		Floors: floors, ShutdownTimeout: *shutdown, TrustedProxies: trusted,
+		AuthMaxFailures: *authFailures, AuthWindow: *authWindow, AuthLockout: *authLockout,
+	}, api.Opts{Logger: log})
 	log.Info("rlapi listening", "addr", ln.Addr().String(), "version", version.String(), "schema", schema.Current)
 	fmt.Fprintf(stdout, "rlapi listening on http://%s\n", ln.Addr())
 	if err := srv.Serve(ctx, ln); err != nil {
@@ -186,6 +199,31 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log.Info("rlapi stopped")
 	return nil
+}
+
+// parsePrefixes reads a comma-separated list of CIDRs or bare addresses.
+func parsePrefixes(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !strings.Contains(f, "/") {
+			a, err := netip.ParseAddr(f)
+			if err != nil {
+				return nil, fmt.Errorf("%w: trusted proxy %q is not an address or CIDR", errUsage, f)
+			}
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: trusted proxy %q is not an address or CIDR", errUsage, f)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 func migrateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/store"
@@ -16,16 +17,49 @@ import (
 // Config is what an operator tunes; zero values take the defaults.
 type Config struct {
 	Floors validate.Floors
+	// TrustedProxies are the peers whose X-Forwarded-For is believed.
+	TrustedProxies []netip.Prefix
+	// AuthMaxFailures failed authentications from one address within
+	// AuthWindow lock it out for AuthLockout (defaults 5, 60s, 300s, as
+	// reference 002). A negative AuthMaxFailures turns the lockout off.
+	AuthMaxFailures int
+	AuthWindow      time.Duration
+	AuthLockout     time.Duration
+	// RequestTimeout bounds each request's database work (default 10s).
+	RequestTimeout time.Duration
 	// ShutdownTimeout bounds the wait for in-flight requests on SIGTERM.
 	ShutdownTimeout time.Duration
 }
 
+func (c *Config) setDefaults() {
+	if c.Floors == (validate.Floors{}) {
+		c.Floors = validate.DefaultFloors()
+	}
+	if c.AuthMaxFailures == 0 {
+		c.AuthMaxFailures = 5
+	}
+	if c.AuthWindow == 0 {
+		c.AuthWindow = time.Minute
+	}
+	if c.AuthLockout == 0 {
+		c.AuthLockout = 5 * time.Minute
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = 10 * time.Second
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 20 * time.Second
+	}
+}
+
 // Server serves the API.
 type Server struct {
-	store *store.Store
-	cfg   Config
-	log   *slog.Logger
-	now   func() time.Time
+	store        *store.Store
+	cfg          Config
+	log          *slog.Logger
+	now          func() time.Time
+	metrics      *metrics
+	authThrottle *authThrottle
 }
 
 // Opts are optional dependencies of New.
@@ -36,12 +70,7 @@ type Opts struct {
 
 // New returns a server over st.
 func New(st *store.Store, cfg Config, opts Opts) *Server {
-	if cfg.Floors == (validate.Floors{}) {
-		cfg.Floors = validate.DefaultFloors()
-	}
-	if cfg.ShutdownTimeout == 0 {
-		cfg.ShutdownTimeout = 20 * time.Second
-	}
+	cfg.setDefaults()
 	s := &Server{store: st, cfg: cfg, log: opts.Logger, now: opts.Now}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -49,6 +78,8 @@ func New(st *store.Store, cfg Config, opts Opts) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.metrics = newMetrics(st.Pool())
+	s.authThrottle = newAuthThrottle(cfg.AuthMaxFailures, cfg.AuthWindow, cfg.AuthLockout)
 	return s
 }
 
@@ -59,7 +90,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
+		WriteTimeout:      5 * time.Minute, // whole-list streams of large stores
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}

@@ -18,8 +18,15 @@ func TokenName(name string) (string, error) {
 		return single("", fieldError("name", "must be at most %d bytes (got %d)", maxTokenNameBytes, len(s)))
 	case strings.ContainsFunc(s, isNotTokenNameChar):
 		return single("", fieldError("name", "must contain only ASCII letters, digits, '.', '_', '-' and '@' (got %q)", s))
+	case !isAlnum(s[0]):
+		// Names travel in URL paths, where "." and ".." are cleaned away.
+		return single("", fieldError("name", "must start with a letter or digit (got %q)", s))
 	}
 	return s, nil
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 func isNotTokenNameChar(r rune) bool {

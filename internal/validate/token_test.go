@@ -21,6 +21,8 @@ func TestTokenName(t *testing.T) {
 		{name: "65 bytes", in: strings.Repeat("t", 65), message: "name: must be at most 64 bytes (got 65)"},
 		{name: "space", in: "deploy bot", message: `name: must contain only ASCII letters, digits, '.', '_', '-' and '@' (got "deploy bot")`},
 		{name: "colon", in: "ci:prod", message: `name: must contain only ASCII letters, digits, '.', '_', '-' and '@' (got "ci:prod")`},
+		{name: "dot segment", in: "..", message: `name: must start with a letter or digit (got "..")`},
+		{name: "leading dash", in: "-x", message: `name: must start with a letter or digit (got "-x")`},
 		{name: "non-ASCII letter", in: "zoë", message: `name: must contain only ASCII letters, digits, '.', '_', '-' and '@' (got "zoë")`},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,364 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// definitionID reads the URL id and returns its canonical form, or the raw
+// id when it does not parse (a lookup of it then simply finds nothing).
+func definitionID(r *http.Request) (raw, canonical string) {
+	raw = r.PathValue("id")
+	if c, err := validate.DefinitionID(raw); err == nil {
+		return raw, c
+	}
+	return raw, raw
+}
+
+func (s *Server) handleGetDefinition() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, id := definitionID(r)
+		d, err := s.store.GetDefinition(r.Context(), id)
+		if err != nil {
+			s.writeProblem(w, r, orNotFound(err, "definition", id))
+			return
+		}
+		setETag(w, d.Version)
+		encode(w, http.StatusOK, d)
+	})
+}
+
+func (s *Server) handlePutDefinition() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rawID, urlID := definitionID(r)
+		body, err := decode[ratelimit.Definition](w, r, false)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		d, err := validate.Definition(body, s.cfg.Floors)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		if d.Key() != urlID {
+			s.writeProblem(w, r, badRequest(fmt.Sprintf("URL id %q does not match the id built from the body %q", rawID, d.Key()),
+				validate.FieldError{Field: "id", Message: fmt.Sprintf("id: URL id %q does not match the id built from the body %q", rawID, d.Key())}))
+			return
+		}
+		version, err := ifMatch(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		var res store.PutResult[ratelimit.Definition]
+		ch, dry, err := s.mutate(r, func(q *store.Queries) (change, error) {
+			var err error
+			res, err = q.PutDefinition(r.Context(), d, store.Write{Actor: actorName(r.Context()), IfVersion: version})
+			if err != nil {
+				return change{}, err
+			}
+			return putChange("definition", d.Key(), res), nil
+		})
+		switch {
+		case err != nil:
+			s.writeProblem(w, r, err)
+		case dry:
+			writeDryRun(w, ch)
+		default:
+			writePut(w, r, "/api/rate-limits/", d.Key(), res.After.Version, res.Created() && !res.Unchanged, res.After)
+		}
+	})
+}
+
+// putChange turns an upsert's result into the change it made.
+func putChange[T any](resourceType, id string, res store.PutResult[T]) change {
+	ch := change{action: "update", resourceType: resourceType, id: id, before: res.Before, after: res.After}
+	switch {
+	case res.Unchanged:
+		ch.action = "unchanged"
+	case res.Created():
+		ch.action = "create"
+	}
+	return ch
+}
+
+// writePut answers an upsert: 201 with Location when it created, else 200.
+func writePut[T any](w http.ResponseWriter, r *http.Request, base, id string, version int64, created bool, v T) {
+	setETag(w, version)
+	if created {
+		w.Header().Set("Location", base+url.PathEscape(id))
+		encode(w, http.StatusCreated, v)
+		return
+	}
+	encode(w, http.StatusOK, v)
+}
+
+// deleted is the answer to a DELETE.
+type deleted struct {
+	Deleted bool   `json:"deleted"`
+	ID      string `json:"id"`
+}
+
+func (s *Server) handleDeleteDefinition() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, id := definitionID(r)
+		if ratelimit.IsSentinel(id) {
+			s.writeProblem(w, r, errorf(http.StatusConflict, "reserved", "Reserved definition",
+				fmt.Sprintf("'%s' is a reserved quarantine definition and cannot be deleted; disable it to turn quarantine off (rate-limit-disable --id %s)", id, id)))
+			return
+		}
+		version, err := ifMatch(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		ch, dry, err := s.mutate(r, func(q *store.Queries) (change, error) {
+			before, err := q.DeleteDefinition(r.Context(), id, store.Write{IfVersion: version})
+			if err != nil {
+				return change{}, orNotFound(err, "definition", id)
+			}
+			return change{action: "delete", resourceType: "definition", id: id, before: before}, nil
+		})
+		switch {
+		case err != nil:
+			s.writeProblem(w, r, err)
+		case dry:
+			writeDryRun(w, ch)
+		default:
+			encode(w, http.StatusOK, deleted{Deleted: true, ID: id})
+		}
+	})
+}
+
+func (s *Server) handleSetEnabled() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, id := definitionID(r)
+		raw := r.URL.Query().Get("enabled")
+		enabled, err := strconv.ParseBool(raw)
+		if err != nil {
+			s.writeProblem(w, r, badRequest(fmt.Sprintf("enabled: must be true or false (got %q)", raw),
+				validate.FieldError{Field: "enabled", Message: fmt.Sprintf("enabled: must be true or false (got %q)", raw)}))
+			return
+		}
+		version, err := ifMatch(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		var after ratelimit.Definition
+		ch, dry, err := s.mutate(r, func(q *store.Queries) (change, error) {
+			a, before, err := q.SetDefinitionEnabled(r.Context(), id, enabled, store.Write{Actor: actorName(r.Context()), IfVersion: version})
+			if err != nil {
+				return change{}, orNotFound(err, "definition", id)
+			}
+			after = a
+			action := "disable"
+			if enabled {
+				action = "enable"
+			}
+			if before.Enabled == enabled {
+				action = "unchanged"
+			}
+			return change{action: action, resourceType: "definition", id: id, before: before, after: a}, nil
+		})
+		switch {
+		case err != nil:
+			s.writeProblem(w, r, err)
+		case dry:
+			writeDryRun(w, ch)
+		default:
+			setETag(w, after.Version)
+			encode(w, http.StatusOK, after)
+		}
+	})
+}
+
+// listLimit reads limit (1..10000); 0 when absent, meaning "everything".
+func listLimit(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 10000 {
+		return 0, badRequest(fmt.Sprintf("limit: must be between 1 and 10000 (got %q)", v))
+	}
+	return n, nil
+}
+
+func optionalBool(r *http.Request, name string) (*bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return nil, badRequest(fmt.Sprintf("%s: must be true or false (got %q)", name, v))
+	}
+	return &b, nil
+}
+
+func (s *Server) handleListDefinitions() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		limit, err := listLimit(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		enabled, err := optionalBool(r, "enabled")
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		f := store.DefinitionFilter{Axis: q.Get("axis"), EntityType: q.Get("entity_type"), Name: q.Get("name"),
+			Enabled: enabled, Group: q.Get("group"), After: q.Get("cursor")}
+		if f.Name != "" && f.EntityType != "" {
+			if n, err := validate.TargetName(f.EntityType, f.Name); err == nil {
+				f.Name = n
+			}
+		}
+		streamList(s, w, r, "definitions", limit, func(fn func(ratelimit.Definition) error) error {
+			if limit > 0 {
+				f.Limit = limit + 1 // one more tells whether there is a next page
+			}
+			return s.store.EachDefinition(r.Context(), f, fn)
+		}, func(d ratelimit.Definition) string { return d.ID })
+	})
+}
+
+// streamList writes {"<key>": [...], "next_cursor": "..."} row by row as the
+// store yields them, so memory does not grow with the list. Rows are
+// fetched with limit+1 to learn whether a next page exists.
+func streamList[T any](s *Server, w http.ResponseWriter, r *http.Request, key string, limit int,
+	each func(func(T) error) error, cursorOf func(T) string) {
+	var (
+		n, started = 0, false
+		last       string
+		more       bool
+		enc        = json.NewEncoder(w)
+	)
+	errStop := fmt.Errorf("page full")
+	err := each(func(v T) error {
+		if limit > 0 && n == limit {
+			more = true
+			return errStop
+		}
+		if !started {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = fmt.Fprintf(w, `{%q:[`, key)
+			started = true
+		} else {
+			_, _ = w.Write([]byte{','})
+		}
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		n++
+		last = cursorOf(v)
+		return nil
+	})
+	if err != nil && err != errStop {
+		if !started {
+			s.writeProblem(w, r, err)
+			return
+		}
+		// Headers are gone: cut the connection so the client sees a
+		// truncated body, never a complete-looking partial list.
+		s.log.Error("list aborted mid-stream", "request_id", requestID(r.Context()), "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	if !started {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = fmt.Fprintf(w, `{%q:[`, key)
+	}
+	_, _ = w.Write([]byte{']'})
+	if more {
+		_, _ = fmt.Fprintf(w, `,"next_cursor":%q`, last)
+	}
+	_, _ = w.Write([]byte("}\n"))
+}
+
+// statusResult answers GET /api/rate-limits-status.
+type statusResult struct {
+	Identity    string                 `json:"identity,omitempty"`
+	Username    string                 `json:"username,omitempty"`
+	ClientID    string                 `json:"client_id,omitempty"`
+	Groups      []string               `json:"groups"`
+	Definitions []ratelimit.Definition `json:"definitions"`
+}
+
+func (s *Server) handleStatus() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		res := statusResult{Identity: q.Get("identity"), Username: q.Get("username"), ClientID: q.Get("client_id"),
+			Groups: []string{}, Definitions: []ratelimit.Definition{}}
+		ctx := r.Context()
+		switch {
+		case res.Identity != "":
+			res.Groups = []string{res.Identity}
+		case res.Username != "" || res.ClientID != "":
+			groups, err := s.store.GroupsOf(ctx, res.Username, res.ClientID, s.now())
+			if err != nil {
+				s.writeProblem(w, r, err)
+				return
+			}
+			if groups != nil {
+				res.Groups = groups
+			}
+		}
+		seen := map[string]bool{}
+		add := func(d ratelimit.Definition) error {
+			if !seen[d.ID] {
+				seen[d.ID] = true
+				res.Definitions = append(res.Definitions, d)
+			}
+			return nil
+		}
+		for _, g := range res.Groups {
+			for _, axis := range []string{ratelimit.AxisCaller, ratelimit.AxisCallerTarget, ratelimit.AxisQuarantine} {
+				f := store.DefinitionFilter{Axis: axis, EntityType: ratelimit.EntityGroup, Name: g}
+				if err := s.store.EachDefinition(ctx, f, add); err != nil {
+					s.writeProblem(w, r, err)
+					return
+				}
+			}
+		}
+		if et, name := q.Get("entity_type"), q.Get("name"); et != "" && name != "" {
+			n, err := validate.TargetName(et, name)
+			if err != nil {
+				s.writeProblem(w, r, err)
+				return
+			}
+			filters := []store.DefinitionFilter{{Axis: ratelimit.AxisTarget, EntityType: et, Name: n}}
+			if et == ratelimit.EntityMCPServer {
+				filters = append(filters, store.DefinitionFilter{EntityType: ratelimit.EntityServerGroup, Group: n})
+			}
+			for _, f := range filters {
+				if err := s.store.EachDefinition(ctx, f, add); err != nil {
+					s.writeProblem(w, r, err)
+					return
+				}
+			}
+		}
+		encode(w, http.StatusOK, res)
+	})
+}
+
+// orNotFound words a store ErrNotFound for the user.
+func orNotFound(err error, what, id string) error {
+	if isNotFoundErr(err) {
+		return notFound(what, id)
+	}
+	return err
+}

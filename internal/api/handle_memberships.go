@@ -1,0 +1,188 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// subjectID parses a <subject_type>:<subject> URL id into its normalized
+// parts.
+func subjectID(r *http.Request) (raw, subjectType, subject string, err error) {
+	raw = r.PathValue("id")
+	canonical, err := validate.MembershipID(raw)
+	if err != nil {
+		return raw, "", "", err
+	}
+	subjectType, subject, err = ratelimit.ParseMembershipID(canonical)
+	return raw, subjectType, subject, err
+}
+
+func (s *Server) handleGetMembership() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, typ, subj, err := subjectID(r)
+		if err != nil {
+			s.writeProblem(w, r, notFound("membership", raw))
+			return
+		}
+		m, err := s.store.GetMembership(r.Context(), typ, subj)
+		if err != nil {
+			s.writeProblem(w, r, orNotFound(err, "membership", ratelimit.MembershipID(typ, subj)))
+			return
+		}
+		setETag(w, m.Version)
+		encode(w, http.StatusOK, m)
+	})
+}
+
+func (s *Server) handleListMemberships() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		limit, err := listLimit(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		f := store.MembershipFilter{Group: q.Get("group"), SubjectType: q.Get("subject_type"), After: q.Get("cursor")}
+		streamList(s, w, r, "memberships", limit, func(fn func(ratelimit.Membership) error) error {
+			if limit > 0 {
+				f.Limit = limit + 1
+			}
+			return s.store.EachMembership(r.Context(), f, fn)
+		}, func(m ratelimit.Membership) string { return m.ID })
+	})
+}
+
+func (s *Server) handlePutMembership() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw := r.PathValue("id")
+		body, err := decode[ratelimit.Membership](w, r, false)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		m, err := validate.Membership(body)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		urlID, idErr := validate.MembershipID(raw)
+		if idErr != nil || urlID != m.Key() {
+			msg := fmt.Sprintf("URL id %q does not match the id built from the body %q", raw, m.Key())
+			s.writeProblem(w, r, badRequest(msg, validate.FieldError{Field: "id", Message: "id: " + msg}))
+			return
+		}
+		version, err := ifMatch(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		var res store.PutResult[ratelimit.Membership]
+		ch, dry, err := s.mutate(r, func(q *store.Queries) (change, error) {
+			if err := q.LockSubject(r.Context(), m.SubjectType, m.Subject); err != nil {
+				return change{}, err
+			}
+			if m.HasGroup(ratelimit.GroupQuarantineCallers) {
+				if err := refuseAdminQuarantine(r, q, m.SubjectType, m.Subject); err != nil {
+					return change{}, err
+				}
+			}
+			before, err := q.GetMembership(r.Context(), m.SubjectType, m.Subject)
+			var prev *ratelimit.Membership
+			if err == nil {
+				prev = &before
+			} else if !isNotFoundErr(err) {
+				return change{}, err
+			}
+			m = withQuarantineFields(m, prev, s.now())
+			res, err = q.PutMembership(r.Context(), m, store.Write{IfVersion: version})
+			if err != nil {
+				return change{}, err
+			}
+			return putChange("membership", m.Key(), res), nil
+		})
+		switch {
+		case err != nil:
+			s.writeProblem(w, r, err)
+		case dry:
+			writeDryRun(w, ch)
+		default:
+			writePut(w, r, "/api/rate-limit-memberships/", m.Key(), res.After.Version, res.Created() && !res.Unchanged, res.After)
+		}
+	})
+}
+
+// withQuarantineFields keeps quarantine metadata consistent with the
+// groups: a membership in a quarantine group has a start time (the earlier
+// one when it was already quarantined); one without has no metadata.
+func withQuarantineFields(m ratelimit.Membership, prev *ratelimit.Membership, now time.Time) ratelimit.Membership {
+	quarantined := m.HasGroup(ratelimit.GroupQuarantineCallers) || m.HasGroup(ratelimit.GroupQuarantineTargets)
+	if !quarantined {
+		m.QuarantineReason, m.QuarantinedAt, m.QuarantineExpiresAt = "", nil, nil
+		return m
+	}
+	if prev != nil && prev.QuarantinedAt != nil {
+		m.QuarantinedAt = prev.QuarantinedAt
+	}
+	if m.QuarantinedAt == nil {
+		t := now.UTC()
+		m.QuarantinedAt = &t
+	}
+	return m
+}
+
+func (s *Server) handleDeleteMembership() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, typ, subj, err := subjectID(r)
+		if err != nil {
+			s.writeProblem(w, r, notFound("membership", raw))
+			return
+		}
+		version, err := ifMatch(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		id := ratelimit.MembershipID(typ, subj)
+		ch, dry, err := s.mutate(r, func(q *store.Queries) (change, error) {
+			before, err := q.DeleteMembership(r.Context(), typ, subj, store.Write{IfVersion: version})
+			if err != nil {
+				return change{}, orNotFound(err, "membership", id)
+			}
+			return change{action: "delete", resourceType: "membership", id: id, before: before}, nil
+		})
+		switch {
+		case err != nil:
+			s.writeProblem(w, r, err)
+		case dry:
+			writeDryRun(w, ch)
+		default:
+			encode(w, http.StatusOK, deleted{Deleted: true, ID: id})
+		}
+	})
+}
+
+// refuseAdminQuarantine answers 403 for an administrator and 503 when that
+// cannot be known: quarantine fails closed, so an operator can never lock
+// the administrators out. Call it under LockSubject, in the transaction of
+// the write, so a concurrent admin grant cannot slip between check and
+// write.
+func refuseAdminQuarantine(r *http.Request, q *store.Queries, subjectType, subject string) error {
+	if subjectType != ratelimit.SubjectUser && subjectType != ratelimit.SubjectClient {
+		return nil
+	}
+	admin, err := q.IsAdmin(r.Context(), subjectType, subject)
+	if err != nil {
+		return errorf(http.StatusServiceUnavailable, "admin-check-failed", "Cannot verify administrator status",
+			fmt.Sprintf("cannot verify whether '%s' is an administrator, so it was not quarantined (quarantine fails closed); retry shortly", subject))
+	}
+	if admin {
+		return errorf(http.StatusForbidden, "admin-quarantine", "Refusing to quarantine an administrator",
+			fmt.Sprintf("Refusing to quarantine '%s': it has administrator privileges. Administrators cannot be quarantined; revoke the grant first (DELETE /api/rate-limit-admins/%s:%s) if this is intended.", subject, subjectType, subject))
+	}
+	return nil
+}

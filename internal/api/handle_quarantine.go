@@ -1,0 +1,229 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// quarantineEntry is one quarantined subject.
+type quarantineEntry struct {
+	ID            string     `json:"id"`
+	SubjectType   string     `json:"subject_type"`
+	Subject       string     `json:"subject"`
+	Reason        string     `json:"reason"`
+	QuarantinedAt *time.Time `json:"quarantined_at,omitempty"`
+	ExpiresAt     *time.Time `json:"expires_at,omitempty"`
+	Expired       bool       `json:"expired"`
+}
+
+func entryOf(m ratelimit.Membership, now time.Time) quarantineEntry {
+	return quarantineEntry{
+		ID: m.ID, SubjectType: m.SubjectType, Subject: m.Subject, Reason: m.QuarantineReason,
+		QuarantinedAt: m.QuarantinedAt, ExpiresAt: m.QuarantineExpiresAt,
+		Expired: m.QuarantineExpiresAt != nil && !now.Before(*m.QuarantineExpiresAt),
+	}
+}
+
+type quarantineList struct {
+	Callers        []quarantineEntry `json:"callers"`
+	Targets        []quarantineEntry `json:"targets"`
+	CallersEnabled bool              `json:"callers_enabled"`
+	TargetsEnabled bool              `json:"targets_enabled"`
+}
+
+func (s *Server) handleListQuarantine() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		now := s.now()
+		out := quarantineList{Callers: []quarantineEntry{}, Targets: []quarantineEntry{}}
+		for group, list := range map[string]*[]quarantineEntry{
+			ratelimit.GroupQuarantineCallers: &out.Callers,
+			ratelimit.GroupQuarantineTargets: &out.Targets,
+		} {
+			err := s.store.EachMembership(ctx, store.MembershipFilter{Group: group}, func(m ratelimit.Membership) error {
+				*list = append(*list, entryOf(m, now))
+				return nil
+			})
+			if err != nil {
+				s.writeProblem(w, r, err)
+				return
+			}
+		}
+		for id, enabled := range map[string]*bool{ratelimit.SentinelCallers: &out.CallersEnabled, ratelimit.SentinelTargets: &out.TargetsEnabled} {
+			d, err := s.store.GetDefinition(ctx, id)
+			if err != nil {
+				s.writeProblem(w, r, err)
+				return
+			}
+			*enabled = d.Enabled
+		}
+		encode(w, http.StatusOK, out)
+	})
+}
+
+// quarantineRequest is the optional body of a quarantine POST.
+type quarantineRequest struct {
+	Reason           string `json:"reason"`
+	ExpiresInSeconds int    `json:"expires_in_seconds"`
+}
+
+// maxQuarantine bounds expires_in_seconds at a year: longer is "until
+// removed", which is what leaving it out means.
+const maxQuarantine = 365 * 24 * 3600
+
+func quarantineGroup(subjectType string) string {
+	if subjectType == ratelimit.SubjectServer || subjectType == ratelimit.SubjectAgent {
+		return ratelimit.GroupQuarantineTargets
+	}
+	return ratelimit.GroupQuarantineCallers
+}
+
+func (s *Server) handleQuarantine() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, typ, subj, err := subjectID(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		req, err := decode[quarantineRequest](w, r, true)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		if req.ExpiresInSeconds < 0 || req.ExpiresInSeconds > maxQuarantine {
+			msg := fmt.Sprintf("expires_in_seconds: must be between 1 and %d, or absent for no expiry (got %d)", maxQuarantine, req.ExpiresInSeconds)
+			s.writeProblem(w, r, badRequest(msg, validate.FieldError{Field: "expires_in_seconds", Message: msg}))
+			return
+		}
+		group := quarantineGroup(typ)
+		now := s.now().UTC()
+		var (
+			after   ratelimit.Membership
+			created bool
+		)
+		ch, dry, err := s.mutate(r, func(q *store.Queries) (change, error) {
+			ctx := r.Context()
+			if err := q.LockSubject(ctx, typ, subj); err != nil {
+				return change{}, err
+			}
+			if err := refuseAdminQuarantine(r, q, typ, subj); err != nil {
+				return change{}, err
+			}
+			m, err := q.GetMembership(ctx, typ, subj)
+			var prev *ratelimit.Membership
+			switch {
+			case err == nil:
+				prev = &m
+			case isNotFoundErr(err):
+				m = ratelimit.Membership{SubjectType: typ, Subject: subj}
+			default:
+				return change{}, err
+			}
+			created = !m.HasGroup(group)
+			next := m
+			next.Groups = append(slices.Clone(m.Groups), group)
+			next.QuarantineReason = req.Reason
+			next.QuarantineExpiresAt = nil
+			if req.ExpiresInSeconds > 0 {
+				t := now.Add(time.Duration(req.ExpiresInSeconds) * time.Second)
+				next.QuarantineExpiresAt = &t
+			}
+			if created {
+				// A new quarantine starts now, even if an expired one is replaced.
+				next.QuarantinedAt = &now
+			}
+			next, err = validate.Membership(next)
+			if err != nil {
+				return change{}, err
+			}
+			next = withQuarantineFields(next, prev, now)
+			res, err := q.PutMembership(ctx, next, store.Write{})
+			if err != nil {
+				return change{}, err
+			}
+			after = res.After
+			ch := change{action: "quarantine", resourceType: "membership", id: next.Key(), before: prev, after: res.After}
+			if res.Unchanged {
+				ch.action = "unchanged"
+			}
+			return ch, nil
+		})
+		switch {
+		case err != nil:
+			s.writeProblem(w, r, err)
+		case dry:
+			writeDryRun(w, ch)
+		default:
+			status := http.StatusOK
+			if created {
+				status = http.StatusCreated
+			}
+			encode(w, status, entryOf(after, s.now()))
+		}
+	})
+}
+
+type removed struct {
+	Removed bool   `json:"removed"`
+	ID      string `json:"id"`
+}
+
+func (s *Server) handleUnquarantine() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, typ, subj, err := subjectID(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		id := ratelimit.MembershipID(typ, subj)
+		group := quarantineGroup(typ)
+		var wasQuarantined bool
+		ch, dry, err := s.mutate(r, func(q *store.Queries) (change, error) {
+			ctx := r.Context()
+			if err := q.LockSubject(ctx, typ, subj); err != nil {
+				return change{}, err
+			}
+			m, err := q.GetMembership(ctx, typ, subj)
+			if isNotFoundErr(err) {
+				return change{action: "unchanged", resourceType: "membership", id: id}, nil
+			}
+			if err != nil {
+				return change{}, err
+			}
+			if !m.HasGroup(group) {
+				return change{action: "unchanged", resourceType: "membership", id: id, before: m, after: m}, nil
+			}
+			wasQuarantined = true
+			rest := slices.DeleteFunc(slices.Clone(m.Groups), func(g string) bool { return g == group })
+			if len(rest) == 0 {
+				// Nothing left to say about this subject.
+				if _, err := q.DeleteMembership(ctx, typ, subj, store.Write{}); err != nil {
+					return change{}, err
+				}
+				return change{action: "unquarantine", resourceType: "membership", id: id, before: m}, nil
+			}
+			next := m
+			next.Groups = rest
+			next = withQuarantineFields(next, &m, s.now())
+			res, err := q.PutMembership(ctx, next, store.Write{})
+			if err != nil {
+				return change{}, err
+			}
+			return change{action: "unquarantine", resourceType: "membership", id: id, before: m, after: res.After}, nil
+		})
+		switch {
+		case err != nil:
+			s.writeProblem(w, r, err)
+		case dry:
+			writeDryRun(w, ch)
+		default:
+			encode(w, http.StatusOK, removed{Removed: wasQuarantined, ID: id})
+		}
+	})
+}

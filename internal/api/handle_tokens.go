@@ -1,0 +1,129 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/internal/token"
+	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+type tokenList struct {
+	Tokens []ratelimit.Token `json:"tokens"`
+}
+
+func (s *Server) handleListTokens() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tokens, err := s.store.ListTokens(r.Context())
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		if tokens == nil {
+			tokens = []ratelimit.Token{}
+		}
+		encode(w, http.StatusOK, tokenList{Tokens: tokens})
+	})
+}
+
+type createTokenRequest struct {
+	Name             string `json:"name"`
+	Role             string `json:"role"`
+	ExpiresInSeconds int    `json:"expires_in_seconds"`
+}
+
+// createdToken is the only answer that ever carries a token's secret.
+type createdToken struct {
+	ratelimit.Token
+	Secret string `json:"token"`
+}
+
+func (s *Server) handleCreateToken() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode[createTokenRequest](w, r, false)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		var fields []validate.FieldError
+		name, err := validate.TokenName(req.Name)
+		if err != nil {
+			fields = append(fields, fieldErrors(err, "name")...)
+		}
+		if err := validate.Role(req.Role); err != nil {
+			fields = append(fields, fieldErrors(err, "role")...)
+		}
+		if req.ExpiresInSeconds < 0 {
+			fields = append(fields, validate.FieldError{Field: "expires_in_seconds",
+				Message: fmt.Sprintf("expires_in_seconds: must be >= 1, or absent for no expiry (got %d)", req.ExpiresInSeconds)})
+		}
+		if len(fields) > 0 {
+			s.writeProblem(w, r, &validate.Error{Errors: fields})
+			return
+		}
+		secret, sum := token.New()
+		var expires *time.Time
+		if req.ExpiresInSeconds > 0 {
+			t := s.now().Add(time.Duration(req.ExpiresInSeconds) * time.Second).UTC()
+			expires = &t
+		}
+		var created ratelimit.Token
+		ch, dry, err := s.mutate(r, func(q *store.Queries) (change, error) {
+			t, err := q.CreateToken(r.Context(), name, req.Role, sum, expires)
+			if err != nil {
+				return change{}, err
+			}
+			created = t
+			return change{action: "create", resourceType: "token", id: name, after: t}, nil
+		})
+		switch {
+		case err != nil:
+			s.writeProblem(w, r, err)
+		case dry:
+			writeDryRun(w, ch)
+		default:
+			w.Header().Set("Cache-Control", "no-store")
+			encode(w, http.StatusCreated, createdToken{Token: created, Secret: secret})
+		}
+	})
+}
+
+type revokedToken struct {
+	Revoked bool   `json:"revoked"`
+	Name    string `json:"name"`
+}
+
+func (s *Server) handleRevokeToken() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		ch, dry, err := s.mutate(r, func(q *store.Queries) (change, error) {
+			before, err := q.RevokeToken(r.Context(), name, s.now())
+			if err != nil {
+				return change{}, orNotFound(err, "token", name)
+			}
+			after := before
+			now := s.now()
+			after.RevokedAt = &now
+			return change{action: "revoke", resourceType: "token", id: name, before: before, after: after}, nil
+		})
+		switch {
+		case err != nil:
+			s.writeProblem(w, r, err)
+		case dry:
+			writeDryRun(w, ch)
+		default:
+			encode(w, http.StatusOK, revokedToken{Revoked: true, Name: name})
+		}
+	})
+}
+
+// fieldErrors unpacks a validate error, or wraps any other under field.
+func fieldErrors(err error, field string) []validate.FieldError {
+	if ve, ok := err.(*validate.Error); ok {
+		return ve.Errors
+	}
+	return []validate.FieldError{{Field: field, Message: err.Error()}}
+}

@@ -1,0 +1,167 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rlctl/rlctl/internal/store"
+)
+
+// change describes what a mutation did, for the audit log and dry runs.
+type change struct {
+	action       string // create, update, unchanged, delete, or a verb such as quarantine
+	resourceType string
+	id           string
+	before       any // nil when the resource did not exist
+	after        any // nil when the resource is gone
+}
+
+// errDryRun rolls a dry run's transaction back after it did everything.
+var errDryRun = errors.New("dry run")
+
+// mutate runs fn in one transaction with the audit row of its change, so a
+// change never lands without its row nor a row without its change. On a dry
+// run the transaction does all the work (validation, checks, constraints)
+// and is then rolled back, so a dry run can never disagree with the real
+// thing.
+func (s *Server) mutate(r *http.Request, fn func(q *store.Queries) (change, error)) (change, bool, error) {
+	dry, err := dryRun(r)
+	if err != nil {
+		return change{}, false, err
+	}
+	var ch change
+	err = s.store.InTx(r.Context(), func(q *store.Queries) error {
+		var err error
+		if ch, err = fn(q); err != nil {
+			return err
+		}
+		if ch.action != "unchanged" {
+			err = q.InsertAudit(r.Context(), store.Audit{
+				Actor: actorName(r.Context()), Action: ch.action, ResourceType: ch.resourceType,
+				ResourceID: ch.id, Before: ch.before, After: ch.after, RequestID: requestID(r.Context()),
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if dry {
+			return errDryRun
+		}
+		return nil
+	})
+	if errors.Is(err, errDryRun) {
+		return ch, true, nil
+	}
+	return ch, false, err
+}
+
+func dryRun(r *http.Request) (bool, error) {
+	v := r.URL.Query().Get("dry_run")
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, badRequest(fmt.Sprintf("dry_run: must be true or false (got %q)", v))
+	}
+	return b, nil
+}
+
+// ifMatch reads the expected version from If-Match ("3", W/"3" or 3);
+// 0 means unconditional.
+func ifMatch(r *http.Request) (int64, error) {
+	v := strings.TrimSpace(r.Header.Get("If-Match"))
+	if v == "" {
+		return 0, nil
+	}
+	v = strings.Trim(strings.TrimPrefix(v, "W/"), `"`)
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, badRequest(fmt.Sprintf(`If-Match: must be a version such as "3" (got %q)`, r.Header.Get("If-Match")))
+	}
+	return n, nil
+}
+
+func setETag(w http.ResponseWriter, version int64) {
+	if version > 0 {
+		w.Header().Set("ETag", `"`+strconv.FormatInt(version, 10)+`"`)
+	}
+}
+
+// fieldChange is one field of a dry run's report.
+type fieldChange struct {
+	Field string `json:"field"`
+	From  any    `json:"from"`
+	To    any    `json:"to"`
+}
+
+// dryRunReport is the answer to a mutation with ?dry_run=true.
+type dryRunReport struct {
+	DryRun       bool          `json:"dry_run"`
+	Action       string        `json:"action"`
+	ResourceType string        `json:"resource_type"`
+	ID           string        `json:"id"`
+	Before       any           `json:"before"`
+	After        any           `json:"after"`
+	Changes      []fieldChange `json:"changes"`
+}
+
+// serverFields change on every write and say nothing about what changed.
+var serverFields = []string{"version", "created_at", "updated_at", "updated_by", "id"}
+
+func writeDryRun(w http.ResponseWriter, ch change) {
+	encode(w, http.StatusOK, dryRunReport{
+		DryRun: true, Action: ch.action, ResourceType: ch.resourceType, ID: ch.id,
+		Before: ch.before, After: ch.after, Changes: diffFields(ch.before, ch.after),
+	})
+}
+
+// diffFields lists the fields whose JSON values differ, by name.
+func diffFields(before, after any) []fieldChange {
+	b, a := toMap(before), toMap(after)
+	keys := map[string]bool{}
+	for k := range b {
+		keys[k] = true
+	}
+	for k := range a {
+		keys[k] = true
+	}
+	var out []fieldChange
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range keys {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		if slices.Contains(serverFields, k) {
+			continue
+		}
+		if !reflect.DeepEqual(b[k], a[k]) {
+			out = append(out, fieldChange{Field: k, From: b[k], To: a[k]})
+		}
+	}
+	if out == nil {
+		out = []fieldChange{}
+	}
+	return out
+}
+
+func toMap(v any) map[string]any {
+	if v == nil || (reflect.ValueOf(v).Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil()) {
+		return nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return m
+}

@@ -1,0 +1,139 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/internal/validate"
+)
+
+// Problem is an RFC 9457 problem document. Detail always carries the whole
+// message: the reference's clients print detail.
+type Problem struct {
+	Type     string                `json:"type"`
+	Title    string                `json:"title"`
+	Status   int                   `json:"status"`
+	Detail   string                `json:"detail"`
+	Instance string                `json:"instance,omitempty"`
+	Errors   []validate.FieldError `json:"errors,omitempty"`
+}
+
+const problemBase = "https://rlctl.dev/problems/"
+
+// httpError is an error that knows its HTTP answer. Handlers return it (or
+// a domain error that writeProblem maps) and never write errors themselves.
+type httpError struct {
+	status     int
+	kind       string // the problem type's last segment
+	title      string
+	detail     string
+	fields     []validate.FieldError
+	retryAfter time.Duration
+}
+
+func (e *httpError) Error() string { return e.detail }
+
+func errorf(status int, kind, title, detail string) *httpError {
+	return &httpError{status: status, kind: kind, title: title, detail: detail}
+}
+
+func badRequest(detail string, fields ...validate.FieldError) *httpError {
+	return &httpError{status: http.StatusBadRequest, kind: "bad-request", title: "Bad request", detail: detail, fields: fields}
+}
+
+func notFound(what, id string) *httpError {
+	return errorf(http.StatusNotFound, "not-found", "Not found", what+" '"+id+"' not found")
+}
+
+// writeProblem maps err to its status and writes it as problem+json. Errors
+// it does not know are logged with the request id and answered 500 without
+// any detail of the cause.
+func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
+	p := s.problemFor(r, err)
+	if p.Status >= 500 {
+		s.log.Error("request failed", "request_id", requestID(r.Context()), "method", r.Method,
+			"path", r.URL.Path, "status", p.Status, "err", err)
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+func (s *Server) problemFor(r *http.Request, err error) Problem {
+	var (
+		he *httpError
+		ve *validate.Error
+	)
+	switch {
+	case errors.As(err, &he):
+		if he.retryAfter > 0 {
+			// The header must be set before WriteHeader; writeProblem's
+			// caller has not written yet.
+			setRetryAfter(r, he.retryAfter)
+		}
+		return Problem{Type: problemBase + he.kind, Title: he.title, Status: he.status, Detail: he.detail, Errors: he.fields}
+	case errors.As(err, &ve):
+		return Problem{Type: problemBase + "validation", Title: "Invalid request", Status: http.StatusBadRequest,
+			Detail: ve.Error(), Errors: ve.Errors}
+	case errors.Is(err, store.ErrNotFound):
+		return Problem{Type: problemBase + "not-found", Title: "Not found", Status: http.StatusNotFound, Detail: err.Error()}
+	case errors.Is(err, store.ErrPreconditionFailed):
+		return Problem{Type: problemBase + "precondition-failed", Title: "Precondition failed",
+			Status: http.StatusPreconditionFailed, Detail: err.Error()}
+	case errors.Is(err, store.ErrConflict):
+		return Problem{Type: problemBase + "conflict", Title: "Conflict", Status: http.StatusConflict, Detail: err.Error()}
+	case errors.Is(err, store.ErrInvalid):
+		// A rule validate should have caught; the database refused it.
+		return Problem{Type: problemBase + "validation", Title: "Invalid request", Status: http.StatusBadRequest, Detail: err.Error()}
+	case errors.Is(err, context.DeadlineExceeded), isUnavailable(err):
+		return Problem{Type: problemBase + "unavailable", Title: "Service unavailable", Status: http.StatusServiceUnavailable,
+			Detail: "the database did not answer in time; retry shortly"}
+	case errors.Is(err, context.Canceled):
+		// The client went away; the status is for the log only.
+		return Problem{Type: problemBase + "canceled", Title: "Client closed request", Status: 499, Detail: "request canceled"}
+	default:
+		return Problem{Type: problemBase + "internal", Title: "Internal server error", Status: http.StatusInternalServerError,
+			Detail: "internal error (request id " + requestID(r.Context()) + ")"}
+	}
+}
+
+// retryAfterKey lets problemFor ask writeProblem to set Retry-After.
+type retryAfterKey struct{}
+
+func setRetryAfter(r *http.Request, d time.Duration) {
+	if p, ok := r.Context().Value(retryAfterKey{}).(*time.Duration); ok {
+		*p = d
+	}
+}
+
+func writeRetryAfter(w http.ResponseWriter, d time.Duration) {
+	secs := int((d + time.Second - 1) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+}
+
+func isNotFoundErr(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+// isUnavailable reports errors that mean "the database is not answering".
+func isUnavailable(err error) bool {
+	var ne interface{ Timeout() bool }
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"connection refused", "failed to connect", "conn closed", "broken pipe", "connection reset", "SQLSTATE 57P01", "SQLSTATE 08"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
