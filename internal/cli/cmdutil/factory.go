@@ -1,0 +1,191 @@
+package cmdutil
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/cli/config"
+	"github.com/rlctl/rlctl/internal/cli/iostreams"
+	"github.com/rlctl/rlctl/pkg/client"
+)
+
+// DefaultServer is where rlctl looks without any configuration: where
+// `make run` serves.
+const DefaultServer = "http://127.0.0.1:8080"
+
+// GlobalOptions are the flags every command accepts, anywhere on the line.
+type GlobalOptions struct {
+	Server    string
+	Token     string
+	TokenFile string
+	Context   string
+	Output    string
+	Timeout   time.Duration
+	NoColor   bool
+	Debug     bool
+}
+
+// Factory builds what commands need, lazily, from the global options, the
+// environment and the configuration file.
+type Factory struct {
+	IOStreams *iostreams.IOStreams
+	Getenv    func(string) string
+	Now       func() time.Time
+	Global    *GlobalOptions
+	// ExecutableName is what the user typed ("rlctl").
+	ExecutableName string
+}
+
+// NewFactory returns a Factory over the given streams and environment.
+func NewFactory(io *iostreams.IOStreams, getenv func(string) string) *Factory {
+	return &Factory{IOStreams: io, Getenv: getenv, Now: time.Now, Global: &GlobalOptions{}, ExecutableName: "rlctl"}
+}
+
+// Config loads the configuration file.
+func (f *Factory) Config() (*config.Config, error) {
+	path, err := config.Path(f.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return config.Load(path)
+}
+
+// Endpoint resolves the server and token: flags first, then the
+// environment (RLCTL_SERVER, RLCTL_TOKEN, RLCTL_TOKEN_FILE), then the
+// selected context, then the default server.
+func (f *Factory) Endpoint() (server, token string, err error) {
+	g := f.Global
+	server, token, tokenFile := g.Server, g.Token, g.TokenFile
+	if server == "" {
+		server = f.Getenv("RLCTL_SERVER")
+	}
+	if token == "" && tokenFile == "" {
+		token = f.Getenv("RLCTL_TOKEN")
+		if token == "" {
+			tokenFile = f.Getenv("RLCTL_TOKEN_FILE")
+		}
+	}
+	if server == "" || (token == "" && tokenFile == "") {
+		cfg, err := f.Config()
+		if err != nil {
+			return "", "", err
+		}
+		name := g.Context
+		if name == "" {
+			name = f.Getenv("RLCTL_CONTEXT")
+		}
+		ctx := cfg.Current()
+		if name != "" {
+			ctx = cfg.Contexts[name]
+			if ctx == nil {
+				return "", "", FlagErrorf("no context %q in %s (rlctl config view lists them)", name, cfg.File())
+			}
+		}
+		if ctx != nil {
+			if server == "" {
+				server = ctx.Server
+			}
+			if token == "" && tokenFile == "" {
+				tokenFile = ctx.TokenFile
+			}
+		}
+	}
+	if server == "" {
+		server = DefaultServer
+	}
+	if token == "" && tokenFile != "" {
+		token, err = ReadTokenFile(tokenFile)
+		if err != nil {
+			return "", "", err
+		}
+	}
+	return server, token, nil
+}
+
+// Client builds an SDK client for the resolved endpoint.
+func (f *Factory) Client() (*client.Client, error) {
+	server, token, err := f.Endpoint()
+	if err != nil {
+		return nil, err
+	}
+	opts := client.Options{Token: token, Timeout: f.Global.Timeout, UserAgent: "rlctl"}
+	if f.Global.Debug {
+		opts.Debug = f.IOStreams.ErrOut
+	}
+	c, err := client.New(server, opts)
+	if err != nil {
+		return nil, FlagErrorf("--server: %v", err)
+	}
+	return c, nil
+}
+
+// ReadTokenFile reads a token from a file: a bare token, or JSON in the
+// shapes the reference's token files use ({"access_token": ...},
+// {"token": ...}, {"tokens": {"access_token": ...}}).
+func ReadTokenFile(path string) (string, error) {
+	if strings.HasPrefix(path, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			path = filepath.Join(home, path[2:])
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read token file: %w", err)
+	}
+	text := strings.TrimSpace(string(b))
+	if strings.HasPrefix(text, "{") {
+		var doc struct {
+			AccessToken string `json:"access_token"`
+			Token       string `json:"token"`
+			Tokens      struct {
+				AccessToken string `json:"access_token"`
+			} `json:"tokens"`
+		}
+		if err := json.Unmarshal([]byte(text), &doc); err != nil {
+			return "", fmt.Errorf("token file %s: not a token nor valid JSON: %v", path, err)
+		}
+		for _, t := range []string{doc.AccessToken, doc.Token, doc.Tokens.AccessToken} {
+			if t != "" {
+				return t, nil
+			}
+		}
+		return "", fmt.Errorf("token file %s: JSON without access_token, token or tokens.access_token", path)
+	}
+	// A bare token: the first line.
+	line, _, _ := strings.Cut(text, "\n")
+	if line == "" {
+		return "", fmt.Errorf("token file %s is empty", path)
+	}
+	return strings.TrimSpace(line), nil
+}
+
+// Confirm asks a yes/no question on the terminal. Without a terminal it
+// refuses unless yes is set: destructive commands in scripts must say --yes.
+func (f *Factory) Confirm(yes bool, question string) error {
+	if yes {
+		return nil
+	}
+	io := f.IOStreams
+	if !io.CanPrompt() {
+		return FlagErrorf("refusing to %s without confirmation: stdin is not a terminal; pass --yes", question)
+	}
+	fmt.Fprintf(io.ErrOut, "%s? [y/N] ", capitalize(question))
+	answer, _ := bufio.NewReader(io.In).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return nil
+	}
+	return ErrCanceled
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -1,0 +1,147 @@
+package cmdutil
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// FieldChange is one field that differs between two versions of an object.
+type FieldChange struct {
+	Field string
+	From  any
+	To    any
+}
+
+// serverFields change on every write and say nothing about what changed.
+var serverFields = map[string]bool{"version": true, "created_at": true, "updated_at": true, "updated_by": true, "id": true, "created_by": true}
+
+// Changes compares two objects field by field through their JSON form; a
+// nil before means "did not exist".
+func Changes(before, after any) []FieldChange {
+	b, a := asMap(before), asMap(after)
+	keys := map[string]bool{}
+	for k := range b {
+		keys[k] = true
+	}
+	for k := range a {
+		keys[k] = true
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		if !serverFields[k] {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	var out []FieldChange
+	for _, k := range names {
+		if !reflect.DeepEqual(b[k], a[k]) {
+			out = append(out, FieldChange{Field: k, From: b[k], To: a[k]})
+		}
+	}
+	return out
+}
+
+func asMap(v any) map[string]any {
+	if v == nil {
+		return nil
+	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return m
+}
+
+// FormatValue renders a JSON value for a change line.
+func FormatValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "(none)"
+	case string:
+		return strconv.Quote(x)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
+
+// FormatChanges renders changes as "field: from -> to" parts.
+func FormatChanges(cs []FieldChange) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = fmt.Sprintf("%s: %s -> %s", c.Field, FormatValue(c.From), FormatValue(c.To))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// IDArg takes an object id from the single positional argument or from
+// --id (the reference CLI's spelling), but not both.
+func IDArg(args []string, flagID string) (string, error) {
+	switch {
+	case len(args) == 1 && flagID != "" && args[0] != flagID:
+		return "", FlagErrorf("the id is given twice (%q and --id %q)", args[0], flagID)
+	case len(args) == 1:
+		return args[0], nil
+	case flagID != "":
+		return flagID, nil
+	default:
+		return "", FlagErrorf("an id is required: pass it as an argument or with --id")
+	}
+}
+
+// NoArgs and friends wrap cobra's validators so their errors are usage
+// errors (exit code 2).
+func ExactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
+			return &FlagError{Err: err}
+		}
+		return nil
+	}
+}
+
+// MaximumNArgs is cobra.MaximumNArgs as a usage error.
+func MaximumNArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.MaximumNArgs(n)(cmd, args); err != nil {
+			return &FlagError{Err: err}
+		}
+		return nil
+	}
+}
+
+// NoArgs is cobra.NoArgs as a usage error.
+func NoArgs(cmd *cobra.Command, args []string) error {
+	if err := cobra.NoArgs(cmd, args); err != nil {
+		return &FlagError{Err: err}
+	}
+	return nil
+}
+
+// Flat renames a grouped verb to the reference CLI's flat spelling
+// ("rate-limit-set") and files it under the reference group of the help.
+func Flat(cmd *cobra.Command, name string) *cobra.Command {
+	use := name
+	if _, rest, ok := strings.Cut(cmd.Use, " "); ok {
+		use += " " + rest
+	}
+	cmd.Use = use
+	cmd.Aliases = nil
+	cmd.GroupID = "reference"
+	cmd.Short += " (reference CLI spelling)"
+	return cmd
+}

@@ -1,0 +1,312 @@
+// Package member holds the membership commands: which groups a subject
+// (user, client, server, agent) belongs to.
+package member
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rlctl/rlctl/internal/cli/cmdutil"
+	"github.com/rlctl/rlctl/internal/cli/printer"
+	"github.com/rlctl/rlctl/internal/cli/ratelimit"
+	"github.com/rlctl/rlctl/pkg/client"
+	rl "github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// Columns of a membership table.
+var Columns = []printer.Column[rl.Membership]{
+	{Header: "ID", Value: func(m rl.Membership) string { return m.ID }},
+	{Header: "SUBJECT-TYPE", Value: func(m rl.Membership) string { return m.SubjectType }},
+	{Header: "SUBJECT", Value: func(m rl.Membership) string { return m.Subject }},
+	{Header: "GROUPS", Value: func(m rl.Membership) string { return strings.Join(m.Groups, ",") }},
+	{Header: "VERSION", Wide: true, Value: func(m rl.Membership) string { return strconv.FormatInt(m.Version, 10) }},
+	{Header: "QUARANTINE-REASON", Wide: true, Value: func(m rl.Membership) string { return m.QuarantineReason }},
+	{Header: "UPDATED", Wide: true, Value: func(m rl.Membership) string {
+		if m.UpdatedAt == nil {
+			return ""
+		}
+		return m.UpdatedAt.UTC().Format(time.RFC3339)
+	}},
+}
+
+func idOf(m rl.Membership) string { return m.ID }
+
+// NewCmdMember builds `rlctl member`.
+func NewCmdMember(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "member <command>",
+		Aliases: []string{"members", "membership"},
+		Short:   "Manage group memberships of users, clients, servers and agents",
+		GroupID: "core",
+	}
+	cmd.AddCommand(NewCmdSet(f, nil), NewCmdList(f, nil), NewCmdGet(f, nil), NewCmdDelete(f, false, nil))
+	return cmd
+}
+
+// NewFlatCommands builds the reference's rate-limit-member-* spellings.
+func NewFlatCommands(f *cmdutil.Factory) []*cobra.Command {
+	return []*cobra.Command{
+		cmdutil.Flat(NewCmdSet(f, nil), "rate-limit-member-set"),
+		cmdutil.Flat(NewCmdList(f, nil), "rate-limit-member-list"),
+		cmdutil.Flat(NewCmdDelete(f, true, nil), "rate-limit-member-delete"),
+	}
+}
+
+// SetOptions are the inputs of `member set`.
+type SetOptions struct {
+	Factory    *cmdutil.Factory
+	Membership rl.Membership
+	IfVersion  int64
+	DryRun     bool
+}
+
+// NewCmdSet builds `member set`: replace a subject's groups.
+func NewCmdSet(f *cmdutil.Factory, runF func(*SetOptions) error) *cobra.Command {
+	opts := &SetOptions{Factory: f}
+	var groups string
+	cmd := &cobra.Command{
+		Use:   "set",
+		Short: "Set the groups of a user, client, server or agent (replaces its groups)",
+		Example: `  rlctl member set --subject-type user --subject alice --groups power-users
+  rlctl member set --subject-type client --subject my-agent-client-id --groups power-users,batch`,
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, req := range []string{"subject-type", "subject", "groups"} {
+				if !cmd.Flags().Changed(req) {
+					return cmdutil.FlagErrorf("--%s is required", req)
+				}
+			}
+			opts.Membership.Groups = splitList(groups)
+			if runF != nil {
+				return runF(opts)
+			}
+			return setRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Membership.SubjectType, "subject-type", "", "user, client, server or agent")
+	fl.StringVar(&opts.Membership.Subject, "subject", "", "username, client id, server name or agent path")
+	fl.StringVar(&groups, "groups", "", "comma-separated group names")
+	fl.Int64Var(&opts.IfVersion, "if-version", 0, "replace only if the stored version is this one")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "validate and show what would change, storing nothing")
+	_ = cmd.RegisterFlagCompletionFunc("subject-type", cobra.FixedCompletions([]string{"user", "client", "server", "agent"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("groups", CompleteGroups(f))
+	return cmd
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func setRun(ctx context.Context, opts *SetOptions) error {
+	f := opts.Factory
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	var before *rl.Membership
+	if old, err := c.GetMembership(ctx, opts.Membership.Key()); err == nil {
+		before = &old
+	}
+	res, err := c.PutMembership(ctx, opts.Membership, client.WriteOptions{IfVersion: opts.IfVersion, DryRun: opts.DryRun})
+	if err != nil {
+		return err
+	}
+	switch f.Global.Output {
+	case printer.JSON, printer.YAML:
+		if res.DryRun != nil {
+			return printer.Document(f.IOStreams, f.Global.Output, res.DryRun, nil)
+		}
+		return printer.Object(f.IOStreams, f.Global.Output, res.Value, Columns, "membership", idOf)
+	}
+	return ratelimit.PrintOutcome(f, "membership", res.Value.Key(), before, &res.Value, res.Created, res.DryRun != nil)
+}
+
+// ListOptions are the inputs of `member list`.
+type ListOptions struct {
+	Factory *cmdutil.Factory
+	Filter  client.MembershipFilter
+}
+
+// NewCmdList builds `member list`.
+func NewCmdList(f *cmdutil.Factory, runF func(*ListOptions) error) *cobra.Command {
+	opts := &ListOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List memberships",
+		Example: `  rlctl member list --group power-users`,
+		Args:    cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			c, err := f.Client()
+			if err != nil {
+				return err
+			}
+			ms, err := c.ListAllMemberships(cmd.Context(), opts.Filter)
+			if err != nil {
+				return err
+			}
+			if ms == nil {
+				ms = []rl.Membership{}
+			}
+			return printer.List(f.IOStreams, f.Global.Output, ms, Columns, struct {
+				Memberships []rl.Membership `json:"memberships"`
+			}{ms}, "membership", idOf)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Filter.Group, "group", "", "only members of this group")
+	cmd.Flags().StringVar(&opts.Filter.SubjectType, "subject-type", "", "only this subject type")
+	_ = cmd.RegisterFlagCompletionFunc("group", CompleteGroups(f))
+	return cmd
+}
+
+// IDOptions are the inputs of the commands on one membership.
+type IDOptions struct {
+	Factory *cmdutil.Factory
+	ID      string
+	Yes     bool
+	DryRun  bool
+	Flat    bool
+}
+
+func idCommand(f *cmdutil.Factory, use, short, example string, run func(context.Context, *IDOptions) error, runF func(*IDOptions) error) (*cobra.Command, *IDOptions) {
+	opts := &IDOptions{Factory: f}
+	var flagID string
+	cmd := &cobra.Command{
+		Use:               use + " [ID]",
+		Short:             short,
+		Example:           example,
+		Args:              cmdutil.MaximumNArgs(1),
+		ValidArgsFunction: CompleteSubjects(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := cmdutil.IDArg(args, flagID)
+			if err != nil {
+				return err
+			}
+			opts.ID = id
+			if runF != nil {
+				return runF(opts)
+			}
+			return run(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&flagID, "id", "", "membership id, <subject_type>:<subject>")
+	return cmd, opts
+}
+
+// NewCmdGet builds `member get`.
+func NewCmdGet(f *cmdutil.Factory, runF func(*IDOptions) error) *cobra.Command {
+	cmd, _ := idCommand(f, "get", "Show one membership", "  rlctl member get user:alice", func(ctx context.Context, o *IDOptions) error {
+		c, err := f.Client()
+		if err != nil {
+			return err
+		}
+		m, err := c.GetMembership(ctx, o.ID)
+		if err != nil {
+			return err
+		}
+		return printer.Object(f.IOStreams, f.Global.Output, m, Columns, "membership", idOf)
+	}, runF)
+	return cmd
+}
+
+// NewCmdDelete builds `member delete` (flat: rate-limit-member-delete,
+// which does not prompt).
+func NewCmdDelete(f *cmdutil.Factory, flat bool, runF func(*IDOptions) error) *cobra.Command {
+	cmd, opts := idCommand(f, "delete", "Delete a membership", "  rlctl member delete user:alice --yes", func(ctx context.Context, o *IDOptions) error {
+		if !o.Flat && !o.DryRun {
+			if err := f.Confirm(o.Yes, fmt.Sprintf("delete membership %s", o.ID)); err != nil {
+				return err
+			}
+		}
+		c, err := f.Client()
+		if err != nil {
+			return err
+		}
+		if _, err := c.DeleteMembership(ctx, o.ID, client.WriteOptions{DryRun: o.DryRun}); err != nil {
+			return err
+		}
+		verb := "deleted"
+		if o.DryRun {
+			verb = "would be deleted"
+		}
+		_, err = fmt.Fprintf(f.IOStreams.Out, "membership/%s %s\n", o.ID, verb)
+		return err
+	}, runF)
+	opts.Flat = flat
+	cmd.Aliases = []string{"rm"}
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would be deleted, deleting nothing")
+	return cmd
+}
+
+// CompleteGroups completes group names known to the server (group
+// definitions and groups in memberships).
+func CompleteGroups(f *cmdutil.Factory) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		c, err := f.Client()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		// Complete the last element of a comma-separated list.
+		prefix, last := "", toComplete
+		if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+			prefix, last = toComplete[:i+1], toComplete[i+1:]
+		}
+		seen := map[string]bool{}
+		defs, err := c.ListAllDefinitions(ctx, client.DefinitionFilter{EntityType: rl.EntityGroup})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+		}
+		var out []string
+		for _, d := range defs {
+			if !seen[d.Name] && strings.HasPrefix(d.Name, last) {
+				seen[d.Name] = true
+				out = append(out, prefix+d.Name)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	}
+}
+
+// CompleteSubjects completes membership ids from the server.
+func CompleteSubjects(f *cmdutil.Factory) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, err := f.Client()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		ms, err := c.ListAllMemberships(ctx, client.MembershipFilter{})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+		}
+		var out []string
+		for _, m := range ms {
+			if strings.HasPrefix(m.ID, toComplete) {
+				out = append(out, m.ID+"\t"+strings.Join(m.Groups, ","))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}

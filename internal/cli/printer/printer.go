@@ -1,0 +1,170 @@
+// Package printer writes command output in the format the user chose:
+// aligned tables with a header on a terminal, tab-separated rows without a
+// header when piped, or stable JSON, YAML or resource names.
+package printer
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"sigs.k8s.io/yaml"
+
+	"github.com/rlctl/rlctl/internal/cli/iostreams"
+)
+
+// Formats accepted by -o.
+const (
+	Table = "table"
+	Wide  = "wide"
+	JSON  = "json"
+	YAML  = "yaml"
+	Name  = "name"
+)
+
+// Formats lists the -o values for help and completion.
+var Formats = []string{Table, Wide, JSON, YAML, Name}
+
+// CheckFormat validates an -o value.
+func CheckFormat(f string) error {
+	for _, ok := range Formats {
+		if f == ok {
+			return nil
+		}
+	}
+	return fmt.Errorf("-o: must be one of %s (got %q)", strings.Join(Formats, ", "), f)
+}
+
+// Column is one column of a table: its header, whether only -o wide shows
+// it, and how to render a row's cell.
+type Column[T any] struct {
+	Header string
+	Wide   bool
+	Value  func(T) string
+}
+
+// List prints items. doc is what JSON and YAML print (the API's envelope,
+// so scripts see the same shape as the API); kind prefixes -o name lines.
+func List[T any](io *iostreams.IOStreams, format string, items []T, cols []Column[T], doc any, kind string, id func(T) string) error {
+	switch format {
+	case JSON:
+		return writeJSON(io.Out, doc)
+	case YAML:
+		return writeYAML(io.Out, doc)
+	case Name:
+		for _, it := range items {
+			fmt.Fprintf(io.Out, "%s/%s\n", kind, id(it))
+		}
+		return nil
+	}
+	var shown []Column[T]
+	for _, c := range cols {
+		if !c.Wide || format == Wide {
+			shown = append(shown, c)
+		}
+	}
+	rows := make([][]string, len(items))
+	for i, it := range items {
+		row := make([]string, len(shown))
+		for j, c := range shown {
+			row[j] = clean(c.Value(it))
+		}
+		rows[i] = row
+	}
+	headers := make([]string, len(shown))
+	for i, c := range shown {
+		headers[i] = c.Header
+	}
+	return writeTable(io, headers, rows)
+}
+
+// Object prints one object: JSON or YAML of doc, or the same table as a
+// one-row list.
+func Object[T any](io *iostreams.IOStreams, format string, item T, cols []Column[T], kind string, id func(T) string) error {
+	switch format {
+	case JSON:
+		return writeJSON(io.Out, item)
+	case YAML:
+		return writeYAML(io.Out, item)
+	}
+	return List(io, format, []T{item}, cols, item, kind, id)
+}
+
+// Document prints any value as JSON or YAML; for table formats it calls
+// table, which writes its own text.
+func Document(io *iostreams.IOStreams, format string, doc any, table func() error) error {
+	switch format {
+	case JSON:
+		return writeJSON(io.Out, doc)
+	case YAML:
+		return writeYAML(io.Out, doc)
+	}
+	return table()
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func writeYAML(w io.Writer, v any) error {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// clean keeps a cell on one line and free of tabs, which would break both
+// alignment and tab-separated parsing.
+func clean(s string) string {
+	return strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s)
+}
+
+func writeTable(io *iostreams.IOStreams, headers []string, rows [][]string) error {
+	if !io.IsStdoutTTY() {
+		for _, r := range rows {
+			if _, err := fmt.Fprintln(io.Out, strings.Join(r, "\t")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	widths := make([]int, len(headers))
+	for i, h := range headers {
+		widths[i] = lipgloss.Width(h)
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], lipgloss.Width(c))
+		}
+	}
+	header := lipgloss.NewStyle()
+	if io.ColorEnabled() {
+		header = header.Bold(true).Foreground(lipgloss.Color("12"))
+	}
+	var b strings.Builder
+	line := func(cells []string, style *lipgloss.Style) {
+		for i, c := range cells {
+			pad := widths[i] - lipgloss.Width(c)
+			if style != nil {
+				c = style.Render(c)
+			}
+			b.WriteString(c)
+			if i < len(cells)-1 {
+				b.WriteString(strings.Repeat(" ", pad+2))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	line(headers, &header)
+	for _, r := range rows {
+		line(r, nil)
+	}
+	_, err := io.Out.Write([]byte(b.String()))
+	return err
+}
