@@ -1,0 +1,183 @@
+package enforce_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// Each test here fails on the reference implementation's behaviour.
+
+// Reference: a gate that passed before the denying gate keeps its
+// increment. Ours: a denied call consumes nothing on any gate, whatever the
+// order of the gates.
+func TestDeniedCallConsumesNothingOnAnyGate(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{})
+	// The day gate sorts before the tight target gate, so a sequential
+	// limiter would have taken from it already.
+	f.def(callerGroup("g", 86400, ptr(100), nil), target("mcp_server", "s", 60, 2))
+	f.member("user", "alice", "g")
+	f.burst(user("alice", "s"), 10)
+	if day := f.counter("c|86400|user:alice"); day != 2 {
+		t.Errorf("daily caller counter = %d after 2 allowed and 8 denied calls, want 2", day)
+	}
+}
+
+// Reference: overlapping server groups share one counter per server and
+// double-count. Ours: each definition has its own bucket.
+func TestOverlappingServerGroupsDoNotDoubleCount(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{})
+	f.def(serverGroup("tier-a", 60, 3, "shared"), serverGroup("tier-b", 60, 3, "shared"))
+	if got := f.burst(user("u", "shared"), 10); got != 3 {
+		t.Errorf("allowed %d, want 3 (each group's bucket counts each call once)", got)
+	}
+}
+
+// Reference: a user and a client with the same name share a caller
+// counter. Ours: keyed by caller type and identity.
+func TestUserAndClientWithTheSameNameAreSeparate(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{})
+	f.def(callerGroup("g", 60, ptr(2), ptr(2)))
+	f.member("user", "svc", "g")
+	f.member("client", "svc", "g")
+	if got := f.burst(user("svc", "s"), 5) + f.burst(agent("svc", "s"), 5); got != 4 {
+		t.Errorf("allowed %d, want 2 for the user and 2 for the agent", got)
+	}
+}
+
+// Reference: Retry-After comes from the first denying gate. Ours: the latest
+// reset among the denying gates, the earliest moment the call can pass.
+func TestRetryAfterIsTheLatestResetAmongDenyingGates(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{})
+	f.def(target("mcp_server", "s", 60, 1), target("mcp_server", "s", 3600, 1))
+	f.check(user("u", "s"))
+	d := f.check(user("u", "s"))
+	if d.Allowed || len(d.Denied) != 2 {
+		t.Fatalf("second call = %+v, want denied by both gates", d)
+	}
+	if d.RetryAfter != time.Hour || d.Limit != 1 || !d.Reset.Equal(f.clock.Now().Add(time.Hour)) {
+		t.Errorf("retry after %v (reset %v), want the hour gate's 1h", d.RetryAfter, d.Reset)
+	}
+}
+
+// Reference: changes reach enforcement after a 30 s cache TTL. Ours: a
+// change made through the store reaches a running Enforcer within a second
+// (LISTEN/NOTIFY), with the TTL only as a safety net.
+func TestChangesArriveWithinASecond(t *testing.T) {
+	t.Parallel()
+	st := newFixture(t, enforce.Options{}).st
+	e, err := enforce.New(context.Background(), st.Pool(), enforce.Options{CacheTTL: time.Hour, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	call := user("alice", "s")
+	if d, _ := e.Check(context.Background(), call); !d.Allowed {
+		t.Fatal("denied before any change")
+	}
+	err = st.InTx(context.Background(), func(q *store.Queries) error {
+		_, err := q.PutMembership(context.Background(), ratelimit.Membership{SubjectType: "user", Subject: "alice",
+			Groups: []string{ratelimit.GroupQuarantineCallers}}, store.Write{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := time.Now()
+	for {
+		d, _ := e.Check(context.Background(), call)
+		if d.Reason == enforce.ReasonQuarantined {
+			break
+		}
+		if time.Since(changed) > time.Second {
+			t.Fatalf("quarantine not enforced %v after the change", time.Since(changed))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("quarantine enforced %v after the change", time.Since(changed).Round(time.Millisecond))
+}
+
+// Reference: tool and skill limits are rejected as "later phase". Ours:
+// enforced when the call names the tool or skill.
+func TestToolAndSkillLimits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{})
+	f.def(target("mcp_tool", "srv:search", 60, 2), target("a2a_skill", "/booking:reserve", 60, 1))
+	search := enforce.Call{Username: "u", TargetType: "mcp_server", TargetName: "/srv", Tool: "search"}
+	if got := f.burst(search, 5); got != 2 {
+		t.Errorf("tool search allowed %d, want 2", got)
+	}
+	other := enforce.Call{Username: "u", TargetType: "mcp_server", TargetName: "srv", Tool: "fetch"}
+	if got := f.burst(other, 5); got != 5 {
+		t.Errorf("another tool allowed %d of 5", got)
+	}
+	reserve := enforce.Call{Username: "u", TargetType: "a2a_agent", TargetName: "booking", Tool: "reserve"}
+	if got := f.burst(reserve, 3); got != 1 {
+		t.Errorf("skill reserve allowed %d, want 1", got)
+	}
+}
+
+func TestShadowCountsButNeverDenies(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{})
+	shadow := target("mcp_server", "s", 60, 2)
+	shadow.Mode = ratelimit.ModeShadow
+	f.def(shadow, target("mcp_server", "s", 3600, 5))
+	var wouldDeny int
+	for range 8 {
+		d := f.check(user("u", "s"))
+		if d.Allowed {
+			wouldDeny += len(d.Shadow)
+		}
+		if d.Limit != 5 && d.Limit != 0 {
+			t.Errorf("headers describe the shadow gate: limit %d", d.Limit)
+		}
+	}
+	if wouldDeny != 3 {
+		t.Errorf("shadow gate would have denied %d allowed calls, want 3 (calls 3-5; 6-8 were denied by the enforce gate)", wouldDeny)
+	}
+	if got := f.counter("target:mcp_server:s:3600"); got != 5 {
+		t.Errorf("enforce gate counted %d, want 5: the shadow gate changed what it takes", got)
+	}
+	if got := f.counter("target:mcp_server:s:60"); got != 2 {
+		t.Errorf("shadow gate counted %d, want 2 (it counts while it has room)", got)
+	}
+}
+
+func TestPeekConsumesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{})
+	f.def(target("mcp_server", "s", 60, 2))
+	for range 5 {
+		d, err := f.e.Peek(context.Background(), user("u", "s"))
+		if err != nil || !d.Allowed || d.Remaining != 2 {
+			t.Fatalf("peek = %+v, %v; want allowed with 2 remaining", d, err)
+		}
+	}
+	f.burst(user("u", "s"), 2)
+	if d, _ := f.e.Peek(context.Background(), user("u", "s")); d.Allowed || d.Reason != enforce.ReasonThrottled {
+		t.Errorf("peek when full = %+v, want throttled", d)
+	}
+}
+
+func TestCostConsumesMoreThanOne(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{})
+	f.def(target("mcp_server", "s", 60, 10))
+	c := user("u", "s")
+	c.Cost = 4
+	if got := f.burst(c, 5); got != 2 {
+		t.Errorf("cost 4 against 10 allowed %d, want 2", got)
+	}
+	if d, _ := f.e.Peek(context.Background(), user("u", "s")); d.Remaining != 2 {
+		t.Errorf("remaining %d, want 2", d.Remaining)
+	}
+}
