@@ -16,105 +16,152 @@ create table rl_counters (
 
 create index rl_counters_expires_idx on rl_counters (expires_at);
 
--- rl_take decides one call against all its gates in one round trip.
+-- rl_take decides a batch of calls, each against all its gates, in one
+-- round trip. Gates arrive flattened and grouped by call:
 --
---   p_keys, p_windows   the gates' counters, sorted by (key, window) by the
---                       caller so concurrent decisions lock rows in one order
---                       and never deadlock
---   p_limits            each gate's limit
---   p_enforce           false for shadow gates: they count and report, never deny
---   p_expires           when each counter row may be removed
---   p_cost              what the call consumes on every gate
---   p_consume           false for a peek: read only
+--   p_call                which call (1..m) each gate belongs to
+--   p_keys, p_windows     the gates' counters, sorted by (key, window) within
+--                         each call
+--   p_limits              each gate's limit
+--   p_enforce             false for shadow gates: they count and report, never deny
+--   p_expires             when each counter row may be removed
+--   p_costs, p_consume    per call: what it consumes on every gate, and
+--                         whether to consume at all (false for a peek)
 --
--- It returns whether the call is allowed, each gate's count after the
--- decision, and for each gate whether it had room (a shadow gate without
+-- It returns, per call, whether it is allowed, and per gate its count after
+-- the batch and whether it had room for its call (a shadow gate without
 -- room "would deny").
 --
 -- All or nothing: a call denied by one enforce gate consumes nothing on any
 -- gate. Counts only grow within a window, so a gate found full by a plain
--- read stays full: the common denial takes no lock and writes nothing
--- (phase 1). Only a call that looks allowed locks its rows, re-checks and
--- increments (phase 2).
-create function rl_take(p_keys text[], p_windows bigint[], p_limits bigint[], p_enforce boolean[],
-                        p_expires timestamptz[], p_cost bigint, p_consume boolean,
-                        out allowed boolean, out counts bigint[], out room boolean[])
+-- read stays full: a call denied by that read takes no lock and writes
+-- nothing (phase 1). The calls that look allowed lock the union of their
+-- rows once, in (key, window) order, so concurrent batches never deadlock;
+-- they are then decided one after another against the locked counts, and
+-- the new counts are written in one statement (phase 2).
+create function rl_take(p_call int[], p_keys text[], p_windows bigint[], p_limits bigint[], p_enforce boolean[],
+                        p_expires timestamptz[], p_costs bigint[], p_consume boolean[],
+                        out allowed boolean[], out counts bigint[], out room boolean[])
     language plpgsql as
 $$
 declare
     n int := coalesce(array_length(p_keys, 1), 0);
+    m int := coalesce(array_length(p_costs, 1), 0);
+    candidate boolean[];
+    any_candidate boolean := false;
+    uidx int[];
+    ukeys text[];
+    uwins bigint[];
+    ucounts bigint[];
+    uorig bigint[];
     i int;
+    j int;
+    s int;
+    d int;
+    ok boolean;
 begin
-    allowed := true;
+    allowed := array_fill(true, array[greatest(m, 1)]);
     room := array_fill(true, array[greatest(n, 1)]);
+    counts := '{}';
     if n = 0 then
-        counts := '{}';
         return;
     end if;
 
-    -- Phase 1: read without locks.
-    select array_agg(coalesce(c.count, 0) order by k.ord) into counts
+    -- Phase 1: read without locks. A missing row counts as zero.
+    select array_agg(c.count order by k.ord) into counts
     from unnest(p_keys, p_windows) with ordinality as k(key, win, ord)
     left join rl_counters c on c.key = k.key and c.window_index = k.win;
 
     for i in 1..n loop
-        if counts[i] + p_cost > p_limits[i] then
+        if coalesce(counts[i], 0) + p_costs[p_call[i]] > p_limits[i] then
             room[i] := false;
             if p_enforce[i] then
-                allowed := false;
+                allowed[p_call[i]] := false;
             end if;
         end if;
     end loop;
-    if not allowed or not p_consume then
+    candidate := array_fill(false, array[m]);
+    for d in 1..m loop
+        candidate[d] := allowed[d] and p_consume[d];
+        any_candidate := any_candidate or candidate[d];
+    end loop;
+    if not any_candidate then
+        for i in 1..n loop
+            counts[i] := coalesce(counts[i], 0);
+        end loop;
         return;
     end if;
 
-    -- Phase 2: make sure the rows exist, lock them in key order, re-check
-    -- (another replica may have taken the last unit since phase 1), then
-    -- take from every enforce gate and every shadow gate with room.
-    --
-    -- The transaction commits without waiting for the WAL flush: a crash
-    -- may forget the last fraction of a second of increments (at worst a
-    -- few extra calls are let through), while a durable commit per decision
+    -- Phase 2. The transaction commits without waiting for the WAL flush:
+    -- a crash may forget the last fraction of a second of increments (at
+    -- worst a few extra calls pass), while a durable commit per decision
     -- caps throughput at the disk's flush rate (docs/design.md has the
-    -- figures). The table itself stays logged: it survives restarts and
-    -- reaches replicas, unlike an UNLOGGED one.
+    -- figures). The table stays logged: it survives restarts and reaches
+    -- replicas, unlike an UNLOGGED one.
     perform set_config('synchronous_commit', 'off', true);
 
-    insert into rl_counters (key, window_index, count, expires_at)
-    select k.key, k.win, 0, k.exp
-    from unnest(p_keys, p_windows, p_expires) as k(key, win, exp)
-    order by k.key, k.win
-    on conflict (key, window_index) do nothing;
-
-    select array_agg(c.count order by k.ord) into counts
-    from unnest(p_keys, p_windows) with ordinality as k(key, win, ord)
-    join lateral (select count from rl_counters
-                  where key = k.key and window_index = k.win for update) c on true;
-
-    for i in 1..n loop
-        room[i] := counts[i] + p_cost <= p_limits[i];
-        if p_enforce[i] and not room[i] then
-            allowed := false;
-        end if;
-    end loop;
-    if not allowed then
-        return;
+    -- The first call of a window creates its rows.
+    if exists (select 1 from unnest(counts, p_call) as k(cnt, call) where k.cnt is null and candidate[k.call]) then
+        insert into rl_counters (key, window_index, count, expires_at)
+        select distinct on (k.key, k.win) k.key, k.win, 0, k.exp
+        from unnest(p_keys, p_windows, p_expires, counts, p_call) as k(key, win, exp, cnt, call)
+        where k.cnt is null and candidate[k.call]
+        order by k.key, k.win
+        on conflict (key, window_index) do nothing;
     end if;
 
-    update rl_counters c set count = c.count + p_cost
-    from unnest(p_keys, p_windows, room) as k(key, win, has_room)
-    where c.key = k.key and c.window_index = k.win and k.has_room;
+    -- Lock the candidates' rows once, in key order, and read their counts.
+    select array_agg(r.key order by r.key, r.window_index), array_agg(r.window_index order by r.key, r.window_index),
+           array_agg(r.count order by r.key, r.window_index)
+    into ukeys, uwins, ucounts
+    from (select c.key, c.window_index, c.count
+          from rl_counters c
+          join (select distinct k.key, k.win from unnest(p_keys, p_windows, p_call) as k(key, win, call)
+                where candidate[k.call]) u on c.key = u.key and c.window_index = u.win
+          order by c.key, c.window_index
+          for update of c) r;
+    uorig := ucounts;
 
-    for i in 1..n loop
-        if room[i] then
-            counts[i] := counts[i] + p_cost;
+    select array_agg(u.idx order by k.ord) into uidx
+    from unnest(p_keys, p_windows) with ordinality as k(key, win, ord)
+    left join unnest(ukeys, uwins) with ordinality as u(key, win, idx) on u.key = k.key and u.win = k.win;
+
+    -- Decide the candidates in order against the locked counts.
+    i := 1;
+    for d in 1..m loop
+        s := i;
+        while i <= n and p_call[i] = d loop
+            i := i + 1;
+        end loop;
+        if not candidate[d] then
+            for j in s..i - 1 loop
+                counts[j] := coalesce(counts[j], 0);
+            end loop;
+            continue;
         end if;
+        ok := true;
+        for j in s..i - 1 loop
+            if p_enforce[j] and ucounts[uidx[j]] + p_costs[d] > p_limits[j] then
+                ok := false;
+            end if;
+        end loop;
+        allowed[d] := ok;
+        for j in s..i - 1 loop
+            room[j] := ucounts[uidx[j]] + p_costs[d] <= p_limits[j];
+            if ok and room[j] then
+                ucounts[uidx[j]] := ucounts[uidx[j]] + p_costs[d];
+            end if;
+            counts[j] := ucounts[uidx[j]];
+        end loop;
     end loop;
+
+    update rl_counters c set count = u.cnt
+    from unnest(ukeys, uwins, ucounts, uorig) as u(key, win, cnt, orig)
+    where c.key = u.key and c.window_index = u.win and u.cnt <> u.orig;
 end
 $$;
 
 ---- create above / drop below ----
 
-drop function rl_take(text[], bigint[], bigint[], boolean[], timestamptz[], bigint, boolean);
+drop function rl_take(int[], text[], bigint[], bigint[], boolean[], timestamptz[], bigint[], boolean[]);
 drop table rl_counters;

@@ -19,6 +19,7 @@ import (
 	"github.com/rlctl/rlctl/internal/token"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/internal/version"
+	"github.com/rlctl/rlctl/pkg/enforce"
 )
 
 const usage = `rlapi: the rlctl management API server
@@ -89,6 +90,11 @@ func envDefault(getenv func(string) string, key, def string) string {
 	return def
 }
 
+func envBool(getenv func(string) string, key string) bool {
+	b, _ := strconv.ParseBool(getenv(key))
+	return b
+}
+
 func envInt(getenv func(string) string, key string, def int) (int, error) {
 	v := getenv(key)
 	if v == "" {
@@ -153,11 +159,22 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	shutdown := fs.Duration("shutdown-timeout", 20*time.Second, "how long SIGTERM waits for in-flight requests")
 	proxies := fs.String("trusted-proxies", getenv("RLAPI_TRUSTED_PROXIES"),
 		"comma-separated CIDRs whose X-Forwarded-For is believed (RLAPI_TRUSTED_PROXIES)")
+	gatewaySecret := fs.String("gateway-secret", "",
+		"secret a trusted proxy sends as X-Gateway-Secret on GET /api/validate; empty turns it off (RLAPI_GATEWAY_SECRET, preferred: flags show in ps)")
 	authFailures := fs.Int("auth-max-failures", 5, "failed authentications from one address that lock it out; 0 takes the default, -1 disables")
 	authWindow := fs.Duration("auth-window", time.Minute, "window in which failed authentications are counted")
 	authLockout := fs.Duration("auth-lockout", 5*time.Minute, "how long an address stays locked out")
+	failClosed := fs.Bool("fail-closed", envBool(getenv, "RLAPI_FAIL_CLOSED"), "decision endpoints deny when the counter store fails (RLAPI_FAIL_CLOSED; default fail open)")
+	quarantineFailClosed := fs.Bool("quarantine-fail-closed", envBool(getenv, "RLAPI_QUARANTINE_FAIL_CLOSED"),
+		"decision endpoints deny when quarantine cannot be checked (RLAPI_QUARANTINE_FAIL_CLOSED)")
+	backendTimeout := fs.Duration("backend-timeout", 250*time.Millisecond, "bound on each counter round trip of a decision")
+	cacheTTL := fs.Duration("cache-ttl", 30*time.Second, "reload definitions and memberships at least this often (changes arrive within a second anyway)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *gatewaySecret == "" {
+		// Read here rather than as the flag's default, so -h never prints it.
+		*gatewaySecret = getenv("RLAPI_GATEWAY_SECRET")
 	}
 	trusted, err := parsePrefixes(*proxies)
 	if err != nil {
@@ -188,10 +205,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
+	enf, err := enforce.New(ctx, st.Pool(), enforce.Options{
+		FailClosed: *failClosed, QuarantineFailClosed: *quarantineFailClosed,
+		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log,
+	})
+	if err != nil {
+		return fmt.Errorf("start enforcement: %w", err)
+	}
+	defer enf.Close()
 	srv := api.New(st, api.Config{
-		Floors: floors, ShutdownTimeout: *shutdown, TrustedProxies: trusted,
+		Floors: floors, ShutdownTimeout: *shutdown, TrustedProxies: trusted, GatewaySecret: *gatewaySecret,
 		AuthMaxFailures: *authFailures, AuthWindow: *authWindow, AuthLockout: *authLockout,
-	}, api.Opts{Logger: log})
+	}, api.Opts{Logger: log, Enforcer: enf})
 	log.Info("rlapi listening", "addr", ln.Addr().String(), "version", version.String(), "schema", schema.Current)
 	fmt.Fprintf(stdout, "rlapi listening on http://%s\n", ln.Addr())
 	if err := srv.Serve(ctx, ln); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/enforce"
 )
 
 // Config is what an operator tunes; zero values take the defaults.
@@ -19,6 +20,10 @@ type Config struct {
 	Floors validate.Floors
 	// TrustedProxies are the peers whose X-Forwarded-For is believed.
 	TrustedProxies []netip.Prefix
+	// GatewaySecret is what a gateway (nginx) sends as X-Gateway-Secret on
+	// GET /api/validate, which answers only trusted proxies that send it;
+	// empty refuses every /api/validate call.
+	GatewaySecret string
 	// AuthMaxFailures failed authentications from one address within
 	// AuthWindow lock it out for AuthLockout (defaults 5, 60s, 300s, as
 	// reference 002). A negative AuthMaxFailures turns the lockout off.
@@ -60,18 +65,23 @@ type Server struct {
 	now          func() time.Time
 	metrics      *metrics
 	authThrottle *authThrottle
+	// enforcer answers the decision endpoints; nil when rlapi serves only
+	// the management API (they then answer 503).
+	enforcer *enforce.Enforcer
 }
 
 // Opts are optional dependencies of New.
 type Opts struct {
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Enforcer serves POST /api/check and GET /api/validate.
+	Enforcer *enforce.Enforcer
 }
 
 // New returns a server over st.
 func New(st *store.Store, cfg Config, opts Opts) *Server {
 	cfg.setDefaults()
-	s := &Server{store: st, cfg: cfg, log: opts.Logger, now: opts.Now}
+	s := &Server{store: st, cfg: cfg, log: opts.Logger, now: opts.Now, enforcer: opts.Enforcer}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

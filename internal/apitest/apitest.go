@@ -16,6 +16,7 @@ import (
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/token"
+	"github.com/rlctl/rlctl/pkg/enforce"
 )
 
 // Env is one running rlapi.
@@ -23,6 +24,8 @@ type Env struct {
 	URL        string // http://127.0.0.1:port
 	AdminToken string
 	Store      *store.Store
+	// Enforcer answers the decision endpoints.
+	Enforcer *enforce.Enforcer
 }
 
 // Start serves rlapi on 127.0.0.1:0 over a fresh database until the test
@@ -44,7 +47,12 @@ func StartOn(t testing.TB, st *store.Store, cfg api.Config) *Env {
 	if os.Getenv("RLAPI_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	srv := api.New(st, cfg, api.Opts{Logger: log})
+	enf, err := enforce.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(enf.Close)
+	srv := api.New(st, cfg, api.Opts{Logger: log, Enforcer: enf})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
@@ -54,7 +62,7 @@ func StartOn(t testing.TB, st *store.Store, cfg api.Config) *Env {
 			t.Errorf("rlapi stopped with: %v", err)
 		}
 	})
-	e := &Env{URL: "http://" + ln.Addr().String(), Store: st}
+	e := &Env{URL: "http://" + ln.Addr().String(), Store: st, Enforcer: enf}
 	e.AdminToken = e.Token(t, "test-admin", "admin")
 	return e
 }

@@ -51,8 +51,13 @@ type Options struct {
 	// MaxConns sizes the pool New opens from a DSN (default 12: enough for
 	// two cores, small enough to keep PostgreSQL from thrashing).
 	MaxConns int32
-	Now      func() time.Time
-	Logger   *slog.Logger
+	// Workers is how many counter round trips may be in flight at once
+	// (default 8). Decisions that arrive while all are busy share the next
+	// round trip. Keep it below the pool size: one connection listens for
+	// changes.
+	Workers int
+	Now     func() time.Time
+	Logger  *slog.Logger
 	// Registerer receives the metrics (nil: not registered).
 	Registerer prometheus.Registerer
 }
@@ -72,9 +77,10 @@ type Enforcer struct {
 	// lastRefreshErr is set while reloads fail.
 	lastRefreshErr atomic.Pointer[error]
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	kick   chan struct{}
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	kick    chan struct{}
+	batcher *batcher
 }
 
 // New starts an Enforcer over db, a *pgxpool.Pool or a DSN string. It loads
@@ -92,6 +98,9 @@ func New(ctx context.Context, db any, opts Options) (*Enforcer, error) {
 	}
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = 12
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 8
 	}
 	e := &Enforcer{opts: opts, log: opts.Logger, now: opts.Now, kick: make(chan struct{}, 1)}
 	if e.log == nil {
@@ -124,6 +133,10 @@ func New(ctx context.Context, db any, opts Options) (*Enforcer, error) {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
+	e.batcher = newBatcher(e.store)
+	for range opts.Workers {
+		e.wg.Go(func() { e.batcher.work(bg) })
+	}
 	e.wg.Add(2)
 	go e.listen(bg)
 	go e.refreshLoop(bg)
@@ -357,14 +370,15 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, c
 	slices.SortFunc(gates, func(a, b Gate) int {
 		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(a.windowIndex, b.windowIndex))
 	})
-	sg := make([]store.Gate, len(gates))
+	req := store.TakeRequest{Cost: cost, Consume: consume, Gates: make([]store.Gate, len(gates))}
+	sg := req.Gates
 	for i, g := range gates {
 		sg[i] = store.Gate{Key: g.key, WindowIndex: g.windowIndex, Limit: g.Limit, Enforce: !g.Shadow,
 			ExpiresAt: g.Reset.Add(time.Duration(g.WindowSeconds) * time.Second)}
 	}
 	tctx, cancel := context.WithTimeout(ctx, e.opts.BackendTimeout)
 	start := time.Now()
-	res, err := e.store.Take(tctx, sg, cost, consume)
+	res, err := e.batcher.take(tctx, req)
 	cancel()
 	e.metrics.backend.Observe(time.Since(start).Seconds())
 	if err != nil {

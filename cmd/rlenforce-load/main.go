@@ -1,0 +1,251 @@
+// Command rlenforce-load measures pkg/enforce against PostgreSQL: decisions
+// per second and latency percentiles for three gates per decision, on spread
+// keys and on one hot key, at several concurrencies, beside a baseline that
+// does what the reference design does (one durable conditional increment
+// per gate, one gate after another). It prints one table and the ratios.
+//
+//	go run ./cmd/rlenforce-load -dsn "$DATABASE_URL" -duration 10s
+//
+// It needs a database it may fill: it applies the migrations, writes its own
+// definitions and memberships (prefix "load-"), and drops its baseline table
+// when done. It only talks to the database named by -dsn.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "rlenforce-load:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	dsn         string
+	duration    time.Duration
+	keys        int
+	concurrency []int
+	maxConns    int
+	modes       []string
+	shapes      []string
+}
+
+func run() error {
+	var (
+		cfg     config
+		conc    string
+		modes   string
+		shapes  string
+		maxConn int
+	)
+	flag.StringVar(&cfg.dsn, "dsn", os.Getenv("DATABASE_URL"), "PostgreSQL URL (DATABASE_URL)")
+	flag.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each run")
+	flag.IntVar(&cfg.keys, "keys", 10000, "distinct callers (and targets) for the spread runs")
+	flag.StringVar(&conc, "concurrency", "1,8,64", "goroutines per run, comma-separated")
+	flag.IntVar(&maxConn, "max-conns", 12, "pool size for both implementations")
+	flag.StringVar(&modes, "modes", "ours,baseline", "implementations to run")
+	flag.StringVar(&shapes, "shapes", "spread,hot", "key shapes to run")
+	flag.Parse()
+	if cfg.dsn == "" {
+		return fmt.Errorf("no database: set -dsn or DATABASE_URL")
+	}
+	for _, c := range strings.Split(conc, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil || n < 1 || n > 1024 {
+			return fmt.Errorf("-concurrency: %q is not a count between 1 and 1024", c)
+		}
+		cfg.concurrency = append(cfg.concurrency, n)
+	}
+	cfg.maxConns = maxConn
+	cfg.modes = strings.Split(modes, ",")
+	cfg.shapes = strings.Split(shapes, ",")
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	st, err := store.Open(ctx, cfg.dsn, store.Opts{MaxConns: int32(cfg.maxConns), ApplicationName: "rlenforce-load"})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "seeding %d callers and targets...\n", cfg.keys)
+	if err := seed(ctx, st.Pool(), cfg.keys); err != nil {
+		return err
+	}
+	base, err := newBaseline(ctx, st.Pool())
+	if err != nil {
+		return err
+	}
+	defer base.drop()
+
+	enf, err := enforce.New(ctx, st.Pool(), enforce.Options{SweepInterval: -1, BackendTimeout: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer enf.Close()
+
+	fmt.Printf("machine: %d CPUs (GOMAXPROCS %d), %s; pool %d connections; three gates per decision; %s per run\n\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), cfg.maxConns, cfg.duration)
+	fmt.Printf("%-9s %-7s %5s %12s %10s %10s %10s %8s\n", "impl", "keys", "gor", "decisions/s", "p50", "p99", "max", "errors")
+	// Warm up: one pass over every key for each implementation, so the
+	// runs measure steady state (rows exist, plans are cached), not the
+	// first call of a window.
+	fmt.Fprintf(os.Stderr, "warming up %d keys...\n", cfg.keys)
+	for i := range cfg.keys {
+		c := callFor("spread", i, cfg.keys)
+		if _, err := enf.Check(ctx, c); err != nil {
+			return err
+		}
+		if err := base.decide(ctx, c); err != nil {
+			return err
+		}
+	}
+	results := map[string]result{}
+	for _, shape := range cfg.shapes {
+		for _, n := range cfg.concurrency {
+			for _, mode := range cfg.modes {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				var decide func(context.Context, int) error
+				switch mode {
+				case "ours":
+					decide = func(ctx context.Context, i int) error {
+						_, err := enf.Check(ctx, callFor(shape, i, cfg.keys))
+						return err
+					}
+				case "baseline":
+					decide = func(ctx context.Context, i int) error {
+						return base.decide(ctx, callFor(shape, i, cfg.keys))
+					}
+				default:
+					return fmt.Errorf("-modes: unknown %q", mode)
+				}
+				r := measure(ctx, n, cfg.duration, decide)
+				results[fmt.Sprintf("%s/%s/%d", mode, shape, n)] = r
+				fmt.Printf("%-9s %-7s %5d %12.0f %10s %10s %10s %8d\n", mode, shape, n, r.rate,
+					r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.max.Round(time.Microsecond), r.errors)
+			}
+		}
+	}
+	fmt.Println()
+	for _, shape := range cfg.shapes {
+		for _, n := range cfg.concurrency {
+			o, ok1 := results[fmt.Sprintf("ours/%s/%d", shape, n)]
+			b, ok2 := results[fmt.Sprintf("baseline/%s/%d", shape, n)]
+			if ok1 && ok2 && b.rate > 0 {
+				fmt.Printf("ratio ours/baseline, %s keys, %d goroutines: %.1fx\n", shape, n, o.rate/b.rate)
+			}
+		}
+	}
+	return nil
+}
+
+// callFor returns the i-th call of a run: spread over keys distinct callers
+// and targets, or always the same caller and target (hot).
+func callFor(shape string, i, keys int) enforce.Call {
+	k := i % keys
+	if shape == "hot" {
+		k = 0
+	}
+	return enforce.Call{Username: "load-user-" + strconv.Itoa(k), TargetType: ratelimit.EntityMCPServer,
+		TargetName: "load-server-" + strconv.Itoa(k)}
+}
+
+type result struct {
+	rate          float64
+	p50, p99, max time.Duration
+	errors        int64
+}
+
+// measure runs decide from n goroutines for d and reports throughput and
+// latency percentiles over every decision.
+func measure(ctx context.Context, n int, d time.Duration, decide func(context.Context, int) error) result {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var (
+		mu      sync.Mutex
+		lat     []time.Duration
+		errs    atomic.Int64
+		counter atomic.Int64
+		wg      sync.WaitGroup
+	)
+	start := time.Now()
+	for g := range n {
+		wg.Go(func() {
+			local := make([]time.Duration, 0, 4096)
+			for ctx.Err() == nil {
+				i := int(counter.Add(1)) + g
+				t0 := time.Now()
+				if err := decide(context.Background(), i); err != nil {
+					errs.Add(1)
+				}
+				local = append(local, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	slices.Sort(lat)
+	r := result{errors: errs.Load()}
+	if len(lat) > 0 {
+		r.rate = float64(len(lat)) / elapsed.Seconds()
+		r.p50 = lat[len(lat)/2]
+		r.p99 = lat[len(lat)*99/100]
+		r.max = lat[len(lat)-1]
+	}
+	return r
+}
+
+// seed writes three gates for every call: a caller group (per caller), a
+// caller_target group (per caller and target) and a server group listing
+// every target (per target), all with limits no run reaches, so every
+// decision takes the full allowed path: lock, check, write.
+func seed(ctx context.Context, pool *pgxpool.Pool, keys int) error {
+	const high = 1_000_000_000
+	_, err := pool.Exec(ctx, `
+		insert into rl_definitions (id, axis, entity_type, name, window_seconds, user_max_requests, agent_max_requests, mode, updated_by)
+		values ('caller:group:load-callers:3600', 'caller', 'group', 'load-callers', 3600, $1, $1, 'enforce', 'load'),
+		       ('caller_target:group:load-callers:3600', 'caller_target', 'group', 'load-callers', 3600, $1, $1, 'enforce', 'load')
+		on conflict (id) do nothing`, high)
+	if err != nil {
+		return err
+	}
+	_, err = pool.Exec(ctx, `
+		insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests, members, mode, updated_by)
+		values ('target:server_group:load-servers:3600', 'target', 'server_group', 'load-servers', 3600, $1,
+		        (select array_agg('load-server-' || i) from generate_series(0, $2 - 1) i), 'enforce', 'load')
+		on conflict (id) do update set members = excluded.members`, high, keys)
+	if err != nil {
+		return err
+	}
+	_, err = pool.Exec(ctx, `
+		insert into rl_memberships (subject_type, subject, groups)
+		select 'user', 'load-user-' || i, '{load-callers}' from generate_series(0, $1 - 1) i
+		on conflict do nothing`, keys)
+	return err
+}
