@@ -68,3 +68,11 @@ clean: ## stop the private PostgreSQL and remove bin/ and .rl/ (its data too)
 	@if [ -f .rl/pgdata ] && [ "$$(cat .rl/pgdata)" != "$(CURDIR)/.rl/pg" ]; then \
 		d=$$(cat .rl/pgdata); [ -f "$$d/rlctl-devdb" ] && rm -rf "$$(dirname "$$d")"; fi
 	rm -rf $(BIN) .rl
+
+.PHONY: completions
+completions: ## regenerate the shell completion scripts in completions/
+	$(GO) run ./cmd/rlctl-gen -completions completions
+
+.PHONY: docs
+docs: ## regenerate the CLI reference in docs/cli/ from the command tree
+	$(GO) run ./cmd/rlctl-gen -docs docs/cli

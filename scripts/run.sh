@@ -22,11 +22,16 @@ if [ ! -s "$tokenfile" ] || [ "$(cat .rl/admin.token.db 2>/dev/null)" != "$dbsum
 	echo "$dbsum" >.rl/admin.token.db
 fi
 
+# Point rlctl at this server, so that `bin/rlctl rate-limit list` works as is.
+bin/rlctl config set-context local --server "http://$addr" --token-file "$repo/$tokenfile" --use >/dev/null 2>&1 ||
+	echo "run.sh: could not write the rlctl context 'local' (rlctl config set-context)" >&2
+
 cat >&2 <<MSG
 
   rlapi is starting on http://$addr
 
   Admin token:  $repo/$tokenfile (readable only by you)
+  rlctl:        context 'local' is current: try  bin/rlctl rate-limit list
   Try it:       curl -s http://$addr/healthz
                 curl -s -H "Authorization: Bearer \$(cat $tokenfile)" http://$addr/api/rate-limits
   Stop:         Ctrl-C stops rlapi; 'make db-stop' stops the local PostgreSQL.

@@ -45,6 +45,11 @@ func (s *Server) Handler() http.Handler {
 	route("DELETE /api/tokens/{name...}", permWrite, s.handleRevokeToken())
 
 	route("GET /api/audit", permRead, s.handleListAudit())
+	route("POST /api/check", permDecide, s.handleCheck())
+	route("GET /api/validate", permPublic, s.handleValidate()) // trusted proxy + X-Gateway-Secret, checked in the handler
+	route("GET /api/rate-limit-counters", permRead, s.handleListCounters())
+	route("DELETE /api/rate-limit-counters", permWrite, s.handleResetCounters())
+	route("POST /api/apply", permWrite, s.handleApply())
 
 	// Anything else under /api is a problem+json 404, not the mux's text.
 	route("/api/", permPublic, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

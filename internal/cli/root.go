@@ -12,12 +12,20 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rlctl/rlctl/internal/cli/admin"
+	"github.com/rlctl/rlctl/internal/cli/audit"
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
+	"github.com/rlctl/rlctl/internal/cli/configcmd"
+	"github.com/rlctl/rlctl/internal/cli/counters"
 	"github.com/rlctl/rlctl/internal/cli/iostreams"
 	"github.com/rlctl/rlctl/internal/cli/member"
 	"github.com/rlctl/rlctl/internal/cli/printer"
 	"github.com/rlctl/rlctl/internal/cli/quarantine"
 	"github.com/rlctl/rlctl/internal/cli/ratelimit"
+	"github.com/rlctl/rlctl/internal/cli/state"
+	"github.com/rlctl/rlctl/internal/cli/status"
+	"github.com/rlctl/rlctl/internal/cli/token"
+	"github.com/rlctl/rlctl/internal/dash"
 	"github.com/rlctl/rlctl/internal/version"
 	"github.com/rlctl/rlctl/pkg/client"
 )
@@ -108,7 +116,16 @@ RLCTL_TOKEN, RLCTL_TOKEN_FILE, then the current context (rlctl config), then
 }
 
 // addMoreCommands is where further command groups register.
-func addMoreCommands(root *cobra.Command, f *cmdutil.Factory) {}
+func addMoreCommands(root *cobra.Command, f *cmdutil.Factory) {
+	root.AddCommand(admin.NewCmdAdmin(f))
+	root.AddCommand(token.NewCmdToken(f))
+	root.AddCommand(audit.NewCmdAudit(f))
+	root.AddCommand(status.NewCmdStatus(f, nil))
+	root.AddCommand(configcmd.NewCmdConfig(f))
+	root.AddCommand(counters.NewCmdCounters(f))
+	root.AddCommand(dash.NewCmdDashboard(f))
+	root.AddCommand(state.NewCmdExport(f, nil), state.NewCmdDiff(f, nil), state.NewCmdApply(f, nil))
+}
 
 // newCmdExitCodes is a help topic: `rlctl help exit-codes`.
 func newCmdExitCodes() *cobra.Command {

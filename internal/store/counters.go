@@ -290,7 +290,8 @@ func (s CounterSelector) where(args *[]any) (string, error) {
 }
 
 // CountersOf lists the live counters (current windows, count above zero) of
-// one subject, in key order, at most limit of them (0: all). A counter at
+// one subject, in key byte order whatever the database's collation, at most
+// limit of them (0: all). A counter at
 // zero is not listed: to rl_take it is the same as no counter.
 func (q *Queries) CountersOf(ctx context.Context, sel CounterSelector, now time.Time, limit int) ([]CounterRow, error) {
 	args := []any{now}
@@ -317,15 +318,16 @@ func (q *Queries) CountersOf(ctx context.Context, sel CounterSelector, now time.
 }
 
 // ResetCounters sets the live counters of one subject back to zero and
-// returns them as they were, in key order: the subject starts its current
+// returns them as they were, in key byte order: the subject starts its current
 // windows afresh.
 //
 // It zeroes rather than deletes. rl_take inserts a missing row and then
 // locks it in a second statement; a row deleted in between is invisible to
 // that lock, and the decision would come back one count short. A zeroed row
 // stays put, and to rl_take zero is the same as no row; the sweeper removes
-// it when it expires. The rows are locked in rl_take's order (key bytes,
-// then window), so a reset and a decision never deadlock.
+// it when it expires. The rows are locked in rl_take's order (key in the
+// column's collation, then window: the same ORDER BY ... FOR UPDATE), so a
+// reset and a decision never deadlock.
 func (q *Queries) ResetCounters(ctx context.Context, sel CounterSelector, now time.Time) ([]CounterRow, error) {
 	args := []any{now}
 	pred, err := sel.where(&args)
@@ -335,7 +337,7 @@ func (q *Queries) ResetCounters(ctx context.Context, sel CounterSelector, now ti
 	rows, err := q.db.Query(ctx, `with m as (
 			select c.key, c.window_index, c.count from rl_counters c `+counterParts+`
 			where c.expires_at > $1 and c.count > 0 and `+pred+`
-			order by c.key collate "C", c.window_index
+			order by c.key, c.window_index
 			for update of c)
 		update rl_counters c set count = 0 from m
 		where c.key = m.key and c.window_index = m.window_index

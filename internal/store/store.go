@@ -103,8 +103,18 @@ func (s *Store) InTx(ctx context.Context, fn func(q *Queries) error) error {
 // of a definition, membership or admin takes it first, so the read of the
 // before-image, the version check and the write see no concurrent writer, and
 // a quarantine and an admin grant for the same subject cannot interleave.
+//
+// Per-row writes also hold the apply key shared, which an apply takes
+// exclusively: a row write then either finishes before an apply starts or
+// starts after it commits, and can never read the state before an apply
+// and write over the state after it.
 func (q *Queries) lock(ctx context.Context, kind, id string) error {
-	_, err := q.db.Exec(ctx, `select pg_advisory_xact_lock(hashtext($1), hashtext($2))`, kind, id)
+	if kind == ApplyLockKind {
+		_, err := q.db.Exec(ctx, `select pg_advisory_xact_lock(hashtext($1), hashtext($2))`, kind, id)
+		return interpretError(err)
+	}
+	_, err := q.db.Exec(ctx, `select pg_advisory_xact_lock_shared(hashtext($3), hashtext('')),
+		pg_advisory_xact_lock(hashtext($1), hashtext($2))`, kind, id, ApplyLockKind)
 	return interpretError(err)
 }
 

@@ -1,0 +1,874 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// POST /api/apply: declarative apply (kubectl apply, decK sync). The body
+// is the desired state; the server is made to match it in one transaction,
+// with one audit row per object it creates, updates or deletes. A dry run
+// does all of it and rolls back, so "diff" and "apply" are one code path.
+//
+// Nothing makes a round trip per object: the current state is read with one
+// query per table, diffed in Go, and the changes are written with COPY and
+// set-based statements (internal/store/apply.go).
+
+// maxApplyBody caps an apply's body. 10,000 definitions and 100,000
+// memberships are about 15 MiB of JSON; the cap leaves an order of
+// magnitude of room and still bounds what one request can make the server
+// hold.
+const maxApplyBody = 256 << 20
+
+// minApplyTimeout is the least time an apply's database work gets. The
+// routes' RequestTimeout (10 s by default) is sized for one-row writes.
+const minApplyTimeout = 5 * time.Minute
+
+// Resource types of an apply, in the order the request names them.
+const (
+	kindDefinition = "definition"
+	kindMembership = "membership"
+	kindAdmin      = "admin"
+)
+
+// section is one list of the request: absent (null or missing: left
+// alone) or present (possibly empty: with prune, everything of its kind
+// goes).
+type section[T any] struct {
+	present bool
+	items   []T
+	bad     []bool // items[i] failed to decode or validate
+}
+
+// applyRequest is the decoded body.
+type applyRequest struct {
+	definitions section[ratelimit.Definition]
+	memberships section[ratelimit.Membership]
+	admins      section[ratelimit.Admin]
+	prune       bool
+	dryRun      bool
+}
+
+// applyChange is one object the apply created, updated or deleted.
+type applyChange struct {
+	Action       string        `json:"action"`
+	ResourceType string        `json:"resource_type"`
+	ID           string        `json:"id"`
+	Fields       []fieldChange `json:"fields,omitempty"`
+}
+
+// applyResult answers POST /api/apply.
+type applyResult struct {
+	DryRun    bool          `json:"dry_run"`
+	Created   int           `json:"created"`
+	Updated   int           `json:"updated"`
+	Deleted   int           `json:"deleted"`
+	Unchanged int           `json:"unchanged"`
+	Changes   []applyChange `json:"changes"`
+}
+
+func (s *Server) handleApply() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		dryQuery, err := dryRun(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		req, problems, err := decodeApply(http.MaxBytesReader(w, r.Body, maxApplyBody))
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		problems = append(problems, s.normalizeApply(&req)...)
+		if len(problems) > 0 {
+			sortProblems(problems)
+			s.writeProblem(w, r, applyInvalid(problems))
+			return
+		}
+		dry := dryQuery || req.dryRun
+
+		ctx, cancel := s.applyContext(r)
+		defer cancel()
+		a := applier{actor: actorName(r.Context()), requestID: requestID(r.Context()), now: s.now}
+		var res applyResult
+		err = s.store.InTx(ctx, func(q *store.Queries) error {
+			a.q = q
+			var err error
+			if res, err = a.apply(ctx, req); err != nil {
+				return err
+			}
+			if dry {
+				return errDryRun
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errDryRun) {
+			s.writeProblem(w, r, err)
+			return
+		}
+		res.DryRun = dry
+		encode(w, http.StatusOK, res)
+	})
+}
+
+// applyContext gives the apply its own deadline, at least minApplyTimeout:
+// the route's RequestTimeout would cut a large apply short. The request's
+// cancellation still ends it when the client goes away (or the server shuts
+// down) before the route's deadline; after that deadline a disconnect is no
+// longer seen, and the apply runs to its own end, as any write whose answer
+// was lost.
+func (s *Server) applyContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), max(s.cfg.RequestTimeout, minApplyTimeout))
+	stop := context.AfterFunc(r.Context(), func() {
+		if !errors.Is(r.Context().Err(), context.DeadlineExceeded) {
+			cancel()
+		}
+	})
+	return ctx, func() { stop(); cancel() }
+}
+
+// decodeApply reads the body as a stream, one object at a time, so the raw
+// body is never held whole. Malformed JSON ends it with an error; an object
+// of the wrong shape (a wrong type, an unknown field) is reported as a field
+// problem and decoding goes on, so the answer lists every problem at once.
+func decodeApply(body io.Reader) (applyRequest, []validate.FieldError, error) {
+	var (
+		req      applyRequest
+		problems []validate.FieldError
+	)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	tok, err := dec.Token()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return req, nil, badRequest("request body is empty; a JSON object is required")
+		}
+		return req, nil, streamError(err)
+	}
+	if tok != json.Delim('{') {
+		return req, nil, badRequest(fmt.Sprintf("request body must be a JSON object, not %v", tokenKind(tok)))
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return req, nil, streamError(err)
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			msg := key + ": given twice"
+			return req, nil, badRequest(msg, validate.FieldError{Field: key, Message: msg})
+		}
+		seen[key] = true
+		switch key {
+		case "definitions":
+			req.definitions, err = decodeSection[ratelimit.Definition](dec, key, &problems)
+		case "memberships":
+			req.memberships, err = decodeSection[ratelimit.Membership](dec, key, &problems)
+		case "admins":
+			req.admins, err = decodeSection[ratelimit.Admin](dec, key, &problems)
+		case "prune":
+			err = decodeFlag(dec, key, &req.prune)
+		case "dry_run":
+			err = decodeFlag(dec, key, &req.dryRun)
+		default:
+			msg := key + ": unknown field"
+			return req, nil, badRequest(msg, validate.FieldError{Field: key, Message: msg})
+		}
+		if err != nil {
+			return req, nil, err
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return req, nil, streamError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return req, nil, streamError(err)
+		}
+		return req, nil, badRequest("request body holds more than one JSON value")
+	}
+	return req, problems, nil
+}
+
+// decodeSection reads null (absent) or an array of T, one element at a
+// time, recording elements that do not decode.
+func decodeSection[T any](dec *json.Decoder, key string, problems *[]validate.FieldError) (section[T], error) {
+	var s section[T]
+	tok, err := dec.Token()
+	if err != nil {
+		return s, streamError(err)
+	}
+	if tok == nil {
+		return s, nil
+	}
+	if tok != json.Delim('[') {
+		msg := fmt.Sprintf("%s: must be an array (or null to leave it alone), not %s", key, tokenKind(tok))
+		return s, badRequest(msg, validate.FieldError{Field: key, Message: msg})
+	}
+	s.present, s.items = true, []T{}
+	for i := 0; dec.More(); i++ {
+		var v T
+		err := dec.Decode(&v)
+		bad := err != nil
+		if bad {
+			fe, fatal := elementError(err, fmt.Sprintf("%s[%d]", key, i))
+			if fatal != nil {
+				return s, fatal
+			}
+			*problems = append(*problems, fe)
+		}
+		s.items = append(s.items, v)
+		s.bad = append(s.bad, bad)
+	}
+	if _, err := dec.Token(); err != nil { // the closing bracket
+		return s, streamError(err)
+	}
+	return s, nil
+}
+
+func decodeFlag(dec *json.Decoder, key string, v *bool) error {
+	if err := dec.Decode(v); err != nil {
+		if fe, fatal := elementError(err, key); fatal != nil {
+			return fatal
+		} else {
+			return badRequest(fe.Message, fe)
+		}
+	}
+	return nil
+}
+
+// elementError words a failure to decode one value, at path. Errors that
+// leave the stream unreadable (malformed JSON, a body over the limit) are
+// returned as fatal; the rest name the field.
+func elementError(err error, path string) (validate.FieldError, error) {
+	var (
+		syntax  *json.SyntaxError
+		typeErr *json.UnmarshalTypeError
+		tooBig  *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.As(err, &tooBig):
+		return validate.FieldError{}, streamError(err)
+	case errors.As(err, &typeErr):
+		field := path
+		if typeErr.Field != "" {
+			field += "." + typeErr.Field
+		}
+		want := jsonKind(typeErr.Type.Kind().String())
+		if typeErr.Field == "" {
+			want = "an object"
+			if k := typeErr.Type.Kind().String(); k == "bool" {
+				want = jsonKind(k)
+			}
+		}
+		return validate.FieldError{Field: field, Message: fmt.Sprintf("%s: must be %s, not %s", field, want, typeErr.Value)}, nil
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := path + "." + strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return validate.FieldError{Field: field, Message: field + ": unknown field"}, nil
+	default:
+		return validate.FieldError{Field: path, Message: path + ": " + strings.TrimPrefix(err.Error(), "json: ")}, nil
+	}
+}
+
+// streamError answers a body that cannot be read on: too large or not JSON.
+func streamError(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return errorf(http.StatusRequestEntityTooLarge, "too-large", "Request body too large",
+			fmt.Sprintf("request body exceeds %d bytes", maxApplyBody))
+	}
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return decodeError(err)
+}
+
+func tokenKind(tok json.Token) string {
+	switch tok.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64, json.Number:
+		return "a number"
+	case string:
+		return "a string"
+	case json.Delim:
+		if tok == json.Delim('[') {
+			return "an array"
+		}
+		return "an object"
+	}
+	return fmt.Sprint(tok)
+}
+
+// normalizeApply validates and normalizes every object in place with the
+// same rules as the per-object endpoints, and finds duplicate ids. It
+// returns every problem, each field prefixed with its place in the request
+// ("definitions[12].user_max_requests").
+func (s *Server) normalizeApply(req *applyRequest) []validate.FieldError {
+	var problems []validate.FieldError
+	normalizeSection(&req.definitions, "definitions", &problems, func(d ratelimit.Definition) (ratelimit.Definition, string, error) {
+		d.Scope = "" // read-only: derived from the name
+		d, err := validate.Definition(d, s.cfg.Floors)
+		return d, d.ID, err
+	})
+	normalizeSection(&req.memberships, "memberships", &problems, func(m ratelimit.Membership) (ratelimit.Membership, string, error) {
+		m, err := validate.Membership(m)
+		return m, m.ID, err
+	})
+	normalizeSection(&req.admins, "admins", &problems, func(a ratelimit.Admin) (ratelimit.Admin, string, error) {
+		a, err := validate.Admin(a)
+		return a, a.Key(), err
+	})
+	return problems
+}
+
+// sortProblems puts decoding and validation problems in request order:
+// definitions, memberships, admins, each by index.
+func sortProblems(problems []validate.FieldError) {
+	order := map[string]int{"definitions": 0, "memberships": 1, "admins": 2}
+	slices.SortStableFunc(problems, func(a, b validate.FieldError) int {
+		sa, ia := problemPlace(a.Field)
+		sb, ib := problemPlace(b.Field)
+		return cmp.Or(cmp.Compare(order[sa], order[sb]), cmp.Compare(ia, ib))
+	})
+}
+
+func normalizeSection[T any](s *section[T], key string, problems *[]validate.FieldError, fn func(T) (T, string, error)) {
+	first := make(map[string]int, len(s.items))
+	for i, v := range s.items {
+		if s.bad[i] {
+			continue
+		}
+		path := fmt.Sprintf("%s[%d]", key, i)
+		n, id, err := fn(v)
+		if err != nil {
+			*problems = append(*problems, prefixProblems(path, err)...)
+			s.bad[i] = true
+			continue
+		}
+		if j, dup := first[id]; dup {
+			msg := fmt.Sprintf("%s: duplicate id %q, also at %s[%d]", path, id, key, j)
+			*problems = append(*problems, validate.FieldError{Field: path, Message: msg})
+			s.bad[i] = true
+			continue
+		}
+		first[id] = i
+		s.items[i] = n
+	}
+}
+
+// prefixProblems places a validation error's fields under path.
+func prefixProblems(path string, err error) []validate.FieldError {
+	var ve *validate.Error
+	if !errors.As(err, &ve) {
+		return []validate.FieldError{{Field: path, Message: path + ": " + err.Error()}}
+	}
+	out := make([]validate.FieldError, len(ve.Errors))
+	for i, fe := range ve.Errors {
+		field, msg := path, fe.Message
+		if fe.Field != "" {
+			field = path + "." + fe.Field
+		}
+		if fe.Field != "" && strings.HasPrefix(msg, fe.Field) {
+			msg = field + msg[len(fe.Field):]
+		} else {
+			msg = field + ": " + msg
+		}
+		out[i] = validate.FieldError{Field: field, Message: msg}
+	}
+	return out
+}
+
+// problemPlace reads "definitions[12].x" as ("definitions", 12).
+func problemPlace(field string) (string, int) {
+	key, rest, ok := strings.Cut(field, "[")
+	if !ok {
+		return key, -1
+	}
+	n := 0
+	for _, c := range rest {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return key, n
+}
+
+// maxDetailProblems bounds how many messages the detail repeats; errors
+// lists them all.
+const maxDetailProblems = 10
+
+func applyInvalid(problems []validate.FieldError) error {
+	msgs := make([]string, 0, min(len(problems), maxDetailProblems))
+	for _, p := range problems[:min(len(problems), maxDetailProblems)] {
+		msgs = append(msgs, p.Message)
+	}
+	detail := strings.Join(msgs, "; ")
+	if len(problems) > 1 {
+		detail = fmt.Sprintf("%d problems; nothing was applied: %s", len(problems), detail)
+	}
+	if len(problems) > maxDetailProblems {
+		detail += fmt.Sprintf("; and %d more (see errors)", len(problems)-maxDetailProblems)
+	}
+	return &httpError{status: http.StatusBadRequest, kind: "validation", title: "Invalid request", detail: detail, fields: problems}
+}
+
+// applier runs one apply inside its transaction.
+type applier struct {
+	q         *store.Queries
+	actor     string
+	requestID string
+	now       func() time.Time // quarantine start times, as the quarantine endpoints use
+
+	txNow   time.Time
+	entries []applyEntry
+	res     applyResult
+}
+
+// applyEntry is one change with its audit row.
+type applyEntry struct {
+	change applyChange
+	before any
+	after  any
+}
+
+func (a *applier) record(action, kind, id string, before, after any, fields []fieldChange) {
+	a.entries = append(a.entries, applyEntry{
+		change: applyChange{Action: action, ResourceType: kind, ID: id, Fields: fields},
+		before: before, after: after,
+	})
+	switch action {
+	case "create":
+		a.res.Created++
+	case "update":
+		a.res.Updated++
+	case "delete":
+		a.res.Deleted++
+	}
+}
+
+// apply locks, reads, diffs, checks and writes. It returns an error (and
+// the transaction rolls back) for anything it refuses.
+func (a *applier) apply(ctx context.Context, req applyRequest) (applyResult, error) {
+	if err := a.q.LockForApply(ctx, lockSubjects(req)); err != nil {
+		return applyResult{}, err
+	}
+	var err error
+	if a.txNow, err = a.q.TransactionTime(ctx); err != nil {
+		return applyResult{}, err
+	}
+
+	var (
+		defs        defPlan
+		mems        memPlan
+		admins      adminPlan
+		curAdmins   []ratelimit.Admin
+		adminReadOK = true
+	)
+	if req.definitions.present {
+		cur, err := a.q.AllDefinitions(ctx)
+		if err != nil {
+			return applyResult{}, err
+		}
+		defs = a.planDefinitions(req.definitions, cur, req.prune)
+	}
+	var curMems []ratelimit.Membership
+	if req.memberships.present {
+		if curMems, err = a.q.AllMemberships(ctx); err != nil {
+			return applyResult{}, err
+		}
+		mems = a.planMemberships(req.memberships, curMems, req.prune)
+	} else if req.admins.present {
+		// Only the memberships that could clash with a new admin.
+		if curMems, err = a.q.ListMemberships(ctx, store.MembershipFilter{Group: ratelimit.GroupQuarantineCallers}); err != nil {
+			return applyResult{}, err
+		}
+	}
+	if req.memberships.present || req.admins.present {
+		if curAdmins, err = a.q.AllAdmins(ctx); err != nil {
+			// Quarantine fails closed: the check below answers 503.
+			if !quarantinesCallers(mems.desired) {
+				return applyResult{}, err
+			}
+			adminReadOK = false
+		}
+	}
+	if req.admins.present && adminReadOK {
+		admins = a.planAdmins(req.admins, curAdmins, req.prune)
+	}
+	if err := a.checkAdminQuarantine(req, curMems, curAdmins, adminReadOK, mems, admins); err != nil {
+		return applyResult{}, err
+	}
+
+	q := a.q
+	for _, step := range []func() error{
+		func() error { return q.DeleteDefinitions(ctx, defs.deletes) },
+		func() error { return q.UpdateDefinitions(ctx, defs.updates) },
+		func() error { return q.InsertDefinitions(ctx, defs.creates) },
+		func() error { return q.DeleteMemberships(ctx, mems.deletes) },
+		func() error { return q.UpdateMemberships(ctx, mems.updates) },
+		func() error { return q.InsertMemberships(ctx, mems.creates) },
+		func() error { return q.DeleteAdmins(ctx, admins.deletes) },
+		func() error { return q.UpdateAdmins(ctx, admins.updates) },
+		func() error { return q.InsertAdmins(ctx, admins.creates) },
+	} {
+		if err := step(); err != nil {
+			return applyResult{}, err
+		}
+	}
+
+	slices.SortFunc(a.entries, func(x, y applyEntry) int {
+		return cmp.Or(cmp.Compare(x.change.ResourceType, y.change.ResourceType), cmp.Compare(x.change.ID, y.change.ID))
+	})
+	audits := make([]store.Audit, len(a.entries))
+	a.res.Changes = make([]applyChange, len(a.entries))
+	for i, e := range a.entries {
+		a.res.Changes[i] = e.change
+		audits[i] = store.Audit{Actor: a.actor, Action: e.change.Action, ResourceType: e.change.ResourceType,
+			ResourceID: e.change.ID, Before: e.before, After: e.after, RequestID: a.requestID}
+	}
+	if err := q.InsertAudits(ctx, audits); err != nil {
+		return applyResult{}, err
+	}
+	return a.res, nil
+}
+
+// lockSubjects lists the subjects whose administrator/quarantine invariant
+// this apply could affect: those it quarantines as callers and those it
+// makes administrators. LockForApply takes their per-subject locks.
+func lockSubjects(req applyRequest) []string {
+	set := map[string]bool{}
+	for i, m := range req.memberships.items {
+		if !req.memberships.bad[i] && isCaller(m.SubjectType) && m.HasGroup(ratelimit.GroupQuarantineCallers) {
+			set[m.Key()] = true
+		}
+	}
+	for i, ad := range req.admins.items {
+		if !req.admins.bad[i] {
+			set[ad.Key()] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for id := range set {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// quarantinesCallers reports whether any of ms puts a caller in
+// quarantine-callers.
+func quarantinesCallers(ms []ratelimit.Membership) bool {
+	return slices.ContainsFunc(ms, func(m ratelimit.Membership) bool {
+		return isCaller(m.SubjectType) && m.HasGroup(ratelimit.GroupQuarantineCallers)
+	})
+}
+
+func isCaller(subjectType string) bool {
+	return subjectType == ratelimit.SubjectUser || subjectType == ratelimit.SubjectClient
+}
+
+type defPlan struct {
+	creates, updates []ratelimit.Definition
+	deletes          []string
+}
+
+func (a *applier) planDefinitions(want section[ratelimit.Definition], cur []ratelimit.Definition, prune bool) defPlan {
+	var p defPlan
+	byID := make(map[string]*ratelimit.Definition, len(cur))
+	for i := range cur {
+		byID[cur[i].ID] = &cur[i]
+	}
+	inFile := make(map[string]bool, len(want.items))
+	for _, d := range want.items {
+		id := d.Key()
+		inFile[id] = true
+		d.ID, d.UpdatedAt, d.UpdatedBy = id, &a.txNow, a.actor
+		old := byID[id]
+		if old == nil {
+			d.CreatedAt, d.Version = &a.txNow, 1
+			p.creates = append(p.creates, d)
+			a.record("create", kindDefinition, id, nil, d, nil)
+			continue
+		}
+		fields := definitionFields(*old, d)
+		if len(fields) == 0 {
+			a.res.Unchanged++
+			continue
+		}
+		d.CreatedAt, d.Version = old.CreatedAt, old.Version+1
+		p.updates = append(p.updates, d)
+		a.record("update", kindDefinition, id, *old, d, fields)
+	}
+	if prune {
+		for _, old := range cur {
+			// The quarantine kill switches are never deleted.
+			if !inFile[old.ID] && !ratelimit.IsSentinel(old.ID) {
+				p.deletes = append(p.deletes, old.ID)
+				a.record("delete", kindDefinition, old.ID, old, nil, nil)
+			}
+		}
+	}
+	return p
+}
+
+type memPlan struct {
+	creates, updates []ratelimit.Membership
+	deletes          []string
+	desired          []ratelimit.Membership // every membership of the file, as it will be stored
+}
+
+func (a *applier) planMemberships(want section[ratelimit.Membership], cur []ratelimit.Membership, prune bool) memPlan {
+	var p memPlan
+	byID := make(map[string]*ratelimit.Membership, len(cur))
+	for i := range cur {
+		byID[cur[i].ID] = &cur[i]
+	}
+	inFile := make(map[string]bool, len(want.items))
+	for _, m := range want.items {
+		id := m.Key()
+		inFile[id] = true
+		old := byID[id]
+		m = withQuarantineFields(m, old, a.now())
+		// The database keeps microseconds; compare what it will keep.
+		m.QuarantinedAt, m.QuarantineExpiresAt = toMicros(m.QuarantinedAt), toMicros(m.QuarantineExpiresAt)
+		m.ID, m.UpdatedAt = id, &a.txNow
+		p.desired = append(p.desired, m)
+		if old == nil {
+			m.CreatedAt, m.Version = &a.txNow, 1
+			p.creates = append(p.creates, m)
+			a.record("create", kindMembership, id, nil, m, nil)
+			continue
+		}
+		fields := membershipFields(*old, m)
+		if len(fields) == 0 {
+			a.res.Unchanged++
+			continue
+		}
+		m.CreatedAt, m.Version = old.CreatedAt, old.Version+1
+		p.updates = append(p.updates, m)
+		a.record("update", kindMembership, id, *old, m, fields)
+	}
+	if prune {
+		for _, old := range cur {
+			if !inFile[old.ID] {
+				p.deletes = append(p.deletes, old.ID)
+				a.record("delete", kindMembership, old.ID, old, nil, nil)
+			}
+		}
+	}
+	return p
+}
+
+func toMicros(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.Truncate(time.Microsecond)
+	return &u
+}
+
+type adminPlan struct {
+	creates, updates []ratelimit.Admin
+	deletes          []string
+}
+
+func (a *applier) planAdmins(want section[ratelimit.Admin], cur []ratelimit.Admin, prune bool) adminPlan {
+	var p adminPlan
+	byID := make(map[string]*ratelimit.Admin, len(cur))
+	for i := range cur {
+		byID[cur[i].Key()] = &cur[i]
+	}
+	inFile := make(map[string]bool, len(want.items))
+	for _, ad := range want.items {
+		id := ad.Key()
+		inFile[id] = true
+		old := byID[id]
+		if old == nil {
+			ad.CreatedAt, ad.CreatedBy = &a.txNow, a.actor
+			p.creates = append(p.creates, ad)
+			a.record("create", kindAdmin, id, nil, ad, nil)
+			continue
+		}
+		ad.CreatedAt, ad.CreatedBy = old.CreatedAt, old.CreatedBy
+		fields := adminFields(*old, ad)
+		if len(fields) == 0 {
+			a.res.Unchanged++
+			continue
+		}
+		p.updates = append(p.updates, ad)
+		a.record("update", kindAdmin, id, *old, ad, fields)
+	}
+	if prune {
+		for _, old := range cur {
+			if id := old.Key(); !inFile[id] {
+				p.deletes = append(p.deletes, id)
+				a.record("delete", kindAdmin, id, old, nil, nil)
+			}
+		}
+	}
+	return p
+}
+
+// checkAdminQuarantine enforces, on the state the apply leaves, that no
+// administrator is in quarantine-callers: 403 (as refuseAdminQuarantine)
+// when the file quarantines an administrator, 409 (as an admin grant) when
+// it makes a quarantined subject an administrator, 503 when the
+// administrators could not be read.
+func (a *applier) checkAdminQuarantine(req applyRequest, curMems []ratelimit.Membership, curAdmins []ratelimit.Admin,
+	adminReadOK bool, mems memPlan, admins adminPlan) error {
+	// The administrators after this apply.
+	final := make(map[string]bool, len(curAdmins))
+	for _, ad := range curAdmins {
+		final[ad.Key()] = true
+	}
+	for _, id := range admins.deletes {
+		delete(final, id)
+	}
+	granted := map[string]bool{}
+	for _, ad := range admins.creates {
+		final[ad.Key()], granted[ad.Key()] = true, true
+	}
+
+	// Quarantined callers the file names.
+	var refused []ratelimit.Membership
+	for _, m := range mems.desired {
+		if isCaller(m.SubjectType) && m.HasGroup(ratelimit.GroupQuarantineCallers) {
+			if !adminReadOK {
+				return errorf(http.StatusServiceUnavailable, "admin-check-failed", "Cannot verify administrator status",
+					fmt.Sprintf("cannot verify whether '%s' is an administrator, so nothing was applied (quarantine fails closed); retry shortly", m.Subject))
+			}
+			if final[m.Key()] {
+				refused = append(refused, m)
+			}
+		}
+	}
+	if len(refused) > 0 {
+		m := refused[0]
+		msg := fmt.Sprintf("Refusing to quarantine '%s': it has administrator privileges. Administrators cannot be quarantined; revoke the grant first (DELETE /api/rate-limit-admins/%s:%s) if this is intended.",
+			m.Subject, m.SubjectType, m.Subject)
+		if len(refused) > 1 {
+			msg += fmt.Sprintf(" %d more memberships in this apply quarantine administrators too.", len(refused)-1)
+		}
+		return errorf(http.StatusForbidden, "admin-quarantine", "Refusing to quarantine an administrator", msg)
+	}
+
+	// Quarantines the apply keeps (not in the file, not pruned) against
+	// the administrators it grants.
+	if len(granted) == 0 || (req.memberships.present && req.prune) {
+		return nil
+	}
+	inFile := make(map[string]bool, len(mems.desired))
+	for _, m := range mems.desired {
+		inFile[m.Key()] = true
+	}
+	for _, m := range curMems {
+		if !inFile[m.Key()] && granted[m.Key()] && m.HasGroup(ratelimit.GroupQuarantineCallers) {
+			return errorf(http.StatusConflict, "quarantined", "Subject is quarantined",
+				fmt.Sprintf("'%s' is quarantined; remove the quarantine (DELETE /api/rate-limit-quarantine/%s) before making it an administrator", m.Subject, m.Key()))
+		}
+	}
+	return nil
+}
+
+// definitionFields lists what an update changes, by JSON field name; empty
+// when the stored definition already matches. Values are what the JSON of
+// the resource shows (an absent field is null).
+func definitionFields(old, d ratelimit.Definition) []fieldChange {
+	var out []fieldChange
+	add := func(field string, from, to any, same bool) {
+		if !same {
+			out = append(out, fieldChange{Field: field, From: from, To: to})
+		}
+	}
+	add("agent_max_requests", intValue(old.AgentMaxRequests), intValue(d.AgentMaxRequests), equalIntPtr(old.AgentMaxRequests, d.AgentMaxRequests))
+	add("description", textValue(old.Description), textValue(d.Description), old.Description == d.Description)
+	add("enabled", old.Enabled, d.Enabled, old.Enabled == d.Enabled)
+	add("fail_closed", old.FailClosed, d.FailClosed, old.FailClosed == d.FailClosed)
+	add("max_requests", intValue(old.MaxRequests), intValue(d.MaxRequests), equalIntPtr(old.MaxRequests, d.MaxRequests))
+	add("members", listValue(old.Members), listValue(d.Members), slices.Equal(old.Members, d.Members))
+	add("mode", textValue(old.Mode), textValue(d.Mode), old.Mode == d.Mode)
+	add("user_max_requests", intValue(old.UserMaxRequests), intValue(d.UserMaxRequests), equalIntPtr(old.UserMaxRequests, d.UserMaxRequests))
+	return out
+}
+
+// membershipFields is definitionFields for memberships.
+func membershipFields(old, m ratelimit.Membership) []fieldChange {
+	var out []fieldChange
+	add := func(field string, from, to any, same bool) {
+		if !same {
+			out = append(out, fieldChange{Field: field, From: from, To: to})
+		}
+	}
+	add("groups", listValue(old.Groups), listValue(m.Groups), slices.Equal(old.Groups, m.Groups))
+	add("quarantine_expires_at", timeValue(old.QuarantineExpiresAt), timeValue(m.QuarantineExpiresAt), equalTimePtr(old.QuarantineExpiresAt, m.QuarantineExpiresAt))
+	add("quarantine_reason", textValue(old.QuarantineReason), textValue(m.QuarantineReason), old.QuarantineReason == m.QuarantineReason)
+	add("quarantined_at", timeValue(old.QuarantinedAt), timeValue(m.QuarantinedAt), equalTimePtr(old.QuarantinedAt, m.QuarantinedAt))
+	return out
+}
+
+// adminFields is definitionFields for admins: only the note can change.
+func adminFields(old, ad ratelimit.Admin) []fieldChange {
+	if old.Note == ad.Note {
+		return nil
+	}
+	return []fieldChange{{Field: "note", From: textValue(old.Note), To: textValue(ad.Note)}}
+}
+
+func intValue(v *int) any {
+	if v == nil {
+		return nil
+	}
+	return *v
+}
+
+func textValue(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func listValue(l []string) any {
+	if len(l) == 0 {
+		return nil
+	}
+	return l
+}
+
+func timeValue(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UTC()
+}
+
+func equalIntPtr(a, b *int) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func equalTimePtr(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}

@@ -1,0 +1,198 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// maxCounterList bounds GET /api/rate-limit-counters when no limit is given.
+const maxCounterList = 10000
+
+// counter is one enforcement counter as the API shows it.
+type counter struct {
+	Key           string    `json:"key"`
+	WindowIndex   int64     `json:"window_index"`
+	WindowSeconds int       `json:"window_seconds,omitzero"`
+	WindowStart   time.Time `json:"window_start,omitzero"`
+	Count         int64     `json:"count"`
+	ExpiresAt     time.Time `json:"expires_at"`
+	// DefinitionID names the definition when the key does: target and
+	// shadow counters. Caller and caller_target buckets are shared by the
+	// definitions of one window.
+	DefinitionID string `json:"definition_id,omitempty"`
+}
+
+func counterOf(row store.CounterRow) counter {
+	c := counter{Key: row.Key, WindowIndex: row.WindowIndex, Count: row.Count, ExpiresAt: row.ExpiresAt.UTC()}
+	c.DefinitionID, c.WindowSeconds = store.CounterKeyInfo(row.Key)
+	if c.WindowSeconds > 0 {
+		c.WindowStart = time.Unix(row.WindowIndex*int64(c.WindowSeconds), 0).UTC()
+	}
+	return c
+}
+
+// counterList is the answer of GET, and the before-image of a reset in the
+// audit log and in dry runs.
+type counterList struct {
+	Counters []counter `json:"counters"`
+	// Truncated says more counters matched than the limit.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+func counterListOf(rows []store.CounterRow) counterList {
+	l := counterList{Counters: make([]counter, len(rows))}
+	for i, r := range rows {
+		l.Counters[i] = counterOf(r)
+	}
+	return l
+}
+
+type countersReset struct {
+	Reset   bool `json:"reset"`
+	Removed int  `json:"removed"`
+}
+
+// counterSelectors are the query parameters that pick counters.
+var counterSelectors = []string{"caller", "target", "definition"}
+
+// counterSelector reads the one selector of the query, normalized, and the
+// id the audit log files a reset under ("caller=user:alice").
+func counterSelector(r *http.Request) (store.CounterSelector, string, error) {
+	q := r.URL.Query()
+	var name, value string
+	for _, n := range counterSelectors {
+		if _, ok := q[n]; !ok {
+			continue
+		}
+		if name != "" {
+			return store.CounterSelector{}, "", badRequest(fmt.Sprintf("give exactly one of caller, target or definition (got %s and %s)", name, n))
+		}
+		if len(q[n]) > 1 {
+			return store.CounterSelector{}, "", badRequest(fmt.Sprintf("give exactly one of caller, target or definition (got %s %d times)", n, len(q[n])))
+		}
+		name, value = n, strings.TrimSpace(q.Get(n))
+	}
+	fail := func(format string, args ...any) (store.CounterSelector, string, error) {
+		msg := name + ": " + fmt.Sprintf(format, args...)
+		return store.CounterSelector{}, "", badRequest(msg, validate.FieldError{Field: name, Message: msg})
+	}
+	var sel store.CounterSelector
+	switch name {
+	case "":
+		return store.CounterSelector{}, "", badRequest("give exactly one of caller (user:<name> or agent:<client id>), target (<entity_type>:<name>) or definition (<id>)")
+	case "caller":
+		typ, ident, ok := strings.Cut(value, ":")
+		subjectType := typ
+		switch typ {
+		case "user":
+		case "agent", ratelimit.SubjectClient:
+			// Counters say agent for a caller with a client id;
+			// memberships say client. Either selects it.
+			typ, subjectType = "agent", ratelimit.SubjectClient
+		default:
+			ok = false
+		}
+		if !ok {
+			return fail("must be user:<name> or agent:<client id> (got %q)", value)
+		}
+		ident, err := validate.Subject(subjectType, ident)
+		if err != nil {
+			return fail("%v", err)
+		}
+		sel.Caller = typ + ":" + ident
+	case "target":
+		typ, raw, ok := strings.Cut(value, ":")
+		switch typ {
+		case ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent, ratelimit.EntityMCPTool, ratelimit.EntityA2ASkill:
+		default:
+			ok = false
+		}
+		if !ok {
+			return fail("must be <entity_type>:<name> with entity type mcp_server, a2a_agent, mcp_tool or a2a_skill (got %q)", value)
+		}
+		n, err := validate.TargetName(typ, raw)
+		if err != nil {
+			return fail("%v", err)
+		}
+		sel.Target = typ + ":" + n
+	case "definition":
+		id, err := validate.DefinitionID(value)
+		if err != nil {
+			return fail("%v", err)
+		}
+		sel.Definition = id
+	}
+	return sel, name + "=" + sel.Caller + sel.Target + sel.Definition, nil
+}
+
+func (s *Server) handleListCounters() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sel, _, err := counterSelector(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		limit, err := listLimit(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		if limit == 0 {
+			limit = maxCounterList
+		}
+		rows, err := s.store.CountersOf(r.Context(), sel, s.now(), limit+1)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		truncated := len(rows) > limit
+		if truncated {
+			rows = rows[:limit]
+		}
+		out := counterListOf(rows)
+		out.Truncated = truncated
+		encode(w, http.StatusOK, out)
+	})
+}
+
+// handleResetCounters sets a subject's live counters back to zero: its
+// current windows start afresh. The audit row's before-image lists the
+// counters as they were; a reset that finds nothing to reset is
+// "unchanged" and writes no row.
+func (s *Server) handleResetCounters() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sel, id, err := counterSelector(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		now := s.now()
+		var removed int
+		ch, dry, err := s.mutate(r, func(q *store.Queries) (change, error) {
+			rows, err := q.ResetCounters(r.Context(), sel, now)
+			if err != nil {
+				return change{}, err
+			}
+			removed = len(rows)
+			ch := change{action: "reset", resourceType: "counters", id: id, before: counterListOf(rows)}
+			if removed == 0 {
+				ch.action, ch.before = "unchanged", nil
+			}
+			return ch, nil
+		})
+		switch {
+		case err != nil:
+			s.writeProblem(w, r, err)
+		case dry:
+			writeDryRun(w, ch)
+		default:
+			encode(w, http.StatusOK, countersReset{Reset: true, Removed: removed})
+		}
+	})
+}

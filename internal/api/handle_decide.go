@@ -1,0 +1,279 @@
+package api
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// The decision endpoints: POST /api/check for gateways that call rlapi as a
+// service (the enforcer token role), and GET /api/validate for nginx's
+// auth_request (docs/nginx.md).
+
+// checkRequest is the body of POST /api/check: enforce.Call on the wire.
+type checkRequest struct {
+	Username   string `json:"username"`
+	ClientID   string `json:"client_id"`
+	IsAdmin    bool   `json:"is_admin"`
+	TargetType string `json:"target_type"`
+	TargetName string `json:"target_name"`
+	Tool       string `json:"tool"`
+	Cost       int64  `json:"cost"`
+}
+
+// maxCost bounds what one call may take from a gate: a cost near the range
+// of int64 would overflow the counters' arithmetic.
+const maxCost = 1_000_000
+
+func (req checkRequest) call() (enforce.Call, error) {
+	c := enforce.Call{Username: req.Username, ClientID: req.ClientID, IsAdmin: req.IsAdmin,
+		TargetType: req.TargetType, Tool: req.Tool, Cost: req.Cost}
+	var fields []validate.FieldError
+	switch req.TargetType {
+	case "":
+		if req.TargetName != "" {
+			fields = append(fields, validate.FieldError{Field: "target_name",
+				Message: "target_name: needs target_type (mcp_server or a2a_agent); without a target the call is control plane"})
+		}
+	case ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent:
+		name, err := validate.TargetName(req.TargetType, req.TargetName)
+		if err != nil {
+			fields = append(fields, validate.FieldError{Field: "target_name", Message: "target_name: " + strings.TrimPrefix(err.Error(), "name: ")})
+		}
+		c.TargetName = name
+	default:
+		fields = append(fields, validate.FieldError{Field: "target_type",
+			Message: fmt.Sprintf("target_type: must be mcp_server, a2a_agent or empty (got %q)", req.TargetType)})
+	}
+	switch {
+	case req.Cost < 0:
+		fields = append(fields, validate.FieldError{Field: "cost", Message: fmt.Sprintf("cost: must not be negative (got %d)", req.Cost)})
+	case req.Cost > maxCost:
+		fields = append(fields, validate.FieldError{Field: "cost", Message: fmt.Sprintf("cost: must be at most %d (got %d)", maxCost, req.Cost)})
+	}
+	if len(fields) > 0 {
+		msgs := make([]string, len(fields))
+		for i, f := range fields {
+			msgs[i] = f.Message
+		}
+		return c, badRequest(strings.Join(msgs, "; "), fields...)
+	}
+	return c, nil
+}
+
+// checkGate is one gate of a checkResult; times are Unix seconds.
+type checkGate struct {
+	DefinitionID  string `json:"definition_id"`
+	Axis          string `json:"axis"`
+	EntityType    string `json:"entity_type"`
+	WindowSeconds int    `json:"window_seconds"`
+	Limit         int64  `json:"limit"`
+	Count         int64  `json:"count"`
+	Remaining     int64  `json:"remaining"`
+	Reset         int64  `json:"reset"`
+	Shadow        bool   `json:"shadow"`
+}
+
+// checkResult is the answer of POST /api/check: the decision in wire
+// units (Unix seconds, whole seconds).
+type checkResult struct {
+	Allowed bool   `json:"allowed"`
+	Reason  string `json:"reason"`
+	// Limit, Remaining and Reset are those of the tightest gate (0 when no
+	// gate applied), as the rate-limit headers carry them.
+	Limit     int64 `json:"limit"`
+	Remaining int64 `json:"remaining"`
+	Reset     int64 `json:"reset"`
+	// RetryAfter is the wait in seconds before the call can pass; 0 when
+	// it passed or is quarantined (waiting will not help).
+	RetryAfter      int64       `json:"retry_after"`
+	Gates           []checkGate `json:"gates"`
+	QuarantineScope string      `json:"quarantine_scope,omitempty"`
+}
+
+func newCheckResult(d enforce.Decision) checkResult {
+	res := checkResult{Allowed: d.Allowed, Reason: d.Reason, Limit: d.Limit, Remaining: d.Remaining,
+		Reset: unixOrZero(d.Reset), QuarantineScope: d.QuarantineScope, Gates: make([]checkGate, 0, len(d.Gates))}
+	if !d.Allowed && d.Reason != enforce.ReasonQuarantined {
+		res.RetryAfter = max(int64((d.RetryAfter+time.Second-1)/time.Second), 1)
+	}
+	for _, g := range d.Gates {
+		res.Gates = append(res.Gates, checkGate{DefinitionID: g.DefinitionID, Axis: g.Axis, EntityType: g.EntityType,
+			WindowSeconds: g.WindowSeconds, Limit: g.Limit, Count: g.Count, Remaining: g.Remaining,
+			Reset: unixOrZero(g.Reset), Shadow: g.Shadow})
+	}
+	return res
+}
+
+func unixOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
+}
+
+var errNoEnforcer = errorf(http.StatusServiceUnavailable, "unavailable", "Service unavailable",
+	"this rlapi serves the management API only: it has no enforcer to decide calls")
+
+// handleCheck decides one call and takes its cost when it passes. Every
+// decision is a 200 (allowed or not, the decision is the data); the
+// rate-limit headers come along as on a gateway's own response.
+func (s *Server) handleCheck() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.enforcer == nil {
+			s.writeProblem(w, r, errNoEnforcer)
+			return
+		}
+		req, err := decode[checkRequest](w, r, false)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		c, err := req.call()
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		d, err := s.enforcer.Check(r.Context(), c)
+		if err != nil {
+			s.log.Warn("decision fell back to the fail policy", "request_id", requestID(r.Context()), "reason", d.Reason, "err", err)
+		}
+		enforce.SetHeaders(w.Header(), d, s.now())
+		w.Header().Set("Cache-Control", "no-store")
+		encode(w, http.StatusOK, newCheckResult(d))
+	})
+}
+
+// Headers of the auth_request contract (docs/nginx.md).
+const (
+	headerGatewaySecret = "X-Gateway-Secret"
+	headerOriginalURI   = "X-Original-URI"
+	headerAuthUsername  = "X-Auth-Username"
+	headerAuthClientID  = "X-Auth-Client-Id"
+	headerAuthAdmin     = "X-Auth-Admin"
+	// headerThrottled marks a 403 that is a throttle, for nginx to turn
+	// into a 429.
+	headerThrottled = "X-RateLimit-Throttled"
+	// headerUnavailable marks a 403 that is a fail-closed denial, for
+	// nginx to turn into a 503.
+	headerUnavailable = "X-RateLimit-Unavailable"
+)
+
+// handleValidate is nginx's auth_request target. It answers only trusted
+// proxies that present the gateway secret (there is no bearer token: nginx
+// sends the secret instead), takes the caller from X-Auth-* headers (set by
+// the gateway's authentication, never by the client) and the target from
+// X-Original-URI (enforce.TargetFromURI).
+//
+// nginx's auth_request passes on only 2xx, 401 and 403; any other status
+// becomes a 500 for the client. So every denial is a 403, told apart by a
+// marker header the nginx configuration reads:
+//
+//   - allowed: 200 with the rate-limit headers;
+//   - throttled: 403 with X-RateLimit-Throttled: 1, the rate-limit headers
+//     and Retry-After (nginx answers 429);
+//   - quarantined: a plain 403 without rate-limit headers (nginx answers
+//     403);
+//   - fail-closed: 403 with X-RateLimit-Unavailable: 1 and Retry-After, no
+//     throttled marker (nginx answers 503; a configuration that does not
+//     read the marker answers 403, never a misleading 429).
+//
+// Control-plane paths (/api/...) and paths without a target are always 200.
+func (s *Server) handleValidate() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		if !s.gatewayTrusted(w, r) {
+			return
+		}
+		if s.enforcer == nil {
+			s.writeProblem(w, r, errNoEnforcer)
+			return
+		}
+		uri := r.Header.Get(headerOriginalURI)
+		if uri == "" {
+			// A configuration mistake: deciding without a target would
+			// silently let everything through.
+			s.writeProblem(w, r, badRequest("missing X-Original-URI: the gateway must send the client's request URI (nginx: proxy_set_header X-Original-URI $request_uri)"))
+			return
+		}
+		targetType, targetName := enforce.TargetFromURI(uri)
+		if targetType == "" {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		admin := r.Header.Get(headerAuthAdmin)
+		c := enforce.Call{
+			Username:   strings.TrimSpace(r.Header.Get(headerAuthUsername)),
+			ClientID:   strings.TrimSpace(r.Header.Get(headerAuthClientID)),
+			IsAdmin:    admin == "1" || strings.EqualFold(admin, "true"),
+			TargetType: targetType,
+			TargetName: targetName,
+		}
+		d, err := s.enforcer.Check(r.Context(), c)
+		if err != nil {
+			s.log.Warn("decision fell back to the fail policy", "request_id", requestID(r.Context()), "reason", d.Reason, "err", err)
+		}
+		enforce.SetHeaders(w.Header(), d, s.now())
+		switch {
+		case d.Allowed:
+			w.WriteHeader(http.StatusOK)
+		case d.Reason == enforce.ReasonQuarantined:
+			s.writeProblem(w, r, errorf(http.StatusForbidden, "quarantined", "Forbidden",
+				"access is suspended (quarantined "+d.QuarantineScope+")"))
+		case d.Reason == enforce.ReasonFailClosed:
+			w.Header().Set(headerUnavailable, "1")
+			s.writeProblem(w, r, errorf(http.StatusForbidden, "rate-limit-unavailable", "Rate limits unavailable",
+				"rate limits cannot be checked right now and policy is to deny; retry shortly"))
+		default:
+			w.Header().Set(headerThrottled, "1")
+			s.writeProblem(w, r, errorf(http.StatusForbidden, "throttled", "Throttled",
+				fmt.Sprintf("rate limit of %d exceeded; retry after %ss", d.Limit, w.Header().Get(enforce.HeaderRetryAfter))))
+		}
+	})
+}
+
+// gatewayTrusted answers 401 (or 429) and returns false unless the peer is
+// a trusted proxy presenting the gateway secret.
+//
+// Peers outside the trusted proxies count as failed authentications and are
+// locked out like bad bearer tokens. A trusted peer with a wrong secret is
+// refused and logged but never locked out: the lockout is per address, and
+// locking out the gateway's address would refuse every call through it.
+func (s *Server) gatewayTrusted(w http.ResponseWriter, r *http.Request) bool {
+	peer := remoteAddr(r)
+	now := s.now()
+	refuse := func(detail string) bool {
+		s.writeProblem(w, r, errorf(http.StatusUnauthorized, "unauthorized", "Unauthorized", detail))
+		return false
+	}
+	if !s.trusted(peer) {
+		if wait := s.authThrottle.lockedFor(peer, now); wait > 0 {
+			he := errorf(http.StatusTooManyRequests, "too-many-auth-failures", "Too many failed authentications",
+				fmt.Sprintf("too many failed authentications from this address; retry in %ds", int(wait.Seconds()+0.999)))
+			he.retryAfter = wait
+			s.writeProblem(w, r, he)
+			return false
+		}
+		s.authThrottle.fail(peer, now)
+		return refuse("GET /api/validate answers trusted proxies only (--trusted-proxies, RLAPI_TRUSTED_PROXIES)")
+	}
+	if s.cfg.GatewaySecret == "" {
+		return refuse("rlapi has no gateway secret (--gateway-secret, RLAPI_GATEWAY_SECRET): GET /api/validate is off")
+	}
+	// Comparing digests keeps the comparison constant-time whatever the
+	// lengths.
+	got := sha256.Sum256([]byte(r.Header.Get(headerGatewaySecret)))
+	want := sha256.Sum256([]byte(s.cfg.GatewaySecret))
+	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		s.log.Warn("gateway refused: missing or wrong X-Gateway-Secret", "request_id", requestID(r.Context()), "peer", peer.String())
+		return refuse("missing or wrong X-Gateway-Secret")
+	}
+	return true
+}

@@ -1,0 +1,313 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/api"
+	"github.com/rlctl/rlctl/internal/apitest"
+	"github.com/rlctl/rlctl/pkg/client"
+)
+
+// nginxBinary finds nginx, or ends the test: it fails under CI=true (the
+// gateway contract would go untested; .ci/run installs nginx) and skips
+// otherwise.
+func nginxBinary(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
+		return "/usr/sbin/nginx"
+	}
+	if p, err := exec.LookPath("nginx"); err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("nginx is not installed and CI=true: the nginx end-to-end test must run (apt-get install nginx)")
+	}
+	t.Skip("nginx is not installed (/usr/sbin/nginx): apt-get install nginx to run the gateway end-to-end test")
+	return ""
+}
+
+// nginxMain is the main configuration around docs/nginx/rlctl.conf: every
+// path nginx writes is in the test's directory, and it runs in the
+// foreground as one process so the test owns it whole.
+const nginxMain = `daemon off;
+master_process off;
+worker_processes 1;
+pid {{dir}}/nginx.pid;
+error_log {{dir}}/error.log notice;
+{{user}}
+events { worker_connections 128; }
+http {
+    access_log {{dir}}/access.log;
+    client_body_temp_path {{dir}}/client_body;
+    proxy_temp_path {{dir}}/proxy;
+    fastcgi_temp_path {{dir}}/fastcgi;
+    uwsgi_temp_path {{dir}}/uwsgi;
+    scgi_temp_path {{dir}}/scgi;
+    include {{dir}}/rlctl.conf;
+}
+`
+
+// replaceOnce replaces old in s, failing the test unless it occurs exactly
+// once: the test runs the documented file, and a changed file must not
+// silently run with the example's values.
+func replaceOnce(t *testing.T, s, old, repl string) string {
+	t.Helper()
+	if n := strings.Count(s, old); n != 1 {
+		t.Fatalf("docs/nginx/rlctl.conf: %q occurs %d times, want once (update nginx_test.go with the file)", old, n)
+	}
+	return strings.Replace(s, old, repl, 1)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	return port
+}
+
+// lockedBuffer collects a subprocess's output safely.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startNginx renders docs/nginx/rlctl.conf for rlapi at rlapiURL and the
+// backend at backendURL, starts nginx on a free loopback port and returns
+// its base URL. nginx is stopped at cleanup.
+func startNginx(t *testing.T, bin, rlapiURL, backendURL, secret string) string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "nginx", "rlctl.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	conf := string(doc)
+	conf = replaceOnce(t, conf, "server 127.0.0.1:8080;", "server "+strings.TrimPrefix(rlapiURL, "http://")+";")
+	conf = replaceOnce(t, conf, "server 127.0.0.1:9000;", "server "+strings.TrimPrefix(backendURL, "http://")+";")
+	conf = replaceOnce(t, conf, "listen 8000;", "listen 127.0.0.1:"+strconv.Itoa(port)+";")
+	conf = replaceOnce(t, conf, `"change-me-to-a-long-random-secret"`, `"`+secret+`"`)
+
+	dir := t.TempDir()
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root;" // the test's directory belongs to root
+	}
+	main := strings.NewReplacer("{{dir}}", dir, "{{user}}", user).Replace(nginxMain)
+	for name, content := range map[string]string{"nginx.conf": main, "rlctl.conf": conf} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var out lockedBuffer
+	cmd := exec.Command(bin, "-p", dir+"/", "-c", filepath.Join(dir, "nginx.conf"), "-e", filepath.Join(dir, "error.log"))
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start nginx: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	errorLog := func() string {
+		b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+		return out.String() + string(b)
+	}
+	t.Cleanup(func() {
+		// SIGQUIT is nginx's graceful stop; kill it if it lingers.
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("nginx output and error log:\n%s", errorLog())
+		}
+	})
+
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			exited <- err // for the cleanup
+			t.Fatalf("nginx exited at start (%v):\n%s", err, errorLog())
+		default:
+		}
+		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			_ = conn.Close()
+			return "http://" + addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nginx does not listen on %s after 15s:\n%s", addr, errorLog())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestNginxGateway runs docs/nginx/rlctl.conf in a real nginx in front of a
+// backend, with a real rlapi deciding through GET /api/validate.
+func TestNginxGateway(t *testing.T) {
+	t.Parallel()
+	bin := nginxBinary(t)
+	const secret = "nginx-test-secret-5f0c1a"
+	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.0/8"), GatewaySecret: secret})
+	admin := clientFor(t, env, env.AdminToken)
+
+	var reached sync.Map // path -> *atomic.Int64
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := reached.LoadOrStore(r.URL.Path, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+		body, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "backend %s %s %s", r.Method, r.URL.Path, body)
+	}))
+	t.Cleanup(backend.Close)
+	reachedCount := func(path string) int64 {
+		if n, ok := reached.Load(path); ok {
+			return n.(*atomic.Int64).Load()
+		}
+		return 0
+	}
+	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+
+	type reply struct {
+		status int
+		header http.Header
+		body   string
+	}
+	hc := &http.Client{Timeout: 10 * time.Second}
+	send := func(method, path, user string) reply {
+		t.Helper()
+		var body io.Reader
+		if method == http.MethodPost {
+			body = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		}
+		req, err := http.NewRequest(method, gw+path, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Auth-Username", user)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s through nginx: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return reply{resp.StatusCode, resp.Header, string(b)}
+	}
+	rateHeaders := []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit", "Retry-After"}
+
+	awayFromWindowEdge(t, 60)
+	define(t, env, admin, targetLimit("mcp_server", "srv", 60, 2))
+
+	// 2/min on the MCP server srv: 200, 200, then 429.
+	for i, remaining := range []string{"1", "0"} {
+		r := send(http.MethodPost, "/srv/mcp", "alice")
+		if r.status != http.StatusOK || !strings.HasPrefix(r.body, "backend POST /srv/mcp {") {
+			t.Fatalf("call %d: %d %q, want the backend's 200 with the body passed on", i+1, r.status, r.body)
+		}
+		if r.header.Get("X-RateLimit-Limit") != "2" || r.header.Get("X-RateLimit-Remaining") != remaining ||
+			r.header.Get("RateLimit-Policy") != `"target:mcp_server:srv:60";q=2;w=60` || r.header.Get("Retry-After") != "" {
+			t.Errorf("call %d: allowed response headers %v", i+1, r.header)
+		}
+	}
+	r := send(http.MethodPost, "/srv/mcp", "alice")
+	if r.status != http.StatusTooManyRequests {
+		t.Fatalf("third call: %d %q, want 429", r.status, r.body)
+	}
+	retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+	if err != nil || retry < 1 || retry > 60 {
+		t.Errorf("429 Retry-After %q, want 1..60", r.header.Get("Retry-After"))
+	}
+	if r.header.Get("X-RateLimit-Limit") != "2" || r.header.Get("X-RateLimit-Remaining") != "0" ||
+		r.header.Get("X-RateLimit-Reset") == "" || r.header.Get("RateLimit") == "" || r.header.Get("X-RateLimit-Throttled") != "" {
+		t.Errorf("429 headers: %v", r.header)
+	}
+	var denial struct {
+		Error      string `json:"error"`
+		RetryAfter int    `json:"retry_after"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &denial); err != nil || denial.Error != "rate_limited" || denial.RetryAfter != retry {
+		t.Errorf("429 body %q (%v)", r.body, err)
+	}
+	if n := reachedCount("/srv/mcp"); n != 2 {
+		t.Errorf("backend saw %d calls to /srv/mcp, want 2", n)
+	}
+	// Another server has its own (here: no) limit; GET and other methods
+	// are decided too.
+	if r := send(http.MethodGet, "/other/sse", "alice"); r.status != 200 || r.header.Get("X-RateLimit-Limit") != "" {
+		t.Errorf("unlimited server: %d %v", r.status, r.header)
+	}
+
+	// Quarantine: a plain 403 without any rate-limit header.
+	if _, err := admin.Quarantine(t.Context(), "user", "mallory", client.QuarantineRequest{Reason: "nginx test"}, client.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refresh(t, env)
+	r = send(http.MethodPost, "/other/mcp", "mallory")
+	if r.status != http.StatusForbidden || !strings.Contains(r.body, "forbidden") {
+		t.Errorf("quarantined caller: %d %q, want 403", r.status, r.body)
+	}
+	for _, h := range rateHeaders {
+		if v := r.header.Get(h); v != "" {
+			t.Errorf("quarantine 403 carries %s: %q", h, v)
+		}
+	}
+	if n := reachedCount("/other/mcp"); n != 0 {
+		t.Errorf("the quarantined call reached the backend")
+	}
+
+	// The control plane is never limited: not for the quarantined caller,
+	// not past the limit.
+	for i := range 4 {
+		for _, user := range []string{"mallory", "alice"} {
+			if r := send(http.MethodGet, "/api/x", user); r.status != 200 || r.body != "backend GET /api/x " || r.header.Get("X-RateLimit-Limit") != "" {
+				t.Errorf("control plane call %d as %s: %d %q %v", i+1, user, r.status, r.body, r.header)
+			}
+		}
+	}
+
+	// Fail-closed (the counters are gone, and the definition says deny):
+	// 503 with Retry-After, never a 429.
+	closed := targetLimit("mcp_server", "vault", 60, 100)
+	closed.FailClosed = true
+	define(t, env, admin, closed)
+	breakCounters(t, env)
+	r = send(http.MethodPost, "/vault/mcp", "alice")
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "1" || r.header.Get("X-RateLimit-Limit") != "" {
+		t.Errorf("fail-closed: %d %q %v, want 503 with Retry-After: 1", r.status, r.body, r.header)
+	}
+}

@@ -1,0 +1,282 @@
+package counters_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlctl/rlctl/internal/api"
+	"github.com/rlctl/rlctl/internal/apitest"
+	"github.com/rlctl/rlctl/internal/cli"
+	"github.com/rlctl/rlctl/internal/cli/cmdutil"
+	"github.com/rlctl/rlctl/internal/cli/counters"
+	"github.com/rlctl/rlctl/internal/cli/iostreams"
+	"github.com/rlctl/rlctl/pkg/client"
+	"github.com/rlctl/rlctl/pkg/enforce"
+	rl "github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+func TestSelectorFlags(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args    []string
+		want    client.CounterSelector
+		wantErr string
+	}{
+		{[]string{"--caller", "user:alice"}, client.CounterSelector{Caller: "user:alice"}, ""},
+		{[]string{"--target", "mcp_server:mcpgw"}, client.CounterSelector{Target: "mcp_server:mcpgw"}, ""},
+		{[]string{"--definition", "target:mcp_server:mcpgw:60"}, client.CounterSelector{Definition: "target:mcp_server:mcpgw:60"}, ""},
+		{nil, client.CounterSelector{}, "give one of --caller, --target or --definition"},
+		{[]string{"--caller", "user:a", "--target", "mcp_server:b"}, client.CounterSelector{}, "give only one of --caller, --target or --definition (got --caller and --target)"},
+		{[]string{"--caller", " "}, client.CounterSelector{}, "--caller must not be empty"},
+		{[]string{"user:alice"}, client.CounterSelector{}, "unknown command"},
+	}
+	for _, tt := range tests {
+		for _, verb := range []string{"get", "reset"} {
+			t.Run(verb+" "+strings.Join(tt.args, " "), func(t *testing.T) {
+				t.Parallel()
+				ios, _, _, _ := iostreams.Test()
+				f := cmdutil.NewFactory(ios, func(string) string { return "" })
+				var got client.CounterSelector
+				cmd := counters.NewCmdGet(f, func(o *counters.GetOptions) error { got = o.Selector; return nil })
+				if verb == "reset" {
+					cmd = counters.NewCmdReset(f, func(o *counters.ResetOptions) error { got = o.Selector; return nil })
+				}
+				cmd.SetArgs(tt.args)
+				cmd.SetOut(ios.Out)
+				cmd.SetErr(ios.ErrOut)
+				err := cmd.Execute()
+				switch {
+				case tt.wantErr == "" && err != nil:
+					t.Fatalf("err = %v", err)
+				case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				case tt.wantErr != "" && cmdutil.ExitCode(err) != cmdutil.ExitUsage:
+					t.Errorf("exit code %d, want %d (usage)", cmdutil.ExitCode(err), cmdutil.ExitUsage)
+				case got != tt.want:
+					t.Errorf("selector = %+v, want %+v", got, tt.want)
+				}
+			})
+		}
+	}
+}
+
+// harness runs rlctl command lines against one real rlapi whose enforcer
+// has counted some calls.
+type harness struct {
+	t      *testing.T
+	env    *apitest.Env
+	config string
+}
+
+// start serves rlapi, and lets alice make 3 calls and al 1 to mcpgw, under a
+// caller group limit and a target limit.
+func start(t *testing.T) *harness {
+	t.Helper()
+	t.Parallel()
+	h := &harness{t: t, env: apitest.Start(t, api.Config{}), config: filepath.Join(t.TempDir(), "config.yaml")}
+	ctx := context.Background()
+	c, err := client.New(h.env.URL, client.Options{Token: h.env.AdminToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit, target := 100, 500
+	for _, d := range []rl.Definition{
+		{Axis: "caller", EntityType: "group", Name: "developers", WindowSeconds: 60, UserMaxRequests: &limit, Enabled: true},
+		{Axis: "target", EntityType: "mcp_server", Name: "mcpgw", WindowSeconds: 60, MaxRequests: &target, Enabled: true},
+	} {
+		if _, err := c.PutDefinition(ctx, d, client.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range []string{"alice", "al"} {
+		if _, err := c.PutMembership(ctx, rl.Membership{SubjectType: "user", Subject: u, Groups: []string{"developers"}}, client.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.env.Enforcer.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"alice", "alice", "alice", "al"} {
+		if d, err := h.env.Enforcer.Check(ctx, enforce.Call{Username: u, TargetType: "mcp_server", TargetName: "mcpgw"}); err != nil || !d.Allowed {
+			t.Fatalf("check %s = %+v, %v", u, d, err)
+		}
+	}
+	return h
+}
+
+type result struct {
+	code        int
+	out, errOut string
+}
+
+func (h *harness) run(tok string, tty bool, stdin string, args ...string) result {
+	h.t.Helper()
+	ios, in, out, errOut := iostreams.Test()
+	in.WriteString(stdin)
+	ios.SetStdinTTY(tty)
+	ios.SetStdoutTTY(tty)
+	getenv := func(k string) string {
+		if k == "RLCTL_CONFIG" {
+			return h.config
+		}
+		return ""
+	}
+	full := append([]string{"--server", h.env.URL, "--token", tok, "--no-color"}, args...)
+	code := cli.Run(context.Background(), full, ios, getenv)
+	return result{code, out.String(), errOut.String()}
+}
+
+func (h *harness) must(args ...string) string {
+	h.t.Helper()
+	r := h.run(h.env.AdminToken, false, "", args...)
+	if r.code != 0 {
+		h.t.Fatalf("rlctl %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.out, r.errOut)
+	}
+	return r.out
+}
+
+// counts reads a subject's counters through `counters get -o json`, summed
+// per key (a run across a window boundary splits a key over two windows).
+func (h *harness) counts(flag, value string) map[string]int64 {
+	h.t.Helper()
+	var doc struct {
+		Counters []client.Counter `json:"counters"`
+	}
+	if err := json.Unmarshal([]byte(h.must("counters", "get", flag, value, "-o", "json")), &doc); err != nil {
+		h.t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, c := range doc.Counters {
+		out[c.Key] += c.Count
+	}
+	return out
+}
+
+func sameCounts(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestGet(t *testing.T) {
+	h := start(t)
+	if got := h.counts("--caller", "user:alice"); !sameCounts(got, map[string]int64{"c|60|user:alice": 3}) {
+		t.Errorf("alice = %v", got)
+	}
+	if got := h.counts("--target", "mcp_server:/mcpgw/"); !sameCounts(got, map[string]int64{"t|target:mcp_server:mcpgw:60": 4}) {
+		t.Errorf("mcpgw = %v", got)
+	}
+
+	// On a terminal: aligned, with a header.
+	r := h.run(h.env.AdminToken, true, "", "counters", "get", "--definition", "target:mcp_server:mcpgw:60")
+	lines := strings.Split(strings.TrimSpace(r.out), "\n")
+	if r.code != 0 || len(lines) < 2 || strings.Join(strings.Fields(lines[0]), " ") != "KEY WINDOW WINDOW-START COUNT EXPIRES" ||
+		!strings.HasPrefix(strings.Join(strings.Fields(lines[1]), " "), "t|target:mcp_server:mcpgw:60 60s 20") ||
+		strings.Index(lines[0], "WINDOW ") != strings.Index(lines[1], "60s") {
+		t.Errorf("table on a terminal: exit %d\n%q\n%q", r.code, r.out, r.errOut)
+	}
+	// Piped: tab-separated, no header.
+	piped := strings.Split(strings.TrimSpace(h.must("counters", "get", "--caller", "user:al")), "\t")
+	if len(piped) != 5 || piped[0] != "c|60|user:al" || piped[1] != "60s" || piped[3] != "1" {
+		t.Errorf("piped row = %q", piped)
+	}
+	// Wide adds the definition and the window index.
+	if out := h.must("counters", "get", "--target", "mcp_server:mcpgw", "-o", "wide"); len(strings.Split(strings.Split(out, "\n")[0], "\t")) != 7 ||
+		!strings.Contains(out, "\ttarget:mcp_server:mcpgw:60\t") {
+		t.Errorf("-o wide = %q", out)
+	}
+	if out := h.must("counters", "get", "--caller", "user:alice", "-o", "yaml"); !strings.HasPrefix(out, "counters:\n- count: 3\n") {
+		t.Errorf("-o yaml = %q", out)
+	}
+	if out := h.must("counters", "get", "--caller", "user:alice", "-o", "name"); out != "counter/c|60|user:alice\n" {
+		t.Errorf("-o name = %q", out)
+	}
+
+	// Nothing to show: said on stderr, stdout stays empty.
+	r = h.run(h.env.AdminToken, true, "", "counters", "get", "--caller", "user:nobody")
+	if r.code != 0 || r.out != "" || !strings.Contains(r.errOut, "No live counters for caller user:nobody") {
+		t.Errorf("empty: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
+	}
+	if out := h.must("counters", "get", "--caller", "user:nobody", "-o", "json"); strings.TrimSpace(out) != "{\n  \"counters\": []\n}" {
+		t.Errorf("empty -o json = %q", out)
+	}
+
+	// The server's refusal, as is, with the "refused" exit code.
+	r = h.run(h.env.AdminToken, false, "", "counters", "get", "--caller", "alice")
+	if r.code != cmdutil.ExitRefused || !strings.Contains(r.errOut, "caller: must be user:<name> or agent:<client id>") {
+		t.Errorf("bad caller: exit %d, stderr %q", r.code, r.errOut)
+	}
+}
+
+func TestReset(t *testing.T) {
+	h := start(t)
+	alice := map[string]int64{"c|60|user:alice": 3}
+	al := map[string]int64{"c|60|user:al": 1}
+	reset := []string{"counters", "reset", "--caller", "user:al"}
+
+	// Off a terminal, only with --yes.
+	r := h.run(h.env.AdminToken, false, "", reset...)
+	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "pass --yes") {
+		t.Errorf("without --yes: exit %d, stderr %q", r.code, r.errOut)
+	}
+	// On a terminal, the answer decides.
+	r = h.run(h.env.AdminToken, true, "n\n", reset...)
+	if r.code != cmdutil.ExitError || !strings.Contains(r.errOut, "Reset the counters of caller user:al? [y/N]") {
+		t.Errorf("declined: exit %d, stderr %q", r.code, r.errOut)
+	}
+	// A dry run asks nothing and changes nothing.
+	if out := h.must(append(reset, "--dry-run")...); out != "caller user:al: 1 counter would be reset\n" {
+		t.Errorf("dry run = %q", out)
+	}
+	if got := h.counts("--caller", "user:al"); !sameCounts(got, al) {
+		t.Errorf("al after a declined reset and a dry run = %v", got)
+	}
+
+	r = h.run(h.env.AdminToken, true, "y\n", reset...)
+	if r.code != 0 || r.out != "caller user:al: 1 counter reset\n" {
+		t.Errorf("confirmed: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
+	}
+	if got := h.counts("--caller", "user:al"); len(got) != 0 {
+		t.Errorf("al after the reset = %v", got)
+	}
+	if got := h.counts("--caller", "user:alice"); !sameCounts(got, alice) {
+		t.Errorf("alice after al's reset = %v", got)
+	}
+
+	// A viewer may look but not reset.
+	viewer := h.env.Token(t, "grafana", "viewer")
+	if r := h.run(viewer, false, "", "counters", "get", "--caller", "user:alice"); r.code != 0 {
+		t.Errorf("viewer get: exit %d, stderr %q", r.code, r.errOut)
+	}
+	if r := h.run(viewer, false, "", "counters", "reset", "--caller", "user:alice", "--yes"); r.code != cmdutil.ExitAuth {
+		t.Errorf("viewer reset: exit %d, stderr %q", r.code, r.errOut)
+	}
+
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(h.must("counters", "reset", "--target", "mcp_server:mcpgw", "--yes", "-o", "json")), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["reset"] != true || doc["removed"] != 1.0 {
+		t.Errorf("reset -o json = %v", doc)
+	}
+	if got := h.counts("--caller", "user:alice"); !sameCounts(got, alice) {
+		t.Errorf("alice after mcpgw's reset = %v", got)
+	}
+
+	// The audit log has both resets.
+	out := h.must("audit", "list", "--resource", "counters", "-o", "json")
+	for _, id := range []string{`"resource_id": "caller=user:al"`, `"resource_id": "target=mcp_server:mcpgw"`} {
+		if !strings.Contains(out, id) {
+			t.Errorf("audit list lacks %s:\n%s", id, out)
+		}
+	}
+}

@@ -1,0 +1,455 @@
+package state_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/rlctl/rlctl/pkg/client"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// seed gives the server a bit of everything through the per-object
+// routes, the way people and other tools write: limits of each axis, a
+// server group, memberships, two quarantines (one expiring), an admin.
+// It returns how many objects export lists.
+func seed(t *testing.T, r *rlctl) int {
+	t.Helper()
+	ctx := context.Background()
+	c := r.client()
+	defs := []ratelimit.Definition{
+		{Axis: "caller", EntityType: "group", Name: "developers", WindowSeconds: 60, UserMaxRequests: ptr(100), AgentMaxRequests: ptr(50), Enabled: true},
+		{Axis: "caller", EntityType: "group", Name: "developers", WindowSeconds: 86400, UserMaxRequests: ptr(5000), Enabled: true, Description: "daily cap"},
+		{Axis: "target", EntityType: "mcp_server", Name: "mcpgw", WindowSeconds: 60, MaxRequests: ptr(500), Enabled: true, Description: "the main gateway"},
+		{Axis: "target", EntityType: "server_group", Name: "fragile", WindowSeconds: 60, MaxRequests: ptr(100), Members: []string{"aws-kb", "airegistry-tools"},
+			FailClosed: true, Mode: "shadow"},
+	}
+	for _, d := range defs {
+		if _, err := c.PutDefinition(ctx, d, client.WriteOptions{}); err != nil {
+			t.Fatalf("seed %s: %v", d.Key(), err)
+		}
+	}
+	mems := []ratelimit.Membership{
+		{SubjectType: "user", Subject: "alice", Groups: []string{"developers"}},
+		{SubjectType: "client", Subject: "ci-bot", Groups: []string{"developers"}},
+	}
+	for _, m := range mems {
+		if _, err := c.PutMembership(ctx, m, client.WriteOptions{}); err != nil {
+			t.Fatalf("seed %s: %v", m.Key(), err)
+		}
+	}
+	if _, err := c.Quarantine(ctx, "user", "mallory", client.QuarantineRequest{Reason: "credential stuffing", ExpiresInSeconds: 3600}, client.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Quarantine(ctx, "server", "evil-srv", client.QuarantineRequest{Reason: "exfiltration"}, client.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutAdmin(ctx, ratelimit.Admin{SubjectType: "user", Subject: "root", Note: "break glass"}, client.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// 4 definitions and the 2 quarantine sentinels, 4 memberships, 1 admin.
+	return 6 + 4 + 1
+}
+
+func summary(created, updated, deleted, unchanged int) string {
+	return fmt.Sprintf("created %d, updated %d, deleted %d, unchanged %d\n", created, updated, deleted, unchanged)
+}
+
+var serverField = regexp.MustCompile(`(?m)^[ -]*(id|version|created_at|updated_at|updated_by|created_by|scope):`)
+
+func TestExportThenApplyIsNoOp(t *testing.T) {
+	t.Parallel()
+	r := newRlctl(t)
+	n := seed(t, r)
+	dir := t.TempDir()
+
+	yamlDoc := r.must("export")
+	if !strings.HasPrefix(yamlDoc, "apiVersion: rlctl/v1\nkind: State\ndefinitions:\n") {
+		t.Errorf("export does not start with the header and definitions:\n%s", yamlDoc)
+	}
+	if m := serverField.FindString(yamlDoc); m != "" {
+		t.Errorf("export carries a server field (%q):\n%s", m, yamlDoc)
+	}
+	for _, want := range []string{"quarantine_reason: credential stuffing", "quarantine_expires_at:", "quarantined_at:",
+		"- quarantine-callers", "- quarantine-targets", "note: break glass", "name: quarantine-callers"} {
+		if !strings.Contains(yamlDoc, want) {
+			t.Errorf("export lacks %q:\n%s", want, yamlDoc)
+		}
+	}
+	if again := r.must("export"); again != yamlDoc {
+		t.Errorf("two exports differ:\n%s\n---\n%s", yamlDoc, again)
+	}
+	file := writeFile(t, dir, "state.yaml", yamlDoc)
+
+	if got := r.must("apply", "-f", file); got != summary(0, 0, 0, n) {
+		t.Errorf("apply of the export printed %q, want only %q", got, summary(0, 0, 0, n))
+	}
+	for _, args := range [][]string{{"diff", "-f", file}, {"diff", "-f", file, "--prune"}} {
+		if res := r.run(args...); res.code != 0 || res.out != summary(0, 0, 0, n) {
+			t.Errorf("%v after apply: exit %d, %q (stderr %q)", args, res.code, res.out, res.errOut)
+		}
+	}
+	if got := r.must("apply", "-f", file, "--prune", "--yes"); got != summary(0, 0, 0, n) {
+		t.Errorf("apply --prune of the export printed %q", got)
+	}
+	if after := r.must("export"); after != yamlDoc {
+		t.Errorf("applying the export changed the export:\n%s\n---\n%s", yamlDoc, after)
+	}
+
+	// The same in JSON, through a file and through stdin.
+	jsonFile := filepath.Join(dir, "state.json")
+	r.expect(0, "export", "--file", jsonFile)
+	if got := r.must("apply", "-f", jsonFile); got != summary(0, 0, 0, n) {
+		t.Errorf("apply of the JSON export printed %q", got)
+	}
+	jsonDoc := r.must("export", "-o", "json")
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(jsonDoc), &doc); err != nil || doc["apiVersion"] != "rlctl/v1" || doc["kind"] != "State" {
+		t.Errorf("export -o json: %v\n%s", err, jsonDoc)
+	}
+	if res := r.runWith(opts{stdin: jsonDoc}, "diff", "-f", "-"); res.code != 0 {
+		t.Errorf("export | diff -f -: exit %d\n%s%s", res.code, res.out, res.errOut)
+	}
+}
+
+func TestDiffExitsSixOnChanges(t *testing.T) {
+	t.Parallel()
+	r := newRlctl(t)
+	seed(t, r)
+	before := r.must("export")
+	edited := strings.Replace(before, "user_max_requests: 100\n", "user_max_requests: 200\n", 1)
+	edited = strings.Replace(edited, "definitions:\n", `definitions:
+- axis: target
+  entity_type: mcp_server
+  name: new-server
+  window_seconds: 60
+  max_requests: 42
+`, 1)
+	file := writeFile(t, t.TempDir(), "state.yaml", edited)
+
+	res := r.expect(6, "diff", "-f", file)
+	want := "definition/caller:group:developers:60 configured: user_max_requests: 100 -> 200\n" +
+		"definition/target:mcp_server:new-server:60 created\n"
+	if !strings.HasPrefix(res.out, want) || !strings.HasSuffix(res.out, summary(1, 1, 0, 10)) {
+		t.Errorf("diff printed:\n%s\nwant:\n%s%s", res.out, want, summary(1, 1, 0, 10))
+	}
+	if res.errOut != "" {
+		t.Errorf("diff wrote to stderr: %q", res.errOut)
+	}
+
+	res = r.expect(6, "diff", "-f", file, "-o", "json")
+	var report client.ApplyResult
+	if err := json.Unmarshal([]byte(res.out), &report); err != nil {
+		t.Fatalf("diff -o json: %v\n%s", err, res.out)
+	}
+	if !report.DryRun || report.Created != 1 || report.Updated != 1 || len(report.Changes) != 2 || report.Changes[0].Fields[0].Field != "user_max_requests" {
+		t.Errorf("diff -o json: %+v", report)
+	}
+	if after := r.must("export"); after != before {
+		t.Error("diff changed the server")
+	}
+
+	// apply prints the same lines, then diff finds nothing.
+	if got := r.must("apply", "-f", file); got != want+summary(1, 1, 0, 10) {
+		t.Errorf("apply printed:\n%s", got)
+	}
+	if res := r.run("diff", "-f", file); res.code != 0 {
+		t.Errorf("diff after apply: exit %d\n%s", res.code, res.out)
+	}
+}
+
+func TestPruneOnlyWithTheFlag(t *testing.T) {
+	t.Parallel()
+	r := newRlctl(t)
+	seed(t, r)
+	dir := t.TempDir()
+	// Only one definition; no memberships or admins section.
+	file := writeFile(t, dir, "one.yaml", `apiVersion: rlctl/v1
+kind: State
+definitions:
+- axis: caller
+  entity_type: group
+  name: developers
+  window_seconds: 60
+  user_max_requests: 100
+  agent_max_requests: 50
+`)
+	if got := r.must("apply", "-f", file); got != summary(0, 0, 0, 1) {
+		t.Errorf("apply without --prune: %q", got)
+	}
+	if got := r.must("export", "-o", "name"); strings.Count(got, "definition/") != 6 {
+		t.Errorf("apply without --prune deleted something:\n%s", got)
+	}
+
+	res := r.expect(6, "diff", "-f", file, "--prune")
+	want := "definition/caller:group:developers:86400 deleted\n" +
+		"definition/target:mcp_server:mcpgw:60 deleted\n" +
+		"definition/target:server_group:fragile:60 deleted\n" + summary(0, 0, 3, 1)
+	if res.out != want {
+		t.Errorf("diff --prune printed:\n%s\nwant:\n%s", res.out, want)
+	}
+	if got := r.must("apply", "-f", file, "--prune", "--yes"); got != want {
+		t.Errorf("apply --prune printed:\n%s", got)
+	}
+	names := r.must("export", "-o", "name")
+	for _, keep := range []string{"definition/caller:group:developers:60", "definition/" + ratelimit.SentinelCallers,
+		"definition/" + ratelimit.SentinelTargets, "membership/user:alice", "membership/user:mallory", "admin/user:root"} {
+		if !strings.Contains(names, keep+"\n") {
+			t.Errorf("after prune, %s is gone (absent sections and sentinels stay):\n%s", keep, names)
+		}
+	}
+
+	// An empty, present section with --prune empties that kind.
+	empty := writeFile(t, dir, "empty.yaml", "memberships: []\n")
+	if got := r.must("apply", "-f", empty); got != summary(0, 0, 0, 0) {
+		t.Errorf("empty section without --prune: %q", got)
+	}
+	if got := r.must("apply", "-f", empty, "--prune", "--yes"); !strings.HasSuffix(got, summary(0, 0, 4, 0)) {
+		t.Errorf("empty section with --prune: %q", got)
+	}
+}
+
+func TestPruneAsksFirst(t *testing.T) {
+	t.Parallel()
+	r := newRlctl(t)
+	seed(t, r)
+	before := r.must("export")
+	file := writeFile(t, t.TempDir(), "s.yaml", "admins: []\n")
+
+	// Off a terminal, --prune needs --yes, and nothing is sent.
+	res := r.expect(2, "apply", "-f", file, "--prune")
+	if !strings.Contains(res.errOut, "pass --yes") || res.out != "" {
+		t.Errorf("refusal: stdout %q, stderr %q", res.out, res.errOut)
+	}
+	// On a terminal it says how many it would delete; "n" keeps them.
+	res = r.runWith(opts{tty: true, stdin: "n\n"}, "apply", "-f", file, "--prune")
+	if res.code != 1 || !strings.Contains(res.errOut, "Delete 1 object not named in the files (1 admin)") {
+		t.Errorf("declined prompt: exit %d, stderr %q", res.code, res.errOut)
+	}
+	if after := r.must("export"); after != before {
+		t.Error("a refused or declined prune changed the server")
+	}
+	res = r.runWith(opts{tty: true, stdin: "y\n"}, "apply", "-f", file, "--prune")
+	if res.code != 0 || res.out != "admin/user:root deleted\n"+summary(0, 0, 1, 0) {
+		t.Errorf("accepted prompt: exit %d, stdout %q, stderr %q", res.code, res.out, res.errOut)
+	}
+	// Nothing left to delete: no question.
+	res = r.runWith(opts{tty: true}, "apply", "-f", file, "--prune")
+	if res.code != 0 || strings.Contains(res.errOut, "?") {
+		t.Errorf("nothing to prune: exit %d, stderr %q", res.code, res.errOut)
+	}
+}
+
+func TestDryRunsChangeNothing(t *testing.T) {
+	t.Parallel()
+	r := newRlctl(t)
+	seed(t, r)
+	before := r.must("export")
+	// A create, updates of each kind (quarantine included), and with
+	// --prune deletes.
+	file := writeFile(t, t.TempDir(), "s.yaml", `definitions:
+- {axis: caller, entity_type: group, name: developers, window_seconds: 60, user_max_requests: 120, agent_max_requests: 50}
+- {axis: target, entity_type: mcp_server, name: /newsrv/, window_seconds: 60, max_requests: 10, description: "  new  "}
+- {axis: target, entity_type: server_group, name: fragile, window_seconds: 60, max_requests: 100, members: [aws-kb, extra, aws-kb], enabled: false}
+- {axis: quarantine, entity_type: group, name: quarantine-callers, window_seconds: 1, enabled: false}
+memberships:
+- {subject_type: user, subject: alice, groups: [developers, developers]}
+- {subject_type: user, subject: mallory, groups: [quarantine-callers], quarantine_reason: still at it}
+- {subject_type: user, subject: eve, groups: [quarantine-callers]}
+admins:
+- {subject_type: user, subject: root}
+`)
+	server := r.run("apply", "-f", file, "--prune", "--dry-run=server")
+	local := r.run("apply", "-f", file, "--prune", "--dry-run=client")
+	bare := r.run("apply", "-f", file, "--prune", "--dry-run")
+	diff := r.run("diff", "-f", file, "--prune")
+	for name, res := range map[string]result{"server": server, "client": local, "bare": bare} {
+		if res.code != 0 {
+			t.Errorf("--dry-run=%s: exit %d\n%s", name, res.code, res.errOut)
+		}
+	}
+	if diff.code != 6 {
+		t.Errorf("diff: exit %d\n%s", diff.code, diff.errOut)
+	}
+	if !strings.Contains(server.errOut, "(server dry run") || !strings.Contains(local.errOut, "(client dry run") {
+		t.Errorf("dry-run notes: server %q, client %q", server.errOut, local.errOut)
+	}
+	// One report, wherever it was computed.
+	if local.out != server.out || bare.out != server.out || diff.out != server.out {
+		t.Errorf("dry runs differ:\nserver:\n%s\nclient:\n%s\nbare:\n%s\ndiff:\n%s", server.out, local.out, bare.out, diff.out)
+	}
+	for _, want := range []string{
+		"definition/target:mcp_server:newsrv:60 created\n",
+		`definition/target:server_group:fragile:60 configured: fail_closed: true -> false, members: ["aws-kb","airegistry-tools"] -> ["aws-kb","extra"], mode: "shadow" -> "enforce"` + "\n",
+		"definition/" + ratelimit.SentinelCallers + " configured: ",
+		"enabled: true -> false",
+		"definition/target:mcp_server:mcpgw:60 deleted\n",
+		`membership/user:mallory configured: quarantine_expires_at: `,
+		"membership/user:eve created\n",
+		"membership/client:ci-bot deleted\n",
+		`admin/user:root configured: note: "break glass" -> (none)` + "\n",
+		summary(2, 5, 4, 1),
+	} {
+		if !strings.Contains(server.out, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, server.out)
+		}
+	}
+	if after := r.must("export"); after != before {
+		t.Errorf("a dry run changed the server:\n%s\n---\n%s", before, after)
+	}
+}
+
+func TestFailedApplyChangesNothing(t *testing.T) {
+	t.Parallel()
+	r := newRlctl(t)
+	seed(t, r)
+	before := r.must("export")
+	var b strings.Builder
+	b.WriteString("definitions:\n")
+	for i := range 2000 {
+		limit := 100
+		if i == 1999 {
+			limit = 1 // below the floor of 20/min
+		}
+		fmt.Fprintf(&b, "- {axis: caller, entity_type: group, name: g%04d, window_seconds: 60, user_max_requests: %d}\n", i, limit)
+	}
+	file := writeFile(t, t.TempDir(), "big.yaml", b.String())
+	res := r.expect(5, "apply", "-f", file)
+	if !strings.Contains(res.errOut, "definitions[1999].user_max_requests") || !strings.Contains(res.errOut, "(in "+file+")") {
+		t.Errorf("stderr does not name definitions[1999].user_max_requests in %s: %q", file, res.errOut)
+	}
+	if res.out != "" {
+		t.Errorf("a refused apply printed to stdout: %q", res.out)
+	}
+	if after := r.must("export"); after != before {
+		t.Error("a refused apply changed the server")
+	}
+	// The client dry run finds what the rules find without the server's
+	// floors: nothing wrong here, 2000 creates.
+	if got := r.must("apply", "-f", file, "--dry-run=client"); !strings.HasSuffix(got, summary(2000, 0, 0, 0)) {
+		t.Errorf("client dry run: %s", got[max(0, len(got)-200):])
+	}
+}
+
+func TestDirectoryAndFilesMerge(t *testing.T) {
+	t.Parallel()
+	r := newRlctl(t)
+	seed(t, r)
+	dir := filepath.Join(t.TempDir(), "state")
+	writeFile(t, dir, "10-defs.yaml", `apiVersion: rlctl/v1
+kind: State
+definitions:
+- {axis: caller, entity_type: group, name: testers, window_seconds: 60, user_max_requests: 30}
+`)
+	writeFile(t, dir, "20-more.json", `{"definitions": [{"axis": "caller", "entity_type": "group", "name": "ops", "window_seconds": 60, "user_max_requests": 40}],
+ "memberships": [{"subject_type": "user", "subject": "bob", "groups": ["testers", "ops"]}]}`)
+	writeFile(t, dir, "30-empty.yml", "# nothing here yet\n")
+	writeFile(t, dir, "README.md", "not: [state\n")
+	writeFile(t, dir+"/sub", "ignored.yaml", "definitions: [oops\n")
+	extra := writeFile(t, t.TempDir(), "extra.yaml", "memberships:\n- {subject_type: user, subject: carol, groups: [ops]}\n")
+
+	want := "definition/caller:group:ops:60 created\n" +
+		"definition/caller:group:testers:60 created\n" +
+		"membership/user:bob created\n" +
+		"membership/user:carol created\n" + summary(4, 0, 0, 0)
+	if got := r.must("apply", "-f", dir, "-f", extra); got != want {
+		t.Errorf("apply -f DIR -f FILE:\n%s\nwant:\n%s", got, want)
+	}
+	// Admins are in no file: left alone even with --prune. Definitions and
+	// memberships are: pruned to the files' objects (sentinels stay).
+	got := r.must("apply", "-f", dir, "-f", extra, "--prune", "--yes")
+	if !strings.HasSuffix(got, summary(0, 0, 8, 4)) || strings.Contains(got, "admin/") {
+		t.Errorf("apply --prune of the merge:\n%s", got)
+	}
+	if names := r.must("export", "-o", "name"); !strings.Contains(names, "admin/user:root\n") || strings.Count(names, "\n") != 4+2+1 {
+		t.Errorf("after the pruning merge:\n%s", names)
+	}
+}
+
+func TestStdin(t *testing.T) {
+	t.Parallel()
+	r := newRlctl(t)
+	yamlIn := "definitions:\n- {axis: caller, entity_type: group, name: viayaml, window_seconds: 60, user_max_requests: 30}\n"
+	jsonIn := `  {"definitions": [{"axis": "caller", "entity_type": "group", "name": "viajson", "window_seconds": 60, "user_max_requests": 30}]}`
+	for _, tc := range []struct{ name, in, id string }{{"yaml", yamlIn, "viayaml"}, {"json", jsonIn, "viajson"}} {
+		res := r.runWith(opts{stdin: tc.in}, "apply", "-f", "-")
+		if res.code != 0 || res.out != "definition/caller:group:"+tc.id+":60 created\n"+summary(1, 0, 0, 0) {
+			t.Errorf("%s on stdin: exit %d, %q %q", tc.name, res.code, res.out, res.errOut)
+		}
+	}
+	res := r.runWith(opts{stdin: yamlIn}, "apply", "-f", "-", "-f", "-")
+	if res.code != 2 || !strings.Contains(res.errOut, "only once") {
+		t.Errorf("-f - twice: exit %d, %q", res.code, res.errOut)
+	}
+}
+
+func TestFileProblemsExitTwo(t *testing.T) {
+	t.Parallel()
+	r := newRlctl(t)
+	seed(t, r)
+	before := r.must("export")
+	dir := t.TempDir()
+	good := writeFile(t, dir, "good.yaml", "definitions:\n- {axis: target, entity_type: mcp_server, name: mcpgw, window_seconds: 60, max_requests: 1}\n")
+	cases := []struct {
+		name  string
+		files map[string]string
+		args  []string
+		want  []string
+	}{
+		{"unknown field in YAML", map[string]string{"bad.yaml": "definitions:\n- {axis: caller, entity_type: group, name: g, window_seconds: 60}\n- {axis: caller, entity_type: group, name: h, window_seconds: 60, user_max_request: 5}\n"},
+			nil, []string{"bad.yaml: definitions[1].user_max_request: unknown field"}},
+		{"unknown field in JSON", map[string]string{"bad.json": `{"memberships": [{"subject_type": "user", "subject": "a", "group": ["x"]}]}`},
+			nil, []string{"bad.json: memberships[0].group: unknown field"}},
+		{"unknown admin field", map[string]string{"bad.yaml": "admins:\n- {subject_type: user, subject: a, notes: x}\n"},
+			nil, []string{"bad.yaml: admins[0].notes: unknown field"}},
+		{"unknown section", map[string]string{"bad.yaml": "definition: []\n"},
+			nil, []string{"bad.yaml: definition: unknown field"}},
+		{"wrong type", map[string]string{"bad.yaml": "definitions:\n- {axis: caller, entity_type: group, name: g, window_seconds: sixty}\n"},
+			nil, []string{"bad.yaml: definitions[0].window_seconds: must be an integer, not string"}},
+		{"wrong header", map[string]string{"bad.yaml": "apiVersion: v2\nkind: Deployment\ndefinitions: []\n"},
+			nil, []string{`bad.yaml: apiVersion: must be "rlctl/v1", not "v2"`, `bad.yaml: kind: must be "State", not "Deployment"`}},
+		{"YAML syntax", map[string]string{"bad.yaml": "definitions: [\n"},
+			nil, []string{"bad.yaml: yaml: line"}},
+		{"JSON syntax", map[string]string{"bad.json": "{\n  \"definitions\": [}\n"},
+			nil, []string{"bad.json: line 2, column"}},
+		{"duplicate across files", map[string]string{"dup.yaml": "definitions:\n- {axis: target, entity_type: mcp_server, name: /mcpgw/, window_seconds: 60, max_requests: 2}\n"},
+			[]string{"-f", good}, []string{`dup.yaml: definitions[0]: duplicate id "target:mcp_server:mcpgw:60", also at ` + good + `: definitions[0]`}},
+		{"duplicate in one file", map[string]string{"dup.yaml": "memberships:\n- {subject_type: user, subject: a, groups: [g]}\n- {subject_type: user, subject: b, groups: [g]}\n- {subject_type: user, subject: a, groups: [h]}\n"},
+			nil, []string{`dup.yaml: memberships[2]: duplicate id "user:a", also at `, `dup.yaml: memberships[0]`}},
+		{"no sections", map[string]string{"empty.yaml": "apiVersion: rlctl/v1\nkind: State\n"},
+			nil, []string{"nothing to apply"}},
+		{"several problems", map[string]string{"a.yaml": "definitions: {}\n", "b.yaml": "admins: [{subject: x, foo: 1}]\n"},
+			nil, []string{"2 problems in the files; nothing was sent:", "a.yaml: definitions: must be a list", "b.yaml: admins[0].foo: unknown field"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sub := t.TempDir()
+			args := append([]string{"apply"}, tc.args...)
+			for name, content := range tc.files {
+				args = append(args, "-f", writeFile(t, sub, name, content))
+			}
+			res := r.run(args...)
+			if res.code != 2 {
+				t.Fatalf("exit %d, want 2\nstdout: %s\nstderr: %s", res.code, res.out, res.errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.errOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, res.errOut)
+				}
+			}
+		})
+	}
+	for _, args := range [][]string{{"apply"}, {"diff"}, {"apply", "-f", filepath.Join(dir, "missing.yaml")},
+		{"apply", "-f", good, "--dry-run=maybe"}, {"apply", "-f", dir + "/nothing-here"}} {
+		if res := r.run(args...); res.code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, res.code, res.errOut)
+		}
+	}
+	if after := r.must("export"); after != before {
+		t.Error("a file problem let something through to the server")
+	}
+}

@@ -1,0 +1,161 @@
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rlctl/rlctl/internal/cli/cmdutil"
+	"github.com/rlctl/rlctl/internal/cli/printer"
+)
+
+// ExportOptions are the inputs of export.
+type ExportOptions struct {
+	Factory *cmdutil.Factory
+	// File, when set, receives the document (replaced atomically) instead
+	// of stdout.
+	File string
+}
+
+// NewCmdExport builds `rlctl export`. runF replaces the run function in
+// flag-parsing tests.
+func NewCmdExport(f *cmdutil.Factory, runF func(*ExportOptions) error) *cobra.Command {
+	opts := &ExportOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "export [--file FILE] [-o yaml|json]",
+		Short: "Write the server's whole state as a file apply reads",
+		Long: `Write every definition (the quarantine sentinels included), membership (quarantine
+included: the quarantine groups with quarantine_reason, quarantined_at and
+quarantine_expires_at) and administrator as one document:
+
+  apiVersion: rlctl/v1
+  kind: State
+  definitions: [...]
+  memberships: [...]
+  admins: [...]
+
+Objects are sorted by id and carry no server fields (id, version, timestamps, authors, a
+definition's derived scope), so the output is stable and 'rlctl apply -f' of it changes
+nothing. The format is YAML unless -o json is given (or --file ends in .json); -o name lists
+the objects' names instead.
+
+The three lists are read one after another, not as one snapshot: a write landing in between
+can show in one and not another. Run it again, or compare with 'rlctl diff -f', when that
+matters.`,
+		Example: `  rlctl export > state.yaml
+  rlctl export -o json --file state.json
+  rlctl export | rlctl diff -f -      # always exit 0: the server matches its own export`,
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return exportRun(cmd.Context(), opts)
+		},
+	}
+	cmd.GroupID = "state"
+	cmd.Flags().StringVar(&opts.File, "file", "", "write to this file (replaced atomically) instead of stdout")
+	_ = cmd.MarkFlagFilename("file", "yaml", "yml", "json")
+	return cmd
+}
+
+func exportRun(ctx context.Context, opts *ExportOptions) error {
+	f := opts.Factory
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	cur, err := fetch(ctx, c, true, true, true)
+	if err != nil {
+		return err
+	}
+	doc := NewDocument(cur.defs, cur.mems, cur.admins)
+
+	var b bytes.Buffer
+	switch exportFormat(f.Global.Output, opts.File) {
+	case printer.JSON:
+		err = doc.WriteJSON(&b)
+	case printer.Name:
+		err = writeNames(&b, doc)
+	default:
+		err = doc.WriteYAML(&b)
+	}
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if opts.File == "" {
+		_, err = f.IOStreams.Out.Write(b.Bytes())
+		return err
+	}
+	if err := writeFileAtomic(opts.File, b.Bytes()); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	fmt.Fprintf(f.IOStreams.ErrOut, "wrote %s, %s and %s to %s\n",
+		plural(len(doc.Definitions), "definition"), plural(len(doc.Memberships), "membership"), plural(len(doc.Admins), "admin"), opts.File)
+	return nil
+}
+
+// exportFormat is -o, with the table formats (the global default) meaning
+// YAML, or JSON for a --file ending in .json.
+func exportFormat(output, file string) string {
+	switch output {
+	case printer.JSON, printer.YAML, printer.Name:
+		return output
+	}
+	if strings.EqualFold(filepath.Ext(file), ".json") {
+		return printer.JSON
+	}
+	return printer.YAML
+}
+
+func writeNames(w io.Writer, doc Document) error {
+	bw := bufio.NewWriter(w)
+	for _, d := range doc.Definitions {
+		fmt.Fprintf(bw, "definition/%s\n", d.Key())
+	}
+	for _, m := range doc.Memberships {
+		fmt.Fprintf(bw, "membership/%s\n", m.Key())
+	}
+	for _, a := range doc.Admins {
+		fmt.Fprintf(bw, "admin/%s\n", a.Key())
+	}
+	return bw.Flush()
+}
+
+// writeFileAtomic replaces path with data: a reader sees the old file or
+// the new one, never half of one. An existing file keeps its mode; a new
+// one is 0644.
+func writeFileAtomic(path string, data []byte) error {
+	mode := os.FileMode(0o644)
+	if info, err := os.Stat(path); err == nil {
+		mode = info.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after the rename, a no-op
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package dash
+
+const raceEnabled = false

@@ -1,0 +1,102 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Reasons a CheckResult gives.
+const (
+	ReasonAllowed     = "allowed"
+	ReasonThrottled   = "throttled"
+	ReasonQuarantined = "quarantined"
+	ReasonFailOpen    = "fail-open"
+	ReasonFailClosed  = "fail-closed"
+)
+
+// CheckRequest is one data-plane call for Check to decide.
+type CheckRequest struct {
+	// Username is a human caller, ClientID an agent (a machine token's
+	// client id); with a ClientID the caller is an agent.
+	Username string `json:"username,omitempty"`
+	ClientID string `json:"client_id,omitempty"`
+	// IsAdmin is the gateway's own view that the caller is an
+	// administrator: caller gates and caller quarantine do not apply.
+	IsAdmin bool `json:"is_admin,omitempty"`
+	// TargetType is ratelimit.EntityMCPServer or ratelimit.EntityA2AAgent;
+	// empty makes the call control plane (always allowed, nothing counted).
+	TargetType string `json:"target_type,omitempty"`
+	TargetName string `json:"target_name,omitempty"`
+	// Tool is the MCP tool or A2A skill the call invokes, when known.
+	Tool string `json:"tool,omitempty"`
+	// Cost is what the call takes from each gate; zero means 1.
+	Cost int64 `json:"cost,omitempty"`
+}
+
+// CheckResult is the server's decision. Times are Unix seconds on the wire;
+// ResetTime and RetryAfterDuration convert them.
+type CheckResult struct {
+	Allowed bool   `json:"allowed"`
+	Reason  string `json:"reason"` // one of the Reason constants
+	// Limit, Remaining and Reset describe the tightest gate (on a
+	// throttle, the denying gate that resets last); Limit is 0 when no
+	// gate applied.
+	Limit     int64 `json:"limit"`
+	Remaining int64 `json:"remaining"`
+	Reset     int64 `json:"reset"`
+	// RetryAfter is the wait in seconds before the call can pass; 0 when
+	// it passed or is quarantined.
+	RetryAfter      int64       `json:"retry_after"`
+	Gates           []CheckGate `json:"gates"`
+	QuarantineScope string      `json:"quarantine_scope,omitempty"` // "caller" or "target"
+}
+
+// ResetTime is Reset as a time; the zero time when no gate applied.
+func (r CheckResult) ResetTime() time.Time { return unixTime(r.Reset) }
+
+// RetryAfterDuration is RetryAfter as a duration.
+func (r CheckResult) RetryAfterDuration() time.Duration {
+	return time.Duration(r.RetryAfter) * time.Second
+}
+
+// CheckGate is one gate a call was checked against.
+type CheckGate struct {
+	DefinitionID  string `json:"definition_id"`
+	Axis          string `json:"axis"`
+	EntityType    string `json:"entity_type"`
+	WindowSeconds int    `json:"window_seconds"`
+	Limit         int64  `json:"limit"`
+	// Count is the gate's count after the decision.
+	Count     int64 `json:"count"`
+	Remaining int64 `json:"remaining"`
+	Reset     int64 `json:"reset"` // Unix seconds
+	Shadow    bool  `json:"shadow"`
+}
+
+// ResetTime is Reset as a time.
+func (g CheckGate) ResetTime() time.Time { return unixTime(g.Reset) }
+
+func unixTime(s int64) time.Time {
+	if s == 0 {
+		return time.Time{}
+	}
+	return time.Unix(s, 0)
+}
+
+// Check asks the server to decide a call (POST /api/check), which takes the
+// call's cost from every gate when it is allowed. Every decision, allowed or
+// not, is a nil error: look at Allowed and Reason. It needs a token of role
+// enforcer or admin.
+//
+// Check is never retried: after a lost answer the call may or may not have
+// been counted, and a retry would count it twice. A gateway that cannot
+// reach rlapi applies its own fail policy.
+func (c *Client) Check(ctx context.Context, req CheckRequest) (CheckResult, error) {
+	var res CheckResult
+	resp, err := c.do(ctx, request{method: http.MethodPost, path: "/api/check", body: req, noRetry: true})
+	if err == nil {
+		err = resp.decode(&res)
+	}
+	return res, wrap(err, "check")
+}

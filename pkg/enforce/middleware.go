@@ -1,0 +1,143 @@
+package enforce
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// MiddlewareOptions tune Middleware; the zero value is ready to use.
+type MiddlewareOptions struct {
+	// OnDecision, when set, is called for every data-plane request once it
+	// is decided, before the response is written: for metrics, access logs
+	// or audit. err is what Check returned (non-nil only when a backend
+	// failure decided the call). It runs on the request's goroutine and
+	// must not write to the response.
+	OnDecision func(r *http.Request, c Call, d Decision, err error)
+	// ErrorLog receives the backend failures that decided a call by the
+	// fail policy (nil: they are not logged here; the Enforcer's own
+	// Logger still sees them).
+	ErrorLog *slog.Logger
+}
+
+// Middleware enforces e on the requests classify recognizes as data-plane
+// calls. classify maps a request to its Call (the caller from the gateway's
+// authentication, the target from the route) and returns ok=false for
+// anything that is not a data-plane call (health checks, the control plane,
+// static files): those pass untouched, decided by nobody.
+//
+// A data-plane request is answered:
+//
+//   - allowed (fail-open included): by next, the response carrying the
+//     rate-limit headers of SetHeaders;
+//   - throttled: 429 with the rate-limit headers, Retry-After and a small
+//     application/problem+json body; next is not called;
+//   - quarantined: 403 with a problem body and no rate-limit headers (an
+//     access decision: retrying will not help);
+//   - fail-closed (the counter store failed and policy says deny): 503
+//     with Retry-After.
+//
+// Each request is one Check: allowed calls consume their cost, denied ones
+// nothing.
+func Middleware(e *Enforcer, classify func(*http.Request) (Call, bool), opts MiddlewareOptions) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c, ok := classify(r)
+			if !ok {
+				next.ServeHTTP(w, r)
+				return
+			}
+			d, err := e.Check(r.Context(), c)
+			if err != nil && opts.ErrorLog != nil {
+				opts.ErrorLog.Warn("rate-limit decision fell back to the fail policy", "reason", d.Reason,
+					"method", r.Method, "path", r.URL.Path, "target_type", c.TargetType, "target", c.TargetName, "err", err)
+			}
+			if opts.OnDecision != nil {
+				opts.OnDecision(r, c, d, err)
+			}
+			SetHeaders(w.Header(), d, e.now())
+			switch {
+			case d.Allowed:
+				next.ServeHTTP(w, r)
+			case d.Reason == ReasonQuarantined:
+				writeDenial(w, http.StatusForbidden, "quarantined", "Forbidden",
+					"access is suspended (quarantined "+d.QuarantineScope+")")
+			case d.Reason == ReasonFailClosed:
+				writeDenial(w, http.StatusServiceUnavailable, "rate-limit-unavailable", "Service unavailable",
+					"rate limits cannot be checked right now; retry after "+w.Header().Get(HeaderRetryAfter)+"s")
+			default:
+				writeDenial(w, http.StatusTooManyRequests, "throttled", "Too many requests",
+					"rate limit of "+strconv.FormatInt(d.Limit, 10)+" exceeded; retry after "+w.Header().Get(HeaderRetryAfter)+"s")
+			}
+		})
+	}
+}
+
+// problemBase prefixes the problem types, as rlapi's do.
+const problemBase = "https://rlctl.dev/problems/"
+
+// writeDenial writes a small RFC 9457 problem document.
+func writeDenial(w http.ResponseWriter, status int, kind, title, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(struct {
+		Type   string `json:"type"`
+		Title  string `json:"title"`
+		Status int    `json:"status"`
+		Detail string `json:"detail"`
+	}{problemBase + kind, title, status, detail})
+}
+
+// TargetFromURI classifies a request URI (nginx's $request_uri: path and
+// query, as the client sent them) the way the reference gateway routes:
+//
+//   - /agent/<path>: the A2A agent "/<path>";
+//   - a path ending in /mcp, /sse or /messages: the MCP server named by
+//     the path before that suffix, without its outer slashes
+//     (/peer/x/mcp is "peer/x");
+//   - /api and /api/...: the control plane, never limited;
+//   - anything else: no target.
+//
+// targetType is "" when there is no target. The path is percent-decoded
+// and cleaned (dot segments, repeated and trailing slashes) before it is
+// classified, as the gateway and the backends will read it: a client must
+// not dodge its limit by writing /srv/mc%70 or /srv/./mcp/. An absolute URI
+// (http://host/path) is reduced to its path.
+func TargetFromURI(uri string) (targetType, name string) {
+	p := uri
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i]
+	}
+	if !strings.HasPrefix(p, "/") {
+		// An absolute-form request target, or garbage.
+		if u, err := url.Parse(p); err == nil && u.Host != "" {
+			p = u.EscapedPath()
+		}
+	}
+	if dec, err := url.PathUnescape(p); err == nil {
+		p = dec
+	}
+	p = path.Clean("/" + p)
+	if p == "/api" || strings.HasPrefix(p, "/api/") {
+		return "", ""
+	}
+	if rest, ok := strings.CutPrefix(p, "/agent/"); ok {
+		return ratelimit.EntityA2AAgent, "/" + rest
+	}
+	for _, suffix := range []string{"/mcp", "/sse", "/messages"} {
+		if server, ok := strings.CutSuffix(p, suffix); ok {
+			if server = strings.Trim(server, "/"); server != "" {
+				return ratelimit.EntityMCPServer, server
+			}
+			return "", ""
+		}
+	}
+	return "", ""
+}
