@@ -110,6 +110,18 @@ func BenchmarkLoadMemberships100k(b *testing.B) {
 	}
 }
 
+// BenchmarkSwapMemberships100k is what a refresh of 100,000 memberships
+// costs the UI goroutine once the command has indexed them.
+func BenchmarkSwapMemberships100k(b *testing.B) {
+	keys, styles := DefaultKeyMap(), NewStyles(io.Discard, false)
+	v := newMembersView(&keys, &styles, fixedNow)
+	v.SetSize(120, 36)
+	x := v.indexMemberships()(manyMemberships(100_000))
+	for b.Loop() {
+		v.list.SetIndexed(x)
+	}
+}
+
 // BenchmarkView10k renders the whole screen over 10,000 definitions: only
 // the visible rows cost anything.
 func BenchmarkView10k(b *testing.B) {

@@ -78,6 +78,9 @@ type (
 	membershipsMsg struct {
 		reply
 		memberships []ratelimit.Membership
+		// rows is the Members view's index of them, built in the command;
+		// nil when the message was made without it.
+		rows *indexed[memberRow]
 	}
 	quarantineMsg struct {
 		reply
@@ -151,11 +154,17 @@ func (m Model) loadCmd(res resource, r reply) tea.Cmd {
 			return definitionsMsg{reply: r, defs: v}
 		})
 	case resMemberships:
+		build := m.members.indexMemberships()
 		return fetch(ctx, timeout, func(ctx context.Context) ([]ratelimit.Membership, error) {
 			return api.ListAllMemberships(ctx, client.MembershipFilter{Limit: bigPage})
 		}, func(v []ratelimit.Membership, err error) tea.Msg {
 			r.err = err
-			return membershipsMsg{reply: r, memberships: v}
+			msg := membershipsMsg{reply: r, memberships: v}
+			if err == nil {
+				rows := build(v)
+				msg.rows = &rows
+			}
+			return msg
 		})
 	case resQuarantine:
 		return fetch(ctx, timeout, api.ListQuarantine, func(v client.QuarantineList, err error) tea.Msg {

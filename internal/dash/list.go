@@ -98,20 +98,59 @@ func (l *list[T]) SetSize(width, height int) {
 	l.table.SetSize(width, max(height-1, 0))
 }
 
+// indexed is a list's items with what filtering and sorting need: built
+// by index, which is pure and may run in a tea.Cmd, off the UI goroutine,
+// for lists large enough for it to matter.
+type indexed[T any] struct {
+	items  []T
+	keys   []string
+	hay    []string // lower-cased search text of each item
+	order  []int    // every item, sorted by sortBy
+	sortBy int
+}
+
+// index builds the filtering and sorting data of items.
+func index[T any](spec *listSpec[T], items []T, sortBy int) indexed[T] {
+	x := indexed[T]{items: items, keys: make([]string, len(items)), hay: make([]string, len(items)), sortBy: sortBy}
+	for i, it := range items {
+		x.keys[i] = spec.key(it)
+		x.hay[i] = strings.ToLower(spec.text(it))
+	}
+	x.order = sortOrder(spec, items, x.keys, sortBy)
+	return x
+}
+
+// sortOrder is every item's index, sorted by sortBy, ties by key.
+func sortOrder[T any](spec *listSpec[T], items []T, keys []string, sortBy int) []int {
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	if len(spec.sorts) > 0 {
+		by := spec.sorts[sortBy].cmp
+		slices.SortStableFunc(order, func(a, b int) int {
+			if c := by(items[a], items[b]); c != 0 {
+				return c
+			}
+			return cmp.Compare(keys[a], keys[b])
+		})
+	}
+	return order
+}
+
 // SetItems replaces the items, keeping the filter, the sort and the cursor
 // on the same item when it is still there.
-func (l *list[T]) SetItems(items []T) {
+func (l *list[T]) SetItems(items []T) { l.SetIndexed(index(l.spec, items, l.sortBy)) }
+
+// SetIndexed is SetItems with the indexing already done.
+func (l *list[T]) SetIndexed(x indexed[T]) {
 	sel, hadSel := l.selectedKey()
 	atTop := l.table.Cursor() <= 0
-	l.items = items
-	l.loaded = true
-	l.keys = make([]string, len(items))
-	l.hay = make([]string, len(items))
-	for i, it := range items {
-		l.keys[i] = l.spec.key(it)
-		l.hay[i] = strings.ToLower(l.spec.text(it))
+	l.items, l.keys, l.hay, l.order = x.items, x.keys, x.hay, x.order
+	if x.sortBy != l.sortBy { // the sort changed while it was built
+		l.sort()
 	}
-	l.sort()
+	l.loaded = true
 	l.table.SetEmpty("no " + l.spec.noun)
 	l.apply()
 	switch {
@@ -245,22 +284,7 @@ func (l *list[T]) matches(i int) bool {
 }
 
 // sort orders every item by the current sort, ties by key.
-func (l *list[T]) sort() {
-	order := make([]int, len(l.items))
-	for i := range order {
-		order[i] = i
-	}
-	if len(l.spec.sorts) > 0 {
-		by := l.spec.sorts[l.sortBy].cmp
-		slices.SortStableFunc(order, func(a, b int) int {
-			if c := by(l.items[a], l.items[b]); c != 0 {
-				return c
-			}
-			return cmp.Compare(l.keys[a], l.keys[b])
-		})
-	}
-	l.order = order
-}
+func (l *list[T]) sort() { l.order = sortOrder(l.spec, l.items, l.keys, l.sortBy) }
 
 // CycleSort moves to the next sort order.
 func (l *list[T]) CycleSort() {

@@ -85,7 +85,17 @@ func (v membersView) Init() tea.Cmd { return nil }
 func (v *membersView) SetSize(width, height int) { v.list.SetSize(width, height) }
 
 // SetMemberships replaces the memberships.
-func (v *membersView) SetMemberships(ms []ratelimit.Membership) {
+func (v *membersView) SetMemberships(ms []ratelimit.Membership) { v.list.SetItems(memberRows(ms)) }
+
+// indexMemberships does the work of SetMemberships that can run off the UI
+// goroutine: 100,000 memberships take tens of milliseconds to index.
+func (v membersView) indexMemberships() func(ms []ratelimit.Membership) indexed[memberRow] {
+	spec, sortBy := v.list.spec, v.list.sortBy
+	return func(ms []ratelimit.Membership) indexed[memberRow] { return index(spec, memberRows(ms), sortBy) }
+}
+
+// memberRows expands memberships into one row per (subject, group).
+func memberRows(ms []ratelimit.Membership) []memberRow {
 	rows := make([]memberRow, 0, len(ms)+len(ms)/2)
 	for i := range ms {
 		m := &ms[i]
@@ -97,7 +107,7 @@ func (v *membersView) SetMemberships(ms []ratelimit.Membership) {
 			rows = append(rows, memberRow{m: m, group: g})
 		}
 	}
-	v.list.SetItems(rows)
+	return rows
 }
 
 // SelectedGroup is the group of the row under the cursor.

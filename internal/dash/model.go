@@ -209,7 +209,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				cmd = m.fail(resMemberships, msg.reply)
 				break
 			}
-			m.members.SetMemberships(msg.memberships)
+			if msg.rows != nil {
+				m.members.list.SetIndexed(*msg.rows)
+			} else {
+				m.members.SetMemberships(msg.memberships)
+			}
 			m.succeed(resMemberships)
 		}
 	case quarantineMsg:
@@ -721,12 +725,16 @@ func (m Model) bannerView() string {
 		retry = "retrying in " + shortDuration(wait)
 	}
 	tail := " · " + retry + " · stale: last refresh " + shortDuration(now.Sub(m.lastOK)) + " ago"
-	// The reason goes first when the line is short: when to expect
-	// fresh data matters more.
+	// The longest text that fits: why matters less than when to expect
+	// fresh data, so the reason goes first.
 	text := " connection lost" + tail
 	if m.connErr != nil {
-		if long := " connection lost (" + clean(shortReason(m.connErr)) + ")" + tail; ansi.StringWidth(long) <= m.width {
-			text = long
+		reason := clean(shortReason(m.connErr))
+		for _, long := range []string{" connection lost (" + reason + ")" + tail, " " + reason + tail} {
+			if ansi.StringWidth(long) <= m.width {
+				text = long
+				break
+			}
 		}
 	}
 	return m.styles.Banner.Render(pad(truncate(text, m.width), m.width, false))

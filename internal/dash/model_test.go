@@ -421,7 +421,7 @@ func TestUpdate(t *testing.T) {
 				if m.conn != connLost || m.failures != 1 || m.state != stateReady {
 					t.Fatalf("conn=%v failures=%d state=%v", m.conn, m.failures, m.state)
 				}
-				wantScreen(t, m, "connection lost · retrying in 2s · stale: last refresh 0s ago", "developers")
+				wantScreen(t, m, "connection refused · retrying in 2s · stale: last refresh 0s ago", "developers")
 				if want := clock.Add(2 * time.Second); !m.nextRefresh.Equal(want) {
 					t.Errorf("next refresh %v, want %v", m.nextRefresh, want)
 				}

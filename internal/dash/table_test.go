@@ -34,7 +34,7 @@ func TestTableRendersOnlyVisibleRows(t *testing.T) {
 
 func TestTableNavigation(t *testing.T) {
 	t.Parallel()
-	keys, styles := DefaultKeyMap(), NewStyles(io.Discard, false)
+	km, styles := DefaultKeyMap(), NewStyles(io.Discard, false)
 	tests := []struct {
 		keys       string
 		wantCursor int
@@ -51,10 +51,10 @@ func TestTableNavigation(t *testing.T) {
 		{"G<pgup>", 14, 14},
 	}
 	for _, tt := range tests {
-		tb := NewTable([]Column{{Title: "N", Min: 4}}, &keys, &styles)
+		tb := NewTable([]Column{{Title: "N", Min: 4}}, &km, &styles)
 		tb.SetSize(20, 6)
 		tb.SetRows(20, func(i int) []string { return []string{fmt.Sprint(i)} })
-		for _, k := range keys_(tt.keys) {
+		for _, k := range keys(tt.keys) {
 			tb, _ = tb.Update(k)
 		}
 		if tb.Cursor() != tt.wantCursor || tb.Offset() != tt.wantOffset {
@@ -62,8 +62,6 @@ func TestTableNavigation(t *testing.T) {
 		}
 	}
 }
-
-func keys_(s string) []tea.KeyMsg { return keys(s) }
 
 // TestTableShrinkKeepsCursorInRange: fewer rows or a smaller window never
 // leave the cursor or the offset out of range.
