@@ -18,7 +18,7 @@ const (
 	ExitAuth     = 3 // no, invalid, expired or revoked token (401), or a role that may not (403)
 	ExitNotFound = 4 // the object does not exist (404)
 	ExitRefused  = 5 // the server refused the change: validation (400), conflict (409), stale version (412), admin quarantine (403)
-	ExitChanges  = 6 // diff (or apply --dry-run) found changes
+	ExitChanges  = 6 // diff found changes
 )
 
 // ExitCodesHelp is the text of `rlctl help exit-codes`.
@@ -33,7 +33,8 @@ const ExitCodesHelp = `rlctl exits with one of these codes:
   5  refused: the server refused the change: invalid (400, e.g. below a floor), conflict
      (409, e.g. deleting a quarantine sentinel), stale version (412, --if-version), or an
      attempt to quarantine an administrator (403)
-  6  changes: 'rlctl diff' (or 'apply --dry-run') found differences; CI can fail on it
+  6  changes: 'rlctl diff' found differences between the files and the server; CI can
+     fail on it (apply, dry run or not, exits 0 when it succeeds)
 
 The server's message is printed to stderr as is; field errors are listed one per line.
 `

@@ -179,6 +179,7 @@ func sniff(data []byte) format {
 // add parses one file and merges it into l, returning its problems.
 func (l *Loaded) add(name string, data []byte, f format) []string {
 	l.Files = append(l.Files, name)
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // editors on Windows add one
 	if f == formatJSON {
 		doc, probs := decodeDocument(name, data)
 		if len(probs) == 0 {

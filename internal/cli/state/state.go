@@ -87,16 +87,16 @@ func (d Document) WriteYAML(w io.Writer) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "apiVersion: %s\nkind: %s\n", d.APIVersion, d.Kind)
 	sections := []struct {
-		key   string
-		value any
-		nil   bool
+		key    string
+		value  any
+		absent bool
 	}{
 		{"definitions", d.Definitions, d.Definitions == nil},
 		{"memberships", d.Memberships, d.Memberships == nil},
 		{"admins", d.Admins, d.Admins == nil},
 	}
 	for _, s := range sections {
-		if s.nil {
+		if s.absent {
 			continue
 		}
 		out, err := yaml.Marshal(map[string]any{s.key: s.value})
