@@ -49,6 +49,7 @@ declare
     m int := coalesce(array_length(p_costs, 1), 0);
     candidate boolean[];
     any_candidate boolean := false;
+    any_missing boolean := false;
     uidx int[];
     ukeys text[];
     uwins bigint[];
@@ -91,6 +92,11 @@ begin
         end loop;
         return;
     end if;
+    for i in 1..n loop
+        if counts[i] is null and candidate[p_call[i]] then
+            any_missing := true;
+        end if;
+    end loop;
 
     -- Phase 2. The transaction commits without waiting for the WAL flush:
     -- a crash may forget the last fraction of a second of increments (at
@@ -98,10 +104,10 @@ begin
     -- caps throughput at the disk's flush rate (docs/design.md has the
     -- figures). The table stays logged: it survives restarts and reaches
     -- replicas, unlike an UNLOGGED one.
-    perform set_config('synchronous_commit', 'off', true);
+    set local synchronous_commit = off;
 
     -- The first call of a window creates its rows.
-    if exists (select 1 from unnest(counts, p_call) as k(cnt, call) where k.cnt is null and candidate[k.call]) then
+    if any_missing then
         insert into rl_counters (key, window_index, count, expires_at)
         select distinct on (k.key, k.win) k.key, k.win, 0, k.exp
         from unnest(p_keys, p_windows, p_expires, counts, p_call) as k(key, win, exp, cnt, call)
@@ -110,21 +116,26 @@ begin
         on conflict (key, window_index) do nothing;
     end if;
 
-    -- Lock the candidates' rows once, in key order, and read their counts.
-    select array_agg(r.key order by r.key, r.window_index), array_agg(r.window_index order by r.key, r.window_index),
-           array_agg(r.count order by r.key, r.window_index)
-    into ukeys, uwins, ucounts
-    from (select c.key, c.window_index, c.count
-          from rl_counters c
-          join (select distinct k.key, k.win from unnest(p_keys, p_windows, p_call) as k(key, win, call)
-                where candidate[k.call]) u on c.key = u.key and c.window_index = u.win
-          order by c.key, c.window_index
-          for update of c) r;
+    -- Lock the candidates' rows once, in key order, read their counts, and
+    -- map every gate to its row, in one statement.
+    with locked as (
+        select c.key, c.window_index, c.count
+        from rl_counters c
+        join (select distinct k.key, k.win from unnest(p_keys, p_windows, p_call) as k(key, win, call)
+              where candidate[k.call]) u on c.key = u.key and c.window_index = u.win
+        order by c.key, c.window_index
+        for update of c
+    ), numbered as (
+        select l.key, l.window_index, l.count, row_number() over (order by l.key, l.window_index)::int as idx
+        from locked l
+    )
+    select array_agg(x.key order by x.idx), array_agg(x.window_index order by x.idx), array_agg(x.count order by x.idx),
+           (select array_agg(y.idx order by k.ord)
+            from unnest(p_keys, p_windows) with ordinality as k(key, win, ord)
+            left join numbered y on y.key = k.key and y.window_index = k.win)
+    into ukeys, uwins, ucounts, uidx
+    from numbered x;
     uorig := ucounts;
-
-    select array_agg(u.idx order by k.ord) into uidx
-    from unnest(p_keys, p_windows) with ordinality as k(key, win, ord)
-    left join unnest(ukeys, uwins) with ordinality as u(key, win, idx) on u.key = k.key and u.win = k.win;
 
     -- Decide the candidates in order against the locked counts.
     i := 1;
