@@ -706,7 +706,8 @@ func TestServiceEndpoints(t *testing.T) {
 		t.Error(err)
 	}
 	a := do(t, env.URL, call{method: "GET", path: "/metrics", token: env.AdminToken})
-	for _, want := range []string{`rlapi_http_requests_total{code="200",method="GET",route="GET /api/version"}`, "rlapi_db_pool_max_connections", "rlapi_http_request_duration_seconds_bucket"} {
+	for _, want := range []string{`rlapi_http_requests_total{code="200",method="GET",route="GET /api/version"}`, "rlapi_db_pool_max_connections",
+		"rlapi_http_request_duration_seconds_bucket", "rlctl_enforce_snapshot_load_seconds_count"} {
 		if !strings.Contains(string(a.body), want) {
 			t.Errorf("metrics lack %s", want)
 		}

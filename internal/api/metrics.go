@@ -19,9 +19,14 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 }
 
-func newMetrics(pool *pgxpool.Pool) *metrics {
+// newMetrics registers rlapi's series in reg (a fresh registry when nil),
+// which /metrics serves: the embedded Enforcer's series go in the same one.
+func newMetrics(pool *pgxpool.Pool, reg *prometheus.Registry) *metrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
 	m := &metrics{
-		registry: prometheus.NewRegistry(),
+		registry: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rlapi_http_requests_total",
 			Help: "HTTP requests by route pattern, method and status code.",

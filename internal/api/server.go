@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/enforce"
@@ -76,6 +78,9 @@ type Opts struct {
 	Now    func() time.Time
 	// Enforcer serves POST /api/check and GET /api/validate.
 	Enforcer *enforce.Enforcer
+	// Registry is where /metrics' series live; pass the one the Enforcer
+	// registered in so its series are served too (nil: a fresh one).
+	Registry *prometheus.Registry
 }
 
 // New returns a server over st.
@@ -88,7 +93,7 @@ func New(st *store.Store, cfg Config, opts Opts) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.metrics = newMetrics(st.Pool())
+	s.metrics = newMetrics(st.Pool(), opts.Registry)
 	s.authThrottle = newAuthThrottle(cfg.AuthMaxFailures, cfg.AuthWindow, cfg.AuthLockout)
 	return s
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
@@ -47,12 +49,13 @@ func StartOn(t testing.TB, st *store.Store, cfg api.Config) *Env {
 	if os.Getenv("RLAPI_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	enf, err := enforce.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log})
+	registry := prometheus.NewRegistry()
+	enf, err := enforce.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(enf.Close)
-	srv := api.New(st, cfg, api.Opts{Logger: log, Enforcer: enf})
+	srv := api.New(st, cfg, api.Opts{Logger: log, Enforcer: enf, Registry: registry})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
