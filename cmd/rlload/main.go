@@ -20,6 +20,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -58,6 +59,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout)
 	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rlload:", err)
 		os.Exit(1)
@@ -209,7 +213,7 @@ func (l *loader) forEachID(ctx context.Context, fn func(ctx context.Context, w, 
 			for k := range l.cfg.ids {
 				if err := fn(ctx, w, k); err != nil {
 					mu.Lock()
-					firstErr = cmpOr(firstErr, err)
+					firstErr = cmp.Or(firstErr, err)
 					mu.Unlock()
 					return
 				}
@@ -218,13 +222,6 @@ func (l *loader) forEachID(ctx context.Context, fn func(ctx context.Context, w, 
 	}
 	wg.Wait()
 	return firstErr
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 func (l *loader) setup(ctx context.Context) error {

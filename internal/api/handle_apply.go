@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/statediff"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -63,10 +64,10 @@ type applyRequest struct {
 
 // applyChange is one object the apply created, updated or deleted.
 type applyChange struct {
-	Action       string        `json:"action"`
-	ResourceType string        `json:"resource_type"`
-	ID           string        `json:"id"`
-	Fields       []fieldChange `json:"fields,omitempty"`
+	Action       string             `json:"action"`
+	ResourceType string             `json:"resource_type"`
+	ID           string             `json:"id"`
+	Fields       []statediff.Change `json:"fields,omitempty"`
 }
 
 // applyResult answers POST /api/apply.
@@ -357,7 +358,7 @@ func normalizeSection[T any](s *section[T], key string, problems *[]validate.Fie
 		path := fmt.Sprintf("%s[%d]", key, i)
 		n, id, err := fn(v)
 		if err != nil {
-			*problems = append(*problems, prefixProblems(path, err)...)
+			*problems = append(*problems, validate.Under(path, err)...)
 			s.bad[i] = true
 			continue
 		}
@@ -370,28 +371,6 @@ func normalizeSection[T any](s *section[T], key string, problems *[]validate.Fie
 		first[id] = i
 		s.items[i] = n
 	}
-}
-
-// prefixProblems places a validation error's fields under path.
-func prefixProblems(path string, err error) []validate.FieldError {
-	var ve *validate.Error
-	if !errors.As(err, &ve) {
-		return []validate.FieldError{{Field: path, Message: path + ": " + err.Error()}}
-	}
-	out := make([]validate.FieldError, len(ve.Errors))
-	for i, fe := range ve.Errors {
-		field, msg := path, fe.Message
-		if fe.Field != "" {
-			field = path + "." + fe.Field
-		}
-		if fe.Field != "" && strings.HasPrefix(msg, fe.Field) {
-			msg = field + msg[len(fe.Field):]
-		} else {
-			msg = field + ": " + msg
-		}
-		out[i] = validate.FieldError{Field: field, Message: msg}
-	}
-	return out
 }
 
 // problemPlace reads "definitions[12].x" as ("definitions", 12).
@@ -448,7 +427,7 @@ type applyEntry struct {
 	after  any
 }
 
-func (a *applier) record(action, kind, id string, before, after any, fields []fieldChange) {
+func (a *applier) record(action, kind, id string, before, after any, fields []statediff.Change) {
 	a.entries = append(a.entries, applyEntry{
 		change: applyChange{Action: action, ResourceType: kind, ID: id, Fields: fields},
 		before: before, after: after,
@@ -607,7 +586,7 @@ func (a *applier) planDefinitions(want section[ratelimit.Definition], cur []rate
 			a.record("create", kindDefinition, id, nil, d, nil)
 			continue
 		}
-		fields := definitionFields(*old, d)
+		fields := statediff.Definition(*old, d)
 		if len(fields) == 0 {
 			a.res.Unchanged++
 			continue
@@ -645,9 +624,8 @@ func (a *applier) planMemberships(want section[ratelimit.Membership], cur []rate
 		id := m.Key()
 		inFile[id] = true
 		old := byID[id]
-		m = withQuarantineFields(m, old, a.now())
 		// The database keeps microseconds; compare what it will keep.
-		m.QuarantinedAt, m.QuarantineExpiresAt = toMicros(m.QuarantinedAt), toMicros(m.QuarantineExpiresAt)
+		m = statediff.StoredMembership(m, old, a.now())
 		m.ID, m.UpdatedAt = id, &a.txNow
 		p.desired = append(p.desired, m)
 		if old == nil {
@@ -656,7 +634,7 @@ func (a *applier) planMemberships(want section[ratelimit.Membership], cur []rate
 			a.record("create", kindMembership, id, nil, m, nil)
 			continue
 		}
-		fields := membershipFields(*old, m)
+		fields := statediff.Membership(*old, m)
 		if len(fields) == 0 {
 			a.res.Unchanged++
 			continue
@@ -674,14 +652,6 @@ func (a *applier) planMemberships(want section[ratelimit.Membership], cur []rate
 		}
 	}
 	return p
-}
-
-func toMicros(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.Truncate(time.Microsecond)
-	return &u
 }
 
 type adminPlan struct {
@@ -707,7 +677,7 @@ func (a *applier) planAdmins(want section[ratelimit.Admin], cur []ratelimit.Admi
 			continue
 		}
 		ad.CreatedAt, ad.CreatedBy = old.CreatedAt, old.CreatedBy
-		fields := adminFields(*old, ad)
+		fields := statediff.Admin(*old, ad)
 		if len(fields) == 0 {
 			a.res.Unchanged++
 			continue
@@ -785,90 +755,4 @@ func (a *applier) checkAdminQuarantine(req applyRequest, curMems []ratelimit.Mem
 		}
 	}
 	return nil
-}
-
-// definitionFields lists what an update changes, by JSON field name; empty
-// when the stored definition already matches. Values are what the JSON of
-// the resource shows (an absent field is null).
-func definitionFields(old, d ratelimit.Definition) []fieldChange {
-	var out []fieldChange
-	add := func(field string, from, to any, same bool) {
-		if !same {
-			out = append(out, fieldChange{Field: field, From: from, To: to})
-		}
-	}
-	add("agent_max_requests", intValue(old.AgentMaxRequests), intValue(d.AgentMaxRequests), equalIntPtr(old.AgentMaxRequests, d.AgentMaxRequests))
-	add("description", textValue(old.Description), textValue(d.Description), old.Description == d.Description)
-	add("enabled", old.Enabled, d.Enabled, old.Enabled == d.Enabled)
-	add("fail_closed", old.FailClosed, d.FailClosed, old.FailClosed == d.FailClosed)
-	add("max_requests", intValue(old.MaxRequests), intValue(d.MaxRequests), equalIntPtr(old.MaxRequests, d.MaxRequests))
-	add("members", listValue(old.Members), listValue(d.Members), slices.Equal(old.Members, d.Members))
-	add("mode", textValue(old.Mode), textValue(d.Mode), old.Mode == d.Mode)
-	add("user_max_requests", intValue(old.UserMaxRequests), intValue(d.UserMaxRequests), equalIntPtr(old.UserMaxRequests, d.UserMaxRequests))
-	return out
-}
-
-// membershipFields is definitionFields for memberships.
-func membershipFields(old, m ratelimit.Membership) []fieldChange {
-	var out []fieldChange
-	add := func(field string, from, to any, same bool) {
-		if !same {
-			out = append(out, fieldChange{Field: field, From: from, To: to})
-		}
-	}
-	add("groups", listValue(old.Groups), listValue(m.Groups), slices.Equal(old.Groups, m.Groups))
-	add("quarantine_expires_at", timeValue(old.QuarantineExpiresAt), timeValue(m.QuarantineExpiresAt), equalTimePtr(old.QuarantineExpiresAt, m.QuarantineExpiresAt))
-	add("quarantine_reason", textValue(old.QuarantineReason), textValue(m.QuarantineReason), old.QuarantineReason == m.QuarantineReason)
-	add("quarantined_at", timeValue(old.QuarantinedAt), timeValue(m.QuarantinedAt), equalTimePtr(old.QuarantinedAt, m.QuarantinedAt))
-	return out
-}
-
-// adminFields is definitionFields for admins: only the note can change.
-func adminFields(old, ad ratelimit.Admin) []fieldChange {
-	if old.Note == ad.Note {
-		return nil
-	}
-	return []fieldChange{{Field: "note", From: textValue(old.Note), To: textValue(ad.Note)}}
-}
-
-func intValue(v *int) any {
-	if v == nil {
-		return nil
-	}
-	return *v
-}
-
-func textValue(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func listValue(l []string) any {
-	if len(l) == 0 {
-		return nil
-	}
-	return l
-}
-
-func timeValue(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return t.UTC()
-}
-
-func equalIntPtr(a, b *int) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-func equalTimePtr(a, b *time.Time) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Equal(*b)
 }

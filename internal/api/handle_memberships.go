@@ -3,8 +3,8 @@ package api
 import (
 	"fmt"
 	"net/http"
-	"time"
 
+	"github.com/rlctl/rlctl/internal/statediff"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -98,7 +98,7 @@ func (s *Server) handlePutMembership() http.Handler {
 			} else if !isNotFoundErr(err) {
 				return change{}, err
 			}
-			m = withQuarantineFields(m, prev, s.now())
+			m = statediff.WithQuarantineFields(m, prev, s.now())
 			res, err = q.PutMembership(r.Context(), m, store.Write{IfVersion: version})
 			if err != nil {
 				return change{}, err
@@ -114,25 +114,6 @@ func (s *Server) handlePutMembership() http.Handler {
 			writePut(w, r, "/api/rate-limit-memberships/", m.Key(), res.After.Version, res.Created() && !res.Unchanged, res.After)
 		}
 	})
-}
-
-// withQuarantineFields keeps quarantine metadata consistent with the
-// groups: a membership in a quarantine group has a start time (the earlier
-// one when it was already quarantined); one without has no metadata.
-func withQuarantineFields(m ratelimit.Membership, prev *ratelimit.Membership, now time.Time) ratelimit.Membership {
-	quarantined := m.HasGroup(ratelimit.GroupQuarantineCallers) || m.HasGroup(ratelimit.GroupQuarantineTargets)
-	if !quarantined {
-		m.QuarantineReason, m.QuarantinedAt, m.QuarantineExpiresAt = "", nil, nil
-		return m
-	}
-	if prev != nil && prev.QuarantinedAt != nil {
-		m.QuarantinedAt = prev.QuarantinedAt
-	}
-	if m.QuarantinedAt == nil {
-		t := now.UTC()
-		m.QuarantinedAt = &t
-	}
-	return m
 }
 
 func (s *Server) handleDeleteMembership() http.Handler {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/statediff"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -142,7 +143,7 @@ func (s *Server) handleQuarantine() http.Handler {
 			if err != nil {
 				return change{}, err
 			}
-			next = withQuarantineFields(next, prev, now)
+			next = statediff.WithQuarantineFields(next, prev, now)
 			res, err := q.PutMembership(ctx, next, store.Write{})
 			if err != nil {
 				return change{}, err
@@ -210,7 +211,7 @@ func (s *Server) handleUnquarantine() http.Handler {
 			}
 			next := m
 			next.Groups = rest
-			next = withQuarantineFields(next, &m, s.now())
+			next = statediff.WithQuarantineFields(next, &m, s.now())
 			res, err := q.PutMembership(ctx, next, store.Write{})
 			if err != nil {
 				return change{}, err

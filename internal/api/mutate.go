@@ -1,15 +1,13 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/rlctl/rlctl/internal/statediff"
 	"github.com/rlctl/rlctl/internal/store"
 )
 
@@ -94,22 +92,15 @@ func setETag(w http.ResponseWriter, version int64) {
 	}
 }
 
-// fieldChange is one field of a dry run's report.
-type fieldChange struct {
-	Field string `json:"field"`
-	From  any    `json:"from"`
-	To    any    `json:"to"`
-}
-
 // dryRunReport is the answer to a mutation with ?dry_run=true.
 type dryRunReport struct {
-	DryRun       bool          `json:"dry_run"`
-	Action       string        `json:"action"`
-	ResourceType string        `json:"resource_type"`
-	ID           string        `json:"id"`
-	Before       any           `json:"before"`
-	After        any           `json:"after"`
-	Changes      []fieldChange `json:"changes"`
+	DryRun       bool               `json:"dry_run"`
+	Action       string             `json:"action"`
+	ResourceType string             `json:"resource_type"`
+	ID           string             `json:"id"`
+	Before       any                `json:"before"`
+	After        any                `json:"after"`
+	Changes      []statediff.Change `json:"changes"`
 }
 
 // serverFields change on every write and say nothing about what changed.
@@ -122,46 +113,12 @@ func writeDryRun(w http.ResponseWriter, ch change) {
 	})
 }
 
-// diffFields lists the fields whose JSON values differ, by name.
-func diffFields(before, after any) []fieldChange {
-	b, a := toMap(before), toMap(after)
-	keys := map[string]bool{}
-	for k := range b {
-		keys[k] = true
-	}
-	for k := range a {
-		keys[k] = true
-	}
-	var out []fieldChange
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range keys {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
-		if slices.Contains(serverFields, k) {
-			continue
-		}
-		if !reflect.DeepEqual(b[k], a[k]) {
-			out = append(out, fieldChange{Field: k, From: b[k], To: a[k]})
-		}
-	}
+// diffFields lists the fields whose JSON values differ, by name; empty,
+// not null, when none does.
+func diffFields(before, after any) []statediff.Change {
+	out := statediff.JSONFields(before, after, serverFields...)
 	if out == nil {
-		out = []fieldChange{}
+		out = []statediff.Change{}
 	}
 	return out
-}
-
-func toMap(v any) map[string]any {
-	if v == nil || (reflect.ValueOf(v).Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil()) {
-		return nil
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return m
 }

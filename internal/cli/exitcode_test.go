@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlctl/rlctl/internal/cli/clitest"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -13,100 +14,100 @@ import (
 // message printed as is.
 func TestExitCodes(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
-	viewer := r.env.Token(t, "viewer", "viewer")
-	c, err := client.New(r.env.URL, client.Options{Token: r.token})
+	r := clitest.Start(t)
+	viewer := r.Env.Token(t, "viewer", "viewer")
+	c, err := client.New(r.Env.URL, client.Options{Token: r.Token})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.PutAdmin(context.Background(), ratelimit.Admin{SubjectType: "user", Subject: "root"}, client.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r.must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "g", "--user-max-requests", "30", "--window-seconds", "60")
+	r.Must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "g", "--user-max-requests", "30", "--window-seconds", "60")
 
 	cases := []struct {
 		name   string
-		o      opts
+		o      clitest.Opts
 		args   []string
 		code   int
 		stderr string
 	}{
-		{"success", opts{}, []string{"rate-limit", "list"}, 0, ""},
-		{"unknown flag", opts{}, []string{"rate-limit", "list", "--bogus"}, 2, "unknown flag: --bogus"},
-		{"missing required flag", opts{}, []string{"rate-limit", "set", "--axis", "caller"}, 2, "--entity-type is required"},
-		{"bad output format", opts{}, []string{"rate-limit", "list", "-o", "xml"}, 2, "-o: must be one of"},
-		{"extra argument", opts{}, []string{"rate-limit", "list", "extra"}, 2, "unknown command"},
-		{"no token", opts{bare: true}, []string{"--server", r.env.URL, "rate-limit", "list"}, 3, "missing bearer token"},
-		{"viewer writes", opts{bare: true}, []string{"--server", r.env.URL, "--token", viewer, "rate-limit", "enable", "caller:group:g:60"}, 3, "role viewer"},
-		{"not found", opts{}, []string{"rate-limit", "get", "caller:group:nope:60"}, 4, "definition 'caller:group:nope:60' not found"},
-		{"refused floor", opts{}, []string{"rate-limit-set", "--axis", "caller", "--entity-type", "group", "--name", "low", "--user-max-requests", "3", "--window-seconds", "60"}, 5,
+		{"success", clitest.Opts{}, []string{"rate-limit", "list"}, 0, ""},
+		{"unknown flag", clitest.Opts{}, []string{"rate-limit", "list", "--bogus"}, 2, "unknown flag: --bogus"},
+		{"missing required flag", clitest.Opts{}, []string{"rate-limit", "set", "--axis", "caller"}, 2, "--entity-type is required"},
+		{"bad output format", clitest.Opts{}, []string{"rate-limit", "list", "-o", "xml"}, 2, "-o: must be one of"},
+		{"extra argument", clitest.Opts{}, []string{"rate-limit", "list", "extra"}, 2, "unknown command"},
+		{"no token", clitest.Opts{Bare: true}, []string{"--server", r.Env.URL, "rate-limit", "list"}, 3, "missing bearer token"},
+		{"viewer writes", clitest.Opts{Bare: true}, []string{"--server", r.Env.URL, "--token", viewer, "rate-limit", "enable", "caller:group:g:60"}, 3, "role viewer"},
+		{"not found", clitest.Opts{}, []string{"rate-limit", "get", "caller:group:nope:60"}, 4, "definition 'caller:group:nope:60' not found"},
+		{"refused floor", clitest.Opts{}, []string{"rate-limit-set", "--axis", "caller", "--entity-type", "group", "--name", "low", "--user-max-requests", "3", "--window-seconds", "60"}, 5,
 			"user_max_requests 3 is below the user floor of 20/min for windows <= 60s"},
-		{"refused admin quarantine", opts{}, []string{"rate-limit-quarantine-add", "--subject-type", "user", "--subject", "root"}, 5, "Refusing to quarantine 'root': it has administrator privileges"},
-		{"refused sentinel delete", opts{}, []string{"rate-limit-delete", "--id", ratelimit.SentinelCallers}, 5, "cannot be deleted"},
-		{"stale version", opts{}, []string{"rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "g", "--user-max-requests", "40", "--window-seconds", "60", "--if-version", "9"}, 5, "stored version is 1"},
-		{"server unreachable", opts{bare: true}, []string{"--server", "http://127.0.0.1:1", "--token", "x", "--timeout", "2s", "rate-limit", "list"}, 1, "connection refused"},
-		{"destructive without --yes, not a terminal", opts{}, []string{"rate-limit", "delete", "caller:group:g:60"}, 2, "pass --yes"},
+		{"refused admin quarantine", clitest.Opts{}, []string{"rate-limit-quarantine-add", "--subject-type", "user", "--subject", "root"}, 5, "Refusing to quarantine 'root': it has administrator privileges"},
+		{"refused sentinel delete", clitest.Opts{}, []string{"rate-limit-delete", "--id", ratelimit.SentinelCallers}, 5, "cannot be deleted"},
+		{"stale version", clitest.Opts{}, []string{"rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "g", "--user-max-requests", "40", "--window-seconds", "60", "--if-version", "9"}, 5, "stored version is 1"},
+		{"server unreachable", clitest.Opts{Bare: true}, []string{"--server", "http://127.0.0.1:1", "--token", "x", "--timeout", "2s", "rate-limit", "list"}, 1, "connection refused"},
+		{"destructive without --yes, not a terminal", clitest.Opts{}, []string{"rate-limit", "delete", "caller:group:g:60"}, 2, "pass --yes"},
 	}
 	for _, tc := range cases {
-		res := r.runWith(tc.o, tc.args...)
-		if res.code != tc.code {
-			t.Errorf("%s: exit %d, want %d\nstderr: %s", tc.name, res.code, tc.code, res.errOut)
+		res := r.RunWith(tc.o, tc.args...)
+		if res.Code != tc.code {
+			t.Errorf("%s: exit %d, want %d\nstderr: %s", tc.name, res.Code, tc.code, res.ErrOut)
 			continue
 		}
-		if tc.stderr != "" && !strings.Contains(res.errOut, tc.stderr) {
-			t.Errorf("%s: stderr %q, want it to contain %q", tc.name, res.errOut, tc.stderr)
+		if tc.stderr != "" && !strings.Contains(res.ErrOut, tc.stderr) {
+			t.Errorf("%s: stderr %q, want it to contain %q", tc.name, res.ErrOut, tc.stderr)
 		}
-		if tc.code != 0 && res.out != "" {
-			t.Errorf("%s: error output went to stdout: %q", tc.name, res.out)
+		if tc.code != 0 && res.Out != "" {
+			t.Errorf("%s: error output went to stdout: %q", tc.name, res.Out)
 		}
 	}
 	// The refused changes changed nothing.
-	if got := r.must("rate-limit", "get", "caller:group:g:60", "-o", "json"); !strings.Contains(got, `"user_max_requests": 30`) || !strings.Contains(got, `"version": 1`) {
+	if got := r.Must("rate-limit", "get", "caller:group:g:60", "-o", "json"); !strings.Contains(got, `"user_max_requests": 30`) || !strings.Contains(got, `"version": 1`) {
 		t.Errorf("after refusals: %s", got)
 	}
-	if res := r.run("rate-limit", "get", "caller:group:low:60"); res.code != 4 {
-		t.Errorf("refused floor was stored (get exit %d)", res.code)
+	if res := r.Run("rate-limit", "get", "caller:group:low:60"); res.Code != 4 {
+		t.Errorf("refused floor was stored (get exit %d)", res.Code)
 	}
 }
 
 func TestFieldErrorsAreListed(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
-	res := r.run("rate-limit-set", "--axis", "caller", "--entity-type", "group", "--name", "g",
+	r := clitest.Start(t)
+	res := r.Run("rate-limit-set", "--axis", "caller", "--entity-type", "group", "--name", "g",
 		"--user-max-requests", "3", "--agent-max-requests", "2", "--window-seconds", "60")
-	if res.code != 5 {
-		t.Fatalf("exit %d: %s", res.code, res.errOut)
+	if res.Code != 5 {
+		t.Fatalf("exit %d: %s", res.Code, res.ErrOut)
 	}
-	lines := strings.Split(strings.TrimSpace(res.errOut), "\n")
+	lines := strings.Split(strings.TrimSpace(res.ErrOut), "\n")
 	if len(lines) != 3 || !strings.HasPrefix(strings.TrimSpace(lines[1]), "user_max_requests 3") || !strings.HasPrefix(strings.TrimSpace(lines[2]), "agent_max_requests 2") {
-		t.Errorf("field errors not one per line:\n%s", res.errOut)
+		t.Errorf("field errors not one per line:\n%s", res.ErrOut)
 	}
 }
 
 func TestConfirmation(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
-	r.must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "g", "--user-max-requests", "30", "--window-seconds", "60")
+	r := clitest.Start(t)
+	r.Must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "g", "--user-max-requests", "30", "--window-seconds", "60")
 	// On a terminal, "n" cancels and nothing is deleted.
-	res := r.runWith(opts{tty: true, stdin: "n\n"}, "rate-limit", "delete", "caller:group:g:60")
-	if res.code != 1 || !strings.Contains(res.errOut, "Delete definition caller:group:g:60? [y/N]") {
-		t.Errorf("declined: exit %d, stderr %q", res.code, res.errOut)
+	res := r.RunWith(clitest.Opts{TTY: true, Stdin: "n\n"}, "rate-limit", "delete", "caller:group:g:60")
+	if res.Code != 1 || !strings.Contains(res.ErrOut, "Delete definition caller:group:g:60? [y/N]") {
+		t.Errorf("declined: exit %d, stderr %q", res.Code, res.ErrOut)
 	}
-	r.must("rate-limit", "get", "caller:group:g:60")
+	r.Must("rate-limit", "get", "caller:group:g:60")
 	// "y" deletes.
-	res = r.runWith(opts{tty: true, stdin: "y\n"}, "rate-limit", "delete", "caller:group:g:60")
-	if res.code != 0 {
-		t.Errorf("confirmed: exit %d: %s", res.code, res.errOut)
+	res = r.RunWith(clitest.Opts{TTY: true, Stdin: "y\n"}, "rate-limit", "delete", "caller:group:g:60")
+	if res.Code != 0 {
+		t.Errorf("confirmed: exit %d: %s", res.Code, res.ErrOut)
 	}
-	if res := r.run("rate-limit", "get", "caller:group:g:60"); res.code != 4 {
-		t.Errorf("still there after a confirmed delete (exit %d)", res.code)
+	if res := r.Run("rate-limit", "get", "caller:group:g:60"); res.Code != 4 {
+		t.Errorf("still there after a confirmed delete (exit %d)", res.Code)
 	}
 	// The flat reference command never prompts, as in the reference.
-	r.must("member", "set", "--subject-type", "user", "--subject", "a", "--groups", "g")
-	r.must("rate-limit-member-delete", "--id", "user:a")
+	r.Must("member", "set", "--subject-type", "user", "--subject", "a", "--groups", "g")
+	r.Must("rate-limit-member-delete", "--id", "user:a")
 	// quarantine add asks too; --yes answers.
-	if res := r.run("quarantine", "add", "--subject-type", "user", "--subject", "a"); res.code != 2 {
-		t.Errorf("quarantine add without --yes off a terminal: exit %d", res.code)
+	if res := r.Run("quarantine", "add", "--subject-type", "user", "--subject", "a"); res.Code != 2 {
+		t.Errorf("quarantine add without --yes off a terminal: exit %d", res.Code)
 	}
-	r.must("quarantine", "add", "--subject-type", "user", "--subject", "a", "--yes")
+	r.Must("quarantine", "add", "--subject-type", "user", "--subject", "a", "--yes")
 }

@@ -3,21 +3,23 @@ package cli_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/rlctl/rlctl/internal/cli/clitest"
 )
 
-func seed(r *rlctl) {
-	r.must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "developers",
+func seed(r *clitest.Rlctl) {
+	r.Must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "developers",
 		"--user-max-requests", "100", "--agent-max-requests", "50", "--window-seconds", "60", "--description", "burst cap")
-	r.must("rate-limit", "set", "--axis", "target", "--entity-type", "server_group", "--name", "fragile",
+	r.Must("rate-limit", "set", "--axis", "target", "--entity-type", "server_group", "--name", "fragile",
 		"--max-requests", "100", "--window-seconds", "60", "--members", "airegistry-tools,/aws-kb/", "--mode", "shadow")
-	r.must("member", "set", "--subject-type", "user", "--subject", "alice", "--groups", "developers")
+	r.Must("member", "set", "--subject-type", "user", "--subject", "alice", "--groups", "developers")
 }
 
 // TestOutputFormats pins the table, wide, json, yaml and name outputs with
 // golden files: they are what scripts parse.
 func TestOutputFormats(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
+	r := clitest.Start(t)
 	seed(r)
 	cases := []struct {
 		golden string
@@ -35,19 +37,19 @@ func TestOutputFormats(t *testing.T) {
 		{"member-get-yaml.golden", false, []string{"member", "get", "user:alice", "-o", "yaml"}},
 	}
 	for _, c := range cases {
-		res := r.runWith(opts{tty: c.tty}, c.args...)
-		if res.code != 0 {
-			t.Fatalf("%v: exit %d: %s", c.args, res.code, res.errOut)
+		res := r.RunWith(clitest.Opts{TTY: c.tty}, c.args...)
+		if res.Code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.args, res.Code, res.ErrOut)
 		}
-		golden(t, c.golden, res.out)
+		golden(t, c.golden, res.Out)
 	}
 }
 
 func TestPipedOutputIsTabSeparatedWithoutHeader(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
+	r := clitest.Start(t)
 	seed(r)
-	piped := r.must("rate-limit", "list", "--group", "developers")
+	piped := r.Must("rate-limit", "list", "--group", "developers")
 	if strings.Contains(piped, "ID") || strings.Count(piped, "\n") != 1 {
 		t.Fatalf("piped output has a header or extra lines:\n%q", piped)
 	}
@@ -55,7 +57,7 @@ func TestPipedOutputIsTabSeparatedWithoutHeader(t *testing.T) {
 	if len(fields) != 8 || fields[0] != "caller:group:developers:60" || fields[5] != "user=100 agent=50" {
 		t.Errorf("piped fields = %q", fields)
 	}
-	tty := r.runWith(opts{tty: true}, "rate-limit", "list", "--group", "developers").out
+	tty := r.RunWith(clitest.Opts{TTY: true}, "rate-limit", "list", "--group", "developers").Out
 	if !strings.HasPrefix(tty, "ID ") || strings.Contains(tty, "\t") {
 		t.Errorf("terminal output lacks a header or has tabs:\n%s", tty)
 	}
@@ -66,68 +68,68 @@ func TestPipedOutputIsTabSeparatedWithoutHeader(t *testing.T) {
 
 func TestGlobalFlagsAnywhere(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
+	r := clitest.Start(t)
 	seed(r)
 	for _, args := range [][]string{
-		{"-o", "name", "--server", r.env.URL, "--token", r.token, "rate-limit", "list", "--axis", "caller"},
-		{"rate-limit", "-o", "name", "list", "--server", r.env.URL, "--axis", "caller", "--token", r.token},
-		{"rate-limit", "list", "--axis", "caller", "--token", r.token, "--server", r.env.URL, "-o", "name"},
+		{"-o", "name", "--server", r.Env.URL, "--token", r.Token, "rate-limit", "list", "--axis", "caller"},
+		{"rate-limit", "-o", "name", "list", "--server", r.Env.URL, "--axis", "caller", "--token", r.Token},
+		{"rate-limit", "list", "--axis", "caller", "--token", r.Token, "--server", r.Env.URL, "-o", "name"},
 	} {
-		res := r.runWith(opts{bare: true}, args...)
-		if res.code != 0 || res.out != "definition/caller:group:developers:60\n" {
-			t.Errorf("%v: exit %d out %q err %q", args, res.code, res.out, res.errOut)
+		res := r.RunWith(clitest.Opts{Bare: true}, args...)
+		if res.Code != 0 || res.Out != "definition/caller:group:developers:60\n" {
+			t.Errorf("%v: exit %d out %q err %q", args, res.Code, res.Out, res.ErrOut)
 		}
 	}
 }
 
 func TestEndpointFromEnvironmentAndContexts(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
+	r := clitest.Start(t)
 	seed(r)
-	tokenFile := writeTokenFile(t, r.token+"\n")
+	tokenFile := writeTokenFile(t, r.Token+"\n")
 	// Environment variables.
-	res := r.runWith(opts{bare: true, env: map[string]string{"RLCTL_SERVER": r.env.URL, "RLCTL_TOKEN_FILE": tokenFile}}, "rate-limit", "list", "-o", "name")
-	if res.code != 0 || !strings.Contains(res.out, "caller:group:developers:60") {
-		t.Errorf("env endpoint: exit %d %s", res.code, res.errOut)
+	res := r.RunWith(clitest.Opts{Bare: true, Env: map[string]string{"RLCTL_SERVER": r.Env.URL, "RLCTL_TOKEN_FILE": tokenFile}}, "rate-limit", "list", "-o", "name")
+	if res.Code != 0 || !strings.Contains(res.Out, "caller:group:developers:60") {
+		t.Errorf("env endpoint: exit %d %s", res.Code, res.ErrOut)
 	}
-	res = r.runWith(opts{bare: true, env: map[string]string{"RLCTL_SERVER": r.env.URL, "RLCTL_TOKEN": r.token}}, "rate-limit", "list", "-o", "name")
-	if res.code != 0 {
-		t.Errorf("RLCTL_TOKEN: exit %d %s", res.code, res.errOut)
+	res = r.RunWith(clitest.Opts{Bare: true, Env: map[string]string{"RLCTL_SERVER": r.Env.URL, "RLCTL_TOKEN": r.Token}}, "rate-limit", "list", "-o", "name")
+	if res.Code != 0 {
+		t.Errorf("RLCTL_TOKEN: exit %d %s", res.Code, res.ErrOut)
 	}
 	// A flag beats the environment.
-	res = r.runWith(opts{bare: true, env: map[string]string{"RLCTL_SERVER": "http://127.0.0.1:1", "RLCTL_TOKEN": r.token}}, "--server", r.env.URL, "rate-limit", "list")
-	if res.code != 0 {
-		t.Errorf("--server over RLCTL_SERVER: exit %d %s", res.code, res.errOut)
+	res = r.RunWith(clitest.Opts{Bare: true, Env: map[string]string{"RLCTL_SERVER": "http://127.0.0.1:1", "RLCTL_TOKEN": r.Token}}, "--server", r.Env.URL, "rate-limit", "list")
+	if res.Code != 0 {
+		t.Errorf("--server over RLCTL_SERVER: exit %d %s", res.Code, res.ErrOut)
 	}
 	// The reference's JSON token-file shapes.
-	for _, body := range []string{`{"access_token":"` + r.token + `"}`, `{"tokens":{"access_token":"` + r.token + `"}}`, `{"token":"` + r.token + `"}`} {
-		res = r.runWith(opts{bare: true}, "--server", r.env.URL, "--token-file", writeTokenFile(t, body), "rate-limit", "list")
-		if res.code != 0 {
-			t.Errorf("token file %s: exit %d %s", body, res.code, res.errOut)
+	for _, body := range []string{`{"access_token":"` + r.Token + `"}`, `{"tokens":{"access_token":"` + r.Token + `"}}`, `{"token":"` + r.Token + `"}`} {
+		res = r.RunWith(clitest.Opts{Bare: true}, "--server", r.Env.URL, "--token-file", writeTokenFile(t, body), "rate-limit", "list")
+		if res.Code != 0 {
+			t.Errorf("token file %s: exit %d %s", body, res.Code, res.ErrOut)
 		}
 	}
 }
 
 func TestDebugRedactsToken(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
-	res := r.run("--debug", "rate-limit", "list")
-	if res.code != 0 {
-		t.Fatal(res.errOut)
+	r := clitest.Start(t)
+	res := r.Run("--debug", "rate-limit", "list")
+	if res.Code != 0 {
+		t.Fatal(res.ErrOut)
 	}
-	if !strings.Contains(res.errOut, "GET ") || !strings.Contains(res.errOut, "/api/rate-limits") {
-		t.Errorf("--debug printed no request line:\n%s", res.errOut)
+	if !strings.Contains(res.ErrOut, "GET ") || !strings.Contains(res.ErrOut, "/api/rate-limits") {
+		t.Errorf("--debug printed no request line:\n%s", res.ErrOut)
 	}
-	if strings.Contains(res.errOut, r.token) {
+	if strings.Contains(res.ErrOut, r.Token) {
 		t.Error("--debug leaked the token")
 	}
 }
 
 func TestSetPrintsWhatChanged(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
+	r := clitest.Start(t)
 	set := func(user string, extra ...string) string {
-		return r.must(append([]string{"rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "g",
+		return r.Must(append([]string{"rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "g",
 			"--user-max-requests", user, "--window-seconds", "60"}, extra...)...)
 	}
 	if got := set("30"); got != "definition/caller:group:g:60 created\n" {
@@ -142,7 +144,7 @@ func TestSetPrintsWhatChanged(t *testing.T) {
 	if got := set("50", "--dry-run"); !strings.Contains(got, "would be updated: mode: \"shadow\" -> \"enforce\", user_max_requests: 40 -> 50") {
 		t.Errorf("dry run said %q", got)
 	}
-	if got := r.must("rate-limit", "get", "caller:group:g:60", "-o", "json"); !strings.Contains(got, `"user_max_requests": 40`) {
+	if got := r.Must("rate-limit", "get", "caller:group:g:60", "-o", "json"); !strings.Contains(got, `"user_max_requests": 40`) {
 		t.Errorf("dry run stored something: %s", got)
 	}
 }

@@ -3,6 +3,8 @@ package cli_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/rlctl/rlctl/internal/cli/clitest"
 )
 
 // TestReferenceWalkthrough is the reference guide's walk-through, with the
@@ -12,15 +14,15 @@ import (
 // empty lists.
 func TestReferenceWalkthrough(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
-	tokenFile := writeTokenFile(t, `{"access_token": "`+r.token+`"}`)
+	r := clitest.Start(t)
+	tokenFile := writeTokenFile(t, `{"access_token": "`+r.Token+`"}`)
 	ref := func(args ...string) string {
 		t.Helper()
-		res := r.runWith(opts{bare: true}, append(args, "--registry-url", r.env.URL, "--token-file", tokenFile)...)
-		if res.code != 0 {
-			t.Fatalf("%s: exit %d: %s", args[0], res.code, res.errOut)
+		res := r.RunWith(clitest.Opts{Bare: true}, append(args, "--registry-url", r.Env.URL, "--token-file", tokenFile)...)
+		if res.Code != 0 {
+			t.Fatalf("%s: exit %d: %s", args[0], res.Code, res.ErrOut)
 		}
-		return res.out
+		return res.Out
 	}
 
 	ref("rate-limit-set", "--axis", "caller", "--entity-type", "group", "--name", "developers",
@@ -83,26 +85,26 @@ func TestReferenceWalkthrough(t *testing.T) {
 // before destructive changes.
 func TestGroupedWalkthrough(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
-	r.must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "devs",
+	r := clitest.Start(t)
+	r.Must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "devs",
 		"--user-max-requests", "60", "--agent-max-requests", "30", "--window-seconds", "60")
-	r.must("member", "set", "--subject-type", "user", "--subject", "alice", "--groups", "devs")
-	r.must("member", "set", "--subject-type", "client", "--subject", "bot", "--groups", "devs")
-	out := r.must("quarantine", "add", "--subject-type", "client", "--subject", "bot", "--reason", "key leak", "--for", "2h", "--yes")
+	r.Must("member", "set", "--subject-type", "user", "--subject", "alice", "--groups", "devs")
+	r.Must("member", "set", "--subject-type", "client", "--subject", "bot", "--groups", "devs")
+	out := r.Must("quarantine", "add", "--subject-type", "client", "--subject", "bot", "--reason", "key leak", "--for", "2h", "--yes")
 	if !strings.Contains(out, "client:bot quarantined until ") {
 		t.Errorf("quarantine add said %q", out)
 	}
-	if got := r.must("member", "get", "client:bot", "-o", "json"); !strings.Contains(got, `"quarantine_reason": "key leak"`) {
+	if got := r.Must("member", "get", "client:bot", "-o", "json"); !strings.Contains(got, `"quarantine_reason": "key leak"`) {
 		t.Errorf("member get: %s", got)
 	}
-	r.must("quarantine", "remove", "--subject-type", "client", "--subject", "bot")
-	if got := r.must("quarantine", "remove", "--subject-type", "client", "--subject", "bot"); !strings.Contains(got, "was not quarantined") {
+	r.Must("quarantine", "remove", "--subject-type", "client", "--subject", "bot")
+	if got := r.Must("quarantine", "remove", "--subject-type", "client", "--subject", "bot"); !strings.Contains(got, "was not quarantined") {
 		t.Errorf("second remove said %q", got)
 	}
-	r.must("member", "delete", "user:alice", "--yes")
-	r.must("member", "delete", "client:bot", "--yes")
-	r.must("rate-limit", "delete", "caller:group:devs:60", "--yes")
-	if got := r.must("member", "list"); got != "" {
+	r.Must("member", "delete", "user:alice", "--yes")
+	r.Must("member", "delete", "client:bot", "--yes")
+	r.Must("rate-limit", "delete", "caller:group:devs:60", "--yes")
+	if got := r.Must("member", "list"); got != "" {
 		t.Errorf("members left: %q", got)
 	}
 }

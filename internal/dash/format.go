@@ -2,7 +2,6 @@ package dash
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -21,25 +20,6 @@ func formatWindow(secs int) string {
 		return strconv.Itoa(secs/60) + "m"
 	}
 	return strconv.Itoa(secs) + "s"
-}
-
-// limitText renders a definition's limits: "500" for targets,
-// "user=60 agent=30" for groups, "-" for the quarantine sentinels.
-func limitText(d ratelimit.Definition) string {
-	var parts []string
-	if d.MaxRequests != nil {
-		parts = append(parts, strconv.Itoa(*d.MaxRequests))
-	}
-	if d.UserMaxRequests != nil {
-		parts = append(parts, "user="+strconv.Itoa(*d.UserMaxRequests))
-	}
-	if d.AgentMaxRequests != nil {
-		parts = append(parts, "agent="+strconv.Itoa(*d.AgentMaxRequests))
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, " ")
 }
 
 // limitValue is the largest limit of a definition, for sorting.

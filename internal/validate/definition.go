@@ -226,20 +226,7 @@ func members(probs *problems, d ratelimit.Definition) []string {
 		probs.add(fieldError("members", "must list at least one server for a server_group"))
 		return nil
 	}
-	out := make([]string, 0, len(d.Members))
-	seen := make(map[string]bool, len(d.Members))
-	for i, raw := range d.Members {
-		name, fe := serverName(fmt.Sprintf("members[%d]", i), raw)
-		if fe != nil {
-			probs.add(fe)
-			continue
-		}
-		if !seen[name] {
-			seen[name] = true
-			out = append(out, name)
-		}
-	}
-	return out
+	return distinct(probs, "members", d.Members, serverName)
 }
 
 // scope derives the quarantine scope from the sentinel name. An explicit

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -28,6 +29,31 @@ func (e *Error) Error() string {
 		messages[i] = fe.Message
 	}
 	return strings.Join(messages, "; ")
+}
+
+// Under places the problems of err, found in one element of a list, under
+// that element's path ("definitions[3]"): each field becomes
+// "definitions[3].name" and each message begins with it. An err that is not
+// an *Error becomes one problem of path itself.
+func Under(path string, err error) []FieldError {
+	var ve *Error
+	if !errors.As(err, &ve) {
+		return []FieldError{{Field: path, Message: path + ": " + err.Error()}}
+	}
+	out := make([]FieldError, len(ve.Errors))
+	for i, fe := range ve.Errors {
+		field, msg := path, fe.Message
+		if fe.Field != "" {
+			field = path + "." + fe.Field
+		}
+		if fe.Field != "" && strings.HasPrefix(msg, fe.Field) {
+			msg = field + msg[len(fe.Field):]
+		} else {
+			msg = field + ": " + msg
+		}
+		out[i] = FieldError{Field: field, Message: msg}
+	}
+	return out
 }
 
 // problems collects FieldErrors so a check can report everything at once

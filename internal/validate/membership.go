@@ -1,8 +1,6 @@
 package validate
 
 import (
-	"fmt"
-
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -39,24 +37,13 @@ func groups(probs *problems, subjectType string, raw []string) []string {
 		probs.add(fieldError("groups", "must name at least one group; delete the membership instead"))
 		return nil
 	}
-	out := make([]string, 0, len(raw))
-	seen := make(map[string]bool, len(raw))
-	for i, g := range raw {
-		field := fmt.Sprintf("groups[%d]", i)
+	return distinct(probs, "groups", raw, func(field, g string) (string, *FieldError) {
 		name, fe := groupName(field, g)
 		if fe == nil {
 			fe = groupForSubjectType(field, subjectType, name)
 		}
-		if fe != nil {
-			probs.add(fe)
-			continue
-		}
-		if !seen[name] {
-			seen[name] = true
-			out = append(out, name)
-		}
-	}
-	return out
+		return name, fe
+	})
 }
 
 func groupForSubjectType(field, subjectType, group string) *FieldError {

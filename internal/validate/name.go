@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -52,6 +53,27 @@ func TargetName(entityType, name string) (string, error) {
 // normalizer turns a raw name into its canonical form or reports why it
 // cannot, naming field.
 type normalizer func(field, raw string) (string, *FieldError)
+
+// distinct normalizes each element of the list field with norm, which is
+// given the element's own field ("members[2]"), collecting the problems,
+// and returns the normalized elements without repeats, in first-seen
+// order.
+func distinct(probs *problems, field string, raw []string, norm normalizer) []string {
+	out := make([]string, 0, len(raw))
+	seen := make(map[string]bool, len(raw))
+	for i, s := range raw {
+		name, fe := norm(fmt.Sprintf("%s[%d]", field, i), s)
+		if fe != nil {
+			probs.add(fe)
+			continue
+		}
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	return out
+}
 
 // nameNormalizer returns the normalizer for an entity type's names, or nil
 // for an unknown entity type.

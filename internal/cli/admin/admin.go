@@ -6,8 +6,8 @@ package admin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,9 +18,6 @@ import (
 	rl "github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// completionTimeout keeps a slow or absent server from freezing the shell.
-const completionTimeout = 2 * time.Second
-
 // subjectTypes are the subject types an administrator can have: callers.
 var subjectTypes = []string{rl.SubjectUser, rl.SubjectClient}
 
@@ -29,15 +26,8 @@ var Columns = []printer.Column[rl.Admin]{
 	{Header: "SUBJECT-TYPE", Value: func(a rl.Admin) string { return a.SubjectType }},
 	{Header: "SUBJECT", Value: func(a rl.Admin) string { return a.Subject }},
 	{Header: "NOTE", Value: func(a rl.Admin) string { return a.Note }},
-	{Header: "CREATED", Value: func(a rl.Admin) string { return formatTime(a.CreatedAt) }},
+	{Header: "CREATED", Value: func(a rl.Admin) string { return printer.Time(a.CreatedAt) }},
 	{Header: "CREATED-BY", Value: func(a rl.Admin) string { return a.CreatedBy }},
-}
-
-func formatTime(t *time.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 func idOf(a rl.Admin) string { return a.Key() }
@@ -97,19 +87,15 @@ Adding an existing administrator again replaces its note.`,
 // requireSubject checks --subject-type and --subject are given and the
 // type is one an administrator can have.
 func requireSubject(cmd *cobra.Command, subjectType string) error {
-	for _, req := range []string{"subject-type", "subject"} {
-		if !cmd.Flags().Changed(req) {
-			return cmdutil.FlagErrorf("--%s is required", req)
-		}
+	if err := cmdutil.RequireFlags(cmd, "subject-type", "subject"); err != nil {
+		return err
 	}
 	return checkSubjectType(subjectType)
 }
 
 func checkSubjectType(t string) error {
-	for _, ok := range subjectTypes {
-		if t == ok {
-			return nil
-		}
+	if slices.Contains(subjectTypes, t) {
+		return nil
 	}
 	return cmdutil.FlagErrorf("--subject-type: must be one of %s (got %q)", strings.Join(subjectTypes, ", "), t)
 }
@@ -248,20 +234,8 @@ func removeRun(ctx context.Context, opts *RemoveOptions) error {
 
 // NewCmdList builds `admin list`.
 func NewCmdList(f *cmdutil.Factory, runF func(*cmdutil.Factory) error) *cobra.Command {
-	return &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List administrators",
-		Example: `  rlctl admin list
-  rlctl admin list -o json`,
-		Args: cmdutil.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(f)
-			}
-			return listRun(cmd.Context(), f)
-		},
-	}
+	return cmdutil.NewCmdList(f, "List administrators", `  rlctl admin list
+  rlctl admin list -o json`, listRun, runF)
 }
 
 type adminList struct {
@@ -269,36 +243,17 @@ type adminList struct {
 }
 
 func listRun(ctx context.Context, f *cmdutil.Factory) error {
-	c, err := f.Client()
-	if err != nil {
-		return err
-	}
-	admins, err := c.ListAdmins(ctx)
-	if err != nil {
-		return err
-	}
-	if admins == nil {
-		admins = []rl.Admin{}
-	}
-	return printer.List(f.IOStreams, f.Global.Output, admins, Columns, adminList{admins}, "admin", idOf)
+	return cmdutil.RunList(ctx, f, func(ctx context.Context, c *client.Client) ([]rl.Admin, error) { return c.ListAdmins(ctx) },
+		Columns, func(admins []rl.Admin) any { return adminList{admins} }, "admin", idOf)
 }
 
 // CompleteAdmins completes administrator ids (<subject_type>:<subject>)
 // from the server.
 func CompleteAdmins(f *cmdutil.Factory) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		c, err := f.Client()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
-		defer cancel()
+	return cmdutil.CompleteArg(f, func(ctx context.Context, c *client.Client, toComplete string) ([]string, error) {
 		admins, err := c.ListAdmins(ctx)
 		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+			return nil, err
 		}
 		var out []string
 		for _, a := range admins {
@@ -309,6 +264,6 @@ func CompleteAdmins(f *cmdutil.Factory) func(*cobra.Command, []string, string) (
 				out = append(out, id)
 			}
 		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
+		return out, nil
+	})
 }

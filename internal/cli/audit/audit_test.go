@@ -4,81 +4,27 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/api"
-	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/internal/cli"
 	"github.com/rlctl/rlctl/internal/cli/audit"
+	"github.com/rlctl/rlctl/internal/cli/clitest"
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/iostreams"
 	"github.com/rlctl/rlctl/pkg/client"
 	rl "github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// harness runs rlctl command lines against one real rlapi.
-type harness struct {
-	t      *testing.T
-	env    *apitest.Env
-	config string
-}
-
-func start(t *testing.T) *harness {
-	t.Helper()
-	t.Parallel()
-	return &harness{t: t, env: apitest.Start(t, api.Config{}), config: filepath.Join(t.TempDir(), "config.yaml")}
-}
-
-func (h *harness) getenv(k string) string {
-	if k == "RLCTL_CONFIG" {
-		return h.config
-	}
-	return ""
-}
-
-type result struct {
-	code        int
-	out, errOut string
-}
-
-func (h *harness) run(tok string, tty bool, args ...string) result {
-	h.t.Helper()
-	ios, _, out, errOut := iostreams.Test()
-	ios.SetStdinTTY(tty)
-	ios.SetStdoutTTY(tty)
-	full := append([]string{"--server", h.env.URL, "--token", tok}, args...)
-	code := cli.Run(context.Background(), full, ios, h.getenv)
-	return result{code, out.String(), errOut.String()}
-}
-
-func (h *harness) must(args ...string) string {
-	h.t.Helper()
-	r := h.run(h.env.AdminToken, false, args...)
-	if r.code != 0 {
-		h.t.Fatalf("rlctl %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.out, r.errOut)
-	}
-	return r.out
-}
-
-func (h *harness) client(tok string) *client.Client {
-	h.t.Helper()
-	c, err := client.New(h.env.URL, client.Options{Token: tok})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return c
-}
-
-func (h *harness) setLimit(tok, name string, limit int) {
-	h.t.Helper()
+// setLimit puts a target limit on the mcp_server name as tok.
+func setLimit(h *clitest.Rlctl, tok, name string, limit int) {
+	h.T.Helper()
 	d := rl.Definition{Axis: rl.AxisTarget, EntityType: rl.EntityMCPServer, Name: name, WindowSeconds: 60, MaxRequests: &limit, Enabled: true}
-	if _, err := h.client(tok).PutDefinition(context.Background(), d, client.WriteOptions{}); err != nil {
-		h.t.Fatal(err)
+	if _, err := h.ClientAs(tok).PutDefinition(context.Background(), d, client.WriteOptions{}); err != nil {
+		h.T.Fatal(err)
 	}
 }
 
@@ -103,14 +49,14 @@ func rows(out string) [][]string {
 }
 
 func TestList(t *testing.T) {
-	h := start(t)
-	ci := h.env.Token(t, "ci", "admin")
-	h.setLimit(h.env.AdminToken, "mcpgw", 10)
-	h.setLimit(h.env.AdminToken, "mcpgw", 20)
-	h.setLimit(ci, "other", 5)
+	h := clitest.StartParallel(t)
+	ci := h.Env.Token(t, "ci", "admin")
+	setLimit(h, h.Env.AdminToken, "mcpgw", 10)
+	setLimit(h, h.Env.AdminToken, "mcpgw", 20)
+	setLimit(h, ci, "other", 5)
 
 	// Newest first: TIME ACTOR ACTION RESOURCE ID.
-	rs := rows(h.must("audit", "list"))
+	rs := rows(h.Must("audit", "list"))
 	if len(rs) != 3 {
 		t.Fatalf("want 3 entries, got %q", rs)
 	}
@@ -134,8 +80,8 @@ func TestList(t *testing.T) {
 		t.Errorf("not newest first: ids %s, %s", rs[0][4], rs[1][4])
 	}
 
-	tty := h.run(h.env.AdminToken, true, "audit", "list", "-o", "wide")
-	lines := strings.Split(tty.out, "\n")
+	tty := h.RunWith(clitest.Opts{TTY: true}, "audit", "list", "-o", "wide")
+	lines := strings.Split(tty.Out, "\n")
 	if got := strings.Join(strings.Fields(lines[0]), " "); got != "TIME ACTOR ACTION RESOURCE ID REQUEST-ID CHANGES" {
 		t.Errorf("wide header: %q", got)
 	}
@@ -146,16 +92,16 @@ func TestList(t *testing.T) {
 	var page struct {
 		Entries []map[string]any `json:"entries"`
 	}
-	if err := json.Unmarshal([]byte(h.must("audit", "list", "-o", "json")), &page); err != nil {
+	if err := json.Unmarshal([]byte(h.Must("audit", "list", "-o", "json")), &page); err != nil {
 		t.Fatal(err)
 	}
 	if len(page.Entries) != 3 || page.Entries[1]["action"] != "update" || page.Entries[1]["before"] == nil || page.Entries[1]["after"] == nil {
 		t.Errorf("-o json: %v", page)
 	}
-	if got := h.must("audit", "list", "-o", "yaml"); !strings.HasPrefix(got, "entries:\n") || !strings.Contains(got, "resource_type: definition") {
+	if got := h.Must("audit", "list", "-o", "yaml"); !strings.HasPrefix(got, "entries:\n") || !strings.Contains(got, "resource_type: definition") {
 		t.Errorf("-o yaml: %q", got)
 	}
-	if got := h.must("audit", "list", "-o", "name"); len(strings.Split(strings.TrimSpace(got), "\n")) != 3 || !strings.HasPrefix(got, "audit/") {
+	if got := h.Must("audit", "list", "-o", "name"); len(strings.Split(strings.TrimSpace(got), "\n")) != 3 || !strings.HasPrefix(got, "audit/") {
 		t.Errorf("-o name: %q", got)
 	}
 
@@ -174,19 +120,19 @@ func TestList(t *testing.T) {
 		{[]string{"--limit", "2"}, 2},
 	}
 	for _, f := range filters {
-		if got := len(rows(h.must(append([]string{"audit", "list"}, f.args...)...))); got != f.want {
+		if got := len(rows(h.Must(append([]string{"audit", "list"}, f.args...)...))); got != f.want {
 			t.Errorf("audit list %q: %d entries, want %d", f.args, got, f.want)
 		}
 	}
-	if r := h.run(h.env.AdminToken, true, "audit", "list", "--limit", "1"); !strings.Contains(r.errOut, "showing the 1 newest entries") {
-		t.Errorf("no hint that more entries exist: %q", r.errOut)
+	if r := h.RunWith(clitest.Opts{TTY: true}, "audit", "list", "--limit", "1"); !strings.Contains(r.ErrOut, "showing the 1 newest entries") {
+		t.Errorf("no hint that more entries exist: %q", r.ErrOut)
 	}
 }
 
 func TestExitCodes(t *testing.T) {
-	h := start(t)
-	viewer := h.env.Token(t, "viewer", "viewer")
-	enforcer := h.env.Token(t, "gw", "enforcer")
+	h := clitest.StartParallel(t)
+	viewer := h.Env.Token(t, "viewer", "viewer")
+	enforcer := h.Env.Token(t, "gw", "enforcer")
 	tests := []struct {
 		name string
 		tok  string
@@ -197,22 +143,22 @@ func TestExitCodes(t *testing.T) {
 		{"viewer may read", viewer, []string{"audit", "list"}, cmdutil.ExitOK, ""},
 		{"enforcer may not", enforcer, []string{"audit", "list"}, cmdutil.ExitAuth, ""},
 		{"bad token", "nonsense", []string{"audit", "list"}, cmdutil.ExitAuth, "Hint"},
-		{"bad since", h.env.AdminToken, []string{"audit", "list", "--since", "yesterday"}, cmdutil.ExitUsage, "--since"},
-		{"negative since", h.env.AdminToken, []string{"audit", "list", "--since", "-1h"}, cmdutil.ExitUsage, "--since"},
-		{"limit 0", h.env.AdminToken, []string{"audit", "list", "--limit", "0"}, cmdutil.ExitUsage, "--limit"},
-		{"limit too big", h.env.AdminToken, []string{"audit", "list", "--limit", "10001"}, cmdutil.ExitUsage, "--limit"},
-		{"interval too short", h.env.AdminToken, []string{"audit", "list", "-f", "--interval", "1ms"}, cmdutil.ExitUsage, "--interval"},
-		{"no args", h.env.AdminToken, []string{"audit", "list", "x"}, cmdutil.ExitUsage, ""},
+		{"bad since", h.Env.AdminToken, []string{"audit", "list", "--since", "yesterday"}, cmdutil.ExitUsage, "--since"},
+		{"negative since", h.Env.AdminToken, []string{"audit", "list", "--since", "-1h"}, cmdutil.ExitUsage, "--since"},
+		{"limit 0", h.Env.AdminToken, []string{"audit", "list", "--limit", "0"}, cmdutil.ExitUsage, "--limit"},
+		{"limit too big", h.Env.AdminToken, []string{"audit", "list", "--limit", "10001"}, cmdutil.ExitUsage, "--limit"},
+		{"interval too short", h.Env.AdminToken, []string{"audit", "list", "-f", "--interval", "1ms"}, cmdutil.ExitUsage, "--interval"},
+		{"no args", h.Env.AdminToken, []string{"audit", "list", "x"}, cmdutil.ExitUsage, ""},
 		{"follow with a bad token", "nonsense", []string{"audit", "list", "--follow"}, cmdutil.ExitAuth, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := h.run(tt.tok, false, tt.args...)
-			if r.code != tt.code {
-				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.code, r.out, r.errOut)
+			r := h.RunWith(clitest.Opts{Token: tt.tok}, tt.args...)
+			if r.Code != tt.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", r.Code, tt.code, r.Out, r.ErrOut)
 			}
-			if !strings.Contains(r.errOut, tt.msg) {
-				t.Errorf("stderr %q does not mention %q", r.errOut, tt.msg)
+			if !strings.Contains(r.ErrOut, tt.msg) {
+				t.Errorf("stderr %q does not mention %q", r.ErrOut, tt.msg)
 			}
 		})
 	}
@@ -238,24 +184,24 @@ func (s *syncBuffer) String() string {
 
 // follow starts `audit list --follow` with args until the returned stop is
 // called; stop returns the exit code.
-func (h *harness) follow(tty bool, args ...string) (out *syncBuffer, stop func() int) {
-	h.t.Helper()
+func follow(h *clitest.Rlctl, tty bool, args ...string) (out *syncBuffer, stop func() int) {
+	h.T.Helper()
 	ios, _, _, _ := iostreams.Test()
 	ios.SetStdoutTTY(tty)
 	out = &syncBuffer{}
 	ios.Out = out
 	ios.ErrOut = &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
-	full := append([]string{"--server", h.env.URL, "--token", h.env.AdminToken, "audit", "list", "--follow", "--interval", "100ms"}, args...)
+	full := append([]string{"--server", h.Env.URL, "--token", h.Env.AdminToken, "audit", "list", "--follow", "--interval", "100ms"}, args...)
 	done := make(chan int, 1)
-	go func() { done <- cli.Run(ctx, full, ios, h.getenv) }()
+	go func() { done <- cli.Run(ctx, full, ios, h.Getenv(nil)) }()
 	return out, func() int {
 		cancel()
 		select {
 		case code := <-done:
 			return code
 		case <-time.After(10 * time.Second):
-			h.t.Fatal("audit list --follow did not stop when its context was cancelled")
+			h.T.Fatal("audit list --follow did not stop when its context was cancelled")
 			return -1
 		}
 	}
@@ -274,14 +220,14 @@ func waitFor(t *testing.T, out *syncBuffer, what string, cond func(string) bool)
 }
 
 func TestFollowJSONLines(t *testing.T) {
-	h := start(t)
-	h.setLimit(h.env.AdminToken, "first", 1)
-	h.setLimit(h.env.AdminToken, "second", 2)
+	h := clitest.StartParallel(t)
+	setLimit(h, h.Env.AdminToken, "first", 1)
+	setLimit(h, h.Env.AdminToken, "second", 2)
 
-	out, stop := h.follow(false, "-o", "json")
+	out, stop := follow(h, false, "-o", "json")
 	waitFor(t, out, "the existing entries", func(s string) bool { return strings.Count(s, "\n") >= 2 })
 
-	h.setLimit(h.env.AdminToken, "third", 3)
+	setLimit(h, h.Env.AdminToken, "third", 3)
 	waitFor(t, out, "the new entry", func(s string) bool { return strings.Contains(s, "third") })
 	if code := stop(); code != 0 {
 		t.Errorf("exit %d after cancel, want 0", code)
@@ -308,16 +254,16 @@ func TestFollowJSONLines(t *testing.T) {
 }
 
 func TestFollowTable(t *testing.T) {
-	h := start(t)
+	h := clitest.StartParallel(t)
 	// An empty log: follow from nothing.
-	out, stop := h.follow(true, "--resource", "definition")
+	out, stop := follow(h, true, "--resource", "definition")
 	waitFor(t, out, "the header", func(s string) bool { return strings.HasPrefix(s, "TIME") })
 
-	h.env.Token(t, "noise", "viewer")
-	h.must("token", "create", "--name", "ci", "--role", "viewer") // a token: filtered out
-	h.setLimit(h.env.AdminToken, "a", 1)
+	h.Env.Token(t, "noise", "viewer")
+	h.Must("token", "create", "--name", "ci", "--role", "viewer") // a token: filtered out
+	setLimit(h, h.Env.AdminToken, "a", 1)
 	waitFor(t, out, "a", func(s string) bool { return strings.Contains(s, "definition/target:mcp_server:a:60") })
-	h.setLimit(h.env.AdminToken, "b", 1)
+	setLimit(h, h.Env.AdminToken, "b", 1)
 	waitFor(t, out, "b", func(s string) bool { return strings.Contains(s, "definition/target:mcp_server:b:60") })
 	if code := stop(); code != 0 {
 		t.Errorf("exit %d after cancel, want 0", code)

@@ -3,65 +3,24 @@ package cmdutil
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rlctl/rlctl/internal/statediff"
 )
 
 // FieldChange is one field that differs between two versions of an object.
-type FieldChange struct {
-	Field string
-	From  any
-	To    any
-}
+type FieldChange = statediff.Change
 
 // serverFields change on every write and say nothing about what changed.
-var serverFields = map[string]bool{"version": true, "created_at": true, "updated_at": true, "updated_by": true, "id": true, "created_by": true}
+var serverFields = []string{"version", "created_at", "updated_at", "updated_by", "id", "created_by"}
 
 // Changes compares two objects field by field through their JSON form; a
 // nil before means "did not exist".
 func Changes(before, after any) []FieldChange {
-	b, a := asMap(before), asMap(after)
-	keys := map[string]bool{}
-	for k := range b {
-		keys[k] = true
-	}
-	for k := range a {
-		keys[k] = true
-	}
-	names := make([]string, 0, len(keys))
-	for k := range keys {
-		if !serverFields[k] {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	var out []FieldChange
-	for _, k := range names {
-		if !reflect.DeepEqual(b[k], a[k]) {
-			out = append(out, FieldChange{Field: k, From: b[k], To: a[k]})
-		}
-	}
-	return out
-}
-
-func asMap(v any) map[string]any {
-	if v == nil {
-		return nil
-	}
-	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
-		return nil
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return m
+	return statediff.JSONFields(before, after, serverFields...)
 }
 
 // FormatValue renders a JSON value for a change line.
@@ -101,6 +60,17 @@ func IDArg(args []string, flagID string) (string, error) {
 	default:
 		return "", FlagErrorf("an id is required: pass it as an argument or with --id")
 	}
+}
+
+// RequireFlags fails, as a usage error, on the first of names that the
+// command line does not set.
+func RequireFlags(cmd *cobra.Command, names ...string) error {
+	for _, name := range names {
+		if !cmd.Flags().Changed(name) {
+			return FlagErrorf("--%s is required", name)
+		}
+	}
+	return nil
 }
 
 // NoArgs and friends wrap cobra's validators so their errors are usage

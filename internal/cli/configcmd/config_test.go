@@ -1,7 +1,6 @@
 package configcmd_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,58 +11,28 @@ import (
 
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/apitest"
-	"github.com/rlctl/rlctl/internal/cli"
+	"github.com/rlctl/rlctl/internal/cli/clitest"
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/config"
 	"github.com/rlctl/rlctl/internal/cli/configcmd"
-	"github.com/rlctl/rlctl/internal/cli/iostreams"
 )
 
-// rlctl runs bare command lines with a private configuration file.
-type rlctl struct {
-	t      *testing.T
-	config string
-	env    map[string]string
-}
-
-func newRlctl(t *testing.T) *rlctl {
+// newRlctl runs the test in parallel, with a configuration file of its own
+// in a directory that does not exist yet.
+func newRlctl(t *testing.T) *clitest.Rlctl {
 	t.Helper()
 	t.Parallel()
-	return &rlctl{t: t, config: filepath.Join(t.TempDir(), "rlctl", "config.yaml"), env: map[string]string{}}
+	r := clitest.New(t)
+	r.Config = filepath.Join(t.TempDir(), "rlctl", "config.yaml")
+	return r
 }
 
-type result struct {
-	code        int
-	out, errOut string
-}
-
-func (r *rlctl) run(args ...string) result {
-	r.t.Helper()
-	ios, _, out, errOut := iostreams.Test()
-	getenv := func(k string) string {
-		if k == "RLCTL_CONFIG" {
-			return r.config
-		}
-		return r.env[k]
-	}
-	code := cli.Run(context.Background(), args, ios, getenv)
-	return result{code, out.String(), errOut.String()}
-}
-
-func (r *rlctl) must(args ...string) result {
-	r.t.Helper()
-	res := r.run(args...)
-	if res.code != 0 {
-		r.t.Fatalf("rlctl %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), res.code, res.out, res.errOut)
-	}
-	return res
-}
-
-func (r *rlctl) load() *config.Config {
-	r.t.Helper()
-	c, err := config.Load(r.config)
+// load reads the configuration file.
+func load(r *clitest.Rlctl) *config.Config {
+	r.T.Helper()
+	c, err := config.Load(r.Config)
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	return c
 }
@@ -76,38 +45,38 @@ func TestContexts(t *testing.T) {
 	}
 
 	// An empty configuration.
-	if got := r.must("config", "view").out; got != "{}\n" {
+	if got := r.Must("config", "view"); got != "{}\n" {
 		t.Errorf("view of nothing: %q", got)
 	}
-	if res := r.run("config", "current-context"); res.code != cmdutil.ExitError || !strings.Contains(res.errOut, "no current context") {
-		t.Errorf("current-context of nothing: exit %d, %q", res.code, res.errOut)
+	if res := r.Run("config", "current-context"); res.Code != cmdutil.ExitError || !strings.Contains(res.ErrOut, "no current context") {
+		t.Errorf("current-context of nothing: exit %d, %q", res.Code, res.ErrOut)
 	}
 
-	res := r.must("config", "set-context", "prod", "--server", "https://rlapi.example.com/", "--token-file", tokenFile)
-	if res.out != "" || !strings.Contains(res.errOut, `Created context "prod" in `+r.config) {
-		t.Errorf("set-context: stdout %q, stderr %q", res.out, res.errOut)
+	res := r.MustWith(clitest.Opts{}, "config", "set-context", "prod", "--server", "https://rlapi.example.com/", "--token-file", tokenFile)
+	if res.Out != "" || !strings.Contains(res.ErrOut, `Created context "prod" in `+r.Config) {
+		t.Errorf("set-context: stdout %q, stderr %q", res.Out, res.ErrOut)
 	}
-	fi, err := os.Stat(r.config)
+	fi, err := os.Stat(r.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("config mode %v, want 0600", fi.Mode().Perm())
 	}
-	if cfg := r.load(); cfg.CurrentContext != "" || cfg.Contexts["prod"].Server != "https://rlapi.example.com" || cfg.Contexts["prod"].TokenFile != tokenFile {
+	if cfg := load(r); cfg.CurrentContext != "" || cfg.Contexts["prod"].Server != "https://rlapi.example.com" || cfg.Contexts["prod"].TokenFile != tokenFile {
 		t.Errorf("stored: %+v %+v", cfg, cfg.Contexts["prod"])
 	}
 
 	// A relative token file is stored absolute; a missing one is a warning.
-	res = r.must("config", "set-context", "local", "--server", "http://127.0.0.1:8080", "--token-file", "no-such.token", "--use")
+	res = r.MustWith(clitest.Opts{}, "config", "set-context", "local", "--server", "http://127.0.0.1:8080", "--token-file", "no-such.token", "--use")
 	wd, _ := os.Getwd()
-	if got := r.load().Contexts["local"].TokenFile; got != filepath.Join(wd, "no-such.token") {
+	if got := load(r).Contexts["local"].TokenFile; got != filepath.Join(wd, "no-such.token") {
 		t.Errorf("relative token file stored as %q", got)
 	}
-	if !strings.Contains(res.errOut, "Warning: read token file") || !strings.Contains(res.errOut, `Switched to context "local"`) {
-		t.Errorf("set-context --use: %q", res.errOut)
+	if !strings.Contains(res.ErrOut, "Warning: read token file") || !strings.Contains(res.ErrOut, `Switched to context "local"`) {
+		t.Errorf("set-context --use: %q", res.ErrOut)
 	}
-	if got := r.must("config", "current-context").out; got != "local\n" {
+	if got := r.Must("config", "current-context"); got != "local\n" {
 		t.Errorf("current-context: %q", got)
 	}
 
@@ -115,56 +84,56 @@ func TestContexts(t *testing.T) {
 		"  local:\n    server: http://127.0.0.1:8080\n    token-file: " + filepath.Join(wd, "no-such.token") + "\n" +
 		"  prod:\n    server: https://rlapi.example.com\n    token-file: " + tokenFile + "\n" +
 		"current-context: local\n"
-	if got := r.must("config", "view").out; got != want {
+	if got := r.Must("config", "view"); got != want {
 		t.Errorf("view:\n%s\nwant:\n%s", got, want)
 	}
-	if got := r.must("config", "view", "-o", "yaml").out; got != want {
+	if got := r.Must("config", "view", "-o", "yaml"); got != want {
 		t.Errorf("view -o yaml:\n%s", got)
 	}
 	var doc struct {
 		Current  string                       `json:"current-context"`
 		Contexts map[string]map[string]string `json:"contexts"`
 	}
-	if err := json.Unmarshal([]byte(r.must("config", "view", "-o", "json").out), &doc); err != nil {
+	if err := json.Unmarshal([]byte(r.Must("config", "view", "-o", "json")), &doc); err != nil {
 		t.Fatal(err)
 	}
 	if doc.Current != "local" || doc.Contexts["prod"]["token-file"] != tokenFile {
 		t.Errorf("view -o json: %+v", doc)
 	}
-	if got := r.must("config", "view", "-o", "name").out; got != "context/local\ncontext/prod\n" {
+	if got := r.Must("config", "view", "-o", "name"); got != "context/local\ncontext/prod\n" {
 		t.Errorf("view -o name: %q", got)
 	}
 
-	r.must("config", "use-context", "prod")
-	if got := r.must("config", "current-context").out; got != "prod\n" {
+	r.Must("config", "use-context", "prod")
+	if got := r.Must("config", "current-context"); got != "prod\n" {
 		t.Errorf("after use-context: %q", got)
 	}
-	res = r.run("config", "use-context", "staging")
-	if res.code != cmdutil.ExitUsage || !strings.Contains(res.errOut, `no context "staging"`) || !strings.Contains(res.errOut, "known: local, prod") {
-		t.Errorf("use-context unknown: exit %d, %q", res.code, res.errOut)
+	res = r.Run("config", "use-context", "staging")
+	if res.Code != cmdutil.ExitUsage || !strings.Contains(res.ErrOut, `no context "staging"`) || !strings.Contains(res.ErrOut, "known: local, prod") {
+		t.Errorf("use-context unknown: exit %d, %q", res.Code, res.ErrOut)
 	}
-	if got := r.must("config", "current-context").out; got != "prod\n" {
+	if got := r.Must("config", "current-context"); got != "prod\n" {
 		t.Errorf("a failed use-context changed the current context: %q", got)
 	}
 
 	// Replacing a context keeps the others.
-	res = r.must("config", "set-context", "local", "--server", "http://127.0.0.1:9090")
-	if !strings.Contains(res.errOut, `Replaced context "local"`) {
-		t.Errorf("replace: %q", res.errOut)
+	res = r.MustWith(clitest.Opts{}, "config", "set-context", "local", "--server", "http://127.0.0.1:9090")
+	if !strings.Contains(res.ErrOut, `Replaced context "local"`) {
+		t.Errorf("replace: %q", res.ErrOut)
 	}
-	if cfg := r.load(); cfg.Contexts["local"].TokenFile != "" || cfg.Contexts["local"].Server != "http://127.0.0.1:9090" || cfg.CurrentContext != "prod" {
+	if cfg := load(r); cfg.Contexts["local"].TokenFile != "" || cfg.Contexts["local"].Server != "http://127.0.0.1:9090" || cfg.CurrentContext != "prod" {
 		t.Errorf("after replace: %+v", cfg)
 	}
 
-	res = r.must("config", "delete-context", "prod")
-	if !strings.Contains(res.errOut, "It was the current context") {
-		t.Errorf("delete current: %q", res.errOut)
+	res = r.MustWith(clitest.Opts{}, "config", "delete-context", "prod")
+	if !strings.Contains(res.ErrOut, "It was the current context") {
+		t.Errorf("delete current: %q", res.ErrOut)
 	}
-	if cfg := r.load(); cfg.CurrentContext != "" || cfg.Contexts["prod"] != nil || cfg.Contexts["local"] == nil {
+	if cfg := load(r); cfg.CurrentContext != "" || cfg.Contexts["prod"] != nil || cfg.Contexts["local"] == nil {
 		t.Errorf("after delete: %+v", cfg)
 	}
-	if res := r.run("config", "delete-context", "prod"); res.code != cmdutil.ExitUsage {
-		t.Errorf("delete unknown: exit %d", res.code)
+	if res := r.Run("config", "delete-context", "prod"); res.Code != cmdutil.ExitUsage {
+		t.Errorf("delete unknown: exit %d", res.Code)
 	}
 }
 
@@ -187,13 +156,13 @@ func TestUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := r.run(tt.args...)
-			if res.code != cmdutil.ExitUsage || !strings.Contains(res.errOut, tt.msg) {
-				t.Errorf("exit %d (want 2), stderr %q (want %q)", res.code, res.errOut, tt.msg)
+			res := r.Run(tt.args...)
+			if res.Code != cmdutil.ExitUsage || !strings.Contains(res.ErrOut, tt.msg) {
+				t.Errorf("exit %d (want 2), stderr %q (want %q)", res.Code, res.ErrOut, tt.msg)
 			}
 		})
 	}
-	if _, err := os.Stat(r.config); !os.IsNotExist(err) {
+	if _, err := os.Stat(r.Config); !os.IsNotExist(err) {
 		t.Errorf("a failed command wrote the configuration: %v", err)
 	}
 }
@@ -207,25 +176,25 @@ func TestContextIsUsed(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(env.AdminToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if res := r.run("rate-limit", "list"); res.code == 0 {
+	if res := r.Run("rate-limit", "list"); res.Code == 0 {
 		t.Fatal("rate-limit list worked without any context (is something serving the default address?)")
 	}
-	r.must("config", "set-context", "local", "--server", env.URL, "--token-file", tokenFile, "--use")
-	if got := r.must("rate-limit", "list", "-o", "name").out; !strings.Contains(got, "definition/quarantine:group:quarantine-callers:1") {
+	r.Must("config", "set-context", "local", "--server", env.URL, "--token-file", tokenFile, "--use")
+	if got := r.Must("rate-limit", "list", "-o", "name"); !strings.Contains(got, "definition/quarantine:group:quarantine-callers:1") {
 		t.Errorf("rate-limit list through the context: %q", got)
 	}
 	// Another context, selected per command with --context or RLCTL_CONTEXT.
-	r.must("config", "set-context", "dead", "--server", "http://127.0.0.1:1", "--token-file", tokenFile, "--use")
-	r.must("--context", "local", "rate-limit", "list")
-	r.env["RLCTL_CONTEXT"] = "local"
-	r.must("rate-limit", "list")
+	r.Must("config", "set-context", "dead", "--server", "http://127.0.0.1:1", "--token-file", tokenFile, "--use")
+	r.Must("--context", "local", "rate-limit", "list")
+	r.Environ["RLCTL_CONTEXT"] = "local"
+	r.Must("rate-limit", "list")
 }
 
 func TestCompleteContexts(t *testing.T) {
 	r := newRlctl(t)
-	r.must("config", "set-context", "prod", "--server", "https://rlapi.example.com")
-	r.must("config", "set-context", "local", "--server", "http://127.0.0.1:8080")
-	got := r.must("__complete", "config", "use-context", "p").out
+	r.Must("config", "set-context", "prod", "--server", "https://rlapi.example.com")
+	r.Must("config", "set-context", "local", "--server", "http://127.0.0.1:8080")
+	got := r.Must("__complete", "config", "use-context", "p")
 	if !strings.Contains(got, "prod\thttps://rlapi.example.com\n") || strings.Contains(got, "local") || !strings.HasSuffix(got, ":4\n") {
 		t.Errorf("completion: %q", got)
 	}
@@ -234,16 +203,10 @@ func TestCompleteContexts(t *testing.T) {
 // TestFlags checks flag parsing through runF, writing nothing.
 func TestFlags(t *testing.T) {
 	t.Parallel()
-	ios, _, _, _ := iostreams.Test()
-	f := cmdutil.NewFactory(ios, func(string) string { return "" })
+	f := clitest.Factory()
 	var got *configcmd.SetContextOptions
 	cmd := configcmd.NewCmdSetContext(f, func(o *configcmd.SetContextOptions) error { got = o; return nil })
-	exec := func(cmd *cobra.Command, args ...string) error {
-		cmd.SetArgs(args)
-		cmd.SetOut(ios.Out)
-		cmd.SetErr(ios.ErrOut)
-		return cmd.Execute()
-	}
+	exec := func(cmd *cobra.Command, args ...string) error { return clitest.Execute(f, cmd, args...) }
 	if err := exec(cmd, "prod", "--server", "https://x.example", "--token-file", "tok", "--use"); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -25,18 +24,11 @@ var Columns = []printer.Column[client.Counter]{
 		}
 		return strconv.Itoa(c.WindowSeconds) + "s"
 	}},
-	{Header: "WINDOW-START", Value: func(c client.Counter) string { return formatTime(c.WindowStart) }},
+	{Header: "WINDOW-START", Value: func(c client.Counter) string { return printer.Time(&c.WindowStart) }},
 	{Header: "COUNT", Value: func(c client.Counter) string { return strconv.FormatInt(c.Count, 10) }},
-	{Header: "EXPIRES", Value: func(c client.Counter) string { return formatTime(c.ExpiresAt) }},
+	{Header: "EXPIRES", Value: func(c client.Counter) string { return printer.Time(&c.ExpiresAt) }},
 	{Header: "DEFINITION", Wide: true, Value: func(c client.Counter) string { return c.DefinitionID }},
 	{Header: "WINDOW-INDEX", Wide: true, Value: func(c client.Counter) string { return strconv.FormatInt(c.WindowIndex, 10) }},
-}
-
-func formatTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 func keyOf(c client.Counter) string { return c.Key }

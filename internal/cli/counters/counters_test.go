@@ -3,16 +3,12 @@ package counters_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rlctl/rlctl/internal/api"
-	"github.com/rlctl/rlctl/internal/apitest"
-	"github.com/rlctl/rlctl/internal/cli"
+	"github.com/rlctl/rlctl/internal/cli/clitest"
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/counters"
-	"github.com/rlctl/rlctl/internal/cli/iostreams"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	rl "github.com/rlctl/rlctl/pkg/ratelimit"
@@ -37,17 +33,13 @@ func TestSelectorFlags(t *testing.T) {
 		for _, verb := range []string{"get", "reset"} {
 			t.Run(verb+" "+strings.Join(tt.args, " "), func(t *testing.T) {
 				t.Parallel()
-				ios, _, _, _ := iostreams.Test()
-				f := cmdutil.NewFactory(ios, func(string) string { return "" })
+				f := clitest.Factory()
 				var got client.CounterSelector
 				cmd := counters.NewCmdGet(f, func(o *counters.GetOptions) error { got = o.Selector; return nil })
 				if verb == "reset" {
 					cmd = counters.NewCmdReset(f, func(o *counters.ResetOptions) error { got = o.Selector; return nil })
 				}
-				cmd.SetArgs(tt.args)
-				cmd.SetOut(ios.Out)
-				cmd.SetErr(ios.ErrOut)
-				err := cmd.Execute()
+				err := clitest.Execute(f, cmd, tt.args...)
 				switch {
 				case tt.wantErr == "" && err != nil:
 					t.Fatalf("err = %v", err)
@@ -63,25 +55,14 @@ func TestSelectorFlags(t *testing.T) {
 	}
 }
 
-// harness runs rlctl command lines against one real rlapi whose enforcer
-// has counted some calls.
-type harness struct {
-	t      *testing.T
-	env    *apitest.Env
-	config string
-}
-
-// start serves rlapi, and lets alice make 3 calls and al 1 to mcpgw, under a
-// caller group limit and a target limit.
-func start(t *testing.T) *harness {
+// start serves rlapi, in parallel with the other tests, and lets alice
+// make 3 calls and al 1 to mcpgw, under a caller group limit and a target
+// limit.
+func start(t *testing.T) *clitest.Rlctl {
 	t.Helper()
-	t.Parallel()
-	h := &harness{t: t, env: apitest.Start(t, api.Config{}), config: filepath.Join(t.TempDir(), "config.yaml")}
+	h := clitest.StartParallel(t)
 	ctx := context.Background()
-	c, err := client.New(h.env.URL, client.Options{Token: h.env.AdminToken})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := h.Client()
 	limit, target := 100, 500
 	for _, d := range []rl.Definition{
 		{Axis: "caller", EntityType: "group", Name: "developers", WindowSeconds: 60, UserMaxRequests: &limit, Enabled: true},
@@ -96,57 +77,26 @@ func start(t *testing.T) *harness {
 			t.Fatal(err)
 		}
 	}
-	if err := h.env.Enforcer.Refresh(ctx); err != nil {
+	if err := h.Env.Enforcer.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range []string{"alice", "alice", "alice", "al"} {
-		if d, err := h.env.Enforcer.Check(ctx, enforce.Call{Username: u, TargetType: "mcp_server", TargetName: "mcpgw"}); err != nil || !d.Allowed {
+		if d, err := h.Env.Enforcer.Check(ctx, enforce.Call{Username: u, TargetType: "mcp_server", TargetName: "mcpgw"}); err != nil || !d.Allowed {
 			t.Fatalf("check %s = %+v, %v", u, d, err)
 		}
 	}
 	return h
 }
 
-type result struct {
-	code        int
-	out, errOut string
-}
-
-func (h *harness) run(tok string, tty bool, stdin string, args ...string) result {
-	h.t.Helper()
-	ios, in, out, errOut := iostreams.Test()
-	in.WriteString(stdin)
-	ios.SetStdinTTY(tty)
-	ios.SetStdoutTTY(tty)
-	getenv := func(k string) string {
-		if k == "RLCTL_CONFIG" {
-			return h.config
-		}
-		return ""
-	}
-	full := append([]string{"--server", h.env.URL, "--token", tok, "--no-color"}, args...)
-	code := cli.Run(context.Background(), full, ios, getenv)
-	return result{code, out.String(), errOut.String()}
-}
-
-func (h *harness) must(args ...string) string {
-	h.t.Helper()
-	r := h.run(h.env.AdminToken, false, "", args...)
-	if r.code != 0 {
-		h.t.Fatalf("rlctl %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.out, r.errOut)
-	}
-	return r.out
-}
-
 // counts reads a subject's counters through `counters get -o json`, summed
 // per key (a run across a window boundary splits a key over two windows).
-func (h *harness) counts(flag, value string) map[string]int64 {
-	h.t.Helper()
+func counts(h *clitest.Rlctl, flag, value string) map[string]int64 {
+	h.T.Helper()
 	var doc struct {
 		Counters []client.Counter `json:"counters"`
 	}
-	if err := json.Unmarshal([]byte(h.must("counters", "get", flag, value, "-o", "json")), &doc); err != nil {
-		h.t.Fatal(err)
+	if err := json.Unmarshal([]byte(h.Must("counters", "get", flag, value, "-o", "json")), &doc); err != nil {
+		h.T.Fatal(err)
 	}
 	out := map[string]int64{}
 	for _, c := range doc.Counters {
@@ -169,51 +119,51 @@ func sameCounts(a, b map[string]int64) bool {
 
 func TestGet(t *testing.T) {
 	h := start(t)
-	if got := h.counts("--caller", "user:alice"); !sameCounts(got, map[string]int64{"c|60|user:alice": 3}) {
+	if got := counts(h, "--caller", "user:alice"); !sameCounts(got, map[string]int64{"c|60|user:alice": 3}) {
 		t.Errorf("alice = %v", got)
 	}
-	if got := h.counts("--target", "mcp_server:/mcpgw/"); !sameCounts(got, map[string]int64{"t|target:mcp_server:mcpgw:60": 4}) {
+	if got := counts(h, "--target", "mcp_server:/mcpgw/"); !sameCounts(got, map[string]int64{"t|target:mcp_server:mcpgw:60": 4}) {
 		t.Errorf("mcpgw = %v", got)
 	}
 
 	// On a terminal: aligned, with a header.
-	r := h.run(h.env.AdminToken, true, "", "counters", "get", "--definition", "target:mcp_server:mcpgw:60")
-	lines := strings.Split(strings.TrimSpace(r.out), "\n")
-	if r.code != 0 || len(lines) < 2 || strings.Join(strings.Fields(lines[0]), " ") != "KEY WINDOW WINDOW-START COUNT EXPIRES" ||
+	r := h.RunWith(clitest.Opts{TTY: true}, "counters", "get", "--definition", "target:mcp_server:mcpgw:60")
+	lines := strings.Split(strings.TrimSpace(r.Out), "\n")
+	if r.Code != 0 || len(lines) < 2 || strings.Join(strings.Fields(lines[0]), " ") != "KEY WINDOW WINDOW-START COUNT EXPIRES" ||
 		!strings.HasPrefix(strings.Join(strings.Fields(lines[1]), " "), "t|target:mcp_server:mcpgw:60 60s 20") ||
 		strings.Index(lines[0], "WINDOW ") != strings.Index(lines[1], "60s") {
-		t.Errorf("table on a terminal: exit %d\n%q\n%q", r.code, r.out, r.errOut)
+		t.Errorf("table on a terminal: exit %d\n%q\n%q", r.Code, r.Out, r.ErrOut)
 	}
 	// Piped: tab-separated, no header.
-	piped := strings.Split(strings.TrimSpace(h.must("counters", "get", "--caller", "user:al")), "\t")
+	piped := strings.Split(strings.TrimSpace(h.Must("counters", "get", "--caller", "user:al")), "\t")
 	if len(piped) != 5 || piped[0] != "c|60|user:al" || piped[1] != "60s" || piped[3] != "1" {
 		t.Errorf("piped row = %q", piped)
 	}
 	// Wide adds the definition and the window index.
-	if out := h.must("counters", "get", "--target", "mcp_server:mcpgw", "-o", "wide"); len(strings.Split(strings.Split(out, "\n")[0], "\t")) != 7 ||
+	if out := h.Must("counters", "get", "--target", "mcp_server:mcpgw", "-o", "wide"); len(strings.Split(strings.Split(out, "\n")[0], "\t")) != 7 ||
 		!strings.Contains(out, "\ttarget:mcp_server:mcpgw:60\t") {
 		t.Errorf("-o wide = %q", out)
 	}
-	if out := h.must("counters", "get", "--caller", "user:alice", "-o", "yaml"); !strings.HasPrefix(out, "counters:\n- count: 3\n") {
+	if out := h.Must("counters", "get", "--caller", "user:alice", "-o", "yaml"); !strings.HasPrefix(out, "counters:\n- count: 3\n") {
 		t.Errorf("-o yaml = %q", out)
 	}
-	if out := h.must("counters", "get", "--caller", "user:alice", "-o", "name"); out != "counter/c|60|user:alice\n" {
+	if out := h.Must("counters", "get", "--caller", "user:alice", "-o", "name"); out != "counter/c|60|user:alice\n" {
 		t.Errorf("-o name = %q", out)
 	}
 
 	// Nothing to show: said on stderr, stdout stays empty.
-	r = h.run(h.env.AdminToken, true, "", "counters", "get", "--caller", "user:nobody")
-	if r.code != 0 || r.out != "" || !strings.Contains(r.errOut, "No live counters for caller user:nobody") {
-		t.Errorf("empty: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
+	r = h.RunWith(clitest.Opts{TTY: true}, "counters", "get", "--caller", "user:nobody")
+	if r.Code != 0 || r.Out != "" || !strings.Contains(r.ErrOut, "No live counters for caller user:nobody") {
+		t.Errorf("empty: exit %d, stdout %q, stderr %q", r.Code, r.Out, r.ErrOut)
 	}
-	if out := h.must("counters", "get", "--caller", "user:nobody", "-o", "json"); strings.TrimSpace(out) != "{\n  \"counters\": []\n}" {
+	if out := h.Must("counters", "get", "--caller", "user:nobody", "-o", "json"); strings.TrimSpace(out) != "{\n  \"counters\": []\n}" {
 		t.Errorf("empty -o json = %q", out)
 	}
 
 	// The server's refusal, as is, with the "refused" exit code.
-	r = h.run(h.env.AdminToken, false, "", "counters", "get", "--caller", "alice")
-	if r.code != cmdutil.ExitRefused || !strings.Contains(r.errOut, "caller: must be user:<name> or agent:<client id>") {
-		t.Errorf("bad caller: exit %d, stderr %q", r.code, r.errOut)
+	r = h.Run("counters", "get", "--caller", "alice")
+	if r.Code != cmdutil.ExitRefused || !strings.Contains(r.ErrOut, "caller: must be user:<name> or agent:<client id>") {
+		t.Errorf("bad caller: exit %d, stderr %q", r.Code, r.ErrOut)
 	}
 }
 
@@ -224,56 +174,56 @@ func TestReset(t *testing.T) {
 	reset := []string{"counters", "reset", "--caller", "user:al"}
 
 	// Off a terminal, only with --yes.
-	r := h.run(h.env.AdminToken, false, "", reset...)
-	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "pass --yes") {
-		t.Errorf("without --yes: exit %d, stderr %q", r.code, r.errOut)
+	r := h.Run(reset...)
+	if r.Code != cmdutil.ExitUsage || !strings.Contains(r.ErrOut, "pass --yes") {
+		t.Errorf("without --yes: exit %d, stderr %q", r.Code, r.ErrOut)
 	}
 	// On a terminal, the answer decides.
-	r = h.run(h.env.AdminToken, true, "n\n", reset...)
-	if r.code != cmdutil.ExitError || !strings.Contains(r.errOut, "Reset the counters of caller user:al? [y/N]") {
-		t.Errorf("declined: exit %d, stderr %q", r.code, r.errOut)
+	r = h.RunWith(clitest.Opts{TTY: true, Stdin: "n\n"}, reset...)
+	if r.Code != cmdutil.ExitError || !strings.Contains(r.ErrOut, "Reset the counters of caller user:al? [y/N]") {
+		t.Errorf("declined: exit %d, stderr %q", r.Code, r.ErrOut)
 	}
 	// A dry run asks nothing and changes nothing.
-	if out := h.must(append(reset, "--dry-run")...); out != "caller user:al: 1 counter would be reset\n" {
+	if out := h.Must(append(reset, "--dry-run")...); out != "caller user:al: 1 counter would be reset\n" {
 		t.Errorf("dry run = %q", out)
 	}
-	if got := h.counts("--caller", "user:al"); !sameCounts(got, al) {
+	if got := counts(h, "--caller", "user:al"); !sameCounts(got, al) {
 		t.Errorf("al after a declined reset and a dry run = %v", got)
 	}
 
-	r = h.run(h.env.AdminToken, true, "y\n", reset...)
-	if r.code != 0 || r.out != "caller user:al: 1 counter reset\n" {
-		t.Errorf("confirmed: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
+	r = h.RunWith(clitest.Opts{TTY: true, Stdin: "y\n"}, reset...)
+	if r.Code != 0 || r.Out != "caller user:al: 1 counter reset\n" {
+		t.Errorf("confirmed: exit %d, stdout %q, stderr %q", r.Code, r.Out, r.ErrOut)
 	}
-	if got := h.counts("--caller", "user:al"); len(got) != 0 {
+	if got := counts(h, "--caller", "user:al"); len(got) != 0 {
 		t.Errorf("al after the reset = %v", got)
 	}
-	if got := h.counts("--caller", "user:alice"); !sameCounts(got, alice) {
+	if got := counts(h, "--caller", "user:alice"); !sameCounts(got, alice) {
 		t.Errorf("alice after al's reset = %v", got)
 	}
 
 	// A viewer may look but not reset.
-	viewer := h.env.Token(t, "grafana", "viewer")
-	if r := h.run(viewer, false, "", "counters", "get", "--caller", "user:alice"); r.code != 0 {
-		t.Errorf("viewer get: exit %d, stderr %q", r.code, r.errOut)
+	viewer := h.Env.Token(t, "grafana", "viewer")
+	if r := h.RunWith(clitest.Opts{Token: viewer}, "counters", "get", "--caller", "user:alice"); r.Code != 0 {
+		t.Errorf("viewer get: exit %d, stderr %q", r.Code, r.ErrOut)
 	}
-	if r := h.run(viewer, false, "", "counters", "reset", "--caller", "user:alice", "--yes"); r.code != cmdutil.ExitAuth {
-		t.Errorf("viewer reset: exit %d, stderr %q", r.code, r.errOut)
+	if r := h.RunWith(clitest.Opts{Token: viewer}, "counters", "reset", "--caller", "user:alice", "--yes"); r.Code != cmdutil.ExitAuth {
+		t.Errorf("viewer reset: exit %d, stderr %q", r.Code, r.ErrOut)
 	}
 
 	var doc map[string]any
-	if err := json.Unmarshal([]byte(h.must("counters", "reset", "--target", "mcp_server:mcpgw", "--yes", "-o", "json")), &doc); err != nil {
+	if err := json.Unmarshal([]byte(h.Must("counters", "reset", "--target", "mcp_server:mcpgw", "--yes", "-o", "json")), &doc); err != nil {
 		t.Fatal(err)
 	}
 	if doc["reset"] != true || doc["removed"] != 1.0 {
 		t.Errorf("reset -o json = %v", doc)
 	}
-	if got := h.counts("--caller", "user:alice"); !sameCounts(got, alice) {
+	if got := counts(h, "--caller", "user:alice"); !sameCounts(got, alice) {
 		t.Errorf("alice after mcpgw's reset = %v", got)
 	}
 
 	// The audit log has both resets.
-	out := h.must("audit", "list", "--resource", "counters", "-o", "json")
+	out := h.Must("audit", "list", "--resource", "counters", "-o", "json")
 	for _, id := range []string{`"resource_id": "caller=user:al"`, `"resource_id": "target=mcp_server:mcpgw"`} {
 		if !strings.Contains(out, id) {
 			t.Errorf("audit list lacks %s:\n%s", id, out)

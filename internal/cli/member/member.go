@@ -4,7 +4,6 @@ package member
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -76,10 +75,8 @@ func NewCmdSet(f *cmdutil.Factory, runF func(*SetOptions) error) *cobra.Command 
   rlctl member set --subject-type client --subject my-agent-client-id --groups power-users,batch`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, req := range []string{"subject-type", "subject", "groups"} {
-				if !cmd.Flags().Changed(req) {
-					return cmdutil.FlagErrorf("--%s is required", req)
-				}
+			if err := cmdutil.RequireFlags(cmd, "subject-type", "subject", "groups"); err != nil {
+				return err
 			}
 			opts.Membership.Groups = splitList(groups)
 			if runF != nil {
@@ -152,20 +149,13 @@ func NewCmdList(f *cmdutil.Factory, runF func(*ListOptions) error) *cobra.Comman
 			if runF != nil {
 				return runF(opts)
 			}
-			c, err := f.Client()
-			if err != nil {
-				return err
-			}
-			ms, err := c.ListAllMemberships(cmd.Context(), opts.Filter)
-			if err != nil {
-				return err
-			}
-			if ms == nil {
-				ms = []rl.Membership{}
-			}
-			return printer.List(f.IOStreams, f.Global.Output, ms, Columns, struct {
-				Memberships []rl.Membership `json:"memberships"`
-			}{ms}, "membership", idOf)
+			return cmdutil.RunList(cmd.Context(), f, func(ctx context.Context, c *client.Client) ([]rl.Membership, error) {
+				return c.ListAllMemberships(ctx, opts.Filter)
+			}, Columns, func(ms []rl.Membership) any {
+				return struct {
+					Memberships []rl.Membership `json:"memberships"`
+				}{ms}
+			}, "membership", idOf)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Filter.Group, "group", "", "only members of this group")
@@ -175,37 +165,11 @@ func NewCmdList(f *cmdutil.Factory, runF func(*ListOptions) error) *cobra.Comman
 }
 
 // IDOptions are the inputs of the commands on one membership.
-type IDOptions struct {
-	Factory *cmdutil.Factory
-	ID      string
-	Yes     bool
-	DryRun  bool
-	Flat    bool
-}
+type IDOptions = cmdutil.IDOptions
 
+// idCommand builds a command taking one membership id, positionally or as --id.
 func idCommand(f *cmdutil.Factory, use, short, example string, run func(context.Context, *IDOptions) error, runF func(*IDOptions) error) (*cobra.Command, *IDOptions) {
-	opts := &IDOptions{Factory: f}
-	var flagID string
-	cmd := &cobra.Command{
-		Use:               use + " [ID]",
-		Short:             short,
-		Example:           example,
-		Args:              cmdutil.MaximumNArgs(1),
-		ValidArgsFunction: CompleteSubjects(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := cmdutil.IDArg(args, flagID)
-			if err != nil {
-				return err
-			}
-			opts.ID = id
-			if runF != nil {
-				return runF(opts)
-			}
-			return run(cmd.Context(), opts)
-		},
-	}
-	cmd.Flags().StringVar(&flagID, "id", "", "membership id, <subject_type>:<subject>")
-	return cmd, opts
+	return cmdutil.NewCmdID(f, use, short, example, "membership id, <subject_type>:<subject>", CompleteSubjects(f), run, runF)
 }
 
 // NewCmdGet builds `member get`.
@@ -228,29 +192,9 @@ func NewCmdGet(f *cmdutil.Factory, runF func(*IDOptions) error) *cobra.Command {
 // which does not prompt).
 func NewCmdDelete(f *cmdutil.Factory, flat bool, runF func(*IDOptions) error) *cobra.Command {
 	cmd, opts := idCommand(f, "delete", "Delete a membership", "  rlctl member delete user:alice --yes", func(ctx context.Context, o *IDOptions) error {
-		if !o.Flat && !o.DryRun {
-			if err := f.Confirm(o.Yes, fmt.Sprintf("delete membership %s", o.ID)); err != nil {
-				return err
-			}
-		}
-		c, err := f.Client()
-		if err != nil {
-			return err
-		}
-		if _, err := c.DeleteMembership(ctx, o.ID, client.WriteOptions{DryRun: o.DryRun}); err != nil {
-			return err
-		}
-		verb := "deleted"
-		if o.DryRun {
-			verb = "would be deleted"
-		}
-		_, err = fmt.Fprintf(f.IOStreams.Out, "membership/%s %s\n", o.ID, verb)
-		return err
+		return cmdutil.DeleteRun(ctx, o, "membership", (*client.Client).DeleteMembership)
 	}, runF)
-	opts.Flat = flat
-	cmd.Aliases = []string{"rm"}
-	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
-	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would be deleted, deleting nothing")
+	cmdutil.DeleteFlags(cmd, opts, flat)
 	return cmd
 }
 
@@ -258,48 +202,36 @@ func NewCmdDelete(f *cmdutil.Factory, flat bool, runF func(*IDOptions) error) *c
 // definitions and groups in memberships).
 func CompleteGroups(f *cmdutil.Factory) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		c, err := f.Client()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		// Complete the last element of a comma-separated list.
-		prefix, last := "", toComplete
-		if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
-			prefix, last = toComplete[:i+1], toComplete[i+1:]
-		}
-		seen := map[string]bool{}
-		defs, err := c.ListAllDefinitions(ctx, client.DefinitionFilter{EntityType: rl.EntityGroup})
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
-		}
-		var out []string
-		for _, d := range defs {
-			if !seen[d.Name] && strings.HasPrefix(d.Name, last) {
-				seen[d.Name] = true
-				out = append(out, prefix+d.Name)
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+		return cmdutil.CompleteFromServer(f, toComplete, cobra.ShellCompDirectiveNoFileComp|cobra.ShellCompDirectiveNoSpace,
+			func(ctx context.Context, c *client.Client, toComplete string) ([]string, error) {
+				// Complete the last element of a comma-separated list.
+				prefix, last := "", toComplete
+				if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+					prefix, last = toComplete[:i+1], toComplete[i+1:]
+				}
+				seen := map[string]bool{}
+				defs, err := c.ListAllDefinitions(ctx, client.DefinitionFilter{EntityType: rl.EntityGroup})
+				if err != nil {
+					return nil, err
+				}
+				var out []string
+				for _, d := range defs {
+					if !seen[d.Name] && strings.HasPrefix(d.Name, last) {
+						seen[d.Name] = true
+						out = append(out, prefix+d.Name)
+					}
+				}
+				return out, nil
+			})
 	}
 }
 
 // CompleteSubjects completes membership ids from the server.
 func CompleteSubjects(f *cmdutil.Factory) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		c, err := f.Client()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
+	return cmdutil.CompleteArg(f, func(ctx context.Context, c *client.Client, toComplete string) ([]string, error) {
 		ms, err := c.ListAllMemberships(ctx, client.MembershipFilter{})
 		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+			return nil, err
 		}
 		var out []string
 		for _, m := range ms {
@@ -307,6 +239,6 @@ func CompleteSubjects(f *cmdutil.Factory) func(*cobra.Command, []string, string)
 				out = append(out, m.ID+"\t"+strings.Join(m.Groups, ","))
 			}
 		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
+		return out, nil
+	})
 }

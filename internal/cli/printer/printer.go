@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/lipgloss"
 	"sigs.k8s.io/yaml"
@@ -43,6 +44,15 @@ type Column[T any] struct {
 	Header string
 	Wide   bool
 	Value  func(T) string
+}
+
+// Time renders a time for a table cell: RFC 3339 in UTC, or "-" when
+// there is none (nil or zero).
+func Time(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 // List prints items. doc is what JSON and YAML print (the API's envelope,

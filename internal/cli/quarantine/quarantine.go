@@ -21,20 +21,13 @@ type row struct {
 	client.QuarantineEntry
 }
 
-func formatTime(t *time.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
 // Columns of the quarantine table.
 var Columns = []printer.Column[row]{
 	{Header: "SCOPE", Value: func(r row) string { return r.Scope }},
 	{Header: "ID", Value: func(r row) string { return r.ID }},
 	{Header: "REASON", Value: func(r row) string { return r.Reason }},
-	{Header: "SINCE", Value: func(r row) string { return formatTime(r.QuarantinedAt) }},
-	{Header: "EXPIRES", Value: func(r row) string { return formatTime(r.ExpiresAt) }},
+	{Header: "SINCE", Value: func(r row) string { return printer.Time(r.QuarantinedAt) }},
+	{Header: "EXPIRES", Value: func(r row) string { return printer.Time(r.ExpiresAt) }},
 	{Header: "STATE", Value: func(r row) string {
 		if r.Expired {
 			return "expired"
@@ -86,12 +79,7 @@ func subjectFlags(cmd *cobra.Command, opts *SubjectOptions) {
 }
 
 func requireSubject(cmd *cobra.Command) error {
-	for _, req := range []string{"subject-type", "subject"} {
-		if !cmd.Flags().Changed(req) {
-			return cmdutil.FlagErrorf("--%s is required", req)
-		}
-	}
-	return nil
+	return cmdutil.RequireFlags(cmd, "subject-type", "subject")
 }
 
 // NewCmdAdd builds `quarantine add`. The grouped verb asks for

@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -16,33 +15,12 @@ import (
 func NewCmdDelete(f *cmdutil.Factory, flat bool, runF func(*IDOptions) error) *cobra.Command {
 	cmd, opts := idCommand(f, "delete", "Delete a rate-limit definition",
 		"  rlctl rate-limit delete caller:group:developers:60 --yes", deleteRun, runF)
-	opts.Flat = flat
-	cmd.Aliases = []string{"rm"}
-	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
-	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would be deleted, deleting nothing")
+	cmdutil.DeleteFlags(cmd, opts, flat)
 	return cmd
 }
 
 func deleteRun(ctx context.Context, opts *IDOptions) error {
-	f := opts.Factory
-	if !opts.Flat && !opts.DryRun {
-		if err := f.Confirm(opts.Yes, fmt.Sprintf("delete definition %s", opts.ID)); err != nil {
-			return err
-		}
-	}
-	c, err := f.Client()
-	if err != nil {
-		return err
-	}
-	if _, err := c.DeleteDefinition(ctx, opts.ID, client.WriteOptions{DryRun: opts.DryRun}); err != nil {
-		return err
-	}
-	verb := "deleted"
-	if opts.DryRun {
-		verb = "would be deleted"
-	}
-	_, err = fmt.Fprintf(f.IOStreams.Out, "definition/%s %s\n", opts.ID, verb)
-	return err
+	return cmdutil.DeleteRun(ctx, opts, "definition", (*client.Client).DeleteDefinition)
 }
 
 // NewCmdEnable builds `rate-limit enable`.

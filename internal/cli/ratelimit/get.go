@@ -10,38 +10,11 @@ import (
 )
 
 // IDOptions are the inputs of the commands that act on one definition.
-type IDOptions struct {
-	Factory *cmdutil.Factory
-	ID      string
-	Yes     bool
-	DryRun  bool
-	// Flat is set for the reference's flat commands, which never prompt.
-	Flat bool
-}
+type IDOptions = cmdutil.IDOptions
 
 // idCommand builds a command taking one definition id, positionally or as --id.
 func idCommand(f *cmdutil.Factory, use, short, example string, run func(context.Context, *IDOptions) error, runF func(*IDOptions) error) (*cobra.Command, *IDOptions) {
-	opts := &IDOptions{Factory: f}
-	var flagID string
-	cmd := &cobra.Command{
-		Use:               use + " [ID]",
-		Short:             short,
-		Example:           example,
-		Args:              cmdutil.MaximumNArgs(1),
-		ValidArgsFunction: CompleteDefinitionIDs(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := cmdutil.IDArg(args, flagID)
-			if err != nil {
-				return err
-			}
-			opts.ID = id
-			if runF != nil {
-				return runF(opts)
-			}
-			return run(cmd.Context(), opts)
-		},
-	}
-	cmd.Flags().StringVar(&flagID, "id", "", "definition id, <axis>:<entity_type>:<name>:<window_seconds>")
+	cmd, opts := cmdutil.NewCmdID(f, use, short, example, "definition id, <axis>:<entity_type>:<name>:<window_seconds>", CompleteDefinitionIDs(f), run, runF)
 	_ = cmd.RegisterFlagCompletionFunc("id", CompleteDefinitionIDs(f))
 	return cmd, opts
 }

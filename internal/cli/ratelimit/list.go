@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
-	"github.com/rlctl/rlctl/internal/cli/printer"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -58,16 +57,7 @@ type definitionList struct {
 }
 
 func listRun(ctx context.Context, opts *ListOptions) error {
-	c, err := opts.Factory.Client()
-	if err != nil {
-		return err
-	}
-	defs, err := c.ListAllDefinitions(ctx, opts.Filter)
-	if err != nil {
-		return err
-	}
-	if defs == nil {
-		defs = []ratelimit.Definition{}
-	}
-	return printer.List(opts.Factory.IOStreams, opts.Factory.Global.Output, defs, Columns, definitionList{defs}, "definition", idOf)
+	return cmdutil.RunList(ctx, opts.Factory, func(ctx context.Context, c *client.Client) ([]ratelimit.Definition, error) {
+		return c.ListAllDefinitions(ctx, opts.Filter)
+	}, Columns, func(defs []ratelimit.Definition) any { return definitionList{defs} }, "definition", idOf)
 }

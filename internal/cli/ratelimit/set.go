@@ -54,10 +54,8 @@ the same group are two definitions with different --window-seconds.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d := &opts.Definition
 			fl := cmd.Flags()
-			for _, req := range []string{"axis", "entity-type", "name", "window-seconds"} {
-				if !fl.Changed(req) {
-					return cmdutil.FlagErrorf("--%s is required", req)
-				}
+			if err := cmdutil.RequireFlags(cmd, "axis", "entity-type", "name", "window-seconds"); err != nil {
+				return err
 			}
 			if fl.Changed("max-requests") {
 				d.MaxRequests = &maxReq

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlctl/rlctl/internal/cli/clitest"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -17,10 +18,10 @@ import (
 // routes, the way people and other tools write: limits of each axis, a
 // server group, memberships, two quarantines (one expiring), an admin.
 // It returns how many objects export lists.
-func seed(t *testing.T, r *rlctl) int {
+func seed(t *testing.T, r *clitest.Rlctl) int {
 	t.Helper()
 	ctx := context.Background()
-	c := r.client()
+	c := r.Client()
 	defs := []ratelimit.Definition{
 		{Axis: "caller", EntityType: "group", Name: "developers", WindowSeconds: 60, UserMaxRequests: ptr(100), AgentMaxRequests: ptr(50), Enabled: true},
 		{Axis: "caller", EntityType: "group", Name: "developers", WindowSeconds: 86400, UserMaxRequests: ptr(5000), Enabled: true, Description: "daily cap"},
@@ -63,11 +64,11 @@ var serverField = regexp.MustCompile(`(?m)^[ -]*(id|version|created_at|updated_a
 
 func TestExportThenApplyIsNoOp(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
+	r := clitest.Start(t)
 	n := seed(t, r)
 	dir := t.TempDir()
 
-	yamlDoc := r.must("export")
+	yamlDoc := r.Must("export")
 	if !strings.HasPrefix(yamlDoc, "apiVersion: rlctl/v1\nkind: State\ndefinitions:\n") {
 		t.Errorf("export does not start with the header and definitions:\n%s", yamlDoc)
 	}
@@ -80,47 +81,47 @@ func TestExportThenApplyIsNoOp(t *testing.T) {
 			t.Errorf("export lacks %q:\n%s", want, yamlDoc)
 		}
 	}
-	if again := r.must("export"); again != yamlDoc {
+	if again := r.Must("export"); again != yamlDoc {
 		t.Errorf("two exports differ:\n%s\n---\n%s", yamlDoc, again)
 	}
 	file := writeFile(t, dir, "state.yaml", yamlDoc)
 
-	if got := r.must("apply", "-f", file); got != summary(0, 0, 0, n) {
+	if got := r.Must("apply", "-f", file); got != summary(0, 0, 0, n) {
 		t.Errorf("apply of the export printed %q, want only %q", got, summary(0, 0, 0, n))
 	}
 	for _, args := range [][]string{{"diff", "-f", file}, {"diff", "-f", file, "--prune"}} {
-		if res := r.run(args...); res.code != 0 || res.out != summary(0, 0, 0, n) {
-			t.Errorf("%v after apply: exit %d, %q (stderr %q)", args, res.code, res.out, res.errOut)
+		if res := r.Run(args...); res.Code != 0 || res.Out != summary(0, 0, 0, n) {
+			t.Errorf("%v after apply: exit %d, %q (stderr %q)", args, res.Code, res.Out, res.ErrOut)
 		}
 	}
-	if got := r.must("apply", "-f", file, "--prune", "--yes"); got != summary(0, 0, 0, n) {
+	if got := r.Must("apply", "-f", file, "--prune", "--yes"); got != summary(0, 0, 0, n) {
 		t.Errorf("apply --prune of the export printed %q", got)
 	}
-	if after := r.must("export"); after != yamlDoc {
+	if after := r.Must("export"); after != yamlDoc {
 		t.Errorf("applying the export changed the export:\n%s\n---\n%s", yamlDoc, after)
 	}
 
 	// The same in JSON, through a file and through stdin.
 	jsonFile := filepath.Join(dir, "state.json")
-	r.expect(0, "export", "--file", jsonFile)
-	if got := r.must("apply", "-f", jsonFile); got != summary(0, 0, 0, n) {
+	r.Expect(0, "export", "--file", jsonFile)
+	if got := r.Must("apply", "-f", jsonFile); got != summary(0, 0, 0, n) {
 		t.Errorf("apply of the JSON export printed %q", got)
 	}
-	jsonDoc := r.must("export", "-o", "json")
+	jsonDoc := r.Must("export", "-o", "json")
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(jsonDoc), &doc); err != nil || doc["apiVersion"] != "rlctl/v1" || doc["kind"] != "State" {
 		t.Errorf("export -o json: %v\n%s", err, jsonDoc)
 	}
-	if res := r.runWith(opts{stdin: jsonDoc}, "diff", "-f", "-"); res.code != 0 {
-		t.Errorf("export | diff -f -: exit %d\n%s%s", res.code, res.out, res.errOut)
+	if res := r.RunWith(clitest.Opts{Stdin: jsonDoc}, "diff", "-f", "-"); res.Code != 0 {
+		t.Errorf("export | diff -f -: exit %d\n%s%s", res.Code, res.Out, res.ErrOut)
 	}
 }
 
 func TestDiffExitsSixOnChanges(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
+	r := clitest.Start(t)
 	seed(t, r)
-	before := r.must("export")
+	before := r.Must("export")
 	edited := strings.Replace(before, "user_max_requests: 100\n", "user_max_requests: 200\n", 1)
 	edited = strings.Replace(edited, "definitions:\n", `definitions:
 - axis: target
@@ -131,40 +132,40 @@ func TestDiffExitsSixOnChanges(t *testing.T) {
 `, 1)
 	file := writeFile(t, t.TempDir(), "state.yaml", edited)
 
-	res := r.expect(6, "diff", "-f", file)
+	res := r.Expect(6, "diff", "-f", file)
 	want := "definition/caller:group:developers:60 configured: user_max_requests: 100 -> 200\n" +
 		"definition/target:mcp_server:new-server:60 created\n"
-	if !strings.HasPrefix(res.out, want) || !strings.HasSuffix(res.out, summary(1, 1, 0, 10)) {
-		t.Errorf("diff printed:\n%s\nwant:\n%s%s", res.out, want, summary(1, 1, 0, 10))
+	if !strings.HasPrefix(res.Out, want) || !strings.HasSuffix(res.Out, summary(1, 1, 0, 10)) {
+		t.Errorf("diff printed:\n%s\nwant:\n%s%s", res.Out, want, summary(1, 1, 0, 10))
 	}
-	if res.errOut != "" {
-		t.Errorf("diff wrote to stderr: %q", res.errOut)
+	if res.ErrOut != "" {
+		t.Errorf("diff wrote to stderr: %q", res.ErrOut)
 	}
 
-	res = r.expect(6, "diff", "-f", file, "-o", "json")
+	res = r.Expect(6, "diff", "-f", file, "-o", "json")
 	var report client.ApplyResult
-	if err := json.Unmarshal([]byte(res.out), &report); err != nil {
-		t.Fatalf("diff -o json: %v\n%s", err, res.out)
+	if err := json.Unmarshal([]byte(res.Out), &report); err != nil {
+		t.Fatalf("diff -o json: %v\n%s", err, res.Out)
 	}
 	if !report.DryRun || report.Created != 1 || report.Updated != 1 || len(report.Changes) != 2 || report.Changes[0].Fields[0].Field != "user_max_requests" {
 		t.Errorf("diff -o json: %+v", report)
 	}
-	if after := r.must("export"); after != before {
+	if after := r.Must("export"); after != before {
 		t.Error("diff changed the server")
 	}
 
 	// apply prints the same lines, then diff finds nothing.
-	if got := r.must("apply", "-f", file); got != want+summary(1, 1, 0, 10) {
+	if got := r.Must("apply", "-f", file); got != want+summary(1, 1, 0, 10) {
 		t.Errorf("apply printed:\n%s", got)
 	}
-	if res := r.run("diff", "-f", file); res.code != 0 {
-		t.Errorf("diff after apply: exit %d\n%s", res.code, res.out)
+	if res := r.Run("diff", "-f", file); res.Code != 0 {
+		t.Errorf("diff after apply: exit %d\n%s", res.Code, res.Out)
 	}
 }
 
 func TestPruneOnlyWithTheFlag(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
+	r := clitest.Start(t)
 	seed(t, r)
 	dir := t.TempDir()
 	// Only one definition; no memberships or admins section.
@@ -178,24 +179,24 @@ definitions:
   user_max_requests: 100
   agent_max_requests: 50
 `)
-	if got := r.must("apply", "-f", file); got != summary(0, 0, 0, 1) {
+	if got := r.Must("apply", "-f", file); got != summary(0, 0, 0, 1) {
 		t.Errorf("apply without --prune: %q", got)
 	}
-	if got := r.must("export", "-o", "name"); strings.Count(got, "definition/") != 6 {
+	if got := r.Must("export", "-o", "name"); strings.Count(got, "definition/") != 6 {
 		t.Errorf("apply without --prune deleted something:\n%s", got)
 	}
 
-	res := r.expect(6, "diff", "-f", file, "--prune")
+	res := r.Expect(6, "diff", "-f", file, "--prune")
 	want := "definition/caller:group:developers:86400 deleted\n" +
 		"definition/target:mcp_server:mcpgw:60 deleted\n" +
 		"definition/target:server_group:fragile:60 deleted\n" + summary(0, 0, 3, 1)
-	if res.out != want {
-		t.Errorf("diff --prune printed:\n%s\nwant:\n%s", res.out, want)
+	if res.Out != want {
+		t.Errorf("diff --prune printed:\n%s\nwant:\n%s", res.Out, want)
 	}
-	if got := r.must("apply", "-f", file, "--prune", "--yes"); got != want {
+	if got := r.Must("apply", "-f", file, "--prune", "--yes"); got != want {
 		t.Errorf("apply --prune printed:\n%s", got)
 	}
-	names := r.must("export", "-o", "name")
+	names := r.Must("export", "-o", "name")
 	for _, keep := range []string{"definition/caller:group:developers:60", "definition/" + ratelimit.SentinelCallers,
 		"definition/" + ratelimit.SentinelTargets, "membership/user:alice", "membership/user:mallory", "admin/user:root"} {
 		if !strings.Contains(names, keep+"\n") {
@@ -205,50 +206,50 @@ definitions:
 
 	// An empty, present section with --prune empties that kind.
 	empty := writeFile(t, dir, "empty.yaml", "memberships: []\n")
-	if got := r.must("apply", "-f", empty); got != summary(0, 0, 0, 0) {
+	if got := r.Must("apply", "-f", empty); got != summary(0, 0, 0, 0) {
 		t.Errorf("empty section without --prune: %q", got)
 	}
-	if got := r.must("apply", "-f", empty, "--prune", "--yes"); !strings.HasSuffix(got, summary(0, 0, 4, 0)) {
+	if got := r.Must("apply", "-f", empty, "--prune", "--yes"); !strings.HasSuffix(got, summary(0, 0, 4, 0)) {
 		t.Errorf("empty section with --prune: %q", got)
 	}
 }
 
 func TestPruneAsksFirst(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
+	r := clitest.Start(t)
 	seed(t, r)
-	before := r.must("export")
+	before := r.Must("export")
 	file := writeFile(t, t.TempDir(), "s.yaml", "admins: []\n")
 
 	// Off a terminal, --prune needs --yes, and nothing is sent.
-	res := r.expect(2, "apply", "-f", file, "--prune")
-	if !strings.Contains(res.errOut, "pass --yes") || res.out != "" {
-		t.Errorf("refusal: stdout %q, stderr %q", res.out, res.errOut)
+	res := r.Expect(2, "apply", "-f", file, "--prune")
+	if !strings.Contains(res.ErrOut, "pass --yes") || res.Out != "" {
+		t.Errorf("refusal: stdout %q, stderr %q", res.Out, res.ErrOut)
 	}
 	// On a terminal it says how many it would delete; "n" keeps them.
-	res = r.runWith(opts{tty: true, stdin: "n\n"}, "apply", "-f", file, "--prune")
-	if res.code != 1 || !strings.Contains(res.errOut, "Delete 1 object not named in the files (1 admin)") {
-		t.Errorf("declined prompt: exit %d, stderr %q", res.code, res.errOut)
+	res = r.RunWith(clitest.Opts{TTY: true, Stdin: "n\n"}, "apply", "-f", file, "--prune")
+	if res.Code != 1 || !strings.Contains(res.ErrOut, "Delete 1 object not named in the files (1 admin)") {
+		t.Errorf("declined prompt: exit %d, stderr %q", res.Code, res.ErrOut)
 	}
-	if after := r.must("export"); after != before {
+	if after := r.Must("export"); after != before {
 		t.Error("a refused or declined prune changed the server")
 	}
-	res = r.runWith(opts{tty: true, stdin: "y\n"}, "apply", "-f", file, "--prune")
-	if res.code != 0 || res.out != "admin/user:root deleted\n"+summary(0, 0, 1, 0) {
-		t.Errorf("accepted prompt: exit %d, stdout %q, stderr %q", res.code, res.out, res.errOut)
+	res = r.RunWith(clitest.Opts{TTY: true, Stdin: "y\n"}, "apply", "-f", file, "--prune")
+	if res.Code != 0 || res.Out != "admin/user:root deleted\n"+summary(0, 0, 1, 0) {
+		t.Errorf("accepted prompt: exit %d, stdout %q, stderr %q", res.Code, res.Out, res.ErrOut)
 	}
 	// Nothing left to delete: no question.
-	res = r.runWith(opts{tty: true}, "apply", "-f", file, "--prune")
-	if res.code != 0 || strings.Contains(res.errOut, "?") {
-		t.Errorf("nothing to prune: exit %d, stderr %q", res.code, res.errOut)
+	res = r.RunWith(clitest.Opts{TTY: true}, "apply", "-f", file, "--prune")
+	if res.Code != 0 || strings.Contains(res.ErrOut, "?") {
+		t.Errorf("nothing to prune: exit %d, stderr %q", res.Code, res.ErrOut)
 	}
 }
 
 func TestDryRunsChangeNothing(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
+	r := clitest.Start(t)
 	seed(t, r)
-	before := r.must("export")
+	before := r.Must("export")
 	// A create, updates of each kind (quarantine included), and with
 	// --prune deletes.
 	file := writeFile(t, t.TempDir(), "s.yaml", `definitions:
@@ -263,24 +264,24 @@ memberships:
 admins:
 - {subject_type: user, subject: root}
 `)
-	server := r.run("apply", "-f", file, "--prune", "--dry-run=server")
-	local := r.run("apply", "-f", file, "--prune", "--dry-run=client")
-	bare := r.run("apply", "-f", file, "--prune", "--dry-run")
-	diff := r.run("diff", "-f", file, "--prune")
-	for name, res := range map[string]result{"server": server, "client": local, "bare": bare} {
-		if res.code != 0 {
-			t.Errorf("--dry-run=%s: exit %d\n%s", name, res.code, res.errOut)
+	server := r.Run("apply", "-f", file, "--prune", "--dry-run=server")
+	local := r.Run("apply", "-f", file, "--prune", "--dry-run=client")
+	bare := r.Run("apply", "-f", file, "--prune", "--dry-run")
+	diff := r.Run("diff", "-f", file, "--prune")
+	for name, res := range map[string]clitest.Result{"server": server, "client": local, "bare": bare} {
+		if res.Code != 0 {
+			t.Errorf("--dry-run=%s: exit %d\n%s", name, res.Code, res.ErrOut)
 		}
 	}
-	if diff.code != 6 {
-		t.Errorf("diff: exit %d\n%s", diff.code, diff.errOut)
+	if diff.Code != 6 {
+		t.Errorf("diff: exit %d\n%s", diff.Code, diff.ErrOut)
 	}
-	if !strings.Contains(server.errOut, "(server dry run") || !strings.Contains(local.errOut, "(client dry run") {
-		t.Errorf("dry-run notes: server %q, client %q", server.errOut, local.errOut)
+	if !strings.Contains(server.ErrOut, "(server dry run") || !strings.Contains(local.ErrOut, "(client dry run") {
+		t.Errorf("dry-run notes: server %q, client %q", server.ErrOut, local.ErrOut)
 	}
 	// One report, wherever it was computed.
-	if local.out != server.out || bare.out != server.out || diff.out != server.out {
-		t.Errorf("dry runs differ:\nserver:\n%s\nclient:\n%s\nbare:\n%s\ndiff:\n%s", server.out, local.out, bare.out, diff.out)
+	if local.Out != server.Out || bare.Out != server.Out || diff.Out != server.Out {
+		t.Errorf("dry runs differ:\nserver:\n%s\nclient:\n%s\nbare:\n%s\ndiff:\n%s", server.Out, local.Out, bare.Out, diff.Out)
 	}
 	for _, want := range []string{
 		"definition/target:mcp_server:newsrv:60 created\n",
@@ -294,20 +295,20 @@ admins:
 		`admin/user:root configured: note: "break glass" -> (none)` + "\n",
 		summary(2, 5, 4, 1),
 	} {
-		if !strings.Contains(server.out, want) {
-			t.Errorf("dry run lacks %q:\n%s", want, server.out)
+		if !strings.Contains(server.Out, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, server.Out)
 		}
 	}
-	if after := r.must("export"); after != before {
+	if after := r.Must("export"); after != before {
 		t.Errorf("a dry run changed the server:\n%s\n---\n%s", before, after)
 	}
 }
 
 func TestFailedApplyChangesNothing(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
+	r := clitest.Start(t)
 	seed(t, r)
-	before := r.must("export")
+	before := r.Must("export")
 	var b strings.Builder
 	b.WriteString("definitions:\n")
 	for i := range 2000 {
@@ -318,26 +319,26 @@ func TestFailedApplyChangesNothing(t *testing.T) {
 		fmt.Fprintf(&b, "- {axis: caller, entity_type: group, name: g%04d, window_seconds: 60, user_max_requests: %d}\n", i, limit)
 	}
 	file := writeFile(t, t.TempDir(), "big.yaml", b.String())
-	res := r.expect(5, "apply", "-f", file)
-	if !strings.Contains(res.errOut, "definitions[1999].user_max_requests") || !strings.Contains(res.errOut, "(in "+file+")") {
-		t.Errorf("stderr does not name definitions[1999].user_max_requests in %s: %q", file, res.errOut)
+	res := r.Expect(5, "apply", "-f", file)
+	if !strings.Contains(res.ErrOut, "definitions[1999].user_max_requests") || !strings.Contains(res.ErrOut, "(in "+file+")") {
+		t.Errorf("stderr does not name definitions[1999].user_max_requests in %s: %q", file, res.ErrOut)
 	}
-	if res.out != "" {
-		t.Errorf("a refused apply printed to stdout: %q", res.out)
+	if res.Out != "" {
+		t.Errorf("a refused apply printed to stdout: %q", res.Out)
 	}
-	if after := r.must("export"); after != before {
+	if after := r.Must("export"); after != before {
 		t.Error("a refused apply changed the server")
 	}
 	// The client dry run finds what the rules find without the server's
 	// floors: nothing wrong here, 2000 creates.
-	if got := r.must("apply", "-f", file, "--dry-run=client"); !strings.HasSuffix(got, summary(2000, 0, 0, 0)) {
+	if got := r.Must("apply", "-f", file, "--dry-run=client"); !strings.HasSuffix(got, summary(2000, 0, 0, 0)) {
 		t.Errorf("client dry run: %s", got[max(0, len(got)-200):])
 	}
 }
 
 func TestDirectoryAndFilesMerge(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
+	r := clitest.Start(t)
 	seed(t, r)
 	dir := filepath.Join(t.TempDir(), "state")
 	writeFile(t, dir, "10-defs.yaml", `apiVersion: rlctl/v1
@@ -356,42 +357,42 @@ definitions:
 		"definition/caller:group:testers:60 created\n" +
 		"membership/user:bob created\n" +
 		"membership/user:carol created\n" + summary(4, 0, 0, 0)
-	if got := r.must("apply", "-f", dir, "-f", extra); got != want {
+	if got := r.Must("apply", "-f", dir, "-f", extra); got != want {
 		t.Errorf("apply -f DIR -f FILE:\n%s\nwant:\n%s", got, want)
 	}
 	// Admins are in no file: left alone even with --prune. Definitions and
 	// memberships are: pruned to the files' objects (sentinels stay).
-	got := r.must("apply", "-f", dir, "-f", extra, "--prune", "--yes")
+	got := r.Must("apply", "-f", dir, "-f", extra, "--prune", "--yes")
 	if !strings.HasSuffix(got, summary(0, 0, 8, 4)) || strings.Contains(got, "admin/") {
 		t.Errorf("apply --prune of the merge:\n%s", got)
 	}
-	if names := r.must("export", "-o", "name"); !strings.Contains(names, "admin/user:root\n") || strings.Count(names, "\n") != 4+2+1 {
+	if names := r.Must("export", "-o", "name"); !strings.Contains(names, "admin/user:root\n") || strings.Count(names, "\n") != 4+2+1 {
 		t.Errorf("after the pruning merge:\n%s", names)
 	}
 }
 
 func TestStdin(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
+	r := clitest.Start(t)
 	yamlIn := "definitions:\n- {axis: caller, entity_type: group, name: viayaml, window_seconds: 60, user_max_requests: 30}\n"
 	jsonIn := `  {"definitions": [{"axis": "caller", "entity_type": "group", "name": "viajson", "window_seconds": 60, "user_max_requests": 30}]}`
 	for _, tc := range []struct{ name, in, id string }{{"yaml", yamlIn, "viayaml"}, {"json", jsonIn, "viajson"}} {
-		res := r.runWith(opts{stdin: tc.in}, "apply", "-f", "-")
-		if res.code != 0 || res.out != "definition/caller:group:"+tc.id+":60 created\n"+summary(1, 0, 0, 0) {
-			t.Errorf("%s on stdin: exit %d, %q %q", tc.name, res.code, res.out, res.errOut)
+		res := r.RunWith(clitest.Opts{Stdin: tc.in}, "apply", "-f", "-")
+		if res.Code != 0 || res.Out != "definition/caller:group:"+tc.id+":60 created\n"+summary(1, 0, 0, 0) {
+			t.Errorf("%s on stdin: exit %d, %q %q", tc.name, res.Code, res.Out, res.ErrOut)
 		}
 	}
-	res := r.runWith(opts{stdin: yamlIn}, "apply", "-f", "-", "-f", "-")
-	if res.code != 2 || !strings.Contains(res.errOut, "only once") {
-		t.Errorf("-f - twice: exit %d, %q", res.code, res.errOut)
+	res := r.RunWith(clitest.Opts{Stdin: yamlIn}, "apply", "-f", "-", "-f", "-")
+	if res.Code != 2 || !strings.Contains(res.ErrOut, "only once") {
+		t.Errorf("-f - twice: exit %d, %q", res.Code, res.ErrOut)
 	}
 }
 
 func TestFileProblemsExitTwo(t *testing.T) {
 	t.Parallel()
-	r := newRlctl(t)
+	r := clitest.Start(t)
 	seed(t, r)
-	before := r.must("export")
+	before := r.Must("export")
 	dir := t.TempDir()
 	good := writeFile(t, dir, "good.yaml", "definitions:\n- {axis: target, entity_type: mcp_server, name: mcpgw, window_seconds: 60, max_requests: 1}\n")
 	cases := []struct {
@@ -432,24 +433,24 @@ func TestFileProblemsExitTwo(t *testing.T) {
 			for name, content := range tc.files {
 				args = append(args, "-f", writeFile(t, sub, name, content))
 			}
-			res := r.run(args...)
-			if res.code != 2 {
-				t.Fatalf("exit %d, want 2\nstdout: %s\nstderr: %s", res.code, res.out, res.errOut)
+			res := r.Run(args...)
+			if res.Code != 2 {
+				t.Fatalf("exit %d, want 2\nstdout: %s\nstderr: %s", res.Code, res.Out, res.ErrOut)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(res.errOut, w) {
-					t.Errorf("stderr lacks %q:\n%s", w, res.errOut)
+				if !strings.Contains(res.ErrOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, res.ErrOut)
 				}
 			}
 		})
 	}
 	for _, args := range [][]string{{"apply"}, {"diff"}, {"apply", "-f", filepath.Join(dir, "missing.yaml")},
 		{"apply", "-f", good, "--dry-run=maybe"}, {"apply", "-f", dir + "/nothing-here"}} {
-		if res := r.run(args...); res.code != 2 {
-			t.Errorf("%v: exit %d, want 2 (%s)", args, res.code, res.errOut)
+		if res := r.Run(args...); res.Code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, res.Code, res.ErrOut)
 		}
 	}
-	if after := r.must("export"); after != before {
+	if after := r.Must("export"); after != before {
 		t.Error("a file problem let something through to the server")
 	}
 }

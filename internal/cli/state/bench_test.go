@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlctl/rlctl/internal/cli/clitest"
 	"github.com/rlctl/rlctl/internal/cli/state"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -86,19 +87,19 @@ func BenchmarkApplyCLI(b *testing.B) {
 		b.Run("empty/"+ext, func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
-				r := newRlctl(b)
+				r := clitest.Start(b)
 				b.StartTimer()
-				res := r.run("apply", "-f", file)
-				if res.code != 0 || !strings.HasSuffix(res.out, "created 110000, updated 0, deleted 0, unchanged 0\n") {
-					b.Fatalf("apply: exit %d, %s", res.code, tail(res.out+res.errOut))
+				res := r.Run("apply", "-f", file)
+				if res.Code != 0 || !strings.HasSuffix(res.Out, "created 110000, updated 0, deleted 0, unchanged 0\n") {
+					b.Fatalf("apply: exit %d, %s", res.Code, tail(res.Out+res.ErrOut))
 				}
 			}
 		})
 		b.Run("noop/"+ext, func(b *testing.B) {
-			r := newRlctl(b)
-			r.must("apply", "-f", file)
+			r := clitest.Start(b)
+			r.Must("apply", "-f", file)
 			for b.Loop() {
-				if got := r.must("apply", "-f", file); got != "created 0, updated 0, deleted 0, "+total {
+				if got := r.Must("apply", "-f", file); got != "created 0, updated 0, deleted 0, "+total {
 					b.Fatalf("re-apply: %s", tail(got))
 				}
 			}

@@ -8,8 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlctl/rlctl/internal/cli/cmdutil"
-	"github.com/rlctl/rlctl/internal/cli/iostreams"
+	"github.com/rlctl/rlctl/internal/cli/clitest"
 	"github.com/rlctl/rlctl/internal/cli/state"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -96,8 +95,7 @@ func TestLoadProblems(t *testing.T) {
 // TestFlags checks flag parsing through runF.
 func TestFlags(t *testing.T) {
 	t.Parallel()
-	ios, _, _, _ := iostreams.Test()
-	f := cmdutil.NewFactory(ios, func(string) string { return "" })
+	f := clitest.Factory()
 	cases := []struct {
 		args []string
 		want state.ApplyOptions
@@ -110,8 +108,7 @@ func TestFlags(t *testing.T) {
 	for _, tc := range cases {
 		var got *state.ApplyOptions
 		cmd := state.NewCmdApply(f, func(o *state.ApplyOptions) error { got = o; return nil })
-		cmd.SetArgs(tc.args)
-		if err := cmd.Execute(); err != nil {
+		if err := clitest.Execute(f, cmd, tc.args...); err != nil {
 			t.Errorf("apply %v: %v", tc.args, err)
 			continue
 		}
@@ -122,14 +119,12 @@ func TestFlags(t *testing.T) {
 	}
 	var diff *state.ApplyOptions
 	cmd := state.NewCmdDiff(f, func(o *state.ApplyOptions) error { diff = o; return nil })
-	cmd.SetArgs([]string{"-f", "-", "--prune"})
-	if err := cmd.Execute(); err != nil || !diff.Diff || diff.DryRun != state.DryRunServer || !diff.Prune {
+	if err := clitest.Execute(f, cmd, "-f", "-", "--prune"); err != nil || !diff.Diff || diff.DryRun != state.DryRunServer || !diff.Prune {
 		t.Errorf("diff: %+v, %v", diff, err)
 	}
 	var export *state.ExportOptions
 	cmd = state.NewCmdExport(f, func(o *state.ExportOptions) error { export = o; return nil })
-	cmd.SetArgs([]string{"--file", "out.json"})
-	if err := cmd.Execute(); err != nil || export.File != "out.json" {
+	if err := clitest.Execute(f, cmd, "--file", "out.json"); err != nil || export.File != "out.json" {
 		t.Errorf("export: %+v, %v", export, err)
 	}
 }

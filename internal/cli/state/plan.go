@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/statediff"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -56,7 +56,8 @@ func fetch(ctx context.Context, c *client.Client, defs, mems, admins bool) (curr
 // planLocal computes, without the server, what an apply of l would report:
 // the client dry run. It normalizes the objects with the server's rules
 // (internal/validate, without floors, which are the server's configuration)
-// and diffs them against cur field by field as POST /api/apply does. It
+// and diffs them against cur field by field with internal/statediff, as
+// POST /api/apply does. It
 // cannot see what only the server checks: floors, refusals to quarantine
 // an administrator, and writes that land in between.
 //
@@ -113,22 +114,9 @@ func normalizeAll[T any](l *Loaded, section string, items []T, probs *[]validate
 	for i, it := range items {
 		n, err := fn(it)
 		if err != nil {
-			path := fmt.Sprintf("%s[%d]", section, i)
-			var ve *validate.Error
-			if !errors.As(err, &ve) {
-				ve = &validate.Error{Errors: []validate.FieldError{{Message: err.Error()}}}
-			}
-			for _, fe := range ve.Errors {
-				field, msg := path, fe.Message
-				if fe.Field != "" {
-					field += "." + fe.Field
-				}
-				if fe.Field != "" && strings.HasPrefix(msg, fe.Field) {
-					msg = field + msg[len(fe.Field):]
-				} else {
-					msg = field + ": " + msg
-				}
-				*probs = append(*probs, validate.FieldError{Field: field, Message: l.annotate(field, msg)})
+			for _, fe := range validate.Under(fmt.Sprintf("%s[%d]", section, i), err) {
+				fe.Message = l.annotate(fe.Field, fe.Message)
+				*probs = append(*probs, fe)
 			}
 			continue
 		}
@@ -167,8 +155,8 @@ func (p *planner) definitions(want, cur []ratelimit.Definition, prune bool) {
 			p.record(client.ActionCreate, "definition", d.ID, nil)
 			continue
 		}
-		if fields := definitionFields(old, d); len(fields) > 0 {
-			p.record(client.ActionUpdate, "definition", d.ID, fields)
+		if fields := statediff.Definition(old, d); len(fields) > 0 {
+			p.record(client.ActionUpdate, "definition", d.ID, clientChanges(fields))
 		} else {
 			p.res.Unchanged++
 		}
@@ -195,13 +183,13 @@ func (p *planner) memberships(want, cur []ratelimit.Membership, prune bool, now 
 		if ok {
 			prev = &old
 		}
-		m = withQuarantineFields(m, prev, now)
+		m = statediff.StoredMembership(m, prev, now)
 		if !ok {
 			p.record(client.ActionCreate, "membership", m.ID, nil)
 			continue
 		}
-		if fields := membershipFields(old, m); len(fields) > 0 {
-			p.record(client.ActionUpdate, "membership", m.ID, fields)
+		if fields := statediff.Membership(old, m); len(fields) > 0 {
+			p.record(client.ActionUpdate, "membership", m.ID, clientChanges(fields))
 		} else {
 			p.res.Unchanged++
 		}
@@ -225,12 +213,13 @@ func (p *planner) admins(want, cur []ratelimit.Admin, prune bool) {
 		id := a.Key()
 		named[id] = true
 		old, ok := byID[id]
-		switch {
-		case !ok:
+		if !ok {
 			p.record(client.ActionCreate, "admin", id, nil)
-		case old.Note != a.Note:
-			p.record(client.ActionUpdate, "admin", id, []client.Change{{Field: "note", From: textValue(old.Note), To: textValue(a.Note)}})
-		default:
+			continue
+		}
+		if fields := statediff.Admin(old, a); len(fields) > 0 {
+			p.record(client.ActionUpdate, "admin", id, clientChanges(fields))
+		} else {
 			p.res.Unchanged++
 		}
 	}
@@ -243,107 +232,14 @@ func (p *planner) admins(want, cur []ratelimit.Admin, prune bool) {
 	}
 }
 
-// withQuarantineFields is what the server stores of a membership's
-// quarantine: nothing outside the quarantine groups; inside, the stored
-// start time when there is one, else now. Times keep microseconds, as the
-// database does.
-func withQuarantineFields(m ratelimit.Membership, prev *ratelimit.Membership, now time.Time) ratelimit.Membership {
-	if !m.HasGroup(ratelimit.GroupQuarantineCallers) && !m.HasGroup(ratelimit.GroupQuarantineTargets) {
-		m.QuarantineReason, m.QuarantinedAt, m.QuarantineExpiresAt = "", nil, nil
-		return m
-	}
-	if prev != nil && prev.QuarantinedAt != nil {
-		m.QuarantinedAt = prev.QuarantinedAt
-	}
-	if m.QuarantinedAt == nil {
-		t := now.UTC()
-		m.QuarantinedAt = &t
-	}
-	m.QuarantinedAt, m.QuarantineExpiresAt = toMicros(m.QuarantinedAt), toMicros(m.QuarantineExpiresAt)
-	return m
-}
-
-func toMicros(t *time.Time) *time.Time {
-	if t == nil {
+// clientChanges gives statediff's changes the SDK's type.
+func clientChanges(cs []statediff.Change) []client.Change {
+	if len(cs) == 0 {
 		return nil
 	}
-	u := t.Truncate(time.Microsecond)
-	return &u
-}
-
-// definitionFields lists what an update changes, as POST /api/apply names
-// it: JSON field names, absent values as nil.
-func definitionFields(old, d ratelimit.Definition) []client.Change {
-	var out []client.Change
-	add := func(field string, from, to any, same bool) {
-		if !same {
-			out = append(out, client.Change{Field: field, From: from, To: to})
-		}
+	out := make([]client.Change, len(cs))
+	for i, c := range cs {
+		out[i] = client.Change(c)
 	}
-	add("agent_max_requests", intValue(old.AgentMaxRequests), intValue(d.AgentMaxRequests), equalInt(old.AgentMaxRequests, d.AgentMaxRequests))
-	add("description", textValue(old.Description), textValue(d.Description), old.Description == d.Description)
-	add("enabled", old.Enabled, d.Enabled, old.Enabled == d.Enabled)
-	add("fail_closed", old.FailClosed, d.FailClosed, old.FailClosed == d.FailClosed)
-	add("max_requests", intValue(old.MaxRequests), intValue(d.MaxRequests), equalInt(old.MaxRequests, d.MaxRequests))
-	add("members", listValue(old.Members), listValue(d.Members), slices.Equal(old.Members, d.Members))
-	add("mode", textValue(old.Mode), textValue(d.Mode), old.Mode == d.Mode)
-	add("user_max_requests", intValue(old.UserMaxRequests), intValue(d.UserMaxRequests), equalInt(old.UserMaxRequests, d.UserMaxRequests))
 	return out
-}
-
-// membershipFields is definitionFields for memberships.
-func membershipFields(old, m ratelimit.Membership) []client.Change {
-	var out []client.Change
-	add := func(field string, from, to any, same bool) {
-		if !same {
-			out = append(out, client.Change{Field: field, From: from, To: to})
-		}
-	}
-	add("groups", listValue(old.Groups), listValue(m.Groups), slices.Equal(old.Groups, m.Groups))
-	add("quarantine_expires_at", timeValue(old.QuarantineExpiresAt), timeValue(m.QuarantineExpiresAt), equalTime(old.QuarantineExpiresAt, m.QuarantineExpiresAt))
-	add("quarantine_reason", textValue(old.QuarantineReason), textValue(m.QuarantineReason), old.QuarantineReason == m.QuarantineReason)
-	add("quarantined_at", timeValue(old.QuarantinedAt), timeValue(m.QuarantinedAt), equalTime(old.QuarantinedAt, m.QuarantinedAt))
-	return out
-}
-
-func intValue(v *int) any {
-	if v == nil {
-		return nil
-	}
-	return *v
-}
-
-func textValue(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func listValue(l []string) any {
-	if len(l) == 0 {
-		return nil
-	}
-	return l
-}
-
-func timeValue(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return t.UTC()
-}
-
-func equalInt(a, b *int) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-func equalTime(a, b *time.Time) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Equal(*b)
 }

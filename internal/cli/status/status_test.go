@@ -12,99 +12,58 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/rlctl/rlctl/internal/api"
-	"github.com/rlctl/rlctl/internal/apitest"
-	"github.com/rlctl/rlctl/internal/cli"
+	"github.com/rlctl/rlctl/internal/cli/clitest"
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
-	"github.com/rlctl/rlctl/internal/cli/iostreams"
 	"github.com/rlctl/rlctl/internal/cli/status"
 	"github.com/rlctl/rlctl/internal/version"
 	"github.com/rlctl/rlctl/pkg/client"
 	rl "github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-type harness struct {
-	t      *testing.T
-	env    *apitest.Env
-	config string
-}
-
-func start(t *testing.T) *harness {
-	t.Helper()
-	t.Parallel()
-	return &harness{t: t, env: apitest.Start(t, api.Config{}), config: filepath.Join(t.TempDir(), "config.yaml")}
-}
-
-type result struct {
-	code        int
-	out, errOut string
-}
-
-// run runs a bare command line (no --server or --token added).
-func (h *harness) run(args ...string) result {
-	h.t.Helper()
-	ios, _, out, errOut := iostreams.Test()
-	getenv := func(k string) string {
-		if k == "RLCTL_CONFIG" {
-			return h.config
-		}
-		return ""
-	}
-	code := cli.Run(context.Background(), args, ios, getenv)
-	return result{code, out.String(), errOut.String()}
-}
-
-func (h *harness) as(tok string, args ...string) result {
-	h.t.Helper()
-	return h.run(append([]string{"--server", h.env.URL, "--token", tok}, args...)...)
-}
-
-func (h *harness) seed() {
-	h.t.Helper()
+// seed fills the server with one of everything the status counts.
+func seed(h *clitest.Rlctl) {
+	h.T.Helper()
 	ctx := context.Background()
-	c, err := client.New(h.env.URL, client.Options{Token: h.env.AdminToken})
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	c := h.Client()
 	limit := 60
 	for _, name := range []string{"developers", "batch"} {
 		d := rl.Definition{Axis: rl.AxisCaller, EntityType: rl.EntityGroup, Name: name, WindowSeconds: 60, UserMaxRequests: &limit, Enabled: true}
 		if _, err := c.PutDefinition(ctx, d, client.WriteOptions{}); err != nil {
-			h.t.Fatal(err)
+			h.T.Fatal(err)
 		}
 	}
 	if _, err := c.PutMembership(ctx, rl.Membership{SubjectType: "user", Subject: "alice", Groups: []string{"developers"}}, client.WriteOptions{}); err != nil {
-		h.t.Fatal(err)
+		h.T.Fatal(err)
 	}
 	if _, err := c.Quarantine(ctx, "client", "leaky", client.QuarantineRequest{Reason: "leak"}, client.WriteOptions{}); err != nil {
-		h.t.Fatal(err)
+		h.T.Fatal(err)
 	}
 	if _, err := c.PutAdmin(ctx, rl.Admin{SubjectType: "user", Subject: "root"}, client.WriteOptions{}); err != nil {
-		h.t.Fatal(err)
+		h.T.Fatal(err)
 	}
 	if _, err := c.CreateToken(ctx, client.CreateTokenRequest{Name: "revoked", Role: "viewer"}); err != nil {
-		h.t.Fatal(err)
+		h.T.Fatal(err)
 	}
 	if err := c.RevokeToken(ctx, "revoked"); err != nil {
-		h.t.Fatal(err)
+		h.T.Fatal(err)
 	}
 }
 
 func intp(n int) *int { return &n }
 
 func TestStatusAsAdmin(t *testing.T) {
-	h := start(t)
-	h.seed()
+	h := clitest.StartParallel(t)
+	seed(h)
 
-	r := h.as(h.env.AdminToken, "status", "-o", "json")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.errOut)
+	r := h.Run("status", "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.ErrOut)
 	}
 	var got status.Status
-	if err := json.Unmarshal([]byte(r.out), &got); err != nil {
+	if err := json.Unmarshal([]byte(r.Out), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Server != h.env.URL || got.Context != "" || got.ClientVersion != version.String() || got.ServerVersion == "" {
+	if got.Server != h.Env.URL || got.Context != "" || got.ClientVersion != version.String() || got.ServerVersion == "" {
 		t.Errorf("identity fields: %+v", got)
 	}
 	if !got.Ready || got.NotReadyReason != "" || got.Schema.Current == 0 || got.Schema.Current != got.Schema.Latest {
@@ -119,21 +78,21 @@ func TestStatusAsAdmin(t *testing.T) {
 		t.Errorf("counts: got %s, want %s", gc, wc)
 	}
 
-	r = h.as(h.env.AdminToken, "status")
-	for _, line := range []string{"Server:              " + h.env.URL, "Context:             -", "Ready:               yes", "Definitions:         4", "Quarantined callers: 1", "Live tokens:         1"} {
-		if !strings.Contains(r.out, line+"\n") {
-			t.Errorf("table lacks %q:\n%s", line, r.out)
+	r = h.Run("status")
+	for _, line := range []string{"Server:              " + h.Env.URL, "Context:             -", "Ready:               yes", "Definitions:         4", "Quarantined callers: 1", "Live tokens:         1"} {
+		if !strings.Contains(r.Out, line+"\n") {
+			t.Errorf("table lacks %q:\n%s", line, r.Out)
 		}
 	}
-	if !strings.Contains(r.out, " (current)\n") {
-		t.Errorf("schema not shown as current:\n%s", r.out)
+	if !strings.Contains(r.Out, " (current)\n") {
+		t.Errorf("schema not shown as current:\n%s", r.Out)
 	}
 }
 
 // TestStableShape pins the JSON and YAML keys scripts rely on.
 func TestStableShape(t *testing.T) {
-	h := start(t)
-	viewer := h.env.Token(t, "viewer", "viewer")
+	h := clitest.StartParallel(t)
+	viewer := h.Env.Token(t, "viewer", "viewer")
 	keys := func(m map[string]any) []string {
 		var ks []string
 		for k := range m {
@@ -143,12 +102,12 @@ func TestStableShape(t *testing.T) {
 		return ks
 	}
 	for _, format := range []string{"json", "yaml"} {
-		r := h.as(viewer, "status", "-o", format)
-		if r.code != 0 {
-			t.Fatalf("-o %s as viewer: exit %d: %s", format, r.code, r.errOut)
+		r := h.RunWith(clitest.Opts{Token: viewer}, "status", "-o", format)
+		if r.Code != 0 {
+			t.Fatalf("-o %s as viewer: exit %d: %s", format, r.Code, r.ErrOut)
 		}
 		var doc map[string]any
-		if err := yaml.Unmarshal([]byte(r.out), &doc); err != nil {
+		if err := yaml.Unmarshal([]byte(r.Out), &doc); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := keys(doc), []string{"client_version", "context", "counts", "not_ready_reason", "ready", "schema", "server", "server_version"}; !reflect.DeepEqual(got, want) {
@@ -166,58 +125,58 @@ func TestStableShape(t *testing.T) {
 			t.Errorf("-o %s schema: %v", format, doc["schema"])
 		}
 	}
-	r := h.as(viewer, "status")
-	if r.code != 0 || !strings.Contains(r.out, "Live tokens:         -\n") || !strings.Contains(r.out, "Admins:              0\n") {
-		t.Errorf("table as viewer: exit %d\n%s", r.code, r.out)
+	r := h.RunWith(clitest.Opts{Token: viewer}, "status")
+	if r.Code != 0 || !strings.Contains(r.Out, "Live tokens:         -\n") || !strings.Contains(r.Out, "Admins:              0\n") {
+		t.Errorf("table as viewer: exit %d\n%s", r.Code, r.Out)
 	}
 	// An enforcer may read nothing: every count is "-", and status still works.
-	r = h.as(h.env.Token(t, "gw", "enforcer"), "status")
-	if r.code != 0 || strings.Count(r.out, " -\n") != 7 {
-		t.Errorf("table as enforcer: exit %d\n%s%s", r.code, r.out, r.errOut)
+	r = h.RunWith(clitest.Opts{Token: h.Env.Token(t, "gw", "enforcer")}, "status")
+	if r.Code != 0 || strings.Count(r.Out, " -\n") != 7 {
+		t.Errorf("table as enforcer: exit %d\n%s%s", r.Code, r.Out, r.ErrOut)
 	}
 }
 
 func TestStatusThroughContext(t *testing.T) {
-	h := start(t)
+	h := clitest.StartParallel(t)
 	tokenFile := filepath.Join(t.TempDir(), "admin.token")
-	if err := os.WriteFile(tokenFile, []byte(h.env.AdminToken+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte(h.Env.AdminToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if r := h.run("config", "set-context", "local", "--server", h.env.URL, "--token-file", tokenFile, "--use"); r.code != 0 {
-		t.Fatalf("set-context: exit %d: %s", r.code, r.errOut)
+	if r := h.RunWith(clitest.Opts{Bare: true}, "config", "set-context", "local", "--server", h.Env.URL, "--token-file", tokenFile, "--use"); r.Code != 0 {
+		t.Fatalf("set-context: exit %d: %s", r.Code, r.ErrOut)
 	}
-	r := h.run("status", "-o", "json")
+	r := h.RunWith(clitest.Opts{Bare: true}, "status", "-o", "json")
 	var got status.Status
-	if err := json.Unmarshal([]byte(r.out), &got); err != nil || r.code != 0 {
-		t.Fatalf("exit %d, %v: %s%s", r.code, err, r.out, r.errOut)
+	if err := json.Unmarshal([]byte(r.Out), &got); err != nil || r.Code != 0 {
+		t.Fatalf("exit %d, %v: %s%s", r.Code, err, r.Out, r.ErrOut)
 	}
-	if got.Context != "local" || got.Server != h.env.URL || got.Counts.LiveTokens == nil {
+	if got.Context != "local" || got.Server != h.Env.URL || got.Counts.LiveTokens == nil {
 		t.Errorf("through the context: %+v", got)
 	}
 	// A server from the flags but the token from the context: still the context.
-	if r := h.run("--server", h.env.URL, "status", "-o", "json"); !strings.Contains(r.out, `"context": "local"`) {
-		t.Errorf("token from the context: %s", r.out)
+	if r := h.RunWith(clitest.Opts{Bare: true}, "--server", h.Env.URL, "status", "-o", "json"); !strings.Contains(r.Out, `"context": "local"`) {
+		t.Errorf("token from the context: %s", r.Out)
 	}
 }
 
 func TestExitCodes(t *testing.T) {
-	h := start(t)
+	h := clitest.StartParallel(t)
 	tests := []struct {
 		name string
 		args []string
 		code int
 		msg  string
 	}{
-		{"bad token", []string{"--server", h.env.URL, "--token", "nonsense", "status"}, cmdutil.ExitAuth, "Hint"},
-		{"unknown context", []string{"--server", h.env.URL, "--context", "nope", "status"}, cmdutil.ExitUsage, `no context "nope"`},
+		{"bad token", []string{"--server", h.Env.URL, "--token", "nonsense", "status"}, cmdutil.ExitAuth, "Hint"},
+		{"unknown context", []string{"--server", h.Env.URL, "--context", "nope", "status"}, cmdutil.ExitUsage, `no context "nope"`},
 		{"bad server URL", []string{"--server", "ftp://x", "--token", "t", "status"}, cmdutil.ExitUsage, "--server"},
-		{"arguments", []string{"--server", h.env.URL, "--token", h.env.AdminToken, "status", "x"}, cmdutil.ExitUsage, ""},
+		{"arguments", []string{"--server", h.Env.URL, "--token", h.Env.AdminToken, "status", "x"}, cmdutil.ExitUsage, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := h.run(tt.args...)
-			if r.code != tt.code || !strings.Contains(r.errOut, tt.msg) {
-				t.Errorf("exit %d (want %d), stderr %q (want %q)", r.code, tt.code, r.errOut, tt.msg)
+			r := h.RunWith(clitest.Opts{Bare: true}, tt.args...)
+			if r.Code != tt.code || !strings.Contains(r.ErrOut, tt.msg) {
+				t.Errorf("exit %d (want %d), stderr %q (want %q)", r.Code, tt.code, r.ErrOut, tt.msg)
 			}
 		})
 	}
@@ -225,20 +184,13 @@ func TestExitCodes(t *testing.T) {
 
 func TestUnreachable(t *testing.T) {
 	t.Parallel()
-	ios, _, out, _ := iostreams.Test()
-	getenv := func(k string) string {
-		if k == "RLCTL_CONFIG" {
-			return filepath.Join(t.TempDir(), "config.yaml")
-		}
-		return ""
-	}
-	code := cli.Run(context.Background(), []string{"--server", "http://127.0.0.1:1", "--token", "t", "--timeout", "3s", "status", "-o", "json"}, ios, getenv)
-	if code != cmdutil.ExitError {
-		t.Errorf("exit %d, want 1", code)
+	r := clitest.New(t).Run("--server", "http://127.0.0.1:1", "--token", "t", "--timeout", "3s", "status", "-o", "json")
+	if r.Code != cmdutil.ExitError {
+		t.Errorf("exit %d, want 1", r.Code)
 	}
 	var got status.Status
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
-		t.Fatalf("%v: %s", err, out.String())
+	if err := json.Unmarshal([]byte(r.Out), &got); err != nil {
+		t.Fatalf("%v: %s", err, r.Out)
 	}
 	if got.Ready || got.NotReadyReason == "" || got.Server != "http://127.0.0.1:1" || got.Counts.Definitions != nil {
 		t.Errorf("unreachable: %+v", got)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,9 +19,6 @@ import (
 	"github.com/rlctl/rlctl/pkg/client"
 	rl "github.com/rlctl/rlctl/pkg/ratelimit"
 )
-
-// completionTimeout keeps a slow or absent server from freezing the shell.
-const completionTimeout = 2 * time.Second
 
 // roles are the roles a token can have.
 var roles = []string{rl.RoleAdmin, rl.RoleViewer, rl.RoleEnforcer}
@@ -49,18 +47,11 @@ func Columns(now func() time.Time) []printer.Column[rl.Token] {
 	return []printer.Column[rl.Token]{
 		{Header: "NAME", Value: func(t rl.Token) string { return t.Name }},
 		{Header: "ROLE", Value: func(t rl.Token) string { return t.Role }},
-		{Header: "CREATED", Value: func(t rl.Token) string { return formatTime(&t.CreatedAt) }},
-		{Header: "EXPIRES", Value: func(t rl.Token) string { return formatTime(t.ExpiresAt) }},
-		{Header: "LAST-USED", Value: func(t rl.Token) string { return formatTime(t.LastUsedAt) }},
+		{Header: "CREATED", Value: func(t rl.Token) string { return printer.Time(&t.CreatedAt) }},
+		{Header: "EXPIRES", Value: func(t rl.Token) string { return printer.Time(t.ExpiresAt) }},
+		{Header: "LAST-USED", Value: func(t rl.Token) string { return printer.Time(t.LastUsedAt) }},
 		{Header: "STATE", Value: func(t rl.Token) string { return State(t, now()) }},
 	}
-}
-
-func formatTime(t *time.Time) string {
-	if t == nil || t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 func nameOf(t rl.Token) string { return t.Name }
@@ -102,12 +93,10 @@ decision endpoints (gateways).`,
   rlctl token create --name grafana --role viewer`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, req := range []string{"name", "role"} {
-				if !cmd.Flags().Changed(req) {
-					return cmdutil.FlagErrorf("--%s is required", req)
-				}
+			if err := cmdutil.RequireFlags(cmd, "name", "role"); err != nil {
+				return err
 			}
-			if !contains(roles, opts.Role) {
+			if !slices.Contains(roles, opts.Role) {
 				return cmdutil.FlagErrorf("--role: must be one of %s (got %q)", strings.Join(roles, ", "), opts.Role)
 			}
 			if cmd.Flags().Changed("expires-in") && opts.ExpiresIn < time.Second {
@@ -127,15 +116,6 @@ decision endpoints (gateways).`,
 	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions(roles, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("name", cobra.NoFileCompletions)
 	return cmd
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func createRun(ctx context.Context, opts *CreateOptions) error {
@@ -176,7 +156,7 @@ func createRun(ctx context.Context, opts *CreateOptions) error {
 	}
 	expires := "never expires"
 	if t.ExpiresAt != nil {
-		expires = "expires " + formatTime(t.ExpiresAt)
+		expires = "expires " + printer.Time(t.ExpiresAt)
 	}
 	switch f.Global.Output {
 	case printer.JSON, printer.YAML:
@@ -230,20 +210,8 @@ func absPath(path string) (string, error) {
 
 // NewCmdList builds `token list`.
 func NewCmdList(f *cmdutil.Factory, runF func(*cmdutil.Factory) error) *cobra.Command {
-	return &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List API tokens, revoked and expired ones included",
-		Example: `  rlctl token list
-  rlctl token list -o json`,
-		Args: cmdutil.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(f)
-			}
-			return listRun(cmd.Context(), f)
-		},
-	}
+	return cmdutil.NewCmdList(f, "List API tokens, revoked and expired ones included", `  rlctl token list
+  rlctl token list -o json`, listRun, runF)
 }
 
 type tokenList struct {
@@ -251,18 +219,8 @@ type tokenList struct {
 }
 
 func listRun(ctx context.Context, f *cmdutil.Factory) error {
-	c, err := f.Client()
-	if err != nil {
-		return err
-	}
-	tokens, err := c.ListTokens(ctx)
-	if err != nil {
-		return err
-	}
-	if tokens == nil {
-		tokens = []rl.Token{}
-	}
-	return printer.List(f.IOStreams, f.Global.Output, tokens, Columns(f.Now), tokenList{tokens}, "token", nameOf)
+	return cmdutil.RunList(ctx, f, func(ctx context.Context, c *client.Client) ([]rl.Token, error) { return c.ListTokens(ctx) },
+		Columns(f.Now), func(tokens []rl.Token) any { return tokenList{tokens} }, "token", nameOf)
 }
 
 // RevokeOptions are the inputs of `token revoke`.
@@ -321,19 +279,10 @@ func revokeRun(ctx context.Context, opts *RevokeOptions) error {
 
 // CompleteTokenNames completes the names of live tokens from the server.
 func CompleteTokenNames(f *cmdutil.Factory) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		c, err := f.Client()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
-		defer cancel()
+	return cmdutil.CompleteArg(f, func(ctx context.Context, c *client.Client, toComplete string) ([]string, error) {
 		tokens, err := c.ListTokens(ctx)
 		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+			return nil, err
 		}
 		now := f.Now()
 		var out []string
@@ -343,6 +292,6 @@ func CompleteTokenNames(f *cmdutil.Factory) func(*cobra.Command, []string, strin
 			}
 			out = append(out, t.Name+"\t"+t.Role)
 		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
+		return out, nil
+	})
 }

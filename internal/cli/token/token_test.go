@@ -11,100 +11,48 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rlctl/rlctl/internal/api"
-	"github.com/rlctl/rlctl/internal/apitest"
-	"github.com/rlctl/rlctl/internal/cli"
+	"github.com/rlctl/rlctl/internal/cli/clitest"
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
-	"github.com/rlctl/rlctl/internal/cli/iostreams"
 	"github.com/rlctl/rlctl/internal/cli/token"
 	itoken "github.com/rlctl/rlctl/internal/token"
 	rl "github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// harness runs rlctl command lines against one real rlapi.
-type harness struct {
-	t      *testing.T
-	env    *apitest.Env
-	config string
-}
-
-func start(t *testing.T) *harness {
-	t.Helper()
-	t.Parallel()
-	return &harness{t: t, env: apitest.Start(t, api.Config{}), config: filepath.Join(t.TempDir(), "config.yaml")}
-}
-
-type result struct {
-	code        int
-	out, errOut string
-}
-
-func (h *harness) run(tok string, tty bool, stdin string, args ...string) result {
-	h.t.Helper()
-	ios, in, out, errOut := iostreams.Test()
-	in.WriteString(stdin)
-	ios.SetStdinTTY(tty)
-	ios.SetStdoutTTY(tty)
-	getenv := func(k string) string {
-		if k == "RLCTL_CONFIG" {
-			return h.config
-		}
-		return ""
-	}
-	full := append([]string{"--server", h.env.URL, "--token", tok}, args...)
-	code := cli.Run(context.Background(), full, ios, getenv)
-	return result{code, out.String(), errOut.String()}
-}
-
-func (h *harness) admin(args ...string) result {
-	h.t.Helper()
-	return h.run(h.env.AdminToken, false, "", args...)
-}
-
-func (h *harness) must(args ...string) string {
-	h.t.Helper()
-	r := h.admin(args...)
-	if r.code != 0 {
-		h.t.Fatalf("rlctl %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.out, r.errOut)
-	}
-	return r.out
-}
-
 // works reports whether tok authenticates (a read any role but enforcer may do).
-func (h *harness) works(tok string) int {
-	h.t.Helper()
-	return h.run(tok, false, "", "rate-limit", "list").code
+func works(h *clitest.Rlctl, tok string) int {
+	h.T.Helper()
+	return h.RunWith(clitest.Opts{Token: tok}, "rate-limit", "list").Code
 }
 
 func TestCreatePrintsTheSecretOnce(t *testing.T) {
-	h := start(t)
-	r := h.admin("token", "create", "--name", "grafana", "--role", "viewer")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.errOut)
+	h := clitest.StartParallel(t)
+	r := h.Run("token", "create", "--name", "grafana", "--role", "viewer")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.ErrOut)
 	}
-	secret := strings.TrimSuffix(r.out, "\n")
+	secret := strings.TrimSuffix(r.Out, "\n")
 	if secret == "" || strings.ContainsAny(secret, " \n") {
-		t.Fatalf("stdout should be the secret alone, got %q", r.out)
+		t.Fatalf("stdout should be the secret alone, got %q", r.Out)
 	}
-	if !strings.Contains(r.errOut, `Created viewer token "grafana" (never expires)`) || !strings.Contains(r.errOut, "not shown again") || strings.Contains(r.errOut, secret) {
-		t.Errorf("stderr: %q", r.errOut)
+	if !strings.Contains(r.ErrOut, `Created viewer token "grafana" (never expires)`) || !strings.Contains(r.ErrOut, "not shown again") || strings.Contains(r.ErrOut, secret) {
+		t.Errorf("stderr: %q", r.ErrOut)
 	}
-	if code := h.works(secret); code != 0 {
+	if code := works(h, secret); code != 0 {
 		t.Errorf("the new viewer token does not work: exit %d", code)
 	}
-	if r := h.run(secret, false, "", "token", "create", "--name", "x", "--role", "admin"); r.code != cmdutil.ExitAuth {
-		t.Errorf("a viewer created a token: exit %d", r.code)
+	if r := h.RunWith(clitest.Opts{Token: secret}, "token", "create", "--name", "x", "--role", "admin"); r.Code != cmdutil.ExitAuth {
+		t.Errorf("a viewer created a token: exit %d", r.Code)
 	}
 	// The list never shows it again.
-	if got := h.must("token", "list", "-o", "json"); strings.Contains(got, secret) {
+	if got := h.Must("token", "list", "-o", "json"); strings.Contains(got, secret) {
 		t.Error("token list shows the secret")
 	}
 }
 
 func TestCreateJSON(t *testing.T) {
-	h := start(t)
+	h := clitest.StartParallel(t)
 	var got map[string]any
-	if err := json.Unmarshal([]byte(h.must("token", "create", "--name", "ci", "--role", "admin", "--expires-in", "720h", "-o", "json")), &got); err != nil {
+	if err := json.Unmarshal([]byte(h.Must("token", "create", "--name", "ci", "--role", "admin", "--expires-in", "720h", "-o", "json")), &got); err != nil {
 		t.Fatal(err)
 	}
 	if got["name"] != "ci" || got["role"] != "admin" || got["token"] == "" || got["expires_at"] == nil || got["created_at"] == nil {
@@ -120,18 +68,18 @@ func TestCreateJSON(t *testing.T) {
 }
 
 func TestCreateOutputFile(t *testing.T) {
-	h := start(t)
+	h := clitest.StartParallel(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ci.token")
 	if err := os.WriteFile(path, []byte("old\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := h.admin("token", "create", "--name", "ci", "--role", "enforcer", "--output-file", path)
-	if r.code != 0 || r.out != "" {
-		t.Fatalf("exit %d, stdout %q (want nothing on stdout), stderr %q", r.code, r.out, r.errOut)
+	r := h.Run("token", "create", "--name", "ci", "--role", "enforcer", "--output-file", path)
+	if r.Code != 0 || r.Out != "" {
+		t.Fatalf("exit %d, stdout %q (want nothing on stdout), stderr %q", r.Code, r.Out, r.ErrOut)
 	}
-	if !strings.Contains(r.errOut, "written to "+path) {
-		t.Errorf("stderr should say where: %q", r.errOut)
+	if !strings.Contains(r.ErrOut, "written to "+path) {
+		t.Errorf("stderr should say where: %q", r.ErrOut)
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -146,7 +94,7 @@ func TestCreateOutputFile(t *testing.T) {
 		t.Fatalf("file not replaced: %q", b)
 	}
 	// An enforcer may not list definitions, but it authenticates: 403, not 401.
-	if code := h.works(secret); code != cmdutil.ExitAuth {
+	if code := works(h, secret); code != cmdutil.ExitAuth {
 		t.Errorf("enforcer token: exit %d", code)
 	}
 	entries, _ := os.ReadDir(dir)
@@ -155,29 +103,29 @@ func TestCreateOutputFile(t *testing.T) {
 	}
 
 	// A directory that does not exist fails before any token is made.
-	r = h.admin("token", "create", "--name", "lost", "--role", "admin", "--output-file", filepath.Join(dir, "no", "such", "file"))
-	if r.code == 0 {
+	r = h.Run("token", "create", "--name", "lost", "--role", "admin", "--output-file", filepath.Join(dir, "no", "such", "file"))
+	if r.Code == 0 {
 		t.Fatal("create into a missing directory succeeded")
 	}
-	if got := h.must("token", "list", "-o", "name"); strings.Contains(got, "token/lost") {
+	if got := h.Must("token", "list", "-o", "name"); strings.Contains(got, "token/lost") {
 		t.Errorf("a token was made though its file could not be: %q", got)
 	}
 }
 
 func TestListStates(t *testing.T) {
-	h := start(t)
+	h := clitest.StartParallel(t)
 	ctx := context.Background()
 	past := time.Now().Add(-time.Hour)
 	_, sum := itoken.New()
-	if _, err := h.env.Store.CreateToken(ctx, "old", rl.RoleViewer, sum, &past); err != nil {
+	if _, err := h.Env.Store.CreateToken(ctx, "old", rl.RoleViewer, sum, &past); err != nil {
 		t.Fatal(err)
 	}
-	h.env.Token(t, "gone", rl.RoleViewer)
-	h.must("token", "revoke", "gone", "--yes")
-	h.must("token", "create", "--name", "fresh", "--role", "enforcer", "--expires-in", "1h")
+	h.Env.Token(t, "gone", rl.RoleViewer)
+	h.Must("token", "revoke", "gone", "--yes")
+	h.Must("token", "create", "--name", "fresh", "--role", "enforcer", "--expires-in", "1h")
 
 	state := map[string][]string{}
-	for _, line := range strings.Split(strings.TrimSpace(h.must("token", "list")), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(h.Must("token", "list")), "\n") {
 		f := strings.Split(line, "\t")
 		if len(f) != 6 {
 			t.Fatalf("want NAME ROLE CREATED EXPIRES LAST-USED STATE, got %q", line)
@@ -204,14 +152,14 @@ func TestListStates(t *testing.T) {
 		}
 	}
 
-	tty := h.run(h.env.AdminToken, true, "", "token", "list")
-	if first, _, _ := strings.Cut(tty.out, "\n"); strings.Join(strings.Fields(first), " ") != "NAME ROLE CREATED EXPIRES LAST-USED STATE" {
+	tty := h.RunWith(clitest.Opts{TTY: true}, "token", "list")
+	if first, _, _ := strings.Cut(tty.Out, "\n"); strings.Join(strings.Fields(first), " ") != "NAME ROLE CREATED EXPIRES LAST-USED STATE" {
 		t.Errorf("header: %q", first)
 	}
 	var doc struct {
 		Tokens []map[string]any `json:"tokens"`
 	}
-	if err := json.Unmarshal([]byte(h.must("token", "list", "-o", "json")), &doc); err != nil {
+	if err := json.Unmarshal([]byte(h.Must("token", "list", "-o", "json")), &doc); err != nil {
 		t.Fatal(err)
 	}
 	if len(doc.Tokens) != 4 {
@@ -222,42 +170,42 @@ func TestListStates(t *testing.T) {
 			t.Errorf("revoked token without revoked_at: %v", tok)
 		}
 	}
-	if got := h.must("token", "list", "-o", "yaml"); !strings.HasPrefix(got, "tokens:\n") {
+	if got := h.Must("token", "list", "-o", "yaml"); !strings.HasPrefix(got, "tokens:\n") {
 		t.Errorf("list -o yaml: %q", got)
 	}
 }
 
 func TestRevoke(t *testing.T) {
-	h := start(t)
-	secret := strings.TrimSpace(h.must("token", "create", "--name", "ci", "--role", "viewer"))
+	h := clitest.StartParallel(t)
+	secret := strings.TrimSpace(h.Must("token", "create", "--name", "ci", "--role", "viewer"))
 
-	r := h.admin("token", "revoke", "ci")
-	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "pass --yes") {
-		t.Errorf("revoke without --yes: exit %d, stderr %q", r.code, r.errOut)
+	r := h.Run("token", "revoke", "ci")
+	if r.Code != cmdutil.ExitUsage || !strings.Contains(r.ErrOut, "pass --yes") {
+		t.Errorf("revoke without --yes: exit %d, stderr %q", r.Code, r.ErrOut)
 	}
-	if code := h.works(secret); code != 0 {
+	if code := works(h, secret); code != 0 {
 		t.Fatalf("token stopped working without confirmation: exit %d", code)
 	}
-	r = h.run(h.env.AdminToken, true, "no\n", "token", "revoke", "ci")
-	if r.code != cmdutil.ExitError || !strings.Contains(r.errOut, "Revoke token ci? [y/N]") {
-		t.Errorf("answer no: exit %d, stderr %q", r.code, r.errOut)
+	r = h.RunWith(clitest.Opts{TTY: true, Stdin: "no\n"}, "token", "revoke", "ci")
+	if r.Code != cmdutil.ExitError || !strings.Contains(r.ErrOut, "Revoke token ci? [y/N]") {
+		t.Errorf("answer no: exit %d, stderr %q", r.Code, r.ErrOut)
 	}
-	if got := h.must("token", "revoke", "ci", "--yes"); got != "token/ci revoked\n" {
+	if got := h.Must("token", "revoke", "ci", "--yes"); got != "token/ci revoked\n" {
 		t.Errorf("revoke: got %q", got)
 	}
-	if code := h.works(secret); code != cmdutil.ExitAuth {
+	if code := works(h, secret); code != cmdutil.ExitAuth {
 		t.Errorf("revoked token still works: exit %d", code)
 	}
-	h.must("token", "create", "--name", "ci2", "--role", "viewer")
-	if got := h.must("token", "revoke", "ci2", "-y", "-o", "json"); !strings.Contains(got, `"revoked": true`) {
+	h.Must("token", "create", "--name", "ci2", "--role", "viewer")
+	if got := h.Must("token", "revoke", "ci2", "-y", "-o", "json"); !strings.Contains(got, `"revoked": true`) {
 		t.Errorf("revoke -o json: %q", got)
 	}
 }
 
 func TestExitCodes(t *testing.T) {
-	h := start(t)
-	viewer := h.env.Token(t, "viewer", "viewer")
-	h.must("token", "create", "--name", "dup", "--role", "viewer")
+	h := clitest.StartParallel(t)
+	viewer := h.Env.Token(t, "viewer", "viewer")
+	h.Must("token", "create", "--name", "dup", "--role", "viewer")
 	tests := []struct {
 		name string
 		tok  string
@@ -265,69 +213,56 @@ func TestExitCodes(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"revoke unknown", h.env.AdminToken, []string{"token", "revoke", "nope", "--yes"}, cmdutil.ExitNotFound, "nope"},
+		{"revoke unknown", h.Env.AdminToken, []string{"token", "revoke", "nope", "--yes"}, cmdutil.ExitNotFound, "nope"},
 		{"viewer may not list", viewer, []string{"token", "list"}, cmdutil.ExitAuth, ""},
 		{"viewer may not revoke", viewer, []string{"token", "revoke", "dup", "--yes"}, cmdutil.ExitAuth, ""},
-		{"missing --role", h.env.AdminToken, []string{"token", "create", "--name", "x"}, cmdutil.ExitUsage, "--role is required"},
-		{"missing --name", h.env.AdminToken, []string{"token", "create", "--role", "admin"}, cmdutil.ExitUsage, "--name is required"},
-		{"bad role", h.env.AdminToken, []string{"token", "create", "--name", "x", "--role", "root"}, cmdutil.ExitUsage, "admin, viewer, enforcer"},
-		{"bad expiry", h.env.AdminToken, []string{"token", "create", "--name", "x", "--role", "admin", "--expires-in", "10ms"}, cmdutil.ExitUsage, "at least 1s"},
-		{"bad duration", h.env.AdminToken, []string{"token", "create", "--name", "x", "--role", "admin", "--expires-in", "soon"}, cmdutil.ExitUsage, ""},
-		{"duplicate name", h.env.AdminToken, []string{"token", "create", "--name", "dup", "--role", "admin"}, cmdutil.ExitRefused, ""},
-		{"revoke needs a name", h.env.AdminToken, []string{"token", "revoke", "--yes"}, cmdutil.ExitUsage, ""},
+		{"missing --role", h.Env.AdminToken, []string{"token", "create", "--name", "x"}, cmdutil.ExitUsage, "--role is required"},
+		{"missing --name", h.Env.AdminToken, []string{"token", "create", "--role", "admin"}, cmdutil.ExitUsage, "--name is required"},
+		{"bad role", h.Env.AdminToken, []string{"token", "create", "--name", "x", "--role", "root"}, cmdutil.ExitUsage, "admin, viewer, enforcer"},
+		{"bad expiry", h.Env.AdminToken, []string{"token", "create", "--name", "x", "--role", "admin", "--expires-in", "10ms"}, cmdutil.ExitUsage, "at least 1s"},
+		{"bad duration", h.Env.AdminToken, []string{"token", "create", "--name", "x", "--role", "admin", "--expires-in", "soon"}, cmdutil.ExitUsage, ""},
+		{"duplicate name", h.Env.AdminToken, []string{"token", "create", "--name", "dup", "--role", "admin"}, cmdutil.ExitRefused, ""},
+		{"revoke needs a name", h.Env.AdminToken, []string{"token", "revoke", "--yes"}, cmdutil.ExitUsage, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := h.run(tt.tok, false, "", tt.args...)
-			if r.code != tt.code {
-				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.code, r.out, r.errOut)
+			r := h.RunWith(clitest.Opts{Token: tt.tok}, tt.args...)
+			if r.Code != tt.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", r.Code, tt.code, r.Out, r.ErrOut)
 			}
-			if !strings.Contains(r.errOut, tt.msg) {
-				t.Errorf("stderr %q does not mention %q", r.errOut, tt.msg)
+			if !strings.Contains(r.ErrOut, tt.msg) {
+				t.Errorf("stderr %q does not mention %q", r.ErrOut, tt.msg)
 			}
 		})
 	}
 }
 
 func TestCompleteTokenNames(t *testing.T) {
-	h := start(t)
-	h.must("token", "create", "--name", "ci-deploy", "--role", "admin")
-	h.must("token", "create", "--name", "ci-old", "--role", "viewer")
-	h.must("token", "revoke", "ci-old", "--yes")
+	h := clitest.StartParallel(t)
+	h.Must("token", "create", "--name", "ci-deploy", "--role", "admin")
+	h.Must("token", "create", "--name", "ci-old", "--role", "viewer")
+	h.Must("token", "revoke", "ci-old", "--yes")
 
-	got := h.must("__complete", "token", "revoke", "ci")
+	got := h.Must("__complete", "token", "revoke", "ci")
 	if !strings.Contains(got, "ci-deploy\tadmin\n") || strings.Contains(got, "ci-old") || !strings.HasSuffix(got, ":4\n") {
 		t.Errorf("completion: got %q, want ci-deploy only, with NoFileComp (:4)", got)
 	}
 	// An unreachable server fails the completion quickly, not the shell.
-	ios, _, out, _ := iostreams.Test()
 	start := time.Now()
-	cli.Run(context.Background(), []string{"--server", "http://127.0.0.1:1", "--token", "x", "__complete", "token", "revoke", ""}, ios,
-		func(k string) string {
-			if k == "RLCTL_CONFIG" {
-				return h.config
-			}
-			return ""
-		})
+	r := h.RunWith(clitest.Opts{Bare: true}, "--server", "http://127.0.0.1:1", "--token", "x", "__complete", "token", "revoke", "")
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("completion against a dead server took %s", d)
 	}
-	if !strings.Contains(out.String(), ":5\n") && !strings.Contains(out.String(), ":4\n") {
-		t.Errorf("completion against a dead server: %q", out.String())
+	if !strings.Contains(r.Out, ":5\n") && !strings.Contains(r.Out, ":4\n") {
+		t.Errorf("completion against a dead server: %q", r.Out)
 	}
 }
 
 // TestFlags checks flag parsing through runF, with no server.
 func TestFlags(t *testing.T) {
 	t.Parallel()
-	ios, _, _, _ := iostreams.Test()
-	f := cmdutil.NewFactory(ios, func(string) string { return "" })
-	exec := func(cmd *cobra.Command, args ...string) error {
-		cmd.SetArgs(args)
-		cmd.SetOut(ios.Out)
-		cmd.SetErr(ios.ErrOut)
-		return cmd.Execute()
-	}
+	f := clitest.Factory()
+	exec := func(cmd *cobra.Command, args ...string) error { return clitest.Execute(f, cmd, args...) }
 	var c *token.CreateOptions
 	if err := exec(token.NewCmdCreate(f, func(o *token.CreateOptions) error { c = o; return nil }),
 		"--name", "ci", "--role", "enforcer", "--expires-in", "2h", "--output-file", "x"); err != nil {
