@@ -42,7 +42,15 @@ create index rl_counters_expires_idx on rl_counters (expires_at);
 create function rl_take(p_call int[], p_keys text[], p_windows bigint[], p_limits bigint[], p_enforce boolean[],
                         p_expires timestamptz[], p_costs bigint[], p_consume boolean[],
                         out allowed boolean[], out counts bigint[], out room boolean[])
-    language plpgsql as
+    language plpgsql
+    -- Every statement here looks up a few rows by primary key. Plans are
+    -- cached per connection, and one made while the table was small (a
+    -- fresh window, a fresh database) would keep scanning the whole table
+    -- long after it has grown: measured, a decision went from 0.5 ms to
+    -- 4.5 ms at 30,000 counters. Without sequential scans the cached plans
+    -- are index lookups whatever the statistics said when they were made.
+    set enable_seqscan = off
+as
 $$
 declare
     n int := coalesce(array_length(p_keys, 1), 0);

@@ -62,6 +62,7 @@ func run() error {
 	flag.IntVar(&cfg.keys, "keys", 10000, "distinct callers (and targets) for the spread runs")
 	flag.StringVar(&conc, "concurrency", "1,8,64", "goroutines per run, comma-separated")
 	flag.IntVar(&maxConn, "max-conns", 12, "pool size for both implementations")
+	workers := flag.Int("workers", 0, "enforce.Options.Workers (0: the default)")
 	flag.StringVar(&modes, "modes", "ours,baseline", "implementations to run")
 	flag.StringVar(&shapes, "shapes", "spread,hot", "key shapes to run")
 	flag.Parse()
@@ -99,7 +100,7 @@ func run() error {
 	}
 	defer base.drop()
 
-	enf, err := enforce.New(ctx, st.Pool(), enforce.Options{SweepInterval: -1, BackendTimeout: 5 * time.Second})
+	enf, err := enforce.New(ctx, st.Pool(), enforce.Options{SweepInterval: -1, BackendTimeout: 5 * time.Second, Workers: *workers})
 	if err != nil {
 		return err
 	}
