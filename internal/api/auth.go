@@ -42,6 +42,11 @@ func (p permission) allows(role string) bool {
 
 type actorKey struct{}
 
+// actorHolderKey carries the authenticated name back to the access log.
+type actorHolderKey struct{}
+
+type actorHolder struct{ name string }
+
 // actorName is the authenticated token's name ("" before authentication).
 func actorName(ctx context.Context) string {
 	t, _ := ctx.Value(actorKey{}).(*ratelimit.Token)
@@ -98,6 +103,9 @@ func (s *Server) authenticate(p permission, next http.Handler) http.Handler {
 			if err := s.store.TouchToken(r.Context(), tok.Name, s.now()); err != nil {
 				s.log.Warn("record token use", "token", tok.Name, "err", err)
 			}
+		}
+		if h, ok := r.Context().Value(actorHolderKey{}).(*actorHolder); ok {
+			h.name = tok.Name
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, &tok)))
 	})

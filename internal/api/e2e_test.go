@@ -806,3 +806,27 @@ func TestConcurrentWritesKeepLastAcknowledged(t *testing.T) {
 		}
 	}
 }
+
+func TestRequarantineAfterExpiryStartsANewQuarantine(t *testing.T) {
+	t.Parallel()
+	c, env := newClient(t)
+	ctx := context.Background()
+	first, err := c.Quarantine(ctx, "client", "bot", client.QuarantineRequest{Reason: "one", ExpiresInSeconds: 60}, client.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.Pool().Exec(ctx, `update rl_memberships set quarantine_expires_at = now() - interval '1 second',
+		quarantined_at = now() - interval '1 hour' where subject = 'bot'`); err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.Quarantine(ctx, "client", "bot", client.QuarantineRequest{Reason: "two"}, client.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Created || again.Entry.Expired || again.Entry.ExpiresAt != nil {
+		t.Errorf("re-quarantine after expiry = %+v, want a new, unexpired quarantine (201)", again)
+	}
+	if again.Entry.QuarantinedAt == nil || again.Entry.QuarantinedAt.Before(*first.Entry.QuarantinedAt) {
+		t.Errorf("start time %v carried over from the expired quarantine", again.Entry.QuarantinedAt)
+	}
+}

@@ -126,7 +126,10 @@ func (s *Server) handleQuarantine() http.Handler {
 			default:
 				return change{}, err
 			}
-			created = !m.HasGroup(group)
+			// An expired quarantine still holds the group until removed;
+			// quarantining again starts a new one.
+			expired := m.QuarantineExpiresAt != nil && !now.Before(*m.QuarantineExpiresAt)
+			created = !m.HasGroup(group) || expired
 			next := m
 			next.Groups = append(slices.Clone(m.Groups), group)
 			next.QuarantineReason = req.Reason
@@ -143,7 +146,11 @@ func (s *Server) handleQuarantine() http.Handler {
 			if err != nil {
 				return change{}, err
 			}
-			next = statediff.WithQuarantineFields(next, prev, now)
+			keep := prev
+			if expired {
+				keep = nil // do not carry the old start time over
+			}
+			next = statediff.WithQuarantineFields(next, keep, now)
 			res, err := q.PutMembership(ctx, next, store.Write{})
 			if err != nil {
 				return change{}, err

@@ -69,6 +69,10 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
 		var retryAfter time.Duration
 		ctx = context.WithValue(ctx, retryAfterKey{}, &retryAfter)
+		// authenticate fills this in on the request it passes on, which
+		// this middleware never sees: the holder carries the name back.
+		actor := &actorHolder{}
+		ctx = context.WithValue(ctx, actorHolderKey{}, actor)
 		r = r.WithContext(ctx)
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
@@ -88,7 +92,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			}
 			s.metrics.observe(route, r.Method, rec.status, elapsed)
 			s.log.Info("request", "request_id", id, "method", r.Method, "route", route, "status", rec.status,
-				"duration_ms", float64(elapsed.Microseconds())/1000, "actor", actorName(r.Context()))
+				"duration_ms", float64(elapsed.Microseconds())/1000, "actor", actor.name)
 		}()
 		next.ServeHTTP(&retryAfterWriter{statusRecorder: rec, retryAfter: &retryAfter}, r)
 	})

@@ -77,7 +77,7 @@ func (q *Queries) LockForApply(ctx context.Context, subjects []string) error {
 	}
 	switch {
 	case len(subjects) > MaxApplySubjectLocks:
-		if _, err := q.db.Exec(ctx, `lock table rl_admins, rl_memberships in access exclusive mode`); err != nil {
+		if _, err := q.db.Exec(ctx, `lock table rl_memberships, rl_admins in access exclusive mode`); err != nil {
 			return fmt.Errorf("lock for apply: %w", interpretError(err))
 		}
 	case len(subjects) > 0:

@@ -123,20 +123,6 @@ func (q *Queries) Counters(ctx context.Context, prefix string, now time.Time, li
 	return out, interpretError(rows.Err())
 }
 
-// DeleteCounters removes the counters whose key contains substring. It
-// returns how many rows it removed.
-//
-// Deprecated: a substring crosses identities ("user:al" is inside
-// "user:alice"), and deleting a live counter can pull it from under a
-// concurrent rl_take. Use ResetCounters.
-func (q *Queries) DeleteCounters(ctx context.Context, substring string) (int64, error) {
-	tag, err := q.db.Exec(ctx, `delete from rl_counters where key like $1 escape '\'`, "%"+likeEscape(substring)+"%")
-	if err != nil {
-		return 0, fmt.Errorf("reset counters: %w", interpretError(err))
-	}
-	return tag.RowsAffected(), nil
-}
-
 // SweepCounters deletes up to batch expired counters, one replica at a time
 // (a transaction-scoped advisory lock; others skip). It reports how many it
 // removed and whether it held the lock.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -56,7 +57,10 @@ func Open(ctx context.Context, dsn string, opts Opts) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", redactErr(err))
 	}
-	cfg.MaxConns = 16
+	// pool_max_conns in the URL wins; otherwise 16.
+	if !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = 16
+	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
@@ -90,6 +94,13 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// ReadTx runs fn in one read-only REPEATABLE READ transaction: every query
+// in it sees the same committed state (a consistent snapshot).
+func (s *Store) ReadTx(ctx context.Context, fn func(q *Queries) error) error {
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(tx pgx.Tx) error { return fn(&Queries{db: tx}) })
+}
 
 // InTx runs fn in one transaction: committed when fn returns nil, rolled back
 // otherwise.

@@ -197,7 +197,7 @@ func defaultHTTPClient() *http.Client {
 			ExpectContinueTimeout: time.Second,
 			IdleConnTimeout:       90 * time.Second,
 			MaxIdleConns:          16,
-			MaxIdleConnsPerHost:   8,
+			MaxIdleConnsPerHost:   32,
 		},
 	}
 }

@@ -179,7 +179,9 @@ func (e *Enforcer) Peek(ctx context.Context, c Call) (Decision, error) {
 var allowedNoGates = Decision{Allowed: true, Reason: ReasonAllowed}
 
 func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, error) {
-	// Control-plane calls and anonymous calls are not ours to limit.
+	// Control-plane calls and anonymous calls are not ours to limit (the
+	// reference's data-plane rule: limits key on an identity; a gateway
+	// that lets anonymous calls through has no one to limit or quarantine).
 	if c.TargetType == "" || (c.Username == "" && c.ClientID == "") {
 		e.metrics.checks.WithLabelValues("skipped").Inc()
 		return allowedNoGates, nil
@@ -189,11 +191,14 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if snap == nil {
 		return e.noSnapshot(c)
 	}
+	// A target name that is not valid (too long, control characters) can
+	// match no target definition or quarantine, but the caller's own
+	// quarantine and limits still apply: an odd path must not be a way
+	// around them. Its raw form still separates caller_target buckets.
 	targetName, err := validate.TargetName(c.TargetType, c.TargetName)
-	if err != nil {
-		// Not a target we know how to name: nothing can apply to it.
-		e.metrics.checks.WithLabelValues("allowed").Inc()
-		return allowedNoGates, nil
+	targetKnown := err == nil
+	if !targetKnown {
+		targetName = c.TargetName
 	}
 	callerType, identity := ratelimit.SubjectUser, c.Username
 	if c.ClientID != "" {
@@ -209,7 +214,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	admin := c.IsAdmin || snap.admins[userKey] || snap.admins[clientKey]
 
 	// 1. Target quarantine: for everyone, administrators included.
-	if snap.targetsOn {
+	if snap.targetsOn && targetKnown {
 		if m, ok := snap.members[targetSubject(c.TargetType, targetName)]; ok && m.quarantinedAt(now) {
 			return e.quarantined("target", c, targetName), nil
 		}

@@ -2,6 +2,7 @@ package enforce_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,5 +115,25 @@ func TestQuarantineReadErrors(t *testing.T) {
 		if d := f.check(agent("leaked", "s")); d.Allowed || d.Reason != enforce.ReasonQuarantined {
 			t.Errorf("closed=%v: after recovery: %+v, want quarantined again", closed, d)
 		}
+	}
+}
+
+// TestOddTargetNamesDoNotBypassTheCaller: a target name no definition can
+// carry (too long, control characters) still meets the caller's quarantine
+// and limits.
+func TestOddTargetNamesDoNotBypassTheCaller(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{})
+	f.def(callerGroup("g", 60, ptr(2), nil))
+	f.member("user", "limited", "g")
+	f.member("user", "mallory", "quarantine-callers")
+	long := "srv/" + strings.Repeat("a", 300)
+	for _, name := range []string{long, "srv/\x01/x"} {
+		if d := f.check(user("mallory", name)); d.Reason != enforce.ReasonQuarantined {
+			t.Errorf("quarantined caller on target %q: %+v", name[:8], d)
+		}
+	}
+	if got := f.burst(user("limited", long), 5); got != 2 {
+		t.Errorf("caller limit of 2 on an odd target name allowed %d", got)
 	}
 }

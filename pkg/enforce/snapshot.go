@@ -45,7 +45,9 @@ func (m member) quarantinedAt(now time.Time) bool {
 func targetKey(entityType, name string) string { return entityType + ":" + name }
 
 // loadSnapshot reads definitions, memberships and admins in one
-// transaction, so the snapshot is consistent.
+// repeatable-read transaction, so the snapshot is consistent: an apply or
+// a quarantine is either wholly in it or not at all. It reads the tables
+// in the order an apply locks them (definitions, memberships, admins).
 func loadSnapshot(ctx context.Context, st *store.Store, now time.Time) (*snapshot, error) {
 	s := &snapshot{
 		loadedAt:     now,
@@ -55,7 +57,7 @@ func loadSnapshot(ctx context.Context, st *store.Store, now time.Time) (*snapsho
 		members:      map[string]member{},
 		admins:       map[string]bool{},
 	}
-	err := st.InTx(ctx, func(q *store.Queries) error {
+	err := st.ReadTx(ctx, func(q *store.Queries) error {
 		err := q.EachDefinition(ctx, store.DefinitionFilter{}, func(d ratelimit.Definition) error {
 			switch {
 			case d.ID == ratelimit.SentinelCallers:
