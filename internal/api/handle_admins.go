@@ -132,13 +132,8 @@ func (s *Server) handleDeleteAdmin() http.Handler {
 			}
 			return change{action: "revoke", resourceType: "admin", id: id, before: before}, nil
 		})
-		switch {
-		case err != nil:
-			s.writeProblem(w, r, err)
-		case dry:
-			writeDryRun(w, ch)
-		default:
+		s.answer(w, r, ch, dry, err, func() {
 			encode(w, http.StatusOK, deleted{Deleted: true, ID: id})
-		}
+		})
 	})
 }

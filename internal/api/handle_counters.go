@@ -186,13 +186,8 @@ func (s *Server) handleResetCounters() http.Handler {
 			}
 			return ch, nil
 		})
-		switch {
-		case err != nil:
-			s.writeProblem(w, r, err)
-		case dry:
-			writeDryRun(w, ch)
-		default:
+		s.answer(w, r, ch, dry, err, func() {
 			encode(w, http.StatusOK, countersReset{Reset: true, Removed: removed})
-		}
+		})
 	})
 }

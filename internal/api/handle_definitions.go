@@ -67,14 +67,9 @@ func (s *Server) handlePutDefinition() http.Handler {
 			}
 			return putChange("definition", d.Key(), res), nil
 		})
-		switch {
-		case err != nil:
-			s.writeProblem(w, r, err)
-		case dry:
-			writeDryRun(w, ch)
-		default:
+		s.answer(w, r, ch, dry, err, func() {
 			writePut(w, r, "/api/rate-limits/", d.Key(), res.After.Version, res.Created() && !res.Unchanged, res.After)
-		}
+		})
 	})
 }
 
@@ -127,14 +122,9 @@ func (s *Server) handleDeleteDefinition() http.Handler {
 			}
 			return change{action: "delete", resourceType: "definition", id: id, before: before}, nil
 		})
-		switch {
-		case err != nil:
-			s.writeProblem(w, r, err)
-		case dry:
-			writeDryRun(w, ch)
-		default:
+		s.answer(w, r, ch, dry, err, func() {
 			encode(w, http.StatusOK, deleted{Deleted: true, ID: id})
-		}
+		})
 	})
 }
 
@@ -169,15 +159,10 @@ func (s *Server) handleSetEnabled() http.Handler {
 			}
 			return change{action: action, resourceType: "definition", id: id, before: before, after: a}, nil
 		})
-		switch {
-		case err != nil:
-			s.writeProblem(w, r, err)
-		case dry:
-			writeDryRun(w, ch)
-		default:
+		s.answer(w, r, ch, dry, err, func() {
 			setETag(w, after.Version)
 			encode(w, http.StatusOK, after)
-		}
+		})
 	})
 }
 

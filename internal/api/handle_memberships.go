@@ -105,14 +105,9 @@ func (s *Server) handlePutMembership() http.Handler {
 			}
 			return putChange("membership", m.Key(), res), nil
 		})
-		switch {
-		case err != nil:
-			s.writeProblem(w, r, err)
-		case dry:
-			writeDryRun(w, ch)
-		default:
+		s.answer(w, r, ch, dry, err, func() {
 			writePut(w, r, "/api/rate-limit-memberships/", m.Key(), res.After.Version, res.Created() && !res.Unchanged, res.After)
-		}
+		})
 	})
 }
 
@@ -136,14 +131,9 @@ func (s *Server) handleDeleteMembership() http.Handler {
 			}
 			return change{action: "delete", resourceType: "membership", id: id, before: before}, nil
 		})
-		switch {
-		case err != nil:
-			s.writeProblem(w, r, err)
-		case dry:
-			writeDryRun(w, ch)
-		default:
+		s.answer(w, r, ch, dry, err, func() {
 			encode(w, http.StatusOK, deleted{Deleted: true, ID: id})
-		}
+		})
 	})
 }
 

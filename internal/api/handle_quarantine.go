@@ -162,18 +162,13 @@ func (s *Server) handleQuarantine() http.Handler {
 			}
 			return ch, nil
 		})
-		switch {
-		case err != nil:
-			s.writeProblem(w, r, err)
-		case dry:
-			writeDryRun(w, ch)
-		default:
+		s.answer(w, r, ch, dry, err, func() {
 			status := http.StatusOK
 			if created {
 				status = http.StatusCreated
 			}
 			encode(w, status, entryOf(after, s.now()))
-		}
+		})
 	})
 }
 
@@ -225,13 +220,8 @@ func (s *Server) handleUnquarantine() http.Handler {
 			}
 			return change{action: "unquarantine", resourceType: "membership", id: id, before: m, after: res.After}, nil
 		})
-		switch {
-		case err != nil:
-			s.writeProblem(w, r, err)
-		case dry:
-			writeDryRun(w, ch)
-		default:
+		s.answer(w, r, ch, dry, err, func() {
 			encode(w, http.StatusOK, removed{Removed: wasQuarantined, ID: id})
-		}
+		})
 	})
 }

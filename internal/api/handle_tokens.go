@@ -79,15 +79,10 @@ func (s *Server) handleCreateToken() http.Handler {
 			created = t
 			return change{action: "create", resourceType: "token", id: name, after: t}, nil
 		})
-		switch {
-		case err != nil:
-			s.writeProblem(w, r, err)
-		case dry:
-			writeDryRun(w, ch)
-		default:
+		s.answer(w, r, ch, dry, err, func() {
 			w.Header().Set("Cache-Control", "no-store")
 			encode(w, http.StatusCreated, createdToken{Token: created, Secret: secret})
-		}
+		})
 	})
 }
 
@@ -109,14 +104,9 @@ func (s *Server) handleRevokeToken() http.Handler {
 			after.RevokedAt = &now
 			return change{action: "revoke", resourceType: "token", id: name, before: before, after: after}, nil
 		})
-		switch {
-		case err != nil:
-			s.writeProblem(w, r, err)
-		case dry:
-			writeDryRun(w, ch)
-		default:
+		s.answer(w, r, ch, dry, err, func() {
 			encode(w, http.StatusOK, revokedToken{Revoked: true, Name: name})
-		}
+		})
 	})
 }
 

@@ -59,6 +59,19 @@ func (s *Server) mutate(r *http.Request, fn func(q *store.Queries) (change, erro
 	return ch, false, err
 }
 
+// answer writes a mutation's outcome: its problem, its dry-run report, or,
+// when it happened, whatever ok writes.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, ch change, dry bool, err error, ok func()) {
+	switch {
+	case err != nil:
+		s.writeProblem(w, r, err)
+	case dry:
+		writeDryRun(w, ch)
+	default:
+		ok()
+	}
+}
+
 func dryRun(r *http.Request) (bool, error) {
 	v := r.URL.Query().Get("dry_run")
 	if v == "" {
