@@ -58,6 +58,7 @@ declare
     candidate boolean[];
     any_candidate boolean := false;
     any_missing boolean := false;
+    v bigint;
     uidx int[];
     ukeys text[];
     uwins bigint[];
@@ -122,6 +123,48 @@ begin
         where k.cnt is null and candidate[k.call]
         order by k.key, k.win
         on conflict (key, window_index) do nothing;
+    end if;
+
+    -- One call (the common case at low load): lock its rows in key order
+    -- and take in the same statement. A gate found past its limit lost a
+    -- race since phase 1; it is given back before anyone can see it (the
+    -- rows are still locked), all of them when it is an enforce gate.
+    if m = 1 then
+        with locked as (
+            select c.key, c.window_index from rl_counters c
+            join unnest(p_keys, p_windows, room) as k(key, win, has_room)
+              on c.key = k.key and c.window_index = k.win and k.has_room
+            order by c.key, c.window_index
+            for update of c
+        ), taken as (
+            update rl_counters c set count = c.count + p_costs[1]
+            from locked l
+            where c.key = l.key and c.window_index = l.window_index
+            returning c.key, c.window_index, c.count
+        )
+        select array_agg(t.count order by k.ord) into counts
+        from unnest(p_keys, p_windows) with ordinality as k(key, win, ord)
+        left join taken t on t.key = k.key and t.window_index = k.win;
+
+        ok := true;
+        for i in 1..n loop
+            if room[i] and counts[i] is not null and counts[i] > p_limits[i] and p_enforce[i] then
+                ok := false;
+            end if;
+        end loop;
+        allowed[1] := ok;
+        for i in 1..n loop
+            if room[i] and counts[i] is not null and (not ok or counts[i] > p_limits[i]) then
+                update rl_counters set count = count - p_costs[1] where key = p_keys[i] and window_index = p_windows[i];
+                counts[i] := counts[i] - p_costs[1];
+                room[i] := counts[i] + p_costs[1] <= p_limits[i];
+            elsif counts[i] is null then
+                select c.count into v from rl_counters c where c.key = p_keys[i] and c.window_index = p_windows[i];
+                counts[i] := coalesce(v, 0);
+                room[i] := room[i] and counts[i] + p_costs[1] <= p_limits[i];
+            end if;
+        end loop;
+        return;
     end if;
 
     -- Lock the candidates' rows once, in key order, read their counts, and

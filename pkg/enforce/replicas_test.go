@@ -104,3 +104,55 @@ func TestExactAcrossReplicas(t *testing.T) {
 		t.Errorf("%d counters exceed their limit", over)
 	}
 }
+
+// TestExactWithOneCallPerRoundTrip is the same guarantee on the one-call
+// path of rl_take: many replicas, each sending one decision at a time, race
+// on one limit; every race lost between the read and the lock must be
+// given back.
+func TestExactWithOneCallPerRoundTrip(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewMigratedDatabase(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn, store.Opts{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d := target("mcp_server", "hot", 3600, 100)
+	d.Mode = ratelimit.ModeEnforce
+	if err := st.InTx(ctx, func(q *store.Queries) error { _, err := q.PutDefinition(ctx, d, store.Write{}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		e, err := enforce.New(ctx, dsn, enforce.Options{MaxConns: 3, Workers: 1, SweepInterval: -1, BackendTimeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		wg.Go(func() {
+			for range 25 {
+				d, err := e.Check(ctx, user("u", "hot"))
+				if err != nil {
+					t.Errorf("check: %v", err)
+					return
+				}
+				if d.Allowed {
+					allowed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := allowed.Load(); got != 100 {
+		t.Errorf("200 calls one at a time from 8 replicas on a limit of 100: %d allowed", got)
+	}
+	var count int64
+	if err := st.Pool().QueryRow(ctx, `select count from rl_counters where key like 't|target:mcp_server:hot:%'`).Scan(&count); err != nil {
+		t.Fatal(err)
+	}
+	if count != 100 {
+		t.Errorf("counter = %d, want 100", count)
+	}
+}
