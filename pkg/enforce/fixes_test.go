@@ -2,8 +2,11 @@ package enforce_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
@@ -179,5 +182,72 @@ func TestCostConsumesMoreThanOne(t *testing.T) {
 	}
 	if d, _ := f.e.Peek(context.Background(), user("u", "s")); d.Remaining != 2 {
 		t.Errorf("remaining %d, want 2", d.Remaining)
+	}
+}
+
+// TestBurstOfChangesFoldsIntoFewReloads: a stream of writes notifies on
+// every change; the enforcer must not reload back to back (that cost rlapi
+// a third of its PUT throughput), yet the last change still arrives within
+// a second.
+func TestBurstOfChangesFoldsIntoFewReloads(t *testing.T) {
+	t.Parallel()
+	st := newFixture(t, enforce.Options{}).st
+	reg := prometheus.NewRegistry()
+	e, err := enforce.New(context.Background(), st.Pool(), enforce.Options{CacheTTL: time.Hour, SweepInterval: -1, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	reloads := func() uint64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "rlctl_enforce_snapshot_load_seconds" {
+				return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+			}
+		}
+		return 0
+	}
+	time.Sleep(300 * time.Millisecond) // let the listener's first reload pass
+	before := reloads()
+	start := time.Now()
+	const changes = 60
+	for i := range changes {
+		err := st.InTx(context.Background(), func(q *store.Queries) error {
+			_, err := q.PutMembership(context.Background(), ratelimit.Membership{SubjectType: "user",
+				Subject: fmt.Sprintf("u%d", i), Groups: []string{"g"}}, store.Write{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := user(fmt.Sprintf("u%d", changes-1), "s")
+	err = st.InTx(context.Background(), func(q *store.Queries) error {
+		_, err := q.PutMembership(context.Background(), ratelimit.Membership{SubjectType: "user",
+			Subject: last.Username, Groups: []string{ratelimit.GroupQuarantineCallers}}, store.Write{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := time.Now()
+	for {
+		if d, _ := e.Peek(context.Background(), last); d.Reason == enforce.ReasonQuarantined {
+			break
+		}
+		if time.Since(wrote) > time.Second {
+			t.Fatalf("last change not enforced a second after it was written")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	n := reloads() - before
+	// At most one reload per 250 ms pause, plus the one in flight.
+	maxReloads := uint64(time.Since(start)/(250*time.Millisecond)) + 2
+	if n > maxReloads || n >= changes {
+		t.Errorf("%d changes in %v caused %d reloads, want at most %d", changes+1, time.Since(start).Round(time.Millisecond), n, maxReloads)
 	}
 }
