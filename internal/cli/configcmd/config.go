@@ -146,36 +146,44 @@ type NameOptions struct {
 	Name    string
 }
 
+// nameCommand builds a command on one existing context: it parses the
+// name, loads the file, checks the context exists and hands both to run.
+func nameCommand(f *cmdutil.Factory, cmd *cobra.Command, runF func(*NameOptions) error, run func(*config.Config, string) error) *cobra.Command {
+	opts := &NameOptions{Factory: f}
+	cmd.Args = cmdutil.ExactArgs(1)
+	cmd.ValidArgsFunction = completeContexts(f)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		opts.Name = args[0]
+		if runF != nil {
+			return runF(opts)
+		}
+		cfg, err := f.Config()
+		if err != nil {
+			return err
+		}
+		if err := known(cfg, opts.Name); err != nil {
+			return err
+		}
+		return run(cfg, opts.Name)
+	}
+	return cmd
+}
+
 // NewCmdUseContext builds `config use-context`.
 func NewCmdUseContext(f *cmdutil.Factory, runF func(*NameOptions) error) *cobra.Command {
-	opts := &NameOptions{Factory: f}
-	return &cobra.Command{
-		Use:               "use-context NAME",
-		Aliases:           []string{"use"},
-		Short:             "Make a context the current one",
-		Example:           `  rlctl config use-context prod`,
-		Args:              cmdutil.ExactArgs(1),
-		ValidArgsFunction: completeContexts(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
-			cfg, err := f.Config()
-			if err != nil {
-				return err
-			}
-			if err := known(cfg, opts.Name); err != nil {
-				return err
-			}
-			cfg.CurrentContext = opts.Name
-			if err := cfg.Save(); err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(f.IOStreams.ErrOut, "Switched to context %q\n", opts.Name)
+	return nameCommand(f, &cobra.Command{
+		Use:     "use-context NAME",
+		Aliases: []string{"use"},
+		Short:   "Make a context the current one",
+		Example: `  rlctl config use-context prod`,
+	}, runF, func(cfg *config.Config, name string) error {
+		cfg.CurrentContext = name
+		if err := cfg.Save(); err != nil {
 			return err
-		},
-	}
+		}
+		_, err := fmt.Fprintf(f.IOStreams.ErrOut, "Switched to context %q\n", name)
+		return err
+	})
 }
 
 // known fails with a usage error when the context does not exist.
@@ -247,40 +255,25 @@ func NewCmdCurrentContext(f *cmdutil.Factory, runF func(*cmdutil.Factory) error)
 
 // NewCmdDeleteContext builds `config delete-context`.
 func NewCmdDeleteContext(f *cmdutil.Factory, runF func(*NameOptions) error) *cobra.Command {
-	opts := &NameOptions{Factory: f}
-	return &cobra.Command{
-		Use:               "delete-context NAME",
-		Short:             "Delete a context (its token file is left alone)",
-		Example:           `  rlctl config delete-context staging`,
-		Args:              cmdutil.ExactArgs(1),
-		ValidArgsFunction: completeContexts(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
-			cfg, err := f.Config()
-			if err != nil {
-				return err
-			}
-			if err := known(cfg, opts.Name); err != nil {
-				return err
-			}
-			delete(cfg.Contexts, opts.Name)
-			wasCurrent := cfg.CurrentContext == opts.Name
-			if wasCurrent {
-				cfg.CurrentContext = ""
-			}
-			if err := cfg.Save(); err != nil {
-				return err
-			}
-			fmt.Fprintf(f.IOStreams.ErrOut, "Deleted context %q from %s\n", opts.Name, cfg.File())
-			if wasCurrent {
-				fmt.Fprintln(f.IOStreams.ErrOut, "It was the current context; there is none now (rlctl config use-context NAME)")
-			}
-			return nil
-		},
-	}
+	return nameCommand(f, &cobra.Command{
+		Use:     "delete-context NAME",
+		Short:   "Delete a context (its token file is left alone)",
+		Example: `  rlctl config delete-context staging`,
+	}, runF, func(cfg *config.Config, name string) error {
+		delete(cfg.Contexts, name)
+		wasCurrent := cfg.CurrentContext == name
+		if wasCurrent {
+			cfg.CurrentContext = ""
+		}
+		if err := cfg.Save(); err != nil {
+			return err
+		}
+		fmt.Fprintf(f.IOStreams.ErrOut, "Deleted context %q from %s\n", name, cfg.File())
+		if wasCurrent {
+			fmt.Fprintln(f.IOStreams.ErrOut, "It was the current context; there is none now (rlctl config use-context NAME)")
+		}
+		return nil
+	})
 }
 
 // completeContexts completes context names from the configuration file.
