@@ -1,0 +1,31 @@
+package migrations
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
+	"testing"
+)
+
+// landed holds the SHA-256 of every migration that is on main. tern records
+// only a version number, so a database migrated before a landed file was
+// edited would silently keep the old schema: landed files never change, fixes
+// go forward in a new number. Add a line here when a migration lands.
+var landed = map[string]string{
+	"001_schema.sql":   "f0cb8fd6f0e9a2546cd74c75c6fd8d508c2e01dda87ccb28a3aff95f67d4729e",
+	"002_counters.sql": "891b1e6f877a5df05b17778678482c5a59a4c6ed5f407e3e7038dee8abb319da",
+}
+
+func TestLandedMigrationsUnchanged(t *testing.T) {
+	for name, want := range landed {
+		b, err := fs.ReadFile(FS, name)
+		if err != nil {
+			t.Errorf("landed migration %s is gone: %v", name, err)
+			continue
+		}
+		sum := sha256.Sum256(b)
+		if got := hex.EncodeToString(sum[:]); got != want {
+			t.Errorf("landed migration %s was edited (sha256 %s, landed as %s): restore it and fix forward in a new numbered file", name, got, want)
+		}
+	}
+}
