@@ -105,6 +105,8 @@ func (s *Server) handleRevokeToken() http.Handler {
 			return change{action: "revoke", resourceType: "token", id: name, before: before, after: after}, nil
 		})
 		s.answer(w, r, ch, dry, err, func() {
+			// This replica forgets at once; the others on NOTIFY.
+			s.tokens.invalidate()
 			encode(w, http.StatusOK, revokedToken{Revoked: true, Name: name})
 		})
 	})
