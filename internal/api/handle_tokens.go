@@ -25,6 +25,7 @@ func (s *Server) handleListTokens() http.Handler {
 		if tokens == nil {
 			tokens = []ratelimit.Token{}
 		}
+		listWriteDeadline(w)
 		encode(w, http.StatusOK, tokenList{Tokens: tokens})
 	})
 }
