@@ -15,6 +15,14 @@ import (
 // stalling it; no assertion is about time.
 func boundedClient() *http.Client { return &http.Client{Timeout: 10 * time.Second} }
 
+// boundedContractClient is boundedClient checking every answer against
+// docs/openapi.yaml.
+func boundedContractClient(t *testing.T) *http.Client {
+	c := contractHTTPClient(t)
+	c.Timeout = 10 * time.Second
+	return c
+}
+
 // A revoked token is refused by the next call on the replica that revoked
 // it and, through NOTIFY, on every other replica: the cache TTL here is an
 // hour, so only the notification can make the second replica refuse.
@@ -67,7 +75,7 @@ func TestCachedTokenDecidesWhileTokenTableIsLocked(t *testing.T) {
 	cold := env.Token(t, "cold", "enforcer")
 	awayFromWindowEdge(t, 60)
 	define(t, env, admin, targetLimit("mcp_server", "srv", 60, 2))
-	hc := boundedClient()
+	hc := boundedContractClient(t)
 	body := `{"username":"alice","target_type":"mcp_server","target_name":"srv"}`
 	check := func(token string) answer {
 		return send(t, hc, env.URL, call{method: "POST", path: "/api/check", token: token, body: body})
