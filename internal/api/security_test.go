@@ -213,6 +213,21 @@ func TestForwardedForWithPortsNeverChargesTheProxy(t *testing.T) {
 	if a := get(env.AdminToken, "10.0.0.80"); a.status != 200 {
 		t.Errorf("client behind a proxy whose own address failed: %d, want 200", a.status)
 	}
+	// Two lockouts: 10.0.0.77 and 2001:db8::/64.
+	m := do(t, env.URL, call{method: "GET", path: "/metrics", token: env.AdminToken})
+	if !strings.Contains(string(m.body), "\nrlapi_auth_lockouts_total 2\n") {
+		t.Errorf("/metrics does not count two lockouts:\n%s", grepLines(string(m.body), "rlapi_auth"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // Only unknown tokens are guesses: expired and revoked ones, however often
