@@ -216,11 +216,11 @@ func TestForwardedForWithPortsNeverChargesTheProxy(t *testing.T) {
 	// Two lockouts: 10.0.0.77 and 2001:db8::/64.
 	m := do(t, env.URL, call{method: "GET", path: "/metrics", token: env.AdminToken})
 	if !strings.Contains(string(m.body), "\nrlapi_auth_lockouts_total 2\n") {
-		t.Errorf("/metrics does not count two lockouts:\n%s", grepLines(string(m.body), "rlapi_auth"))
+		t.Errorf("/metrics does not count two lockouts:\n%s", linesContaining(string(m.body), "rlapi_auth"))
 	}
 }
 
-func grepLines(s, sub string) string {
+func linesContaining(s, sub string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
 		if strings.Contains(l, sub) {
