@@ -137,10 +137,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	listenCtx, stopListen := context.WithCancel(ctx)
-	defer stopListen()
-	if s.tokens.ttl > 0 {
-		go s.listenTokens(listenCtx)
-	}
+	listening := make(chan struct{})
+	defer func() {
+		// The listener holds a connection: hand it back before the
+		// caller closes the pool.
+		stopListen()
+		<-listening
+	}()
+	go func() {
+		defer close(listening)
+		if s.tokens.ttl > 0 {
+			s.listenTokens(listenCtx)
+		}
+	}()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
