@@ -2,13 +2,17 @@ package api_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/apitest"
+	"github.com/rlctl/rlctl/internal/store"
 )
 
 // boundedClient bounds each call only so a hang fails the test instead of
@@ -109,5 +113,41 @@ func TestCachedTokenDecidesWhileTokenTableIsLocked(t *testing.T) {
 	// Management routes answer too, from the cache.
 	if a := do(t, env.URL, call{method: "GET", path: "/api/rate-limits", token: env.AdminToken}); a.status != 200 {
 		t.Errorf("admin list under the lock: %d %s", a.status, a.body)
+	}
+}
+
+// A token that is not cached while the database refuses connections gets a
+// 503 that says so (not "did not answer in time") with Retry-After, within
+// the backend deadline.
+func TestUncachedTokenWithTheDatabaseDown(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, api.Config{})
+	gw := env.Token(t, "gateway", "enforcer")
+	// A pool whose every connection is refused: nothing listens there.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := ln.Addr().String()
+	ln.Close()
+	pool, err := pgxpool.New(t.Context(), "postgres://rlctl@"+deadAddr+"/rlctl?sslmode=disable&connect_timeout=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	srv := api.New(env.Store, api.Config{}, api.Opts{Enforcer: env.Enforcer, AuthStore: store.New(pool)})
+	hln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, hln) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	a := send(t, boundedContractClient(t), "http://"+hln.Addr().String(), call{method: "POST", path: "/api/check", token: gw, body: `{"username":"alice"}`})
+	if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") != "1" ||
+		!strings.Contains(string(a.body), "token-unverifiable") || !strings.Contains(string(a.body), "cannot be reached") {
+		t.Errorf("uncached token, database refusing connections: %d %v %s", a.status, a.header, a.body)
 	}
 }
