@@ -171,3 +171,23 @@ func TestParseHop(t *testing.T) {
 		}
 	}
 }
+
+// The reproduction at the real capacity: 100,001 failures from
+// fresh addresses used to clear every lockout.
+func TestAuthThrottleSprayAtFullCapacity(t *testing.T) {
+	t.Parallel()
+	th := newAuthThrottle(5, time.Minute, 5*time.Minute, nil)
+	victim := netip.MustParseAddr("198.51.100.1")
+	for range 5 {
+		th.fail(victim, t0)
+	}
+	for i := range maxTracked + 1 {
+		th.fail(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), t0.Add(time.Second))
+	}
+	if th.lockedFor(victim, t0.Add(2*time.Second)) == 0 {
+		t.Error("100,001 fresh addresses released an active lockout")
+	}
+	if n := th.tracked(); n > maxTracked {
+		t.Errorf("table holds %d entries, capacity %d", n, maxTracked)
+	}
+}
