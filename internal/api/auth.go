@@ -161,7 +161,7 @@ func (s *Server) unverifiable(r *http.Request, p permission, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		why = fmt.Sprintf("the database did not answer within %s", timeout)
 	}
-	s.log.Warn("token could not be verified", "request_id", requestID(r.Context()), "err", err)
+	s.log.Debug("token could not be verified", "request_id", requestID(r.Context()), "err", err)
 	he := errorf(http.StatusServiceUnavailable, "token-unverifiable", "Token cannot be verified",
 		"the token is not in this replica's cache and cannot be verified: "+why+"; retry shortly")
 	he.retryAfter = time.Second

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/enforce"
 )
 
 // addMemberships inserts n user memberships in one statement.
@@ -79,13 +81,13 @@ func TestSlowListReadersDoNotStarveDecisions(t *testing.T) {
 	}
 	t.Cleanup(decisions.Close)
 	const secret = "gw-secret"
-	env := apitest.StartWith(t, st, api.Config{TrustedProxies: mustPrefixes("127.0.0.0/8"), GatewaySecret: secret}, decisions)
+	env := startDecisionsApart(t, st, decisions, api.Config{TrustedProxies: mustPrefixes("127.0.0.0/8"), GatewaySecret: secret})
 	admin := clientFor(t, env, env.AdminToken)
 	viewer := env.Token(t, "viewer", "viewer")
 	gw := env.Token(t, "gateway", "enforcer")
 	addMemberships(t, st, 60_000)
-	awayFromWindowEdge(t, 60)
-	define(t, env, admin, targetLimit("mcp_server", "srv", 60, 2), targetLimit("mcp_server", "other", 60, 100))
+	awayFromWindowEdge(t, 3600)
+	define(t, env, admin, targetLimit("mcp_server", "srv", 3600, 2), targetLimit("mcp_server", "other", 3600, 100))
 
 	hc := boundedClient()
 	checkBody := func(target string) string {
@@ -131,6 +133,37 @@ func TestSlowListReadersDoNotStarveDecisions(t *testing.T) {
 	if a.status != 200 || json.Unmarshal(a.body, &page) != nil || len(page.Memberships) != 3 || page.NextCursor != "user:member-000003" {
 		t.Errorf("a page during the attack: %d %s", a.status, a.body)
 	}
+}
+
+// startDecisionsApart serves rlapi as rlapi serve does: the management API
+// over st, decisions (the Enforcer, token checks) over their own pool. The
+// counters' deadline is 5 s rather than 250 ms so that a busy test machine
+// cannot make a decision fail open: only a starved pool could.
+func startDecisionsApart(t *testing.T, st, decisions *store.Store, cfg api.Config) *apitest.Env {
+	t.Helper()
+	enf, err := enforce.New(context.Background(), decisions.Pool(), enforce.Options{SweepInterval: -1, BackendTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(enf.Close)
+	cfg.BackendTimeout = 5 * time.Second
+	srv := api.New(st, cfg, api.Opts{Enforcer: enf, AuthStore: decisions})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("rlapi stopped with: %v", err)
+		}
+	})
+	env := &apitest.Env{URL: "http://" + ln.Addr().String(), Store: st, Enforcer: enf}
+	env.AdminToken = env.Token(t, "test-admin", "admin")
+	return env
 }
 
 // Lists are read in chunks: a whole list and pages across chunk borders

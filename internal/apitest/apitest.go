@@ -41,16 +41,7 @@ func Start(t testing.TB, cfg api.Config) *Env {
 // StartOn serves rlapi over an existing store.
 func StartOn(t testing.TB, st *store.Store, cfg api.Config) *Env {
 	t.Helper()
-	e := serve(t, st, cfg, st)
-	e.AdminToken = e.Token(t, "test-admin", "admin")
-	return e
-}
-
-// StartWith serves rlapi as rlapi serve does: the management API over st,
-// decisions (the Enforcer and token checks) over their own store.
-func StartWith(t testing.TB, st *store.Store, cfg api.Config, decisions *store.Store) *Env {
-	t.Helper()
-	e := serve(t, st, cfg, decisions)
+	e := serve(t, st, cfg)
 	e.AdminToken = e.Token(t, "test-admin", "admin")
 	return e
 }
@@ -67,12 +58,12 @@ func StartReplica(t testing.TB, e *Env, cfg api.Config) *Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	r := serve(t, st, cfg, st)
+	r := serve(t, st, cfg)
 	r.AdminToken = e.AdminToken
 	return r
 }
 
-func serve(t testing.TB, st *store.Store, cfg api.Config, decisions *store.Store) *Env {
+func serve(t testing.TB, st *store.Store, cfg api.Config) *Env {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -83,12 +74,12 @@ func serve(t testing.TB, st *store.Store, cfg api.Config, decisions *store.Store
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	registry := prometheus.NewRegistry()
-	enf, err := enforce.New(context.Background(), decisions.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry})
+	enf, err := enforce.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(enf.Close)
-	srv := api.New(st, cfg, api.Opts{Logger: log, Enforcer: enf, Registry: registry, AuthStore: decisions})
+	srv := api.New(st, cfg, api.Opts{Logger: log, Enforcer: enf, Registry: registry})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
