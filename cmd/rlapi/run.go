@@ -109,6 +109,18 @@ func envInt(getenv func(string) string, key string, def int) (int, error) {
 	return n, nil
 }
 
+func envDuration(getenv func(string) string, key string, def time.Duration) (time.Duration, error) {
+	v := getenv(key)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s=%q is not a duration such as 90s or 5m", errUsage, key, v)
+	}
+	return d, nil
+}
+
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("rlapi "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -163,9 +175,31 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		"comma-separated CIDRs whose X-Forwarded-For is believed (RLAPI_TRUSTED_PROXIES)")
 	gatewaySecret := fs.String("gateway-secret", "",
 		"secret a trusted proxy sends as X-Gateway-Secret on GET /api/validate; empty turns it off (RLAPI_GATEWAY_SECRET, preferred: flags show in ps)")
-	authFailures := fs.Int("auth-max-failures", 5, "failed authentications from one address that lock it out; 0 takes the default, -1 disables")
-	authWindow := fs.Duration("auth-window", time.Minute, "window in which failed authentications are counted")
-	authLockout := fs.Duration("auth-lockout", 5*time.Minute, "how long an address stays locked out")
+	authMaxFailures, err := envInt(getenv, "RLAPI_AUTH_MAX_FAILURES", 5)
+	if err != nil {
+		return err
+	}
+	authWindowDef, err := envDuration(getenv, "RLAPI_AUTH_WINDOW", time.Minute)
+	if err != nil {
+		return err
+	}
+	authLockoutDef, err := envDuration(getenv, "RLAPI_AUTH_LOCKOUT", 5*time.Minute)
+	if err != nil {
+		return err
+	}
+	tokenCacheDef, err := envDuration(getenv, "RLAPI_TOKEN_CACHE_TTL", 10*time.Second)
+	if err != nil {
+		return err
+	}
+	decisionConnsDef, err := envInt(getenv, "RLAPI_DECISION_MAX_CONNS", 12)
+	if err != nil {
+		return err
+	}
+	authFailures := fs.Int("auth-max-failures", authMaxFailures, "failed authentications (unknown tokens) from one address (IPv6: /64) that lock it out; 0 takes the default, -1 disables (RLAPI_AUTH_MAX_FAILURES)")
+	authWindow := fs.Duration("auth-window", authWindowDef, "window in which failed authentications are counted (RLAPI_AUTH_WINDOW)")
+	authLockout := fs.Duration("auth-lockout", authLockoutDef, "how long an address stays locked out (RLAPI_AUTH_LOCKOUT)")
+	tokenCacheTTL := fs.Duration("token-cache-ttl", tokenCacheDef, "how long a verified token is trusted without asking the database; revocations reach every replica at once anyway (RLAPI_TOKEN_CACHE_TTL; negative: no cache)")
+	decisionConns := fs.Int("decision-max-conns", decisionConnsDef, "size of the decisions' own database pool (counters, token checks), apart from the management API's (RLAPI_DECISION_MAX_CONNS)")
 	failClosed := fs.Bool("fail-closed", envBool(getenv, "RLAPI_FAIL_CLOSED"), "decision endpoints deny when the counter store fails (RLAPI_FAIL_CLOSED; default fail open)")
 	quarantineFailClosed := fs.Bool("quarantine-fail-closed", envBool(getenv, "RLAPI_QUARANTINE_FAIL_CLOSED"),
 		"decision endpoints deny when quarantine cannot be checked (RLAPI_QUARANTINE_FAIL_CLOSED)")
@@ -181,6 +215,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	trusted, err := parsePrefixes(*proxies)
 	if err != nil {
 		return err
+	}
+	if *decisionConns < 4 || *decisionConns > 1000 {
+		return fmt.Errorf("%w: --decision-max-conns must be between 4 and 1000 (got %d): the enforcer's workers, its change listener and the token listener each hold one", errUsage, *decisionConns)
 	}
 	if floors.User < 1 || floors.Agent < 1 {
 		return fmt.Errorf("%w: floors must be >= 1 (user %d, agent %d)", errUsage, floors.User, floors.Agent)
@@ -207,8 +244,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
+	// Decisions get their own pool: a management request, however slow its
+	// client, can never take the connections a decision needs.
+	decisions, err := store.Open(ctx, *dsn, store.Opts{MaxConns: int32(*decisionConns), ApplicationName: "rlapi-decisions"})
+	if err != nil {
+		return err
+	}
+	defer decisions.Close()
 	registry := prometheus.NewRegistry()
-	enf, err := enforce.New(ctx, st.Pool(), enforce.Options{
+	enf, err := enforce.New(ctx, decisions.Pool(), enforce.Options{
 		Registerer: registry,
 		FailClosed: *failClosed, QuarantineFailClosed: *quarantineFailClosed,
 		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log,
@@ -220,7 +264,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv := api.New(st, api.Config{
 		Floors: floors, ShutdownTimeout: *shutdown, TrustedProxies: trusted, GatewaySecret: *gatewaySecret,
 		AuthMaxFailures: *authFailures, AuthWindow: *authWindow, AuthLockout: *authLockout,
-	}, api.Opts{Logger: log, Enforcer: enf, Registry: registry})
+		BackendTimeout: *backendTimeout, TokenCacheTTL: *tokenCacheTTL,
+	}, api.Opts{Logger: log, Enforcer: enf, Registry: registry, AuthStore: decisions})
 	log.Info("rlapi listening", "addr", ln.Addr().String(), "version", version.String(), "schema", schema.Current)
 	fmt.Fprintf(stdout, "rlapi listening on http://%s\n", ln.Addr())
 	if err := srv.Serve(ctx, ln); err != nil {

@@ -176,3 +176,33 @@ func TestUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// The lockout flags take their defaults from the environment, as their help
+// says, and a bad value is a usage error naming the variable.
+func TestAuthFlagsHaveEnvironmentFallbacks(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	vars := env(map[string]string{"RLAPI_AUTH_MAX_FAILURES": "9", "RLAPI_AUTH_WINDOW": "2m", "RLAPI_AUTH_LOCKOUT": "7m",
+		"RLAPI_TOKEN_CACHE_TTL": "3s", "RLAPI_DECISION_MAX_CONNS": "6"})
+	if code := run(context.Background(), []string{"serve", "-h"}, vars, &out, &errOut); code != 0 {
+		t.Fatalf("serve -h: exit %d", code)
+	}
+	help := errOut.String()
+	for _, want := range []string{"(RLAPI_AUTH_MAX_FAILURES) (default 9)", "(RLAPI_AUTH_WINDOW) (default 2m0s)", "(RLAPI_AUTH_LOCKOUT) (default 7m0s)",
+		"(default 3s)", "(RLAPI_DECISION_MAX_CONNS) (default 6)"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("serve -h lacks %q:\n%s", want, help)
+		}
+	}
+	for key, val := range map[string]string{"RLAPI_AUTH_WINDOW": "soon", "RLAPI_AUTH_MAX_FAILURES": "five", "RLAPI_DECISION_MAX_CONNS": "1"} {
+		errOut.Reset()
+		code := run(context.Background(), []string{"serve"}, env(map[string]string{key: val, "DATABASE_URL": "postgres://127.0.0.1:1/x"}), &out, &errOut)
+		want := key
+		if key == "RLAPI_DECISION_MAX_CONNS" {
+			want = "--decision-max-conns"
+		}
+		if code != 2 || !strings.Contains(errOut.String(), want) {
+			t.Errorf("%s=%s: exit %d, stderr %q; want 2 naming %s", key, val, code, errOut.String(), want)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/store"
@@ -61,49 +60,61 @@ func actorName(ctx context.Context) string {
 const touchEvery = time.Minute
 
 // authenticate checks the bearer token and the role the route needs.
+//
+// Only unknown tokens count as failed authentications for the lockout: a
+// missing, expired or revoked token is refused but is no guess at a
+// secret. A client address that is itself a trusted proxy is never charged
+// nor locked out (it speaks for everyone behind it), and an address that
+// authenticates has its failures forgotten.
 func (s *Server) authenticate(p permission, next http.Handler) http.Handler {
 	if p == permPublic {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ip := s.clientIP(r)
-		if wait := s.authThrottle.lockedFor(ip, s.now()); wait > 0 {
-			he := errorf(http.StatusTooManyRequests, "too-many-auth-failures", "Too many failed authentications",
-				fmt.Sprintf("too many failed authentications from this address; retry in %ds", int(wait.Seconds()+0.999)))
-			he.retryAfter = wait
-			s.writeProblem(w, r, he)
-			return
+		charge := !s.trusted(ip)
+		if charge {
+			if wait := s.authThrottle.lockedFor(ip, s.now()); wait > 0 {
+				he := errorf(http.StatusTooManyRequests, "too-many-auth-failures", "Too many failed authentications",
+					fmt.Sprintf("too many failed authentications from this address; retry in %ds", int(wait.Seconds()+0.999)))
+				he.retryAfter = wait
+				s.writeProblem(w, r, he)
+				return
+			}
 		}
 		secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || strings.TrimSpace(secret) == "" {
-			s.unauthorized(w, r, ip, "missing bearer token: send 'Authorization: Bearer <token>'")
+			s.unauthorized(w, r, "missing bearer token: send 'Authorization: Bearer <token>'")
 			return
 		}
-		tok, err := s.store.TokenByHash(r.Context(), token.Hash(secret))
+		key := [32]byte(token.Hash(secret))
+		tok, err := s.verifyToken(r.Context(), key, p)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			s.unauthorized(w, r, ip, "invalid token")
+			if charge {
+				s.authThrottle.fail(ip, s.now())
+			}
+			s.unauthorized(w, r, "invalid token")
 			return
 		case err != nil:
-			s.writeProblem(w, r, err)
+			s.writeProblem(w, r, s.unverifiable(r, p, err))
 			return
 		case tok.RevokedAt != nil:
-			s.unauthorized(w, r, ip, "token has been revoked")
+			s.unauthorized(w, r, "token has been revoked")
 			return
 		case tok.ExpiresAt != nil && !s.now().Before(*tok.ExpiresAt):
-			s.unauthorized(w, r, ip, "token has expired")
+			s.unauthorized(w, r, "token has expired")
 			return
+		}
+		if charge {
+			s.authThrottle.succeeded(ip)
 		}
 		if !p.allows(tok.Role) {
 			s.writeProblem(w, r, errorf(http.StatusForbidden, "forbidden", "Forbidden",
 				fmt.Sprintf("token %q has role %s, which may not %s %s", tok.Name, tok.Role, r.Method, r.URL.Path)))
 			return
 		}
-		if tok.LastUsedAt == nil || s.now().Sub(*tok.LastUsedAt) > touchEvery {
-			if err := s.store.TouchToken(r.Context(), tok.Name, s.now()); err != nil {
-				s.log.Warn("record token use", "token", tok.Name, "err", err)
-			}
-		}
+		s.touchToken(key, tok)
 		if h, ok := r.Context().Value(actorHolderKey{}).(*actorHolder); ok {
 			h.name = tok.Name
 		}
@@ -111,8 +122,119 @@ func (s *Server) authenticate(p permission, next http.Handler) http.Handler {
 	})
 }
 
-func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, ip netip.Addr, detail string) {
-	s.authThrottle.fail(ip, s.now())
+// verifyToken finds the token whose SHA-256 is key: from the cache, or
+// from the database within a deadline (the backend timeout on decision
+// routes, so a decision is answered in time, the request timeout on the
+// others).
+func (s *Server) verifyToken(ctx context.Context, key [32]byte, p permission) (ratelimit.Token, error) {
+	now := s.now()
+	if tok, ok := s.tokens.get(key, now); ok {
+		return tok, nil
+	}
+	gen := s.tokens.generation()
+	timeout := s.cfg.RequestTimeout
+	if p == permDecide {
+		timeout = s.cfg.BackendTimeout
+	}
+	lctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tok, err := s.authStore.TokenByHash(lctx, key[:])
+	if err != nil {
+		return tok, err
+	}
+	s.tokens.put(key, tok, now, gen)
+	return tok, nil
+}
+
+// unverifiable answers a token the database could not look up: 503 with
+// Retry-After, saying which of "too slow" and "unreachable" it was. A
+// gateway applies its own fail policy to it (docs/api.md).
+func (s *Server) unverifiable(r *http.Request, p permission, err error) error {
+	if r.Context().Err() != nil {
+		return r.Context().Err() // the client went away
+	}
+	timeout := s.cfg.RequestTimeout
+	if p == permDecide {
+		timeout = s.cfg.BackendTimeout
+	}
+	why := "the database cannot be reached"
+	if errors.Is(err, context.DeadlineExceeded) {
+		why = fmt.Sprintf("the database did not answer within %s", timeout)
+	}
+	s.log.Debug("token could not be verified", "request_id", requestID(r.Context()), "err", err)
+	he := errorf(http.StatusServiceUnavailable, "token-unverifiable", "Token cannot be verified",
+		"the token is not in this replica's cache and cannot be verified: "+why+"; retry shortly")
+	he.retryAfter = time.Second
+	return he
+}
+
+// touchToken records the token's use, at most once per touchEvery, in the
+// background: a slow or locked token table must not delay the request.
+func (s *Server) touchToken(key [32]byte, tok ratelimit.Token) {
+	now := s.now()
+	due := false
+	if s.tokens.ttl > 0 {
+		due = s.tokens.touchDue(key, now, touchEvery)
+	} else {
+		due = tok.LastUsedAt == nil || now.Sub(*tok.LastUsedAt) > touchEvery
+	}
+	if !due {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.authStore.TouchToken(ctx, tok.Name, now); err != nil {
+			s.log.Warn("record token use", "token", tok.Name, "err", err)
+		}
+	}()
+}
+
+// listenTokens empties the token cache whenever a token is revoked on any
+// replica (NOTIFY rlctl_tokens), and when its connection is re-established,
+// since notifications sent meanwhile are lost.
+func (s *Server) listenTokens(ctx context.Context) {
+	backoff := 250 * time.Millisecond
+	for ctx.Err() == nil {
+		err := s.listenTokensOnce(ctx, func() { backoff = 250 * time.Millisecond })
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("token change listener lost its connection; reconnecting", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+func (s *Server) listenTokensOnce(ctx context.Context, connected func()) error {
+	conn, err := s.authStore.Pool().Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// The connection is left in LISTEN state: close it rather than
+		// hand it back to the pool.
+		_ = conn.Conn().Close(context.Background())
+		conn.Release()
+	}()
+	if _, err := conn.Exec(ctx, "listen "+store.TokensChannel); err != nil {
+		return err
+	}
+	connected()
+	s.tokens.invalidate()
+	for {
+		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+			return err
+		}
+		s.tokens.invalidate()
+	}
+}
+
+func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, detail string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="rlapi"`)
 	s.writeProblem(w, r, errorf(http.StatusUnauthorized, "unauthorized", "Unauthorized", detail))
 }
@@ -130,16 +252,34 @@ func (s *Server) clientIP(r *http.Request) netip.Addr {
 		hops = append(hops, strings.Split(h, ",")...)
 	}
 	for i := len(hops) - 1; i >= 0; i-- {
-		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
+		a, ok := parseHop(hops[i])
+		if !ok {
 			break
 		}
-		a = a.Unmap()
 		if !s.trusted(a) {
 			return a
 		}
 	}
 	return peer
+}
+
+// parseHop reads one X-Forwarded-For entry: an address, or an address with
+// a port as some proxies write it (10.0.0.77:1234, [2001:db8::1]:443), or a
+// bracketed IPv6 address. The port is dropped.
+func parseHop(h string) (netip.Addr, bool) {
+	h = strings.TrimSpace(h)
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.Unmap(), true
+	}
+	if ap, err := netip.ParseAddrPort(h); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	if len(h) > 2 && h[0] == '[' && h[len(h)-1] == ']' {
+		if a, err := netip.ParseAddr(h[1 : len(h)-1]); err == nil {
+			return a.Unmap(), true
+		}
+	}
+	return netip.Addr{}, false
 }
 
 func (s *Server) trusted(a netip.Addr) bool {
@@ -161,73 +301,4 @@ func remoteAddr(r *http.Request) netip.Addr {
 		return netip.Addr{}
 	}
 	return a.Unmap()
-}
-
-// authThrottle locks out a client address after repeated failed
-// authentications (reference 002): MaxFailures within Window lock it out
-// for Lockout. It is per process on purpose: it guards this replica's token
-// lookups, and a shared store would make every failure a database write.
-type authThrottle struct {
-	mu          sync.Mutex
-	maxFailures int
-	window      time.Duration
-	lockout     time.Duration
-	clients     map[netip.Addr]*authFailures
-}
-
-type authFailures struct {
-	first, lockedUntil time.Time
-	count              int
-}
-
-// maxTracked bounds the throttle's memory under a spray of addresses.
-const maxTracked = 100_000
-
-func newAuthThrottle(maxFailures int, window, lockout time.Duration) *authThrottle {
-	return &authThrottle{maxFailures: maxFailures, window: window, lockout: lockout, clients: map[netip.Addr]*authFailures{}}
-}
-
-func (t *authThrottle) lockedFor(ip netip.Addr, now time.Time) time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	f := t.clients[ip]
-	if f == nil || !now.Before(f.lockedUntil) {
-		return 0
-	}
-	return f.lockedUntil.Sub(now)
-}
-
-func (t *authThrottle) fail(ip netip.Addr, now time.Time) {
-	if t.maxFailures <= 0 {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	f := t.clients[ip]
-	if f == nil || now.Sub(f.first) > t.window {
-		if f == nil && len(t.clients) >= maxTracked {
-			t.prune(now)
-		}
-		f = &authFailures{first: now}
-		t.clients[ip] = f
-	}
-	f.count++
-	if f.count >= t.maxFailures {
-		f.lockedUntil = now.Add(t.lockout)
-		f.count = 0
-		f.first = now
-	}
-}
-
-// prune drops entries that no longer lock or count; if all still do, it
-// drops everything rather than grow without bound.
-func (t *authThrottle) prune(now time.Time) {
-	for ip, f := range t.clients {
-		if now.Sub(f.first) > t.window && !now.Before(f.lockedUntil) {
-			delete(t.clients, ip)
-		}
-	}
-	if len(t.clients) >= maxTracked {
-		clear(t.clients)
-	}
 }

@@ -61,6 +61,7 @@ func (s *Server) handleListAudit() http.Handler {
 		if page.Entries == nil {
 			page.Entries = []ratelimit.AuditEntry{}
 		}
+		listWriteDeadline(w)
 		encode(w, http.StatusOK, page)
 	})
 }

@@ -1,11 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
@@ -211,67 +213,108 @@ func (s *Server) handleListDefinitions() http.Handler {
 				f.Name = n
 			}
 		}
-		streamList(s, w, r, "definitions", limit, func(fn func(ratelimit.Definition) error) error {
-			if limit > 0 {
-				f.Limit = limit + 1 // one more tells whether there is a next page
-			}
-			return s.store.EachDefinition(r.Context(), f, fn)
+		streamList(s, w, r, "definitions", limit, f.After, func(after string, n int) ([]ratelimit.Definition, error) {
+			f.After, f.Limit = after, n
+			return s.store.ListDefinitions(r.Context(), f)
 		}, func(d ratelimit.Definition) string { return d.ID })
 	})
 }
 
-// streamList writes {"<key>": [...], "next_cursor": "..."} row by row as the
-// store yields them, so memory does not grow with the list. Rows are
-// fetched with limit+1 to learn whether a next page exists.
-func streamList[T any](s *Server, w http.ResponseWriter, r *http.Request, key string, limit int,
-	each func(func(T) error) error, cursorOf func(T) string) {
+// listChunk is how many rows a list reads per database round trip. The
+// rows are read into memory and the connection is released before they
+// are written, so a client that reads slowly (or not at all) holds a
+// goroutine and at most one chunk, never a database connection.
+const listChunk = 500
+
+// chunkWriteTimeout bounds writing one chunk: a client that takes longer
+// to read 500 rows is cut off rather than held for the server's whole
+// write timeout.
+const chunkWriteTimeout = 30 * time.Second
+
+// listWriteDeadline bounds the write of a list read whole into memory (the
+// audit log's pages, quarantine, tokens) as a chunk's: its connection is
+// released already, and a client that does not read is cut off.
+func listWriteDeadline(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(chunkWriteTimeout))
+}
+
+// streamList writes {"<key>": [...], "next_cursor": "..."}: chunk by
+// chunk, each read with page (rows after the cursor, at most n, in id
+// order) and then written under its own write deadline, so memory does not
+// grow with the list and no connection waits on the client. limit 0 is the
+// whole list; otherwise the page holds limit rows and next_cursor is set
+// when more follow. Each chunk is its own read: a list written while rows
+// change shows every row in its state at one moment, not the whole list at
+// one moment.
+func streamList[T any](s *Server, w http.ResponseWriter, r *http.Request, key string, limit int, after string,
+	page func(after string, n int) ([]T, error), cursorOf func(T) string) {
 	var (
-		n, started = 0, false
-		last       string
-		more       bool
-		enc        = json.NewEncoder(w)
+		written, started = 0, false
+		cursor           = after
+		next             string
+		buf              bytes.Buffer
+		enc              = json.NewEncoder(&buf)
+		rc               = http.NewResponseController(w)
 	)
-	errStop := fmt.Errorf("page full")
-	err := each(func(v T) error {
-		if limit > 0 && n == limit {
-			more = true
-			return errStop
+	for {
+		n := listChunk
+		if limit > 0 {
+			n = min(n, limit-written)
 		}
+		rows, err := page(cursor, n+1) // one more tells whether more follow
+		if err != nil {
+			if !started {
+				s.writeProblem(w, r, err)
+				return
+			}
+			// Headers are gone: cut the connection so the client sees a
+			// truncated body, never a complete-looking partial list.
+			s.log.Error("list aborted mid-stream", "request_id", requestID(r.Context()), "err", err)
+			panic(http.ErrAbortHandler)
+		}
+		more := len(rows) > n
+		if more {
+			rows = rows[:n]
+		}
+		buf.Reset()
+		if !started {
+			fmt.Fprintf(&buf, `{%q:[`, key)
+		}
+		for _, v := range rows {
+			if written > 0 {
+				buf.WriteByte(',')
+			}
+			if err := enc.Encode(v); err != nil {
+				s.log.Error("list row does not encode", "request_id", requestID(r.Context()), "err", err)
+				panic(http.ErrAbortHandler)
+			}
+			written++
+			cursor = cursorOf(v)
+		}
+		done := !more || (limit > 0 && written >= limit)
+		if done {
+			buf.WriteByte(']')
+			if more {
+				next = cursor
+				fmt.Fprintf(&buf, `,"next_cursor":%q`, next)
+			}
+			buf.WriteString("}\n")
+		}
+		_ = rc.SetWriteDeadline(time.Now().Add(chunkWriteTimeout))
 		if !started {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
-			_, _ = fmt.Fprintf(w, `{%q:[`, key)
 			started = true
-		} else {
-			_, _ = w.Write([]byte{','})
 		}
-		if err := enc.Encode(v); err != nil {
-			return err
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			// The client is gone or too slow; nothing more can reach it.
+			s.log.Debug("list write failed", "request_id", requestID(r.Context()), "err", err)
+			panic(http.ErrAbortHandler)
 		}
-		n++
-		last = cursorOf(v)
-		return nil
-	})
-	if err != nil && err != errStop {
-		if !started {
-			s.writeProblem(w, r, err)
+		if done {
 			return
 		}
-		// Headers are gone: cut the connection so the client sees a
-		// truncated body, never a complete-looking partial list.
-		s.log.Error("list aborted mid-stream", "request_id", requestID(r.Context()), "err", err)
-		panic(http.ErrAbortHandler)
 	}
-	if !started {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		_, _ = fmt.Fprintf(w, `{%q:[`, key)
-	}
-	_, _ = w.Write([]byte{']'})
-	if more {
-		_, _ = fmt.Fprintf(w, `,"next_cursor":%q`, last)
-	}
-	_, _ = w.Write([]byte("}\n"))
 }
 
 // statusResult answers GET /api/rate-limits-status.

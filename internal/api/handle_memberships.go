@@ -48,11 +48,9 @@ func (s *Server) handleListMemberships() http.Handler {
 			return
 		}
 		f := store.MembershipFilter{Group: q.Get("group"), SubjectType: q.Get("subject_type"), After: q.Get("cursor")}
-		streamList(s, w, r, "memberships", limit, func(fn func(ratelimit.Membership) error) error {
-			if limit > 0 {
-				f.Limit = limit + 1
-			}
-			return s.store.EachMembership(r.Context(), f, fn)
+		streamList(s, w, r, "memberships", limit, f.After, func(after string, n int) ([]ratelimit.Membership, error) {
+			f.After, f.Limit = after, n
+			return s.store.ListMemberships(r.Context(), f)
 		}, func(m ratelimit.Membership) string { return m.ID })
 	})
 }

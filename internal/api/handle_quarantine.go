@@ -64,6 +64,7 @@ func (s *Server) handleListQuarantine() http.Handler {
 			}
 			*enabled = d.Enabled
 		}
+		listWriteDeadline(w)
 		encode(w, http.StatusOK, out)
 	})
 }

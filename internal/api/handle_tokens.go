@@ -25,6 +25,7 @@ func (s *Server) handleListTokens() http.Handler {
 		if tokens == nil {
 			tokens = []ratelimit.Token{}
 		}
+		listWriteDeadline(w)
 		encode(w, http.StatusOK, tokenList{Tokens: tokens})
 	})
 }
@@ -105,6 +106,8 @@ func (s *Server) handleRevokeToken() http.Handler {
 			return change{action: "revoke", resourceType: "token", id: name, before: before, after: after}, nil
 		})
 		s.answer(w, r, ch, dry, err, func() {
+			// This replica forgets at once; the others on NOTIFY.
+			s.tokens.invalidate()
 			encode(w, http.StatusOK, revokedToken{Revoked: true, Name: name})
 		})
 	})

@@ -168,3 +168,89 @@ func TestBadBodies(t *testing.T) {
 		t.Errorf("refused writes left audit rows: %s", a.body)
 	}
 }
+
+// X-Forwarded-For hops with a port are the client's address with the port
+// dropped, never a reason to charge the trusted proxy: before, such a hop
+// locked the proxy's own address out, and everyone behind it with it.
+func TestForwardedForWithPortsNeverChargesTheProxy(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, api.Config{AuthMaxFailures: 2, TrustedProxies: mustPrefixes("127.0.0.0/8")})
+	get := func(token, xff string) answer {
+		c := call{method: "GET", path: "/api/rate-limits", token: token}
+		if xff != "" {
+			c.header = map[string]string{"X-Forwarded-For": xff}
+		}
+		return do(t, env.URL, c)
+	}
+	for _, hop := range []string{"10.0.0.77:1234", "10.0.0.77:5678"} {
+		if a := get("rlt_wrong", hop); a.status != 401 {
+			t.Fatalf("wrong token via %s: %d, want 401", hop, a.status)
+		}
+	}
+	if a := get(env.AdminToken, "10.0.0.77"); a.status != 429 {
+		t.Errorf("10.0.0.77 after two failures sent as 10.0.0.77:<port>: %d, want 429", a.status)
+	}
+	for _, c := range []struct{ name, xff string }{
+		{"another client", "10.0.0.78"},
+		{"another client with a port", "10.0.0.79:4321"},
+		{"the proxy itself", ""},
+	} {
+		if a := get(env.AdminToken, c.xff); a.status != 200 {
+			t.Errorf("%s: %d, want 200: %s", c.name, a.status, a.body)
+		}
+	}
+	for _, hop := range []string{"[2001:db8::1]:443", "2001:db8::2"} {
+		get("rlt_wrong", hop)
+	}
+	if a := get(env.AdminToken, "2001:db8::99"); a.status != 429 {
+		t.Errorf("an IPv6 /64 after two failures: %d, want 429", a.status)
+	}
+	// Failures that resolve to the trusted proxy itself (no usable hop)
+	// are refused but never lock the proxy out.
+	for range 3 {
+		get("rlt_wrong", "")
+	}
+	if a := get(env.AdminToken, "10.0.0.80"); a.status != 200 {
+		t.Errorf("client behind a proxy whose own address failed: %d, want 200", a.status)
+	}
+	// Two lockouts: 10.0.0.77 and 2001:db8::/64.
+	m := do(t, env.URL, call{method: "GET", path: "/metrics", token: env.AdminToken})
+	if !strings.Contains(string(m.body), "\nrlapi_auth_lockouts_total 2\n") {
+		t.Errorf("/metrics does not count two lockouts:\n%s", linesContaining(string(m.body), "rlapi_auth"))
+	}
+}
+
+func linesContaining(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// Only unknown tokens are guesses: expired and revoked ones, however often
+// sent, never lock an address out.
+func TestExpiredAndRevokedTokensAreNoGuesses(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, api.Config{AuthMaxFailures: 2})
+	expiring := env.Token(t, "old", "admin")
+	revoked := env.Token(t, "gone", "admin")
+	if _, err := env.Store.Pool().Exec(t.Context(), `update rl_api_tokens set expires_at = now() - interval '1 minute' where name = 'old'`); err != nil {
+		t.Fatal(err)
+	}
+	if a := do(t, env.URL, call{method: "DELETE", path: "/api/tokens/gone", token: env.AdminToken}); a.status != 200 {
+		t.Fatalf("revoke: %d %s", a.status, a.body)
+	}
+	for range 3 {
+		for _, tok := range []string{expiring, revoked} {
+			if a := do(t, env.URL, call{method: "GET", path: "/api/rate-limits", token: tok}); a.status != 401 {
+				t.Fatalf("expired/revoked token: %d, want 401", a.status)
+			}
+		}
+	}
+	if a := do(t, env.URL, call{method: "GET", path: "/api/rate-limits", token: env.AdminToken}); a.status != 200 {
+		t.Errorf("after expired and revoked tokens: %d, want 200: %s", a.status, a.body)
+	}
+}

@@ -32,6 +32,15 @@ type Config struct {
 	AuthMaxFailures int
 	AuthWindow      time.Duration
 	AuthLockout     time.Duration
+	// BackendTimeout bounds the token lookup of a decision (POST
+	// /api/check) when the token is not cached (default 250ms, as the
+	// Enforcer's counter round trip).
+	BackendTimeout time.Duration
+	// TokenCacheTTL is how long a verified token is trusted without
+	// asking the database (default 10s; negative: never cached).
+	// Revocations empty every replica's cache at once (NOTIFY); the TTL
+	// bounds staleness when a notification is lost.
+	TokenCacheTTL time.Duration
 	// RequestTimeout bounds each request's database work (default 10s).
 	RequestTimeout time.Duration
 	// ShutdownTimeout bounds the wait for in-flight requests on SIGTERM.
@@ -51,6 +60,12 @@ func (c *Config) setDefaults() {
 	if c.AuthLockout == 0 {
 		c.AuthLockout = 5 * time.Minute
 	}
+	if c.BackendTimeout <= 0 {
+		c.BackendTimeout = 250 * time.Millisecond
+	}
+	if c.TokenCacheTTL == 0 {
+		c.TokenCacheTTL = 10 * time.Second
+	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 10 * time.Second
 	}
@@ -67,6 +82,10 @@ type Server struct {
 	now          func() time.Time
 	metrics      *metrics
 	authThrottle *authThrottle
+	// authStore verifies tokens; rlapi gives it the decisions' pool so a
+	// busy management pool cannot delay a decision's token check.
+	authStore *store.Store
+	tokens    *tokenCache
 	// enforcer answers the decision endpoints; nil when rlapi serves only
 	// the management API (they then answer 503).
 	enforcer *enforce.Enforcer
@@ -78,6 +97,8 @@ type Opts struct {
 	Now    func() time.Time
 	// Enforcer serves POST /api/check and GET /api/validate.
 	Enforcer *enforce.Enforcer
+	// AuthStore is where tokens are looked up (nil: the management store).
+	AuthStore *store.Store
 	// Registry is where /metrics' series live; pass the one the Enforcer
 	// registered in so its series are served too (nil: a fresh one).
 	Registry *prometheus.Registry
@@ -94,7 +115,13 @@ func New(st *store.Store, cfg Config, opts Opts) *Server {
 		s.now = time.Now
 	}
 	s.metrics = newMetrics(st.Pool(), opts.Registry)
-	s.authThrottle = newAuthThrottle(cfg.AuthMaxFailures, cfg.AuthWindow, cfg.AuthLockout)
+	s.authThrottle = newAuthThrottle(cfg.AuthMaxFailures, cfg.AuthWindow, cfg.AuthLockout, s.log)
+	s.metrics.registry.MustRegister(s.authThrottle.lockouts)
+	s.authStore = opts.AuthStore
+	if s.authStore == nil {
+		s.authStore = st
+	}
+	s.tokens = newTokenCache(cfg.TokenCacheTTL, maxCachedTokens)
 	return s
 }
 
@@ -109,6 +136,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	listenCtx, stopListen := context.WithCancel(ctx)
+	listening := make(chan struct{})
+	defer func() {
+		// The listener holds a connection: hand it back before the
+		// caller closes the pool.
+		stopListen()
+		<-listening
+	}()
+	go func() {
+		defer close(listening)
+		if s.tokens.ttl > 0 {
+			s.listenTokens(listenCtx)
+		}
+	}()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

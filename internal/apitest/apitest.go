@@ -41,6 +41,30 @@ func Start(t testing.TB, cfg api.Config) *Env {
 // StartOn serves rlapi over an existing store.
 func StartOn(t testing.TB, st *store.Store, cfg api.Config) *Env {
 	t.Helper()
+	e := serve(t, st, cfg)
+	e.AdminToken = e.Token(t, "test-admin", "admin")
+	return e
+}
+
+// StartReplica serves a second rlapi over the database of e, with its own
+// pool, enforcer and caches, as another replica would; it shares e's
+// tokens.
+func StartReplica(t testing.TB, e *Env, cfg api.Config) *Env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, e.Store.Pool().Config().ConnString(), store.Opts{ApplicationName: "rlapi-replica"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	r := serve(t, st, cfg)
+	r.AdminToken = e.AdminToken
+	return r
+}
+
+func serve(t testing.TB, st *store.Store, cfg api.Config) *Env {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -65,9 +89,7 @@ func StartOn(t testing.TB, st *store.Store, cfg api.Config) *Env {
 			t.Errorf("rlapi stopped with: %v", err)
 		}
 	})
-	e := &Env{URL: "http://" + ln.Addr().String(), Store: st, Enforcer: enf}
-	e.AdminToken = e.Token(t, "test-admin", "admin")
-	return e
+	return &Env{URL: "http://" + ln.Addr().String(), Store: st, Enforcer: enf}
 }
 
 // Token creates a token of role directly in the store and returns it.

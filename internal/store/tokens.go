@@ -66,14 +66,23 @@ func (q *Queries) ListTokens(ctx context.Context) ([]ratelimit.Token, error) {
 	return tokens, nil
 }
 
+// TokensChannel is where RevokeToken announces a revocation (NOTIFY, sent
+// when the revoking transaction commits): every rlapi replica listens and
+// drops its cached tokens.
+const TokensChannel = "rlctl_tokens"
+
 // RevokeToken marks a live token revoked and returns it as it was before.
-// A token that is unknown or already revoked is ErrNotFound.
+// A token that is unknown or already revoked is ErrNotFound. It notifies
+// TokensChannel with the token's name.
 func (q *Queries) RevokeToken(ctx context.Context, name string, at time.Time) (ratelimit.Token, error) {
 	t, err := scanToken(q.db.QueryRow(ctx, `
 		update rl_api_tokens set revoked_at = $2 where name = $1 and revoked_at is null
 		returning `+tokenColumns, name, at))
 	if err != nil {
 		return t, fmt.Errorf("revoke token %q: %w", name, interpretError(err))
+	}
+	if _, err := q.db.Exec(ctx, `select pg_notify($1, $2)`, TokensChannel, name); err != nil {
+		return t, fmt.Errorf("revoke token %q: notify: %w", name, interpretError(err))
 	}
 	t.RevokedAt = nil
 	return t, nil
