@@ -22,6 +22,7 @@ import (
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/internal/version"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 const usage = `rlapi: the rlctl management API server
@@ -171,8 +172,27 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		"decision endpoints deny when quarantine cannot be checked (RLAPI_QUARANTINE_FAIL_CLOSED)")
 	backendTimeout := fs.Duration("backend-timeout", 250*time.Millisecond, "bound on each counter round trip of a decision")
 	cacheTTL := fs.Duration("cache-ttl", 30*time.Second, "reload definitions and memberships at least this often (changes arrive within a second anyway)")
+	enforcementEnv, enforcementDefault := "RLAPI_ENFORCEMENT", getenv("RLAPI_ENFORCEMENT")
+	if enforcementDefault == "" && getenv("RATE_LIMITING_ENABLED") != "" {
+		enforcementEnv, enforcementDefault = "RATE_LIMITING_ENABLED", getenv("RATE_LIMITING_ENABLED")
+	}
+	enforcement := fs.String("enforcement", enforcementDefault,
+		"the master switch's value while nothing has set it yet: on or off; once set (rlctl enforcement on|off) the stored value wins (RLAPI_ENFORCEMENT, or the reference's RATE_LIMITING_ENABLED)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "enforcement" {
+			enforcementEnv = "--enforcement"
+		}
+	})
+	var seedOn *bool
+	if *enforcement != "" {
+		on, ok := parseOnOff(*enforcement)
+		if !ok {
+			return fmt.Errorf("%w: %s=%q: must be on or off (or true/false)", errUsage, enforcementEnv, *enforcement)
+		}
+		seedOn = &on
 	}
 	if *gatewaySecret == "" {
 		// Read here rather than as the flag's default, so -h never prints it.
@@ -203,6 +223,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		log.Warn("database schema is newer than this rlapi; an older binary may misread it", "schema", schema.Current, "binary", schema.Latest)
 	}
 
+	if seedOn != nil {
+		if err := seedEnforcement(ctx, st, *seedOn, enforcementEnv, log); err != nil {
+			return err
+		}
+	}
+	if sw, err := st.GetEnforcement(ctx); err == nil && !sw.Enabled {
+		log.Warn("enforcement is OFF for every replica: every call is allowed and nothing is counted (rlctl enforcement on)",
+			"set_by", sw.UpdatedBy, "reason", sw.Reason)
+	}
+
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
@@ -227,6 +257,47 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	log.Info("rlapi stopped")
+	return nil
+}
+
+// parseOnOff reads on/off, true/false, 1/0, yes/no.
+func parseOnOff(v string) (on, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "on", "true", "1", "yes", "enabled":
+		return true, true
+	case "off", "false", "0", "no", "disabled":
+		return false, true
+	}
+	return false, false
+}
+
+// seedEnforcement gives the master switch its start-up default, only when
+// nothing has set it yet: a restart must never undo an operator's switch
+// (rlctl enforcement off mid-incident). A default that disagrees with the
+// stored switch is logged, not applied.
+func seedEnforcement(ctx context.Context, st *store.Store, on bool, source string, log *slog.Logger) error {
+	var (
+		cur    ratelimit.Enforcement
+		seeded bool
+	)
+	err := st.InTx(ctx, func(q *store.Queries) error {
+		var err error
+		cur, seeded, err = q.SeedEnforcement(ctx, on, "start-up default from "+source, "rlapi serve")
+		if err != nil || !seeded {
+			return err
+		}
+		return q.InsertAudit(ctx, store.Audit{Actor: "rlapi serve", Action: map[bool]string{true: "enable", false: "disable"}[on],
+			ResourceType: "enforcement", ResourceID: "enforcement", After: cur})
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("set the enforcement switch's default: %w", err)
+	case seeded:
+		log.Info("enforcement switch set from its start-up default", "enabled", on, "source", source)
+	case cur.Enabled != on:
+		log.Warn("enforcement start-up default ignored: the switch was set already; change it with rlctl enforcement on|off",
+			"source", source, "default_enabled", on, "enabled", cur.Enabled, "set_by", cur.UpdatedBy, "reason", cur.Reason)
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ package apitest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -66,7 +67,12 @@ func StartOn(t testing.TB, st *store.Store, cfg api.Config) *Env {
 		}
 	})
 	e := &Env{URL: "http://" + ln.Addr().String(), Store: st, Enforcer: enf}
-	e.AdminToken = e.Token(t, "test-admin", "admin")
+	// A second replica over the same database gets an admin token of its own.
+	name := "test-admin"
+	if tokens, err := st.ListTokens(context.Background()); err == nil && len(tokens) > 0 {
+		name = fmt.Sprintf("test-admin-%d", len(tokens)+1)
+	}
+	e.AdminToken = e.Token(t, name, "admin")
 	return e
 }
 

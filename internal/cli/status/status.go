@@ -16,6 +16,7 @@ import (
 	"github.com/rlctl/rlctl/internal/cli/printer"
 	"github.com/rlctl/rlctl/internal/version"
 	"github.com/rlctl/rlctl/pkg/client"
+	rl "github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // probeTimeout bounds the anonymous version and readiness probes, so an
@@ -34,7 +35,10 @@ type Status struct {
 	// NotReadyReason is the server's (or the network's) reason when Ready
 	// is false.
 	NotReadyReason string `json:"not_ready_reason"`
-	Counts         Counts `json:"counts"`
+	// Enforcement is the master switch; null when the token may not read it
+	// or the server is not ready.
+	Enforcement *rl.Enforcement `json:"enforcement"`
+	Counts      Counts          `json:"counts"`
 }
 
 // Schema is the database schema's version and the newest the server knows.
@@ -124,6 +128,13 @@ func statusRun(ctx context.Context, opts *Options) error {
 			return err
 		}
 		return &cmdutil.ExitCodeError{Code: cmdutil.ExitError}
+	}
+	sw, err := c.GetEnforcement(ctx)
+	switch {
+	case err == nil:
+		st.Enforcement = &sw
+	case !errors.Is(err, client.ErrForbidden):
+		return err
 	}
 	if err := count(ctx, c, f.Now(), &st.Counts); err != nil {
 		return err
@@ -232,6 +243,7 @@ func write(f *cmdutil.Factory, st Status) error {
 			{"Server version", dash(st.ServerVersion)},
 			{"Schema", schema},
 			{"Ready", ready},
+			{"Enforcement", enforcementLine(st.Enforcement)},
 			{"Definitions", num(st.Counts.Definitions)},
 			{"Memberships", num(st.Counts.Memberships)},
 			{"Quarantined callers", num(st.Counts.QuarantinedCallers)},
@@ -246,6 +258,22 @@ func write(f *cmdutil.Factory, st Status) error {
 		_, err := f.IOStreams.Out.Write([]byte(b.String()))
 		return err
 	})
+}
+
+// enforcementLine says whether the master switch is on, and when it is off,
+// since when, by whom and why.
+func enforcementLine(e *rl.Enforcement) string {
+	switch {
+	case e == nil:
+		return "-"
+	case e.Enabled:
+		return "on"
+	}
+	s := "OFF: every call allowed, nothing counted (since " + printer.Time(e.UpdatedAt) + " by " + dash(e.UpdatedBy)
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	return s + "; rlctl enforcement on)"
 }
 
 func dash(s string) string {
