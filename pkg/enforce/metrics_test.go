@@ -61,7 +61,7 @@ func TestMetricsCarryTheReferenceLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"rlctl_enforce_quarantine_denied_total": {"entity_type=client,scope=caller 1", "entity_type=mcp_server,scope=target 1", "entity_type=user,scope=caller 1"},
+		"rlctl_enforce_quarantine_denied_total":  {"entity_type=client,scope=caller 1", "entity_type=mcp_server,scope=target 1", "entity_type=user,scope=caller 1"},
 		"rlctl_enforce_backend_duration_seconds": {"op=peek,result=ok 1", "op=take,result=ok 1"},
 		"rlctl_enforce_quarantined_subjects":     {"scope=caller 2", "scope=target 1"},
 		"rlctl_enforce_backend_timeout_seconds":  {" 0.25"},
