@@ -110,6 +110,18 @@ func envInt(getenv func(string) string, key string, def int) (int, error) {
 	return n, nil
 }
 
+func envDuration(getenv func(string) string, key string, def time.Duration) (time.Duration, error) {
+	v := getenv(key)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s=%q is not a duration such as 30s or 5m", errUsage, key, v)
+	}
+	return d, nil
+}
+
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("rlapi "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -159,19 +171,35 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	fs.IntVar(&floors.User, "user-floor", floors.User, "minimum user_max_requests on caller windows <= 60s (RLAPI_USER_FLOOR_PER_MIN)")
 	fs.IntVar(&floors.Agent, "agent-floor", floors.Agent, "minimum agent_max_requests on caller windows <= 60s (RLAPI_AGENT_FLOOR_PER_MIN)")
-	shutdown := fs.Duration("shutdown-timeout", 20*time.Second, "how long SIGTERM waits for in-flight requests")
+	durations := map[string]time.Duration{}
+	for _, d := range []struct {
+		env string
+		def time.Duration
+	}{{"RLAPI_SHUTDOWN_TIMEOUT", 20 * time.Second}, {"RLAPI_AUTH_WINDOW", time.Minute}, {"RLAPI_AUTH_LOCKOUT", 5 * time.Minute},
+		{"RLAPI_BACKEND_TIMEOUT", 250 * time.Millisecond}, {"RLAPI_CACHE_TTL", 30 * time.Second}} {
+		if durations[d.env], err = envDuration(getenv, d.env, d.def); err != nil {
+			return err
+		}
+	}
+	authFailuresDefault, err := envInt(getenv, "RLAPI_AUTH_MAX_FAILURES", 5)
+	if err != nil {
+		return err
+	}
+	shutdown := fs.Duration("shutdown-timeout", durations["RLAPI_SHUTDOWN_TIMEOUT"], "how long SIGTERM waits for in-flight requests (RLAPI_SHUTDOWN_TIMEOUT)")
 	proxies := fs.String("trusted-proxies", getenv("RLAPI_TRUSTED_PROXIES"),
 		"comma-separated CIDRs whose X-Forwarded-For is believed (RLAPI_TRUSTED_PROXIES)")
 	gatewaySecret := fs.String("gateway-secret", "",
 		"secret a trusted proxy sends as X-Gateway-Secret on GET /api/validate; empty turns it off (RLAPI_GATEWAY_SECRET, preferred: flags show in ps)")
-	authFailures := fs.Int("auth-max-failures", 5, "failed authentications from one address that lock it out; 0 takes the default, -1 disables")
-	authWindow := fs.Duration("auth-window", time.Minute, "window in which failed authentications are counted")
-	authLockout := fs.Duration("auth-lockout", 5*time.Minute, "how long an address stays locked out")
+	authFailures := fs.Int("auth-max-failures", authFailuresDefault,
+		"failed authentications from one address that lock it out; 0 takes the default, -1 disables (RLAPI_AUTH_MAX_FAILURES)")
+	authWindow := fs.Duration("auth-window", durations["RLAPI_AUTH_WINDOW"], "window in which failed authentications are counted (RLAPI_AUTH_WINDOW)")
+	authLockout := fs.Duration("auth-lockout", durations["RLAPI_AUTH_LOCKOUT"], "how long an address stays locked out (RLAPI_AUTH_LOCKOUT)")
 	failClosed := fs.Bool("fail-closed", envBool(getenv, "RLAPI_FAIL_CLOSED"), "decision endpoints deny when the counter store fails (RLAPI_FAIL_CLOSED; default fail open)")
 	quarantineFailClosed := fs.Bool("quarantine-fail-closed", envBool(getenv, "RLAPI_QUARANTINE_FAIL_CLOSED"),
 		"decision endpoints deny when quarantine cannot be checked (RLAPI_QUARANTINE_FAIL_CLOSED)")
-	backendTimeout := fs.Duration("backend-timeout", 250*time.Millisecond, "bound on each counter round trip of a decision")
-	cacheTTL := fs.Duration("cache-ttl", 30*time.Second, "reload definitions and memberships at least this often (changes arrive within a second anyway)")
+	backendTimeout := fs.Duration("backend-timeout", durations["RLAPI_BACKEND_TIMEOUT"], "bound on each counter round trip of a decision (RLAPI_BACKEND_TIMEOUT)")
+	cacheTTL := fs.Duration("cache-ttl", durations["RLAPI_CACHE_TTL"],
+		"reload definitions and memberships at least this often; changes arrive within a second anyway (RLAPI_CACHE_TTL)")
 	enforcementEnv, enforcementDefault := "RLAPI_ENFORCEMENT", getenv("RLAPI_ENFORCEMENT")
 	if enforcementDefault == "" && getenv("RATE_LIMITING_ENABLED") != "" {
 		enforcementEnv, enforcementDefault = "RATE_LIMITING_ENABLED", getenv("RATE_LIMITING_ENABLED")
