@@ -105,9 +105,8 @@ terminal; scripts must pass --yes. --reason is required and kept in the audit lo
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Reason, "reason", "", "why (kept in the audit log; at most 500 characters)")
-	if !enabled {
-		fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
-	}
+	// on never asks; it takes --yes too, so scripts can pass it to both.
+	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change, changing nothing")
 	fl.Int64Var(&opts.IfVersion, "if-version", 0, "change only if the switch is still at this version (see status)")
 	return cmd

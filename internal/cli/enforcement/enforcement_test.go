@@ -224,7 +224,7 @@ func scrape(t *testing.T, env *apitest.Env, name string) string {
 func TestFlags(t *testing.T) {
 	t.Parallel()
 	h := clitest.New(t)
-	for _, args := range [][]string{{"enforcement", "on", "--yes"}, {"enforcement", "status", "x"}} {
+	for _, args := range [][]string{{"enforcement", "on", "x"}, {"enforcement", "status", "x"}, {"enforcement", "off", "--yes"}} {
 		if r := h.Run(args...); r.Code != cmdutil.ExitUsage {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, r.Code, r.ErrOut)
 		}

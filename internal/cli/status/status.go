@@ -71,8 +71,9 @@ func NewCmdStatus(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 		Short:   "Show the server rlctl talks to, its version, readiness and contents",
 		GroupID: "admin",
 		Long: `Show the server rlctl talks to and through which context, both versions, the
-database schema, whether the server is ready, and how many definitions, memberships,
-quarantined callers and targets, administrators and live tokens it holds.
+database schema, whether the server is ready, whether enforcement is on (the master
+switch: rlctl enforcement), and how many definitions, memberships, quarantined callers
+and targets, administrators and live tokens it holds.
 
 Tokens can be counted only with the admin role; without it the count is "-" (null in
 JSON). An unreachable or unready server is reported, with exit code 1.`,
