@@ -9,6 +9,7 @@ import (
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -82,5 +83,43 @@ func TestEnforcementSwitchAPI(t *testing.T) {
 	entries, err := env.Store.ListAudit(t.Context(), store.AuditFilter{Resource: "enforcement"})
 	if err != nil || len(entries) != 2 || entries[0].Action != "enable" || entries[1].Action != "disable" {
 		t.Errorf("audit: %+v %v, want enable and disable only", entries, err)
+	}
+}
+
+// TestValidateWhileEnforcementIsOff: nginx's auth_request lets a used-up
+// caller and a quarantined one through, without rate headers, while the
+// master switch is off, and throttles again once it is back on.
+func TestValidateWhileEnforcementIsOff(t *testing.T) {
+	t.Parallel()
+	env, admin := validateEnv(t)
+	hc := contractHTTPClient(t)
+	awayFromWindowEdge(t, 60)
+	define(t, env, admin, targetLimit("mcp_server", "srv", 60, 1))
+	if _, err := admin.Quarantine(t.Context(), "user", "mallory", client.QuarantineRequest{Reason: "test"}, client.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if a := validate(t, hc, env, "/srv/mcp"); a.status != 200 {
+		t.Fatalf("first call: %d", a.status)
+	}
+	if a := validate(t, hc, env, "/srv/mcp"); a.status != http.StatusForbidden {
+		t.Fatalf("second call: %d, want throttled", a.status)
+	}
+	setSwitch := func(on bool) {
+		t.Helper()
+		if _, _, err := admin.SetEnforcement(t.Context(), on, "test", client.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		refresh(t, env)
+	}
+	setSwitch(false)
+	for _, user := range []string{"alice", "mallory"} {
+		a := validate(t, hc, env, "/srv/mcp", "X-Auth-Username", user)
+		if a.status != 200 || a.header.Get("X-RateLimit-Limit") != "" || a.header.Get("Retry-After") != "" {
+			t.Errorf("%s while off: %d %v, want 200 without rate headers", user, a.status, a.header)
+		}
+	}
+	setSwitch(true)
+	if a := validate(t, hc, env, "/srv/mcp"); a.status != http.StatusForbidden || a.header.Get("X-RateLimit-Throttled") != "1" {
+		t.Errorf("after on: %d %v, want throttled", a.status, a.header)
 	}
 }
