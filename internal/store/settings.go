@@ -23,6 +23,21 @@ func (q *Queries) GetEnforcement(ctx context.Context) (ratelimit.Enforcement, er
 	return e, nil
 }
 
+// EnforcementEnabled reads the master switch for an enforcement snapshot.
+// A schema that predates the switch (a gateway rolled out before
+// `rlapi migrate`) reads as enabled instead of failing every reload.
+func (q *Queries) EnforcementEnabled(ctx context.Context) (bool, error) {
+	var present bool
+	if err := q.db.QueryRow(ctx, `select to_regclass('rl_settings') is not null`).Scan(&present); err != nil {
+		return true, fmt.Errorf("get enforcement switch: %w", interpretError(err))
+	}
+	if !present {
+		return true, nil
+	}
+	e, err := q.GetEnforcement(ctx)
+	return e.Enabled, err
+}
+
 // SetEnforcement switches enforcement on or off and returns the stored
 // switch and the one it replaced. ifVersion > 0 makes it conditional
 // (ErrPreconditionFailed when the stored version differs; a switch never

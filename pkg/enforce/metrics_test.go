@@ -95,3 +95,22 @@ func TestMetricsCarryTheReferenceLabels(t *testing.T) {
 		t.Errorf("rlctl_enforce_enabled while off: %q", got)
 	}
 }
+
+// TestSchemaWithoutTheSwitch: a gateway whose pkg/enforce is newer than the
+// database's schema (rolled out before rlapi migrate) still loads and
+// enforces, with enforcement on.
+func TestSchemaWithoutTheSwitch(t *testing.T) {
+	t.Parallel()
+	st := newFixture(t, enforce.Options{}).st
+	if _, err := st.Pool().Exec(context.Background(), `drop table rl_settings`); err != nil {
+		t.Fatal(err)
+	}
+	e, err := enforce.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatalf("enforcer on a schema without rl_settings: %v", err)
+	}
+	defer e.Close()
+	if d, err := e.Check(context.Background(), user("alice", "srv")); err != nil || !d.Allowed || d.Reason != enforce.ReasonAllowed {
+		t.Errorf("decision: %+v, %v", d, err)
+	}
+}

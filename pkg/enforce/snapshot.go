@@ -102,8 +102,8 @@ func loadSnapshot(ctx context.Context, st *store.Store, now time.Time) (*snapsho
 		for _, a := range admins {
 			s.admins[a.Key()] = true
 		}
-		sw, err := q.GetEnforcement(ctx)
-		s.enforcementOff = !sw.Enabled
+		on, err := q.EnforcementEnabled(ctx)
+		s.enforcementOff = !on
 		return err
 	})
 	if err != nil {
