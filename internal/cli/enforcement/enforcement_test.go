@@ -133,12 +133,15 @@ func TestMasterSwitchAcrossReplicas(t *testing.T) {
 	if r := h.Run("enforcement", "off", "--yes"); r.Code != cmdutil.ExitUsage || !strings.Contains(r.ErrOut, "--reason is required") {
 		t.Errorf("off without --reason: exit %d, %s", r.Code, r.ErrOut)
 	}
+	switched := time.Now()
 	r := h.Run("enforcement", "off", "--reason", "INC-42: counter store overloaded", "--yes")
 	if r.Code != 0 || !strings.Contains(r.Out, "Enforcement: OFF") || !strings.Contains(r.ErrOut, "counts nothing") {
 		t.Fatalf("enforcement off: exit %d\n%s%s", r.Code, r.Out, r.ErrOut)
 	}
 	waitFor(t, "replica a", aliceA, client.ReasonEnforcementOff)
 	waitFor(t, "replica b", aliceB, client.ReasonEnforcementOff)
+	// Reported, not asserted (docs/performance.md records it).
+	t.Logf("the switch reached both replicas %v after rlctl enforcement off started", time.Since(switched).Round(time.Millisecond))
 	for range 5 {
 		for name, check := range map[string]func() client.CheckResult{"alice on a": aliceA, "alice on b": aliceB, "mallory on b": malloryB} {
 			if r := check(); !r.Allowed || r.Reason != client.ReasonEnforcementOff || len(r.Gates) != 0 {
