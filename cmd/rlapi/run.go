@@ -22,6 +22,7 @@ import (
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/internal/version"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 const usage = `rlapi: the rlctl management API server
@@ -116,7 +117,7 @@ func envDuration(getenv func(string) string, key string, def time.Duration) (tim
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s=%q is not a duration such as 90s or 5m", errUsage, key, v)
+		return 0, fmt.Errorf("%w: %s=%q is not a duration such as 30s or 5m", errUsage, key, v)
 	}
 	return d, nil
 }
@@ -170,23 +171,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	fs.IntVar(&floors.User, "user-floor", floors.User, "minimum user_max_requests on caller windows <= 60s (RLAPI_USER_FLOOR_PER_MIN)")
 	fs.IntVar(&floors.Agent, "agent-floor", floors.Agent, "minimum agent_max_requests on caller windows <= 60s (RLAPI_AGENT_FLOOR_PER_MIN)")
-	shutdown := fs.Duration("shutdown-timeout", 20*time.Second, "how long SIGTERM waits for in-flight requests")
+	durations := map[string]time.Duration{}
+	for _, d := range []struct {
+		env string
+		def time.Duration
+	}{{"RLAPI_SHUTDOWN_TIMEOUT", 20 * time.Second}, {"RLAPI_AUTH_WINDOW", time.Minute}, {"RLAPI_AUTH_LOCKOUT", 5 * time.Minute},
+		{"RLAPI_BACKEND_TIMEOUT", 250 * time.Millisecond}, {"RLAPI_CACHE_TTL", 30 * time.Second}} {
+		if durations[d.env], err = envDuration(getenv, d.env, d.def); err != nil {
+			return err
+		}
+	}
+	authFailuresDefault, err := envInt(getenv, "RLAPI_AUTH_MAX_FAILURES", 5)
+	if err != nil {
+		return err
+	}
+	shutdown := fs.Duration("shutdown-timeout", durations["RLAPI_SHUTDOWN_TIMEOUT"], "how long SIGTERM waits for in-flight requests (RLAPI_SHUTDOWN_TIMEOUT)")
 	proxies := fs.String("trusted-proxies", getenv("RLAPI_TRUSTED_PROXIES"),
 		"comma-separated CIDRs whose X-Forwarded-For is believed (RLAPI_TRUSTED_PROXIES)")
 	gatewaySecret := fs.String("gateway-secret", "",
 		"secret a trusted proxy sends as X-Gateway-Secret on GET /api/validate; empty turns it off (RLAPI_GATEWAY_SECRET, preferred: flags show in ps)")
-	authMaxFailures, err := envInt(getenv, "RLAPI_AUTH_MAX_FAILURES", 5)
-	if err != nil {
-		return err
-	}
-	authWindowDef, err := envDuration(getenv, "RLAPI_AUTH_WINDOW", time.Minute)
-	if err != nil {
-		return err
-	}
-	authLockoutDef, err := envDuration(getenv, "RLAPI_AUTH_LOCKOUT", 5*time.Minute)
-	if err != nil {
-		return err
-	}
 	tokenCacheDef, err := envDuration(getenv, "RLAPI_TOKEN_CACHE_TTL", 10*time.Second)
 	if err != nil {
 		return err
@@ -195,18 +198,38 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	authFailures := fs.Int("auth-max-failures", authMaxFailures, "failed authentications (unknown tokens) from one address (IPv6: /64) that lock it out; 0 takes the default, -1 disables (RLAPI_AUTH_MAX_FAILURES)")
-	authWindow := fs.Duration("auth-window", authWindowDef, "window in which failed authentications are counted (RLAPI_AUTH_WINDOW)")
-	authLockout := fs.Duration("auth-lockout", authLockoutDef, "how long an address stays locked out (RLAPI_AUTH_LOCKOUT)")
+	authFailures := fs.Int("auth-max-failures", authFailuresDefault, "failed authentications (unknown tokens) from one address (IPv6: /64) that lock it out; 0 takes the default, -1 disables (RLAPI_AUTH_MAX_FAILURES)")
+	authWindow := fs.Duration("auth-window", durations["RLAPI_AUTH_WINDOW"], "window in which failed authentications are counted (RLAPI_AUTH_WINDOW)")
+	authLockout := fs.Duration("auth-lockout", durations["RLAPI_AUTH_LOCKOUT"], "how long an address stays locked out (RLAPI_AUTH_LOCKOUT)")
 	tokenCacheTTL := fs.Duration("token-cache-ttl", tokenCacheDef, "how long a verified token is trusted without asking the database; revocations reach every replica at once anyway (RLAPI_TOKEN_CACHE_TTL; negative: no cache)")
 	decisionConns := fs.Int("decision-max-conns", decisionConnsDef, "size of the decisions' own database pool (counters, token checks), apart from the management API's (RLAPI_DECISION_MAX_CONNS)")
 	failClosed := fs.Bool("fail-closed", envBool(getenv, "RLAPI_FAIL_CLOSED"), "decision endpoints deny when the counter store fails (RLAPI_FAIL_CLOSED; default fail open)")
 	quarantineFailClosed := fs.Bool("quarantine-fail-closed", envBool(getenv, "RLAPI_QUARANTINE_FAIL_CLOSED"),
 		"decision endpoints deny when quarantine cannot be checked (RLAPI_QUARANTINE_FAIL_CLOSED)")
-	backendTimeout := fs.Duration("backend-timeout", 250*time.Millisecond, "bound on each counter round trip of a decision")
-	cacheTTL := fs.Duration("cache-ttl", 30*time.Second, "reload definitions and memberships at least this often (changes arrive within a second anyway)")
+	backendTimeout := fs.Duration("backend-timeout", durations["RLAPI_BACKEND_TIMEOUT"], "bound on each counter round trip of a decision (RLAPI_BACKEND_TIMEOUT)")
+	cacheTTL := fs.Duration("cache-ttl", durations["RLAPI_CACHE_TTL"],
+		"reload definitions and memberships at least this often; changes arrive within a second anyway (RLAPI_CACHE_TTL)")
+	enforcementEnv, enforcementDefault := "RLAPI_ENFORCEMENT", getenv("RLAPI_ENFORCEMENT")
+	if enforcementDefault == "" && getenv("RATE_LIMITING_ENABLED") != "" {
+		enforcementEnv, enforcementDefault = "RATE_LIMITING_ENABLED", getenv("RATE_LIMITING_ENABLED")
+	}
+	enforcement := fs.String("enforcement", enforcementDefault,
+		"the master switch's value while nothing has set it yet: on or off; once set (rlctl enforcement on|off) the stored value wins (RLAPI_ENFORCEMENT, or the reference's RATE_LIMITING_ENABLED)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "enforcement" {
+			enforcementEnv = "--enforcement"
+		}
+	})
+	var seedOn *bool
+	if *enforcement != "" {
+		on, ok := parseOnOff(*enforcement)
+		if !ok {
+			return fmt.Errorf("%w: %s=%q: must be on or off (or true/false)", errUsage, enforcementEnv, *enforcement)
+		}
+		seedOn = &on
 	}
 	if *gatewaySecret == "" {
 		// Read here rather than as the flag's default, so -h never prints it.
@@ -238,6 +261,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	if schema.Current > schema.Latest {
 		log.Warn("database schema is newer than this rlapi; an older binary may misread it", "schema", schema.Current, "binary", schema.Latest)
+	}
+
+	if seedOn != nil {
+		if err := seedEnforcement(ctx, st, *seedOn, enforcementEnv, log); err != nil {
+			return err
+		}
+	}
+	if sw, err := st.GetEnforcement(ctx); err == nil && !sw.Enabled {
+		log.Warn("enforcement is OFF for every replica: every call is allowed and nothing is counted (rlctl enforcement on)",
+			"set_by", sw.UpdatedBy, "reason", sw.Reason)
 	}
 
 	ln, err := net.Listen("tcp", *addr)
@@ -272,6 +305,47 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	log.Info("rlapi stopped")
+	return nil
+}
+
+// parseOnOff reads on/off, true/false, 1/0, yes/no.
+func parseOnOff(v string) (on, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "on", "true", "1", "yes", "enabled":
+		return true, true
+	case "off", "false", "0", "no", "disabled":
+		return false, true
+	}
+	return false, false
+}
+
+// seedEnforcement gives the master switch its start-up default, only when
+// nothing has set it yet: a restart must never undo an operator's switch
+// (rlctl enforcement off mid-incident). A default that disagrees with the
+// stored switch is logged, not applied.
+func seedEnforcement(ctx context.Context, st *store.Store, on bool, source string, log *slog.Logger) error {
+	var (
+		cur    ratelimit.Enforcement
+		seeded bool
+	)
+	err := st.InTx(ctx, func(q *store.Queries) error {
+		var err error
+		cur, seeded, err = q.SeedEnforcement(ctx, on, "start-up default from "+source, "rlapi serve")
+		if err != nil || !seeded {
+			return err
+		}
+		return q.InsertAudit(ctx, store.Audit{Actor: "rlapi serve", Action: map[bool]string{true: "enable", false: "disable"}[on],
+			ResourceType: "enforcement", ResourceID: "enforcement", After: cur})
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("set the enforcement switch's default: %w", err)
+	case seeded:
+		log.Info("enforcement switch set from its start-up default", "enabled", on, "source", source)
+	case cur.Enabled != on:
+		log.Warn("enforcement start-up default ignored: the switch was set already; change it with rlctl enforcement on|off",
+			"source", source, "default_enabled", on, "enabled", cur.Enabled, "set_by", cur.UpdatedBy, "reason", cur.Reason)
+	}
 	return nil
 }
 

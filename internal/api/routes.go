@@ -44,6 +44,9 @@ func (s *Server) Handler() http.Handler {
 	route("POST /api/tokens", permWrite, s.handleCreateToken())
 	route("DELETE /api/tokens/{name...}", permWrite, s.handleRevokeToken())
 
+	route("GET /api/enforcement", permRead, s.handleGetEnforcement())
+	route("PUT /api/enforcement", permWrite, s.handlePutEnforcement())
+
 	route("GET /api/audit", permRead, s.handleListAudit())
 	route("POST /api/check", permDecide, s.handleCheck())
 	route("GET /api/validate", permPublic, s.handleValidate()) // trusted proxy + X-Gateway-Secret, checked in the handler

@@ -5,6 +5,7 @@ package apitest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -42,7 +43,12 @@ func Start(t testing.TB, cfg api.Config) *Env {
 func StartOn(t testing.TB, st *store.Store, cfg api.Config) *Env {
 	t.Helper()
 	e := serve(t, st, cfg)
-	e.AdminToken = e.Token(t, "test-admin", "admin")
+	// A second rlapi over the same database gets an admin token of its own.
+	name := "test-admin"
+	if tokens, err := st.ListTokens(context.Background()); err == nil && len(tokens) > 0 {
+		name = fmt.Sprintf("test-admin-%d", len(tokens)+1)
+	}
+	e.AdminToken = e.Token(t, name, "admin")
 	return e
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/configcmd"
 	"github.com/rlctl/rlctl/internal/cli/counters"
+	"github.com/rlctl/rlctl/internal/cli/enforcement"
 	"github.com/rlctl/rlctl/internal/cli/iostreams"
 	"github.com/rlctl/rlctl/internal/cli/member"
 	"github.com/rlctl/rlctl/internal/cli/printer"
@@ -121,6 +122,7 @@ func addMoreCommands(root *cobra.Command, f *cmdutil.Factory) {
 	root.AddCommand(token.NewCmdToken(f))
 	root.AddCommand(audit.NewCmdAudit(f))
 	root.AddCommand(status.NewCmdStatus(f, nil))
+	root.AddCommand(enforcement.NewCmdEnforcement(f))
 	root.AddCommand(configcmd.NewCmdConfig(f))
 	root.AddCommand(counters.NewCmdCounters(f))
 	root.AddCommand(dash.NewCmdDashboard(f))

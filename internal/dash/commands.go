@@ -29,6 +29,8 @@ type API interface {
 	ListAudit(ctx context.Context, f client.AuditFilter) (client.AuditPage, error)
 	ListTokens(ctx context.Context) ([]ratelimit.Token, error)
 	ListCounters(ctx context.Context, sel client.CounterSelector) ([]client.Counter, error)
+	GetEnforcement(ctx context.Context) (ratelimit.Enforcement, error)
+	SetEnforcement(ctx context.Context, enabled bool, reason string, o client.WriteOptions) (ratelimit.Enforcement, *client.DryRunReport, error)
 }
 
 var _ API = (*client.Client)(nil)
@@ -47,6 +49,7 @@ const (
 	resAudit
 	resRole
 	resDetail
+	resEnforcement // the master switch, shown in the header
 	numResources
 )
 
@@ -111,6 +114,11 @@ type (
 		counters    []client.Counter
 		countersOK  bool
 		countersErr error
+	}
+	// enforcementMsg answers a load of the master switch.
+	enforcementMsg struct {
+		reply
+		enforcement ratelimit.Enforcement
 	}
 	// mutationMsg is the server's answer to a confirmed change.
 	mutationMsg struct {
@@ -191,6 +199,11 @@ func (m Model) loadCmd(res resource, r reply) tea.Cmd {
 		return fetch(ctx, timeout, api.ListTokens, func(_ []ratelimit.Token, err error) tea.Msg {
 			r.err = err
 			return roleMsg{reply: r}
+		})
+	case resEnforcement:
+		return fetch(ctx, timeout, api.GetEnforcement, func(v ratelimit.Enforcement, err error) tea.Msg {
+			r.err = err
+			return enforcementMsg{reply: r, enforcement: v}
 		})
 	case resDetail:
 		d, ok := m.limits.Selected()
@@ -290,6 +303,34 @@ func sentinelAction(scope string, enabled bool) action {
 			return fmt.Sprintf("%s quarantine is %s", scope, onOff(got.Enabled)), nil
 		},
 	}
+}
+
+// enforcementAction flips the master switch for every replica.
+func enforcementAction(enabled bool) action {
+	to := !enabled
+	act := action{
+		question: "Turn enforcement OFF for every gateway?",
+		details: []string{"Every call is allowed and nothing is counted, quarantine included,",
+			"on every replica within a second, until it is switched back on (E)."},
+		verb:    "turn enforcement off",
+		refresh: []resource{resEnforcement, resAudit},
+	}
+	if to {
+		act.question = "Turn enforcement back on for every gateway?"
+		act.details = []string{"Limits and quarantine apply again on every replica within a second."}
+		act.verb = "turn enforcement on"
+	}
+	act.run = func(ctx context.Context, api API) (string, error) {
+		got, _, err := api.SetEnforcement(ctx, to, "switched from the dashboard", client.WriteOptions{})
+		if err != nil {
+			return "", err
+		}
+		if !got.Enabled {
+			return "enforcement is OFF: every call is allowed, nothing is counted", nil
+		}
+		return "enforcement is on", nil
+	}
+	return act
 }
 
 // quarantineAction quarantines a subject.

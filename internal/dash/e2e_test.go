@@ -122,6 +122,31 @@ func TestDashboardEndToEnd(t *testing.T) {
 		t.Fatalf("server's quarantine after releasing: %+v, %v", q, err)
 	}
 
+	// E turns enforcement off for every gateway after a confirmation; the
+	// header says so; E again turns it back on.
+	term.keys("E")
+	term.waitFor("the master switch question", func(s string) bool {
+		return strings.Contains(s, "Turn enforcement OFF for every gateway?")
+	})
+	term.keys("y")
+	term.waitFor("enforcement off", func(s string) bool {
+		return strings.Contains(s, "✓ enforcement is OFF") && strings.Contains(s, "ENFORCEMENT OFF")
+	})
+	if e, err := c.GetEnforcement(ctx); err != nil || e.Enabled || e.UpdatedBy != "test-admin" {
+		t.Fatalf("server's switch after E: %+v, %v", e, err)
+	}
+	term.keys("E")
+	term.waitFor("the switch-on question", func(s string) bool {
+		return strings.Contains(s, "Turn enforcement back on for every gateway?")
+	})
+	term.keys("y")
+	term.waitFor("enforcement on", func(s string) bool {
+		return strings.Contains(s, "✓ enforcement is on") && !strings.Contains(s, "ENFORCEMENT OFF")
+	})
+	if e, err := c.GetEnforcement(ctx); err != nil || !e.Enabled {
+		t.Fatalf("server's switch after the second E: %+v, %v", e, err)
+	}
+
 	// q quits, cleanly.
 	term.keys("q")
 	select {

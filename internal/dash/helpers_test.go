@@ -189,6 +189,16 @@ func (f *fakeAPI) ListTokens(ctx context.Context) ([]ratelimit.Token, error) {
 	return nil, f.tokenErr
 }
 
+// GetEnforcement answers "on", unrecorded: every refresh round reads it.
+func (f *fakeAPI) GetEnforcement(ctx context.Context) (ratelimit.Enforcement, error) {
+	return ratelimit.Enforcement{Enabled: true}, f.listErr
+}
+
+func (f *fakeAPI) SetEnforcement(ctx context.Context, enabled bool, reason string, o client.WriteOptions) (ratelimit.Enforcement, *client.DryRunReport, error) {
+	f.record("SetEnforcement %v reason=%q", enabled, reason)
+	return ratelimit.Enforcement{Enabled: enabled, Reason: reason, Version: 1}, nil, f.writeErr
+}
+
 func (f *fakeAPI) ListCounters(ctx context.Context, sel client.CounterSelector) ([]client.Counter, error) {
 	f.record("ListCounters %s", sel)
 	return f.counters, f.listErr

@@ -35,6 +35,7 @@ type KeyMap struct {
 	Remove        key.Binding // d: release a subject
 	ToggleCallers key.Binding // t: the callers sentinel
 	ToggleTargets key.Binding // T: the targets sentinel
+	Enforcement   key.Binding // E: the master switch, on any view
 
 	Confirm key.Binding
 	Cancel  key.Binding
@@ -72,6 +73,7 @@ func DefaultKeyMap() KeyMap {
 		Remove:        key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "release")),
 		ToggleCallers: key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "callers on/off")),
 		ToggleTargets: key.NewBinding(key.WithKeys("T"), key.WithHelp("T", "targets on/off")),
+		Enforcement:   key.NewBinding(key.WithKeys("E"), key.WithHelp("E", "enforcement on/off")),
 
 		Confirm: key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "confirm")),
 		Cancel:  key.NewBinding(key.WithKeys("n", "N", "esc"), key.WithHelp("n/esc", "cancel")),
@@ -85,7 +87,7 @@ func DefaultKeyMap() KeyMap {
 // SetReadOnly disables (or enables again) every binding that changes
 // something on the server.
 func (k *KeyMap) SetReadOnly(ro bool) {
-	for _, b := range []*key.Binding{&k.Toggle, &k.Add, &k.Remove, &k.ToggleCallers, &k.ToggleTargets} {
+	for _, b := range []*key.Binding{&k.Toggle, &k.Add, &k.Remove, &k.ToggleCallers, &k.ToggleTargets, &k.Enforcement} {
 		b.SetEnabled(!ro)
 	}
 }
@@ -118,7 +120,7 @@ func (h viewHelp) ShortHelp() []key.Binding {
 func (h viewHelp) FullHelp() [][]key.Binding {
 	k := h.k
 	return [][]key.Binding{
-		{k.Tabs, k.NextTab, k.PrevTab, k.Refresh, k.Help, k.Quit},
+		{k.Tabs, k.NextTab, k.PrevTab, k.Refresh, k.Enforcement, k.Help, k.Quit},
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.Filter, k.Back, k.Sort, k.Detail, k.Jump, k.Toggle, k.Add, k.Remove, k.ToggleCallers, k.ToggleTargets},
 	}

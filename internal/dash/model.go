@@ -11,6 +11,8 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // tab is one of the dashboard's views.
@@ -123,6 +125,8 @@ type Model struct {
 	connErr     error
 
 	role role
+	// enforcement is the master switch as last loaded; nil until then.
+	enforcement *ratelimit.Enforcement
 
 	formOpen    bool
 	form        quarantineForm
@@ -262,6 +266,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.limits.detail = definitionDetail{id: msg.id, memberships: msg.memberships, moreMembers: msg.moreMembers, membersErr: msg.membersErr,
 				counters: msg.counters, countersOK: msg.countersOK, countersErr: msg.countersErr}
 		}
+	case enforcementMsg:
+		// A failed load keeps what is known: the other loads report outages.
+		if m.accept(resEnforcement, msg.reply) && msg.err == nil {
+			e := msg.enforcement
+			m.enforcement = &e
+		}
 	case mutationMsg:
 		cmd = m.finishMutation(msg)
 	}
@@ -315,7 +325,7 @@ func (m *Model) fail(res resource, r reply) tea.Cmd {
 	return nil
 }
 
-var resourceNames = [numResources]string{"definitions", "memberships", "quarantine", "admins", "audit", "role", "details"}
+var resourceNames = [numResources]string{"definitions", "memberships", "quarantine", "admins", "audit", "role", "details", "enforcement"}
 
 // setViewer switches to read-only: the mutating keys disappear.
 func (m *Model) setViewer() {
@@ -367,6 +377,7 @@ func (m *Model) refreshRound(force bool) tea.Cmd {
 	if m.role == roleUnknown {
 		cmds = append(cmds, m.issue(resRole, false))
 	}
+	cmds = append(cmds, m.issue(resEnforcement, false))
 	return tea.Batch(cmds...)
 }
 
@@ -484,6 +495,13 @@ func (m Model) handleKey(k tea.KeyMsg) (Model, tea.Cmd) {
 			return m, m.switchTab(tab(k.Runes[0] - '1'))
 		case key.Matches(k, m.keys.Refresh):
 			return m, tea.Batch(m.refreshRound(true), m.syncDetail(true))
+		case key.Matches(k, m.keys.Enforcement):
+			if m.enforcement == nil {
+				m.status = status{text: "the enforcement switch has not loaded yet", err: true}
+				return m, m.issue(resEnforcement, false)
+			}
+			m.openConfirm(enforcementAction(m.enforcement.Enabled))
+			return m, nil
 		}
 		if cmd, handled := m.handleActionKey(k); handled {
 			return m, cmd
@@ -589,7 +607,7 @@ func (m *Model) finishMutation(msg mutationMsg) tea.Cmd {
 		switch res {
 		case resDetail:
 			cmds = append(cmds, m.syncDetail(true))
-		case tabResource[m.tab]:
+		case tabResource[m.tab], resEnforcement:
 			cmds = append(cmds, m.issue(res, true))
 		default:
 			// Not on screen: reload when next shown.
@@ -687,6 +705,9 @@ func (m Model) headerView() string {
 	}
 	if m.readOnly() {
 		parts = append(parts, part{st.Stale.Render("read-only (viewer)"), 0})
+	}
+	if m.enforcement != nil && !m.enforcement.Enabled {
+		parts = append(parts, part{st.Lost.Render("ENFORCEMENT OFF"), 0})
 	}
 	join := func() string {
 		texts := make([]string, len(parts))

@@ -786,3 +786,49 @@ func TestBackoff(t *testing.T) {
 		t.Errorf("after a success: failures=%d conn=%v next in %v", m.failures, m.conn, m.nextRefresh.Sub(now))
 	}
 }
+
+// TestEnforcementSwitch: E asks before flipping the master switch, sends
+// it, and the header says when enforcement is off; a viewer has no E.
+func TestEnforcementSwitch(t *testing.T) {
+	t.Parallel()
+	api := newFakeAPI()
+	m := loaded(t, 120, 40)
+	m.api = api
+	m = update(t, m, enforcementMsg{reply: ok(m, resEnforcement), enforcement: ratelimit.Enforcement{Enabled: true, Version: 3}})
+	if strings.Contains(m.View(), "ENFORCEMENT OFF") {
+		t.Fatal("header says off while on")
+	}
+	m, _ = press(t, m, "E")
+	wantScreen(t, m, "Turn enforcement OFF for every gateway?")
+	m, _ = press(t, m, "n")
+	if len(api.Calls()) != 0 {
+		t.Fatalf("canceling sent %v", api.Calls())
+	}
+	m, cmd := press(t, m, "Ey")
+	if cmd == nil {
+		t.Fatal("no command after confirming")
+	}
+	msg, isMutation := cmd().(mutationMsg)
+	if !isMutation {
+		t.Fatalf("command produced %T", msg)
+	}
+	if calls := strings.Join(api.Calls(), "\n"); !strings.Contains(calls, `SetEnforcement false reason="switched from the dashboard"`) {
+		t.Errorf("calls: %s", calls)
+	}
+	m = update(t, m, msg)
+	wantScreen(t, m, "✓ enforcement is OFF")
+	if !m.inflight[resEnforcement] {
+		t.Error("the switch is not reloaded after the change")
+	}
+	m = update(t, m, enforcementMsg{reply: ok(m, resEnforcement), enforcement: ratelimit.Enforcement{Enabled: false, Version: 4}})
+	wantScreen(t, m, "ENFORCEMENT OFF")
+	m, _ = press(t, m, "E")
+	wantScreen(t, m, "Turn enforcement back on for every gateway?")
+
+	v := loaded(t, 120, 40)
+	v.setViewer()
+	v, _ = press(t, v, "E")
+	if v.confirmOpen {
+		t.Error("a viewer can flip the master switch")
+	}
+}

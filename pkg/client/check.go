@@ -13,6 +13,9 @@ const (
 	ReasonQuarantined = "quarantined"
 	ReasonFailOpen    = "fail-open"
 	ReasonFailClosed  = "fail-closed"
+	// ReasonEnforcementOff: the master switch is off (SetEnforcement); the
+	// call was allowed without any limit or quarantine applied.
+	ReasonEnforcementOff = "enforcement-off"
 )
 
 // CheckRequest is one data-plane call for Check to decide.

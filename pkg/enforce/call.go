@@ -31,6 +31,9 @@ const (
 	ReasonQuarantined = "quarantined"
 	ReasonFailOpen    = "fail-open"
 	ReasonFailClosed  = "fail-closed"
+	// ReasonEnforcementOff: the master switch is off; the call was allowed
+	// without looking at any limit or quarantine.
+	ReasonEnforcementOff = "enforcement-off"
 )
 
 // Gate is one limit a call was checked against.

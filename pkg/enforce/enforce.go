@@ -124,12 +124,13 @@ func New(ctx context.Context, db any, opts Options) (*Enforcer, error) {
 	default:
 		return nil, fmt.Errorf("enforce: db must be a *pgxpool.Pool or a DSN string, not %T", db)
 	}
-	m, err := newMetrics(opts.Registerer)
+	m, err := newMetrics(opts.Registerer, e.store, e.now)
 	if err != nil {
 		e.closePool()
 		return nil, err
 	}
 	e.metrics = m
+	m.backendTimeout.Set(opts.BackendTimeout.Seconds())
 	if err := e.refresh(ctx); err != nil {
 		e.closePool()
 		return nil, err
@@ -191,6 +192,11 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if snap == nil {
 		return e.noSnapshot(c)
 	}
+	// The master switch is off (rlctl enforcement off): allow, count nothing.
+	if snap.enforcementOff {
+		e.metrics.checks.WithLabelValues("enforcement_off").Inc()
+		return Decision{Allowed: true, Reason: ReasonEnforcementOff}, nil
+	}
 	// A target name that is not valid (too long, control characters) can
 	// match no target definition or quarantine, but the caller's own
 	// quarantine and limits still apply: an odd path must not be a way
@@ -216,14 +222,14 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	// 1. Target quarantine: for everyone, administrators included.
 	if snap.targetsOn && targetKnown {
 		if m, ok := snap.members[targetSubject(c.TargetType, targetName)]; ok && m.quarantinedAt(now) {
-			return e.quarantined("target", c, targetName), nil
+			return e.quarantined("target", c.TargetType, c, targetName), nil
 		}
 	}
 	// 2. Caller quarantine: not for administrators.
 	if snap.callersOn && !admin {
-		for _, k := range []string{userKey, clientKey} {
+		for i, k := range []string{userKey, clientKey} {
 			if m, ok := snap.members[k]; ok && k != "" && m.quarantinedAt(now) {
-				return e.quarantined("caller", c, targetName), nil
+				return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient}[i], c, targetName), nil
 			}
 		}
 	}
@@ -247,9 +253,9 @@ func targetSubject(targetType, name string) string {
 	return ratelimit.MembershipID(ratelimit.SubjectServer, name)
 }
 
-func (e *Enforcer) quarantined(scope string, c Call, target string) Decision {
+func (e *Enforcer) quarantined(scope, entityType string, c Call, target string) Decision {
 	e.metrics.checks.WithLabelValues("quarantined").Inc()
-	e.metrics.quarantineDenied.WithLabelValues(scope).Inc()
+	e.metrics.quarantineDenied.WithLabelValues(scope, entityType).Inc()
 	e.log.Warn("call denied: quarantined", "scope", scope, "username", c.Username, "client_id", c.ClientID,
 		"target_type", c.TargetType, "target", target)
 	return Decision{Allowed: false, Reason: ReasonQuarantined, QuarantineScope: scope}
@@ -388,7 +394,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, c
 	start := time.Now()
 	res, err := e.batcher.take(tctx, req)
 	cancel()
-	e.metrics.backend.Observe(time.Since(start).Seconds())
+	e.metrics.observeBackend(consume, err, time.Since(start))
 	if err != nil {
 		return e.backendFailed(c, gates, err)
 	}

@@ -1,31 +1,37 @@
 package enforce
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rlctl/rlctl/internal/store"
 )
 
 // metrics are the enforcement series. Labels are bounded: no user, client
 // or target names (those go to the log).
 type metrics struct {
-	checks           *prometheus.CounterVec // outcome
-	gateChecks       *prometheus.CounterVec // axis, entity_type, outcome
-	throttled        *prometheus.CounterVec // axis, entity_type, window_seconds
-	shadowDenied     *prometheus.CounterVec // axis, entity_type, window_seconds
-	quarantineDenied *prometheus.CounterVec // scope
-	errors           *prometheus.CounterVec // kind
-	cache            *prometheus.CounterVec // result
-	backend          prometheus.Histogram
+	checks           *prometheus.CounterVec   // outcome
+	gateChecks       *prometheus.CounterVec   // axis, entity_type, outcome
+	throttled        *prometheus.CounterVec   // axis, entity_type, window_seconds
+	shadowDenied     *prometheus.CounterVec   // axis, entity_type, window_seconds
+	quarantineDenied *prometheus.CounterVec   // scope, entity_type
+	errors           *prometheus.CounterVec   // kind
+	cache            *prometheus.CounterVec   // result
+	backend          *prometheus.HistogramVec // op, result
+	backendTimeout   prometheus.Gauge
+	enabled          prometheus.Gauge
 	snapshotLoad     prometheus.Histogram
 	notifications    prometheus.Counter
 	swept            prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, st *store.Store, now func() time.Time) (*metrics, error) {
 	m := &metrics{
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_checks_total",
-			Help: "Decisions by outcome: allowed, throttled, quarantined, fail_open, fail_closed, skipped (control plane)."}, []string{"outcome"}),
+			Help: "Decisions by outcome: allowed, throttled, quarantined, fail_open, fail_closed, skipped (control plane), enforcement_off (master switch off)."}, []string{"outcome"}),
 		gateChecks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_gate_checks_total",
 			Help: "Gate checks by axis (clr, ctg, tgt), entity type and outcome (allow, deny)."}, []string{"axis", "entity_type", "outcome"}),
 		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_throttled_total",
@@ -33,14 +39,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		shadowDenied: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_shadow_would_deny_total",
 			Help: "Shadow gates that would have denied a call, by axis, entity type and window."}, []string{"axis", "entity_type", "window_seconds"}),
 		quarantineDenied: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_quarantine_denied_total",
-			Help: "Calls denied by quarantine, by scope (caller, target)."}, []string{"scope"}),
+			Help: "Calls denied by quarantine, by scope (caller, target) and the quarantined subject's type (caller: user, client; target: mcp_server, a2a_agent)."},
+			[]string{"scope", "entity_type"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_errors_total",
 			Help: "Backend errors by kind: counters (fail policy applied), snapshot (reload failed), listen."}, []string{"kind"}),
 		cache: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_cache_total",
 			Help: "Snapshot reads: hit (fresh snapshot used), miss (none or too old)."}, []string{"result"}),
-		backend: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rlctl_enforce_backend_duration_seconds",
-			Help:    "Latency of the counter round trip.",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5}}),
+		backend: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rlctl_enforce_backend_duration_seconds",
+			Help:    "Latency of the counter round trip, by op (take: counts; peek: reads only) and result (ok, error, timeout).",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .2, .25, .5}}, []string{"op", "result"}),
+		backendTimeout: prometheus.NewGauge(prometheus.GaugeOpts{Name: "rlctl_enforce_backend_timeout_seconds",
+			Help: "The deadline of each counter round trip (Options.BackendTimeout): alert when the latency nears it."}),
+		enabled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "rlctl_enforce_enabled",
+			Help: "1 while enforcement is on, 0 while the master switch (PUT /api/enforcement) is off, as this replica's snapshot has it."}),
 		snapshotLoad: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rlctl_enforce_snapshot_load_seconds",
 			Help: "Time to load definitions, memberships and admins.", Buckets: prometheus.DefBuckets}),
 		notifications: prometheus.NewCounter(prometheus.CounterOpts{Name: "rlctl_enforce_notifications_total",
@@ -52,7 +63,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.checks, m.gateChecks, m.throttled, m.shadowDenied, m.quarantineDenied,
-		m.errors, m.cache, m.backend, m.snapshotLoad, m.notifications, m.swept} {
+		m.errors, m.cache, m.backend, m.snapshotLoad, m.notifications, m.swept, m.backendTimeout, m.enabled,
+		newQuarantineCollector(st, now)} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -61,4 +73,58 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+func (m *metrics) setEnabled(on bool) {
+	if on {
+		m.enabled.Set(1)
+	} else {
+		m.enabled.Set(0)
+	}
+}
+
+// observeBackend records one counter round trip.
+func (m *metrics) observeBackend(consume bool, err error, d time.Duration) {
+	op, result := "take", "ok"
+	if !consume {
+		op = "peek"
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		result = "timeout"
+	case err != nil:
+		result = "error"
+	}
+	m.backend.WithLabelValues(op, result).Observe(d.Seconds())
+}
+
+// quarantineCollector reports how many subjects are quarantined now, per
+// scope, read from the database at scrape time: the same on every replica,
+// and never on the request path (the reference's quarantine_members).
+type quarantineCollector struct {
+	st   *store.Store
+	now  func() time.Time
+	desc *prometheus.Desc
+}
+
+func newQuarantineCollector(st *store.Store, now func() time.Time) *quarantineCollector {
+	return &quarantineCollector{st: st, now: now, desc: prometheus.NewDesc("rlctl_enforce_quarantined_subjects",
+		"Subjects whose quarantine applies now, by scope (caller: users and clients; target: servers and agents). Absent while the database does not answer.",
+		[]string{"scope"}, nil)}
+}
+
+func (c *quarantineCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *quarantineCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.st == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	callers, targets, err := c.st.CountQuarantined(ctx, c.now())
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(callers), "caller")
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(targets), "target")
 }

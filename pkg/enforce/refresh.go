@@ -39,6 +39,7 @@ func (e *Enforcer) refresh(ctx context.Context) error {
 		return err
 	}
 	e.snap.Store(s)
+	e.metrics.setEnabled(!s.enforcementOff)
 	e.lastRefreshErr.Store(nil)
 	e.metrics.snapshotLoad.Observe(time.Since(start).Seconds())
 	return nil

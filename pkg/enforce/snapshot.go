@@ -29,6 +29,9 @@ type snapshot struct {
 	admins map[string]bool
 
 	callersOn, targetsOn bool
+	// enforcementOff is the master switch (rl_settings): every call is
+	// allowed and nothing is counted.
+	enforcementOff bool
 }
 
 type member struct {
@@ -99,7 +102,9 @@ func loadSnapshot(ctx context.Context, st *store.Store, now time.Time) (*snapsho
 		for _, a := range admins {
 			s.admins[a.Key()] = true
 		}
-		return nil
+		on, err := q.EnforcementEnabled(ctx)
+		s.enforcementOff = !on
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load enforcement snapshot: %w", err)

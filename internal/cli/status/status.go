@@ -16,6 +16,7 @@ import (
 	"github.com/rlctl/rlctl/internal/cli/printer"
 	"github.com/rlctl/rlctl/internal/version"
 	"github.com/rlctl/rlctl/pkg/client"
+	rl "github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // probeTimeout bounds the anonymous version and readiness probes, so an
@@ -34,7 +35,10 @@ type Status struct {
 	// NotReadyReason is the server's (or the network's) reason when Ready
 	// is false.
 	NotReadyReason string `json:"not_ready_reason"`
-	Counts         Counts `json:"counts"`
+	// Enforcement is the master switch; null when the token may not read it
+	// or the server is not ready.
+	Enforcement *rl.Enforcement `json:"enforcement"`
+	Counts      Counts          `json:"counts"`
 }
 
 // Schema is the database schema's version and the newest the server knows.
@@ -67,8 +71,9 @@ func NewCmdStatus(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 		Short:   "Show the server rlctl talks to, its version, readiness and contents",
 		GroupID: "admin",
 		Long: `Show the server rlctl talks to and through which context, both versions, the
-database schema, whether the server is ready, and how many definitions, memberships,
-quarantined callers and targets, administrators and live tokens it holds.
+database schema, whether the server is ready, whether enforcement is on (the master
+switch: rlctl enforcement), and how many definitions, memberships, quarantined callers
+and targets, administrators and live tokens it holds.
 
 Tokens can be counted only with the admin role; without it the count is "-" (null in
 JSON). An unreachable or unready server is reported, with exit code 1.`,
@@ -124,6 +129,13 @@ func statusRun(ctx context.Context, opts *Options) error {
 			return err
 		}
 		return &cmdutil.ExitCodeError{Code: cmdutil.ExitError}
+	}
+	sw, err := c.GetEnforcement(ctx)
+	switch {
+	case err == nil:
+		st.Enforcement = &sw
+	case !errors.Is(err, client.ErrForbidden):
+		return err
 	}
 	if err := count(ctx, c, f.Now(), &st.Counts); err != nil {
 		return err
@@ -232,6 +244,7 @@ func write(f *cmdutil.Factory, st Status) error {
 			{"Server version", dash(st.ServerVersion)},
 			{"Schema", schema},
 			{"Ready", ready},
+			{"Enforcement", enforcementLine(st.Enforcement)},
 			{"Definitions", num(st.Counts.Definitions)},
 			{"Memberships", num(st.Counts.Memberships)},
 			{"Quarantined callers", num(st.Counts.QuarantinedCallers)},
@@ -246,6 +259,22 @@ func write(f *cmdutil.Factory, st Status) error {
 		_, err := f.IOStreams.Out.Write([]byte(b.String()))
 		return err
 	})
+}
+
+// enforcementLine says whether the master switch is on, and when it is off,
+// since when, by whom and why.
+func enforcementLine(e *rl.Enforcement) string {
+	switch {
+	case e == nil:
+		return "-"
+	case e.Enabled:
+		return "on"
+	}
+	s := "OFF: every call allowed, nothing counted (since " + printer.Time(e.UpdatedAt) + " by " + dash(e.UpdatedBy)
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	return s + "; rlctl enforcement on)"
 }
 
 func dash(s string) string {

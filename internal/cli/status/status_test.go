@@ -110,7 +110,7 @@ func TestStableShape(t *testing.T) {
 		if err := yaml.Unmarshal([]byte(r.Out), &doc); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := keys(doc), []string{"client_version", "context", "counts", "not_ready_reason", "ready", "schema", "server", "server_version"}; !reflect.DeepEqual(got, want) {
+		if got, want := keys(doc), []string{"client_version", "context", "counts", "enforcement", "not_ready_reason", "ready", "schema", "server", "server_version"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("-o %s keys: got %v, want %v", format, got, want)
 		}
 		counts := doc["counts"].(map[string]any)
@@ -129,9 +129,14 @@ func TestStableShape(t *testing.T) {
 	if r.Code != 0 || !strings.Contains(r.Out, "Live tokens:         -\n") || !strings.Contains(r.Out, "Admins:              0\n") {
 		t.Errorf("table as viewer: exit %d\n%s", r.Code, r.Out)
 	}
-	// An enforcer may read nothing: every count is "-", and status still works.
+	// A viewer reads the master switch: on by default.
+	if !strings.Contains(r.Out, "Enforcement:         on\n") {
+		t.Errorf("table as viewer lacks the master switch:\n%s", r.Out)
+	}
+	// An enforcer may read nothing: every count and the switch are "-", and
+	// status still works.
 	r = h.RunWith(clitest.Opts{Token: h.Env.Token(t, "gw", "enforcer")}, "status")
-	if r.Code != 0 || strings.Count(r.Out, " -\n") != 7 {
+	if r.Code != 0 || strings.Count(r.Out, " -\n") != 8 {
 		t.Errorf("table as enforcer: exit %d\n%s%s", r.Code, r.Out, r.ErrOut)
 	}
 }

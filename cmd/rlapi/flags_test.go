@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestEveryServeFlagHasItsEnvironmentVariable: the usage promises that
+// every flag has an environment fallback named in its help. Each serve
+// flag's help names one, and setting it changes the flag's default.
+func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
+	t.Parallel()
+	// What each variable is set to, and the default -h then shows.
+	vars := map[string][2]string{
+		"RLAPI_ADDR":                   {"127.0.0.9:9999", `"127.0.0.9:9999"`},
+		"RLAPI_LOG_LEVEL":              {"debug", `"debug"`},
+		"RLAPI_USER_FLOOR_PER_MIN":     {"21", "21"},
+		"RLAPI_AGENT_FLOOR_PER_MIN":    {"11", "11"},
+		"RLAPI_SHUTDOWN_TIMEOUT":       {"7s", "7s"},
+		"RLAPI_TRUSTED_PROXIES":        {"10.0.0.0/8", `"10.0.0.0/8"`},
+		"RLAPI_AUTH_MAX_FAILURES":      {"9", "9"},
+		"RLAPI_AUTH_WINDOW":            {"2m", "2m0s"},
+		"RLAPI_AUTH_LOCKOUT":           {"9m", "9m0s"},
+		"RLAPI_FAIL_CLOSED":            {"true", "true"},
+		"RLAPI_QUARANTINE_FAIL_CLOSED": {"true", "true"},
+		"RLAPI_BACKEND_TIMEOUT":        {"300ms", "300ms"},
+		"RLAPI_CACHE_TTL":              {"45s", "45s"},
+		"RLAPI_ENFORCEMENT":            {"off", `"off"`},
+	}
+	// Read on purpose without showing them as defaults: a secret, and the
+	// database URL (which may hold a password).
+	hidden := map[string]bool{"RLAPI_GATEWAY_SECRET": true, "DATABASE_URL": true}
+	env := map[string]string{}
+	for k, v := range vars {
+		env[k] = v[0]
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"serve", "-h"}, func(k string) string { return env[k] }, &out, &errOut); code != 0 {
+		t.Fatalf("serve -h: exit %d: %s", code, errOut.String())
+	}
+	flagLine := regexp.MustCompile(`^  -([a-z-]+)`)
+	envName := regexp.MustCompile(`\((RLAPI_[A-Z_]+|DATABASE_URL)`)
+	lines := strings.Split(errOut.String(), "\n")
+	flags := 0
+	for i, line := range lines {
+		m := flagLine.FindStringSubmatch(line)
+		if m == nil || i+1 == len(lines) {
+			continue
+		}
+		flags++
+		name, help := m[1], lines[i+1]
+		e := envName.FindStringSubmatch(help)
+		if e == nil {
+			t.Errorf("--%s names no environment variable: %s", name, strings.TrimSpace(help))
+			continue
+		}
+		if hidden[e[1]] {
+			continue
+		}
+		v, ok := vars[e[1]]
+		if !ok {
+			t.Errorf("--%s: %s is not in this test's table", name, e[1])
+			continue
+		}
+		if !strings.Contains(help, "(default "+v[1]+")") {
+			t.Errorf("--%s with %s=%s: help %q does not show it as the default", name, e[1], v[0], strings.TrimSpace(help))
+		}
+	}
+	if flags < 15 {
+		t.Errorf("found %d flags in serve -h; has its format changed?\n%s", flags, errOut.String())
+	}
+	// A bad value is a usage error naming the variable.
+	for _, k := range []string{"RLAPI_AUTH_WINDOW", "RLAPI_CACHE_TTL", "RLAPI_AUTH_MAX_FAILURES"} {
+		var o, e bytes.Buffer
+		code := run(context.Background(), []string{"serve"}, func(v string) string { return map[string]string{k: "soon"}[v] }, &o, &e)
+		if code != 2 || !strings.Contains(e.String(), k+`="soon"`) {
+			t.Errorf("%s=soon: exit %d, %q", k, code, e.String())
+		}
+	}
+}
