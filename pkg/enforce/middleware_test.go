@@ -2,8 +2,8 @@ package enforce_test
 
 import (
 	"bytes"
-	"errors"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"

@@ -106,7 +106,6 @@ func classify(segs []string) (targetType, name string) {
 	return "", ""
 }
 
-
 // normalizeSegments applies steps 2 to 7 of TargetFromURI to a raw path and
 // returns its segments.
 func normalizeSegments(raw string) []string {
