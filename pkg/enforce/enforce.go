@@ -46,8 +46,11 @@ type Options struct {
 	// three TTLs whose reload keeps failing is no longer trusted: decisions
 	// follow the fail policies.
 	CacheTTL time.Duration
-	// SweepInterval is how often expired counters are removed (default 1
-	// minute; negative disables the sweeper).
+	// SweepInterval is how often expired counters are removed (default 10
+	// s; negative disables the sweeper). Each round deletes in batches for
+	// as long as batches come back full, so it keeps pace with any rate of
+	// new windows; the interval only bounds how long expired rows linger
+	// (docs/performance.md: 4,200 decisions/s on one-second windows).
 	SweepInterval time.Duration
 	// MaxConns sizes the pool New opens from a DSN (default 12: enough for
 	// two cores, small enough to keep PostgreSQL from thrashing).
@@ -97,7 +100,7 @@ func New(ctx context.Context, db any, opts Options) (*Enforcer, error) {
 		opts.CacheTTL = 30 * time.Second
 	}
 	if opts.SweepInterval == 0 {
-		opts.SweepInterval = time.Minute
+		opts.SweepInterval = 10 * time.Second
 	}
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = 12
