@@ -50,6 +50,12 @@ type TakeResult struct {
 // committed it.
 var ErrNotApplied = errors.New("no counter was changed")
 
+// ErrTimedOut marks, beside ErrNotApplied, a TakeBatch that ran out of time
+// before anything was changed: PostgreSQL aborted it at the deadline
+// (statement_timeout), or no connection was free in time. It is no call's
+// fault.
+var ErrTimedOut = errors.New("out of time")
+
 // TakeBatch decides calls in one round trip (the rl_take function): each
 // all or nothing, denials read-only, the batch's rows locked once in key
 // order. Calls are decided in the order given; calls sharing a counter see
@@ -91,6 +97,9 @@ func (s *Store) TakeBatch(ctx context.Context, reqs []TakeRequest, deadline time
 	conn, err := s.pool.Acquire(actx)
 	cancel()
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("take counters: %w: %w: %w", ErrNotApplied, ErrTimedOut, err)
+		}
 		return nil, fmt.Errorf("take counters: %w: %w", ErrNotApplied, interpretError(err))
 	}
 	defer conn.Release()
@@ -98,7 +107,7 @@ func (s *Store) TakeBatch(ctx context.Context, reqs []TakeRequest, deadline time
 	if !deadline.IsZero() {
 		left := time.Until(deadline)
 		if left < time.Millisecond {
-			return nil, fmt.Errorf("take counters: %w: %w", ErrNotApplied, context.DeadlineExceeded)
+			return nil, fmt.Errorf("take counters: %w: %w: %w", ErrNotApplied, ErrTimedOut, context.DeadlineExceeded)
 		}
 		ms := (left + time.Millisecond - 1) / time.Millisecond
 		b.Queue(`select set_config('statement_timeout', $1, true)`, strconv.FormatInt(int64(ms), 10))
@@ -114,6 +123,9 @@ func (s *Store) TakeBatch(ctx context.Context, reqs []TakeRequest, deadline time
 	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "57014" { // query_canceled: our statement_timeout
+			return nil, fmt.Errorf("take counters: %w: %w: %w", ErrNotApplied, ErrTimedOut, interpretError(err))
+		}
 		if errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
 			return nil, fmt.Errorf("take counters: %w: %w", ErrNotApplied, interpretError(err))
 		}

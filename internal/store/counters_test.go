@@ -125,7 +125,7 @@ func TestTakeBatchDeadlineIsTheServers(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	_, err = s.TakeBatch(wctx, req, time.Now().Add(200*time.Millisecond))
-	if err == nil || !errors.Is(err, store.ErrNotApplied) || wctx.Err() != nil {
+	if err == nil || !errors.Is(err, store.ErrNotApplied) || !errors.Is(err, store.ErrTimedOut) || wctx.Err() != nil {
 		t.Fatalf("blocked take: %v (ctx %v), want the server's abort (ErrNotApplied)", err, wctx.Err())
 	}
 	if err := tx.Rollback(ctx); err != nil {

@@ -129,23 +129,53 @@ func (b *batcher) send(ctx context.Context, batch []*takeRequest) {
 	if len(live) == 0 {
 		return
 	}
-	res, err := b.round(ctx, live)
-	if err == nil {
+	for len(live) > 0 {
+		res, err := b.round(ctx, live)
+		if err == nil {
+			for i, r := range live {
+				r.reply <- takeReply{res: res[i]}
+			}
+			return
+		}
+		if len(live) == 1 || !errors.Is(err, store.ErrNotApplied) {
+			// Alone, or the outcome is unknown (the statement may have
+			// committed): retrying could count a call twice.
+			for _, r := range live {
+				r.reply <- takeReply{err: err}
+			}
+			return
+		}
+		if !errors.Is(err, store.ErrTimedOut) {
+			// Refused, over some call's input: decide each call alone.
+			b.apart(ctx, live, err)
+			return
+		}
+		// Out of time at the earliest deadline, which is no call's
+		// fault: the calls with time left go again, together. The call
+		// with the earliest deadline is done whatever the clock says, so
+		// every pass shrinks the batch.
+		first := 0
 		for i, r := range live {
-			r.reply <- takeReply{res: res[i]}
+			if !r.deadline.IsZero() && (live[first].deadline.IsZero() || r.deadline.Before(live[first].deadline)) {
+				first = i
+			}
 		}
-		return
-	}
-	if len(live) == 1 || !errors.Is(err, store.ErrNotApplied) {
-		// Alone, or the outcome is unknown (the statement may have
-		// committed): retrying could count a call twice.
-		for _, r := range live {
-			r.reply <- takeReply{err: err}
+		still := live[:0]
+		for i, r := range live {
+			if i == first || (!r.deadline.IsZero() && !time.Now().Before(r.deadline)) {
+				r.reply <- takeReply{err: err}
+				continue
+			}
+			still = append(still, r)
 		}
-		return
+		live = still
 	}
-	// Nothing was taken: decide each call on its own.
-	for _, r := range live {
+}
+
+// apart decides each of reqs in its own round trip, within its own
+// deadline, after their batch failed with err and changed nothing.
+func (b *batcher) apart(ctx context.Context, reqs []*takeRequest, err error) {
+	for _, r := range reqs {
 		if !r.deadline.IsZero() && !time.Now().Before(r.deadline) {
 			r.reply <- takeReply{err: err}
 			continue
