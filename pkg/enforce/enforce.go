@@ -39,7 +39,12 @@ type Options struct {
 	// QuarantineFailClosed denies calls when quarantine cannot be checked
 	// (no usable snapshot of the memberships). Default false.
 	QuarantineFailClosed bool
-	// BackendTimeout bounds each counter round trip (default 250 ms).
+	// BackendTimeout bounds each counter round trip (default 250 ms). The
+	// statement carries it to PostgreSQL as its statement_timeout, so a
+	// decision answered by the fail policy has consumed nothing; a decision
+	// whose statement was sent waits for the server's own answer, at most
+	// 200 ms past the timeout (docs/design.md, "Deadlines are the
+	// server's").
 	BackendTimeout time.Duration
 	// CacheTTL is the safety net behind LISTEN/NOTIFY: the snapshot is
 	// reloaded at least this often (default 30 s). A snapshot older than
