@@ -129,7 +129,7 @@ func (s *Store) TakeBatch(ctx context.Context, reqs []TakeRequest, deadline time
 		if errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
 			return nil, fmt.Errorf("take counters: %w: %w", ErrNotApplied, interpretError(err))
 		}
-		return nil, fmt.Errorf("take counters: %w", interpretError(err))
+		return nil, fmt.Errorf("take counters: no answer, the statement may have committed: %w", interpretError(err))
 	}
 	if len(allowed) < len(reqs) || len(counts) < len(keys) || len(room) < len(keys) {
 		return nil, fmt.Errorf("take counters: short answer (%d calls, %d counts for %d gates)", len(allowed), len(counts), len(keys))
