@@ -6,6 +6,10 @@
 //
 //	go run ./cmd/rlenforce-load -dsn "$DATABASE_URL" -duration 10s
 //
+// With -sweep-rate it measures the counter sweeper instead: a paced load on
+// one-second windows, the table's rows sampled every five seconds during the
+// load and for -sweep-after beyond it (docs/performance.md).
+//
 // It needs a database it may fill: it applies the migrations, writes its own
 // definitions and memberships (prefix "load-"), and drops its baseline table
 // when done. It only talks to the database named by -dsn.
@@ -65,6 +69,10 @@ func run() error {
 	workers := flag.Int("workers", 0, "enforce.Options.Workers (0: the default)")
 	flag.StringVar(&modes, "modes", "ours,baseline", "implementations to run")
 	flag.StringVar(&shapes, "shapes", "spread,hot", "key shapes to run")
+	var sweep sweepConfig
+	flag.IntVar(&sweep.rate, "sweep-rate", 0, "instead of the table: pace this many decisions/s on one-second windows, sweeper on, and watch the counter table")
+	flag.DurationVar(&sweep.after, "sweep-after", 2*time.Minute, "with -sweep-rate: how long to watch the table after the load")
+	flag.DurationVar(&sweep.interval, "sweep-interval", 0, "with -sweep-rate: enforce.Options.SweepInterval (0: the default)")
 	flag.Parse()
 	if cfg.dsn == "" {
 		return fmt.Errorf("no database: set -dsn or DATABASE_URL")
@@ -89,6 +97,10 @@ func run() error {
 	defer st.Close()
 	if _, err := st.Migrate(ctx); err != nil {
 		return err
+	}
+	if sweep.rate > 0 {
+		sweep.duration, sweep.keys, sweep.concurrency = cfg.duration, cfg.keys, cfg.concurrency[len(cfg.concurrency)-1]
+		return runSweep(ctx, st, sweep)
 	}
 	fmt.Fprintf(os.Stderr, "seeding %d callers and targets...\n", cfg.keys)
 	if err := seed(ctx, st.Pool(), cfg.keys); err != nil {

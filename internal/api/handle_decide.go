@@ -3,6 +3,7 @@ package api
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -183,7 +184,16 @@ const (
 //     403);
 //   - fail-closed: 403 with X-RateLimit-Unavailable: 1 and Retry-After, no
 //     throttled marker (nginx answers 503; a configuration that does not
-//     read the marker answers 403, never a misleading 429).
+//     read the marker answers 403, never a misleading 429);
+//   - a disguised control-plane path (/%61pi/..., /API/...,
+//     enforce.ErrDisguisedControlPlane): a plain 403 (nginx answers 403).
+//
+// The path is normalized one way (enforce.TargetFromURI: decoded once,
+// backslashes as slashes, lower-cased, parameters and surrounding
+// whitespace dropped). Bytes text cannot hold are kept percent-encoded in
+// the name, so an odd path is decided like any other (the caller's limits
+// apply) instead of being refused: a refusal other than 401 or 403 would
+// reach the client as nginx's 500.
 //
 // Control-plane paths (/api/...) and paths without a target are always 200.
 func (s *Server) handleValidate() http.Handler {
@@ -203,7 +213,14 @@ func (s *Server) handleValidate() http.Handler {
 			s.writeProblem(w, r, badRequest("missing X-Original-URI: the gateway must send the client's request URI (nginx: proxy_set_header X-Original-URI $request_uri)"))
 			return
 		}
-		targetType, targetName := enforce.TargetFromURI(uri)
+		targetType, targetName, err := enforce.ClassifyURI(uri)
+		if errors.Is(err, enforce.ErrDisguisedControlPlane) {
+			// A 403 is the one refusal nginx passes on (a 400 would reach
+			// the client as a 500); without a marker it stays a 403.
+			s.writeProblem(w, r, errorf(http.StatusForbidden, "disguised-control-plane", "Forbidden",
+				"the path reaches the control plane (/api) only once decoded or normalized; write /api literally"))
+			return
+		}
 		if targetType == "" {
 			w.WriteHeader(http.StatusOK)
 			return

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -309,5 +310,71 @@ func TestNginxGateway(t *testing.T) {
 	r = send(http.MethodPost, "/vault/mcp", "alice")
 	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "1" || r.header.Get("X-RateLimit-Limit") != "" {
 		t.Errorf("fail-closed: %d %q %v, want 503 with Retry-After: 1", r.status, r.body, r.header)
+	}
+}
+
+// TestNginxPathVariantsAreThrottled sends the spellings of one path of
+// issue 9 (item 16) through a real nginx, exactly as written on the request
+// line: once the limit is used, every one of them is a 429, a disguised
+// control-plane path is a 403, and none reaches the backend.
+func TestNginxPathVariantsAreThrottled(t *testing.T) {
+	t.Parallel()
+	bin := nginxBinary(t)
+	const secret = "nginx-test-secret-7a21c9"
+	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.0/8"), GatewaySecret: secret})
+	admin := clientFor(t, env, env.AdminToken)
+	var reached atomic.Int64
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		fmt.Fprintf(w, "backend %s", r.URL.RawPath)
+	}))
+	t.Cleanup(backend.Close)
+	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+	addr := strings.TrimPrefix(gw, "http://")
+	// raw writes the request line as given: no client library re-encodes it.
+	raw := func(path string) int {
+		t.Helper()
+		conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: gw\r\nX-Auth-Username: alice\r\nConnection: close\r\n\r\n", path)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("GET %s through nginx: %v", path, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	awayFromWindowEdge(t, 60)
+	define(t, env, admin, targetLimit("mcp_server", "srvlim", 60, 2), targetLimit("a2a_agent", "/agx", 60, 2))
+	for _, p := range []string{"/srvlim/mcp", "/srvlim/mcp", "/agent/agx", "/agent/agx"} {
+		if got := raw(p); got != http.StatusOK {
+			t.Fatalf("%s within the limit: %d", p, got)
+		}
+	}
+	before := reached.Load()
+	for _, p := range []string{"/srvlim/mcp", "/SRVLIM/mcp", "/srvlim/MCP", "/srvlim/mcp%20", "/srvlim/mcp;x", "/srvlim;x/mcp",
+		`/srvlim\mcp`, "/srvlim%5Cmcp", "/%73rvlim/mcp", "/agent/AGX", "/agent/agx;v=1"} {
+		if got := raw(p); got != http.StatusTooManyRequests {
+			t.Errorf("%s after the limit is used: %d through nginx, want 429", p, got)
+		}
+	}
+	if got := raw("/%61pi/srvlim/mcp"); got != http.StatusForbidden {
+		t.Errorf("/%%61pi/srvlim/mcp: %d through nginx, want 403", got)
+	}
+	if n := reached.Load() - before; n != 0 {
+		t.Errorf("%d denied calls reached the backend", n)
+	}
+	// Paths that decode to a NUL or to bytes that are not UTF-8 are
+	// decided like any other call, never a 500.
+	for _, p := range []string{"/x%00/mcp", "/srvx%FF/mcp"} {
+		if got := raw(p); got != http.StatusOK && got != http.StatusBadRequest {
+			t.Errorf("%s through nginx: %d, want 200 (or nginx's own 400)", p, got)
+		} else {
+			t.Logf("%s through nginx: %d", p, got)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -40,11 +42,36 @@ type TakeResult struct {
 	Room    []bool  // per gate: whether it had room for the call
 }
 
+// ErrNotApplied marks a TakeBatch failure after which no counter was
+// changed: PostgreSQL refused or aborted the statement (its transaction
+// rolled back), or the statement was never sent. The batch's calls may be
+// retried. A TakeBatch error without it leaves the outcome unknown: the
+// connection failed after the statement was sent, and the server may have
+// committed it.
+var ErrNotApplied = errors.New("no counter was changed")
+
+// ErrTimedOut marks, beside ErrNotApplied, a TakeBatch that ran out of time
+// before anything was changed: PostgreSQL aborted it at the deadline
+// (statement_timeout), or no connection was free in time. It is no call's
+// fault.
+var ErrTimedOut = errors.New("out of time")
+
 // TakeBatch decides calls in one round trip (the rl_take function): each
 // all or nothing, denials read-only, the batch's rows locked once in key
 // order. Calls are decided in the order given; calls sharing a counter see
 // each other's effect.
-func (q *Queries) TakeBatch(ctx context.Context, reqs []TakeRequest) ([]TakeResult, error) {
+//
+// deadline (when not zero) bounds the statement on the server: it runs with
+// statement_timeout set to what is left of it once a connection is in hand,
+// in the same implicit transaction, so PostgreSQL itself aborts a statement
+// that would finish late (waiting on a lock, say) and rolls back what it did.
+// ctx should outlive deadline by a grace, so that the server's own answer,
+// a result or that abort, is what the caller hears: a caller told "failed"
+// then consumed nothing, and a caller told its counts holds them. Only a
+// connection that answers nothing before ctx ends leaves the outcome unknown.
+//
+// Keys are stored through CounterKeyText, so any bytes may be passed.
+func (s *Store) TakeBatch(ctx context.Context, reqs []TakeRequest, deadline time.Time) ([]TakeResult, error) {
 	var (
 		calls   []int32
 		keys    []string
@@ -59,19 +86,50 @@ func (q *Queries) TakeBatch(ctx context.Context, reqs []TakeRequest) ([]TakeResu
 		costs[i], consume[i] = r.Cost, r.Consume
 		for _, g := range r.Gates {
 			calls = append(calls, int32(i+1))
-			keys, windows, limits = append(keys, g.Key), append(windows, g.WindowIndex), append(limits, g.Limit)
+			keys, windows, limits = append(keys, CounterKeyText(g.Key)), append(windows, g.WindowIndex), append(limits, g.Limit)
 			enforce, expires = append(enforce, g.Enforce), append(expires, g.ExpiresAt)
 		}
+	}
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if !deadline.IsZero() {
+		actx, cancel = context.WithDeadline(ctx, deadline)
+	}
+	conn, err := s.pool.Acquire(actx)
+	cancel()
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("take counters: %w: %w: %w", ErrNotApplied, ErrTimedOut, err)
+		}
+		return nil, fmt.Errorf("take counters: %w: %w", ErrNotApplied, interpretError(err))
+	}
+	defer conn.Release()
+	b := &pgx.Batch{}
+	if !deadline.IsZero() {
+		left := time.Until(deadline)
+		if left < time.Millisecond {
+			return nil, fmt.Errorf("take counters: %w: %w: %w", ErrNotApplied, ErrTimedOut, context.DeadlineExceeded)
+		}
+		ms := (left + time.Millisecond - 1) / time.Millisecond
+		b.Queue(`select set_config('statement_timeout', $1, true)`, strconv.FormatInt(int64(ms), 10))
 	}
 	var (
 		allowed []bool
 		counts  []int64
 		room    []bool
 	)
-	err := q.db.QueryRow(ctx, `select allowed, counts, room from rl_take($1, $2, $3, $4, $5, $6, $7, $8)`,
-		calls, keys, windows, limits, enforce, expires, costs, consume).Scan(&allowed, &counts, &room)
-	if err != nil {
-		return nil, fmt.Errorf("take counters: %w", interpretError(err))
+	b.Queue(`select allowed, counts, room from rl_take($1, $2, $3, $4, $5, $6, $7, $8)`,
+		calls, keys, windows, limits, enforce, expires, costs, consume).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&allowed, &counts, &room)
+	})
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "57014" { // query_canceled: our statement_timeout
+			return nil, fmt.Errorf("take counters: %w: %w: %w", ErrNotApplied, ErrTimedOut, interpretError(err))
+		}
+		if errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
+			return nil, fmt.Errorf("take counters: %w: %w", ErrNotApplied, interpretError(err))
+		}
+		return nil, fmt.Errorf("take counters: no answer, the statement may have committed: %w", interpretError(err))
 	}
 	if len(allowed) < len(reqs) || len(counts) < len(keys) || len(room) < len(keys) {
 		return nil, fmt.Errorf("take counters: short answer (%d calls, %d counts for %d gates)", len(allowed), len(counts), len(keys))
@@ -86,13 +144,48 @@ func (q *Queries) TakeBatch(ctx context.Context, reqs []TakeRequest) ([]TakeResu
 	return out, nil
 }
 
-// Take decides one call (see TakeBatch).
-func (q *Queries) Take(ctx context.Context, gates []Gate, cost int64, consume bool) (TakeResult, error) {
-	res, err := q.TakeBatch(ctx, []TakeRequest{{Gates: gates, Cost: cost, Consume: consume}})
-	if err != nil {
-		return TakeResult{}, err
+// keyEscape is the byte CounterKeyText escapes with: a control character,
+// which neither identities (HTTP headers cannot carry it) nor names
+// (internal/validate refuses it) contain, so every key a gateway builds from
+// them is stored as it is.
+const keyEscape = '\x01'
+
+// CounterKeyText turns any string into one PostgreSQL text can hold, one to
+// one: a NUL, a byte that is not part of valid UTF-8, and the escape byte
+// itself become the escape byte and two hex digits. Valid UTF-8 without NUL
+// or the escape byte comes back unchanged, so keys of real identities and
+// names are stored as built. One bad byte in one call's key must not be able
+// to fail the statement that decides a whole batch of calls (SQLSTATE 22021).
+func CounterKeyText(s string) string {
+	clean := true
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == 0 || r == keyEscape || (r == utf8.RuneError && size <= 1) {
+			clean = false
+			break
+		}
+		i += size
 	}
-	return res[0], nil
+	if clean {
+		return s
+	}
+	const hex = "0123456789abcdef"
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == 0 || r == keyEscape || (r == utf8.RuneError && size <= 1) {
+			c := s[i]
+			b.WriteByte(keyEscape)
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xf])
+			i++
+			continue
+		}
+		b.WriteString(s[i : i+size])
+		i += size
+	}
+	return b.String()
 }
 
 // CounterRow is one stored counter.
@@ -123,10 +216,67 @@ func (q *Queries) Counters(ctx context.Context, prefix string, now time.Time, li
 	return out, interpretError(rows.Err())
 }
 
-// SweepCounters deletes up to batch expired counters, one replica at a time
-// (a transaction-scoped advisory lock; others skip). It reports how many it
+// Sweep bounds: one SweepCounters call deletes at most sweepMaxBatches
+// batches and works at most sweepBudget, pausing sweepPause between batches
+// so decisions waiting on the same rows are not starved.
+const (
+	sweepMaxBatches = 400
+	sweepBudget     = 5 * time.Second
+	sweepPause      = 5 * time.Millisecond
+)
+
+// SweepCounters deletes expired counters, one replica at a time (a
+// transaction-scoped advisory lock per batch; others skip), in batches of
+// batch rows, each its own short transaction, for as long as batches come
+// back full: a load that creates many rows a second gets as many batches as
+// it needs (up to sweepMaxBatches, about sweepBudget of work, and never past
+// ctx's deadline), a quiet table one short batch. It reports how many it
 // removed and whether it held the lock.
 func (s *Store) SweepCounters(ctx context.Context, now time.Time, batch int) (removed int64, ran bool, err error) {
+	batch = max(batch, 1)
+	stop := time.Now().Add(sweepBudget)
+	if d, ok := ctx.Deadline(); ok {
+		// Leave the last batch time to finish within ctx.
+		stop = minTime(stop, d.Add(-time.Until(d)/4))
+	}
+	for i := range sweepMaxBatches {
+		if i > 0 {
+			if !time.Now().Before(stop) {
+				break
+			}
+			t := time.NewTimer(sweepPause)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return removed, ran, nil
+			case <-t.C:
+			}
+		}
+		n, locked, err := s.sweepBatch(ctx, now, batch)
+		if err != nil {
+			return removed, ran, fmt.Errorf("sweep counters: %w", err)
+		}
+		if !locked {
+			break
+		}
+		ran = true
+		removed += n
+		if n < int64(batch) {
+			break
+		}
+	}
+	return removed, ran, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// sweepBatch deletes up to batch expired counters in one transaction.
+func (s *Store) sweepBatch(ctx context.Context, now time.Time, batch int) (removed int64, ran bool, err error) {
 	err = s.InTx(ctx, func(q *Queries) error {
 		if err := q.db.QueryRow(ctx, `select pg_try_advisory_xact_lock(hashtext('rlctl counter sweep'))`).Scan(&ran); err != nil {
 			return interpretError(err)
@@ -142,10 +292,7 @@ func (s *Store) SweepCounters(ctx context.Context, now time.Time, batch int) (re
 		removed = tag.RowsAffected()
 		return nil
 	})
-	if err != nil {
-		return 0, false, fmt.Errorf("sweep counters: %w", err)
-	}
-	return removed, ran, nil
+	return removed, ran, err
 }
 
 func likePrefix(p string) string { return likeEscape(p) + "%" }

@@ -38,8 +38,9 @@ func Subject(subjectType, subject string) (string, error) {
 // way definitions, members, memberships and ids all store it:
 //
 //	mcp_server    "/peer/x/"          -> "peer/x"
+//	mcp_server    "MCPGW"             -> "mcpgw" (server and agent names are case-insensitive)
 //	a2a_agent     "booking-agent"     -> "/booking-agent"
-//	mcp_tool      "/mcpgw/:search"    -> "mcpgw:search"
+//	mcp_tool      "/mcpgw/:search"    -> "mcpgw:search" (the tool keeps its case)
 //	a2a_skill     "booking:find"      -> "/booking:find"
 //	group, server_group: group names, trimmed
 func TargetName(entityType, name string) (string, error) {
@@ -170,7 +171,10 @@ func agentPath(field, raw string) (string, *FieldError) {
 
 // slashPath strips surrounding whitespace and slashes together, in one pass,
 // so that "/ x /" and " /x/ " both settle on the same name and normalizing the
-// result again changes nothing; then it prepends prefix.
+// result again changes nothing; then it prepends prefix. Server and agent
+// names are case-insensitive, as the gateway reads paths
+// (enforce.TargetFromURI lower-cases them): they are stored lower-cased, so
+// "MCPGW" and "mcpgw" are one server.
 func slashPath(field, raw, prefix string) (string, *FieldError) {
 	trimmed := strings.TrimSpace(raw)
 	inner := strings.TrimFunc(trimmed, isSpaceOrSlash)
@@ -179,6 +183,9 @@ func slashPath(field, raw, prefix string) (string, *FieldError) {
 	}
 	if inner == "" {
 		return "", fieldError(field, "must not be empty")
+	}
+	if utf8.ValidString(inner) { // else nameProblem refuses it as it is
+		inner = strings.ToLower(inner)
 	}
 	s := prefix + inner
 	return s, nameProblem(field, s)

@@ -2,6 +2,8 @@ package enforce
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/store"
@@ -10,11 +12,30 @@ import (
 // maxBatch bounds how many decisions share one round trip.
 const maxBatch = 32
 
+// answerGrace is how long past its deadline a decision whose statement was
+// sent waits for the server's own answer. The statement carries the
+// deadline as its statement_timeout, so PostgreSQL aborts it (consuming
+// nothing) at the deadline; the grace covers that abort's way back. Only a
+// server or network that answers nothing within it leaves a decision whose
+// counts may or may not have been taken (docs/design.md).
+const answerGrace = 200 * time.Millisecond
+
+// States of a takeRequest: a worker claims a queued request before sending
+// it, a caller whose deadline passes first abandons it; whichever comes
+// first wins, so a request is either sent and answered as it was decided, or
+// never sent.
+const (
+	stateQueued int32 = iota
+	stateClaimed
+	stateAbandoned
+)
+
 // takeRequest is one decision waiting for its counter round trip.
 type takeRequest struct {
-	ctx   context.Context
-	req   store.TakeRequest
-	reply chan takeReply
+	deadline time.Time // zero: none
+	req      store.TakeRequest
+	reply    chan takeReply
+	state    atomic.Int32
 }
 
 type takeReply struct {
@@ -28,6 +49,11 @@ type takeReply struct {
 // decision waits for nobody, so latency at low load is one round trip,
 // while under load the round trips, statements and commits per decision
 // fall with the batch size.
+//
+// One call must never change another's decision: when a batch's round trip
+// fails and PostgreSQL changed nothing (it refused the statement, say over
+// one call's input), its calls are retried one by one, each within its own
+// deadline, so only a call that fails alone follows the fail policy.
 type batcher struct {
 	store *store.Store
 	queue chan *takeRequest
@@ -37,9 +63,13 @@ func newBatcher(st *store.Store) *batcher {
 	return &batcher{store: st, queue: make(chan *takeRequest, 4096)}
 }
 
-// take queues a decision and waits for it, or for ctx to end.
+// take queues a decision and waits for it. A decision still queued when ctx
+// ends is abandoned (it consumes nothing); one already sent is waited for,
+// at most until ctx's deadline plus answerGrace, so that its answer says
+// what the database did.
 func (b *batcher) take(ctx context.Context, req store.TakeRequest) (store.TakeResult, error) {
-	r := &takeRequest{ctx: ctx, req: req, reply: make(chan takeReply, 1)}
+	r := &takeRequest{req: req, reply: make(chan takeReply, 1)}
+	r.deadline, _ = ctx.Deadline()
 	select {
 	case b.queue <- r:
 	case <-ctx.Done():
@@ -49,8 +79,13 @@ func (b *batcher) take(ctx context.Context, req store.TakeRequest) (store.TakeRe
 	case rep := <-r.reply:
 		return rep.res, rep.err
 	case <-ctx.Done():
-		return store.TakeResult{}, ctx.Err()
+		if r.state.CompareAndSwap(stateQueued, stateAbandoned) {
+			return store.TakeResult{}, ctx.Err()
+		}
 	}
+	// Sent: the worker answers within the deadline plus the grace.
+	rep := <-r.reply
+	return rep.res, rep.err
 }
 
 // work serves the queue until ctx ends.
@@ -80,35 +115,98 @@ func (b *batcher) work(ctx context.Context) {
 func (b *batcher) send(ctx context.Context, batch []*takeRequest) {
 	// A decision whose caller gave up is left out: it must not consume.
 	live := batch[:0]
-	var deadline time.Time
+	now := time.Now()
 	for _, r := range batch {
-		if r.ctx.Err() != nil {
-			r.reply <- takeReply{err: r.ctx.Err()}
+		if !r.state.CompareAndSwap(stateQueued, stateClaimed) {
+			continue
+		}
+		if !r.deadline.IsZero() && !now.Before(r.deadline) {
+			r.reply <- takeReply{err: context.DeadlineExceeded}
 			continue
 		}
 		live = append(live, r)
-		if d, ok := r.ctx.Deadline(); ok && d.After(deadline) {
-			deadline = d
-		}
 	}
 	if len(live) == 0 {
 		return
 	}
-	sendCtx, cancel := ctx, context.CancelFunc(func() {})
-	if !deadline.IsZero() {
-		sendCtx, cancel = context.WithDeadline(ctx, deadline)
+	for len(live) > 0 {
+		res, err := b.round(ctx, live)
+		if err == nil {
+			for i, r := range live {
+				r.reply <- takeReply{res: res[i]}
+			}
+			return
+		}
+		if len(live) == 1 || !errors.Is(err, store.ErrNotApplied) {
+			// Alone, or the outcome is unknown (the statement may have
+			// committed): retrying could count a call twice.
+			for _, r := range live {
+				r.reply <- takeReply{err: err}
+			}
+			return
+		}
+		if !errors.Is(err, store.ErrTimedOut) {
+			// Refused, over some call's input: decide each call alone.
+			b.apart(ctx, live, err)
+			return
+		}
+		// Out of time at the earliest deadline, which is no call's
+		// fault: the calls with time left go again, together. The call
+		// with the earliest deadline is done whatever the clock says, so
+		// every pass shrinks the batch.
+		first := 0
+		for i, r := range live {
+			if !r.deadline.IsZero() && (live[first].deadline.IsZero() || r.deadline.Before(live[first].deadline)) {
+				first = i
+			}
+		}
+		still := live[:0]
+		for i, r := range live {
+			if i == first || (!r.deadline.IsZero() && !time.Now().Before(r.deadline)) {
+				r.reply <- takeReply{err: err}
+				continue
+			}
+			still = append(still, r)
+		}
+		live = still
 	}
-	reqs := make([]store.TakeRequest, len(live))
-	for i, r := range live {
-		reqs[i] = r.req
-	}
-	res, err := b.store.TakeBatch(sendCtx, reqs)
-	cancel()
-	for i, r := range live {
+}
+
+// apart decides each of reqs in its own round trip, within its own
+// deadline, after their batch failed with err and changed nothing.
+func (b *batcher) apart(ctx context.Context, reqs []*takeRequest, err error) {
+	for _, r := range reqs {
+		if !r.deadline.IsZero() && !time.Now().Before(r.deadline) {
+			r.reply <- takeReply{err: err}
+			continue
+		}
+		res, err := b.round(ctx, []*takeRequest{r})
 		if err != nil {
 			r.reply <- takeReply{err: err}
 			continue
 		}
-		r.reply <- takeReply{res: res[i]}
+		r.reply <- takeReply{res: res[0]}
 	}
+}
+
+// round runs one TakeBatch for reqs. The statement is bounded on the
+// server by the earliest deadline among them (every call is answered by its
+// own deadline), and waited for until that deadline plus answerGrace.
+func (b *batcher) round(ctx context.Context, reqs []*takeRequest) ([]store.TakeResult, error) {
+	var deadline time.Time
+	for _, r := range reqs {
+		if !r.deadline.IsZero() && (deadline.IsZero() || r.deadline.Before(deadline)) {
+			deadline = r.deadline
+		}
+	}
+	sendCtx, cancel := ctx, context.CancelFunc(func() {})
+	if !deadline.IsZero() {
+		sendCtx, cancel = context.WithDeadline(ctx, deadline.Add(answerGrace))
+	}
+	defer cancel()
+	tr := make([]store.TakeRequest, len(reqs))
+	for i, r := range reqs {
+		tr[i] = r.req
+	}
+	return b.store.TakeBatch(sendCtx, tr, deadline)
 }

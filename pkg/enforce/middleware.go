@@ -4,12 +4,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"path"
 	"strconv"
-	"strings"
-
-	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // MiddlewareOptions tune Middleware; the zero value is ready to use.
@@ -93,51 +88,4 @@ func writeDenial(w http.ResponseWriter, status int, kind, title, detail string) 
 		Status int    `json:"status"`
 		Detail string `json:"detail"`
 	}{problemBase + kind, title, status, detail})
-}
-
-// TargetFromURI classifies a request URI (nginx's $request_uri: path and
-// query, as the client sent them) the way the reference gateway routes:
-//
-//   - /agent/<path>: the A2A agent "/<path>";
-//   - a path ending in /mcp, /sse or /messages: the MCP server named by
-//     the path before that suffix, without its outer slashes
-//     (/peer/x/mcp is "peer/x");
-//   - /api and /api/...: the control plane, never limited;
-//   - anything else: no target.
-//
-// targetType is "" when there is no target. The path is percent-decoded
-// and cleaned (dot segments, repeated and trailing slashes) before it is
-// classified, as the gateway and the backends will read it: a client must
-// not dodge its limit by writing /srv/mc%70 or /srv/./mcp/. An absolute URI
-// (http://host/path) is reduced to its path.
-func TargetFromURI(uri string) (targetType, name string) {
-	p := uri
-	if i := strings.IndexAny(p, "?#"); i >= 0 {
-		p = p[:i]
-	}
-	if !strings.HasPrefix(p, "/") {
-		// An absolute-form request target, or garbage.
-		if u, err := url.Parse(p); err == nil && u.Host != "" {
-			p = u.EscapedPath()
-		}
-	}
-	if dec, err := url.PathUnescape(p); err == nil {
-		p = dec
-	}
-	p = path.Clean("/" + p)
-	if p == "/api" || strings.HasPrefix(p, "/api/") {
-		return "", ""
-	}
-	if rest, ok := strings.CutPrefix(p, "/agent/"); ok {
-		return ratelimit.EntityA2AAgent, "/" + rest
-	}
-	for _, suffix := range []string{"/mcp", "/sse", "/messages"} {
-		if server, ok := strings.CutSuffix(p, suffix); ok {
-			if server = strings.Trim(server, "/"); server != "" {
-				return ratelimit.EntityMCPServer, server
-			}
-			return "", ""
-		}
-	}
-	return "", ""
 }

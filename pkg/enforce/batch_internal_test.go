@@ -1,0 +1,95 @@
+package enforce
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/pgtest"
+	"github.com/rlctl/rlctl/internal/store"
+)
+
+// waitFor polls cond until it holds; the deadline only bounds a hang.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); !cond(); {
+		if time.Now().After(end) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestOneFailingCallDoesNotDecideItsBatch puts three calls into one round
+// trip, one of which PostgreSQL refuses (its cost overflows a counter):
+// the other two are decided as they would be alone, an exhausted caller
+// stays denied and a caller with room is allowed, and only the refused call
+// reports a failure (for its fail policy).
+func TestOneFailingCallDoesNotDecideItsBatch(t *testing.T) {
+	t.Parallel()
+	st := pgtest.NewStore(t)
+	ctx := context.Background()
+	b := newBatcher(st)
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { b.work(wctx); close(done) }()
+	t.Cleanup(func() { stop(); <-done })
+
+	now := time.Now()
+	one := func(key string, limit, cost int64) store.TakeRequest {
+		return store.TakeRequest{Cost: cost, Consume: true, Gates: []store.Gate{{Key: key, WindowIndex: 1, Limit: limit, Enforce: true, ExpiresAt: now.Add(time.Hour)}}}
+	}
+	take := func(req store.TakeRequest) takeReply {
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		res, err := b.take(tctx, req)
+		return takeReply{res, err}
+	}
+	for _, k := range []string{"blocker", "alice", "poison"} {
+		if r := take(one(k, 1, 1)); r.err != nil || !r.res.Allowed {
+			t.Fatalf("first call on %s: %+v", k, r)
+		}
+	}
+	// Hold the blocker's row so the one worker waits in its round trip
+	// while the three calls queue behind it.
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // released below
+	if _, err := tx.Exec(ctx, `select * from rl_counters where key = 'blocker' for update`); err != nil {
+		t.Fatal(err)
+	}
+	blocker := make(chan takeReply, 1)
+	go func() { blocker <- take(one("blocker", 100, 1)) }()
+	waitFor(t, "the worker to wait on the blocker's row", func() bool {
+		var n int
+		err := st.Pool().QueryRow(ctx, `select count(*) from pg_stat_activity
+			where datname = current_database() and wait_event_type = 'Lock' and query like '%rl_take%'`).Scan(&n)
+		return err == nil && n == 1
+	})
+	replies := make([]chan takeReply, 3)
+	reqs := []store.TakeRequest{one("alice", 1, 1), one("poison", 100, math.MaxInt64), one("bob", 1, 1)}
+	for i, req := range reqs {
+		replies[i] = make(chan takeReply, 1)
+		go func() { replies[i] <- take(req) }()
+	}
+	waitFor(t, "three queued calls", func() bool { return len(b.queue) == 3 })
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-blocker; r.err != nil || !r.res.Allowed {
+		t.Errorf("blocker: %+v", r)
+	}
+	alice, poison, bob := <-replies[0], <-replies[1], <-replies[2]
+	if alice.err != nil || alice.res.Allowed {
+		t.Errorf("alice, past her limit: %+v, want denied by her counter", alice)
+	}
+	if bob.err != nil || !bob.res.Allowed {
+		t.Errorf("bob, under his limit: %+v, want allowed", bob)
+	}
+	if poison.err == nil {
+		t.Errorf("the overflowing call: %+v, want its own failure", poison)
+	}
+}
