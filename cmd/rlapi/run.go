@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -128,6 +130,50 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// dsnValue is the --database-url flag: it holds the URL as given but shows
+// itself (as the default in -h, for one) with the password redacted.
+type dsnValue struct{ s string }
+
+func (v *dsnValue) Set(s string) error { v.s = s; return nil }
+func (v *dsnValue) String() string {
+	if v == nil {
+		return ""
+	}
+	return redactDSN(v.s)
+}
+
+// dsnFlag defines --database-url, defaulting to DATABASE_URL, and returns
+// where the parsed value lands.
+func dsnFlag(fs *flag.FlagSet, getenv func(string) string) *string {
+	v := &dsnValue{s: getenv("DATABASE_URL")}
+	fs.Var(v, "database-url", "PostgreSQL `URL` (DATABASE_URL)")
+	return &v.s
+}
+
+// keywordPassword finds password=... in a key=value connection string.
+var keywordPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+
+// redactDSN hides the password of a postgres:// URL or a key=value
+// connection string; anything it cannot parse is hidden whole.
+func redactDSN(dsn string) string {
+	if dsn == "" {
+		return ""
+	}
+	if strings.Contains(dsn, "://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "(unparsable URL, not shown)"
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.Redacted()
+	}
+	return keywordPassword.ReplaceAllString(dsn, "${1}xxxxx")
+}
+
 func openStore(ctx context.Context, dsn string) (*store.Store, error) {
 	if dsn == "" {
 		return nil, fmt.Errorf("%w: no database: set DATABASE_URL or --database-url (make run provides a local one)", errUsage)
@@ -146,7 +192,7 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", stderr)
 	addr := fs.String("addr", envDefault(getenv, "RLAPI_ADDR", "127.0.0.1:8080"), "listen address (RLAPI_ADDR)")
-	dsn := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL URL (DATABASE_URL)")
+	dsn := dsnFlag(fs, getenv)
 	logLevel := fs.String("log-level", envDefault(getenv, "RLAPI_LOG_LEVEL", "info"), "debug, info, warn or error (RLAPI_LOG_LEVEL)")
 	floors := validate.DefaultFloors()
 	var err error
@@ -257,7 +303,7 @@ func parsePrefixes(list string) ([]netip.Prefix, error) {
 
 func migrateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("migrate", stderr)
-	dsn := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL URL (DATABASE_URL)")
+	dsn := dsnFlag(fs, getenv)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -284,7 +330,7 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 
 func tokenCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("token create", stderr)
-	dsn := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL URL (DATABASE_URL)")
+	dsn := dsnFlag(fs, getenv)
 	name := fs.String("name", "", "token name (required); shown as the actor in the audit log")
 	role := fs.String("role", "admin", "admin, viewer or enforcer")
 	expires := fs.Duration("expires-in", 0, "lifetime, e.g. 720h (0: never expires)")

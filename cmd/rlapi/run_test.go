@@ -176,3 +176,40 @@ func TestUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// -h prints each flag's default; DATABASE_URL's password must not be one.
+func TestHelpRedactsTheDatabasePassword(t *testing.T) {
+	t.Parallel()
+	for _, dsn := range []string{
+		"postgres://rlctl:Pa55-word@db.internal:5432/rlctl?sslmode=disable",
+		"postgresql://rlctl@db/rlctl?password=Pa55-word",
+		"host=db user=rlctl password=Pa55-word dbname=rlctl",
+		"host=db password='Pa55-word x' dbname=rlctl",
+	} {
+		for _, cmd := range [][]string{{"serve", "-h"}, {"migrate", "-h"}, {"token", "create", "-h"}} {
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), cmd, env(map[string]string{"DATABASE_URL": dsn}), &out, &errOut)
+			if code != 0 {
+				t.Fatalf("%v: exit code %d: %s", cmd, code, errOut.String())
+			}
+			help := out.String() + errOut.String()
+			if strings.Contains(help, "Pa55-word") {
+				t.Errorf("rlapi %v with DATABASE_URL=%q prints the password:\n%s", cmd, dsn, help)
+			}
+			if !strings.Contains(help, "database-url") || !strings.Contains(help, "db") {
+				t.Errorf("rlapi %v: help does not show the (redacted) database url:\n%s", cmd, help)
+			}
+		}
+	}
+}
+
+// The redacted form is for display only: the flag still connects with the
+// password it was given.
+func TestDatabaseURLFlagKeepsThePassword(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDatabase(t)
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"migrate", "--database-url", dsn}, env(nil), &out, &errOut); code != 0 {
+		t.Fatalf("migrate --database-url: exit %d: %s", code, errOut.String())
+	}
+}
