@@ -346,8 +346,9 @@ func tokenCreate(ctx context.Context, args []string, getenv func(string) string,
 	if err := validate.Role(*role); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if *expires < 0 {
-		return fmt.Errorf("%w: --expires-in must not be negative", errUsage)
+	if *expires < 0 || *expires > api.MaxTokenLifetimeSeconds*time.Second {
+		return fmt.Errorf("%w: --expires-in: must be between 1s and %s (10 years), or 0 for no expiry (got %s)",
+			errUsage, api.MaxTokenLifetimeSeconds*time.Second, *expires)
 	}
 	st, err := openStore(ctx, *dsn)
 	if err != nil {

@@ -213,3 +213,14 @@ func TestDatabaseURLFlagKeepsThePassword(t *testing.T) {
 		t.Fatalf("migrate --database-url: exit %d: %s", code, errOut.String())
 	}
 }
+
+func TestTokenCreateBoundsExpiresIn(t *testing.T) {
+	t.Parallel()
+	for _, d := range []string{"-1s", "87601h", "2562047h"} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"token", "create", "--name", "x", "--expires-in", d}, env(nil), &out, &errOut)
+		if code != 2 || !strings.Contains(errOut.String(), "--expires-in: must be between 1s and") {
+			t.Errorf("--expires-in %s: exit %d, stderr %q; want 2 naming the bound", d, code, errOut.String())
+		}
+	}
+}
