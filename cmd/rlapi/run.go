@@ -216,6 +216,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	quarantineFailClosed := fs.Bool("quarantine-fail-closed", envBool(getenv, "RLAPI_QUARANTINE_FAIL_CLOSED"),
 		"decision endpoints deny when quarantine cannot be checked (RLAPI_QUARANTINE_FAIL_CLOSED)")
 	backendTimeout := fs.Duration("backend-timeout", 250*time.Millisecond, "bound on each counter round trip of a decision")
+	maxConns, err := envInt(getenv, "RLAPI_MAX_CLIENT_CONNS", api.DefaultMaxClientConns)
+	if err != nil {
+		return err
+	}
+	fs.IntVar(&maxConns, "max-client-conns", maxConns,
+		"client connections served at once; more wait in the accept queue until one closes; -1: no cap (RLAPI_MAX_CLIENT_CONNS)")
 	cacheTTL := fs.Duration("cache-ttl", 30*time.Second, "reload definitions and memberships at least this often (changes arrive within a second anyway)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -227,6 +233,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	trusted, err := parsePrefixes(*proxies)
 	if err != nil {
 		return err
+	}
+	if maxConns == 0 || maxConns < -1 {
+		return fmt.Errorf("%w: --max-client-conns: must be >= 1, or -1 for no cap (got %d)", errUsage, maxConns)
 	}
 	if floors.User < 1 || floors.Agent < 1 {
 		return fmt.Errorf("%w: floors must be >= 1 (user %d, agent %d)", errUsage, floors.User, floors.Agent)
@@ -266,6 +275,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv := api.New(st, api.Config{
 		Floors: floors, ShutdownTimeout: *shutdown, TrustedProxies: trusted, GatewaySecret: *gatewaySecret,
 		AuthMaxFailures: *authFailures, AuthWindow: *authWindow, AuthLockout: *authLockout,
+		MaxClientConns: maxConns,
 	}, api.Opts{Logger: log, Enforcer: enf, Registry: registry})
 	log.Info("rlapi listening", "addr", ln.Addr().String(), "version", version.String(), "schema", schema.Current)
 	fmt.Fprintf(stdout, "rlapi listening on http://%s\n", ln.Addr())

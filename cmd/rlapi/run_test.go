@@ -161,6 +161,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"token", "create", "--name", "bad name!"}, "name"},
 		{[]string{"token", "create", "--name", "x", "--role", "root"}, "role"},
 		{[]string{"migrate"}, "no database"},
+		{[]string{"serve", "--max-client-conns", "0"}, "--max-client-conns: must be >= 1"},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.args), func(t *testing.T) {
@@ -222,5 +223,20 @@ func TestTokenCreateBoundsExpiresIn(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut.String(), "--expires-in: must be between 1s and") {
 			t.Errorf("--expires-in %s: exit %d, stderr %q; want 2 naming the bound", d, code, errOut.String())
 		}
+	}
+}
+
+func TestMaxClientConnsFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"serve"}, env(map[string]string{"RLAPI_MAX_CLIENT_CONNS": "lots"}), &out, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), "RLAPI_MAX_CLIENT_CONNS") {
+		t.Errorf("RLAPI_MAX_CLIENT_CONNS=lots: exit %d, stderr %q; want 2 naming the variable", code, errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	run(context.Background(), []string{"serve", "-h"}, env(map[string]string{"RLAPI_MAX_CLIENT_CONNS": "77"}), &out, &errOut)
+	if !strings.Contains(errOut.String(), "(default 77)") {
+		t.Errorf("serve -h with RLAPI_MAX_CLIENT_CONNS=77 does not show it as the default:\n%s", errOut.String())
 	}
 }
