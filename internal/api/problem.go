@@ -144,7 +144,7 @@ func unavailableDetail(err error) string {
 		return "the database refused the connection or cannot be reached; retry shortly"
 	case store.UnavailableShuttingDown:
 		return "the database is shutting down or restarting; retry shortly"
-	case store.UnavailableStartingUp:
+	case store.UnavailableCannotConnectNow:
 		return "the database is starting up or shutting down and takes no connections yet; retry shortly"
 	case store.UnavailableOverloaded:
 		return "the database has too many connections; retry shortly"

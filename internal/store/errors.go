@@ -18,12 +18,12 @@ var ErrUnavailable = errors.New("database unavailable")
 
 // Why the database is unavailable; the API words its 503 after it.
 const (
-	UnavailableTimeout      = "timeout"       // no answer within the deadline
-	UnavailableRefused      = "refused"       // nothing listens at its address, or it cannot be reached
-	UnavailableShuttingDown = "shutting-down" // SQLSTATE 57P01, 57P02: it is stopping, or stopped this session
-	UnavailableStartingUp   = "starting-up"   // SQLSTATE 57P03: it is starting (or stopping) and takes no sessions
-	UnavailableOverloaded   = "overloaded"    // SQLSTATE 53300: too many connections
-	UnavailableLost         = "connection-lost"
+	UnavailableTimeout          = "timeout"            // no answer within the deadline
+	UnavailableRefused          = "refused"            // nothing listens at its address, or it cannot be reached
+	UnavailableShuttingDown     = "shutting-down"      // SQLSTATE 57P01, 57P02: it is stopping, or stopped this session
+	UnavailableCannotConnectNow = "cannot-connect-now" // SQLSTATE 57P03: starting up, or shutting down, it takes no new sessions
+	UnavailableOverloaded       = "overloaded"         // SQLSTATE 53300: too many connections
+	UnavailableLost             = "connection-lost"
 )
 
 // UnavailableError is a failure of the database, not of the request: a
@@ -65,7 +65,7 @@ func unavailableReason(err error) string {
 		case pgErr.Code == "57P01" || pgErr.Code == "57P02": // admin_shutdown, crash_shutdown
 			return UnavailableShuttingDown
 		case pgErr.Code == "57P03": // cannot_connect_now
-			return UnavailableStartingUp
+			return UnavailableCannotConnectNow
 		case pgErr.Code == "53300": // too_many_connections
 			return UnavailableOverloaded
 		case len(pgErr.Code) == 5 && pgErr.Code[:2] == "08": // connection_exception
