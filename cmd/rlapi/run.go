@@ -277,6 +277,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		AuthMaxFailures: *authFailures, AuthWindow: *authWindow, AuthLockout: *authLockout,
 		MaxClientConns: maxConns,
 	}, api.Opts{Logger: log, Enforcer: enf, Registry: registry})
+	// The cap protects the file descriptors only if they outnumber it: the
+	// pool, the listener and the log need some too.
+	if limit := openFileLimit(); limit > 0 && maxConns > 0 && limit < uint64(maxConns)+256 {
+		log.Warn("the open file limit is below --max-client-conns plus a margin of 256: connections may fail with 'too many open files' before the cap applies; raise ulimit -n (systemd: LimitNOFILE) or lower --max-client-conns",
+			"open_file_limit", limit, "max_client_conns", maxConns)
+	}
 	log.Info("rlapi listening", "addr", ln.Addr().String(), "version", version.String(), "schema", schema.Current)
 	fmt.Fprintf(stdout, "rlapi listening on http://%s\n", ln.Addr())
 	if err := srv.Serve(ctx, ln); err != nil {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -238,5 +240,104 @@ func TestMaxClientConnsFromTheEnvironment(t *testing.T) {
 	run(context.Background(), []string{"serve", "-h"}, env(map[string]string{"RLAPI_MAX_CLIENT_CONNS": "77"}), &out, &errOut)
 	if !strings.Contains(errOut.String(), "(default 77)") {
 		t.Errorf("serve -h with RLAPI_MAX_CLIENT_CONNS=77 does not show it as the default:\n%s", errOut.String())
+	}
+}
+
+// startServe runs 'rlapi serve' on a free address until the test ends and
+// returns the address once it answers, and its stderr.
+func startServe(t *testing.T, vars func(string) string, args ...string) (string, *syncBuffer) {
+	t.Helper()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, append([]string{"serve", "--addr", addr}, args...), vars, &stdout, &stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop after its context ended")
+		}
+	})
+	for range 200 {
+		if strings.Contains(stdout.String(), "rlapi listening") {
+			return addr, &stderr
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("serve never listened: %s", stderr.String())
+	return "", nil
+}
+
+// getOn sends GET /healthz on c and reports whether an answer came within d.
+func getOn(t *testing.T, c net.Conn, br *bufio.Reader, send bool, d time.Duration) bool {
+	t.Helper()
+	if send {
+		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: rlapi\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	resp, err := http.ReadResponse(br, nil)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return true
+}
+
+// RLAPI_MAX_CLIENT_CONNS reaches the listener of 'rlapi serve': with a cap
+// of 1, a second connection is served only once the first closes.
+func TestServeCapsClientConnections(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewMigratedDatabase(t)
+	addr, stderr := startServe(t, env(map[string]string{"DATABASE_URL": dsn, "RLAPI_MAX_CLIENT_CONNS": "1"}))
+	first, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if !getOn(t, first, bufio.NewReader(first), true, 30*time.Second) {
+		t.Fatal("the first connection was not served")
+	}
+	second, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	br := bufio.NewReader(second)
+	// Not being answered is the expected outcome: a slow machine cannot
+	// fail this.
+	if getOn(t, second, br, true, 500*time.Millisecond) {
+		t.Fatal("a second connection was served while the cap of 1 was held")
+	}
+	first.Close()
+	if !getOn(t, second, br, false, 30*time.Second) {
+		t.Fatal("the waiting connection was not served after the first closed")
+	}
+	if strings.Contains(stderr.String(), "open file limit") {
+		t.Errorf("warned about the file limit with a cap of 1: %s", stderr.String())
+	}
+}
+
+// A cap above the open file limit would not protect anything: rlapi says so.
+func TestServeWarnsWhenTheFileLimitIsBelowTheCap(t *testing.T) {
+	t.Parallel()
+	limit := openFileLimit()
+	if limit == 0 || limit > 1<<40 {
+		t.Skip("no usable open file limit on this system")
+	}
+	dsn := pgtest.NewMigratedDatabase(t)
+	_, stderr := startServe(t, env(map[string]string{"DATABASE_URL": dsn}), "--max-client-conns", fmt.Sprint(limit))
+	if !strings.Contains(stderr.String(), "level=WARN") || !strings.Contains(stderr.String(), "open file limit") {
+		t.Errorf("no warning with --max-client-conns %d at an open file limit of %d: %s", limit, limit, stderr.String())
 	}
 }
