@@ -283,8 +283,21 @@ func decodeSection[T any](dec *json.Decoder, key string, problems *problemList, 
 		}
 		path := fmt.Sprintf("%s[%d]", key, i)
 		n, id, err := fn(v)
+		if err != nil && problems.full() {
+			var ve *validate.Error
+			if errors.As(err, &ve) && len(ve.Errors) > 0 {
+				problems.total += len(ve.Errors)
+			} else {
+				problems.total++
+			}
+			continue
+		}
 		if err != nil {
-			problems.add(validate.Under(path, err)...)
+			fes := validate.Under(path, err)
+			if len(fes) == 0 { // never refuse an object without saying why
+				fes = []validate.FieldError{{Field: path, Message: path + ": " + err.Error()}}
+			}
+			problems.add(fes...)
 			continue
 		}
 		if j, dup := first[id]; dup {
