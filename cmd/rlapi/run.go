@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -141,6 +143,50 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// dsnValue is the --database-url flag: it holds the URL as given but shows
+// itself (as the default in -h, for one) with the password redacted.
+type dsnValue struct{ s string }
+
+func (v *dsnValue) Set(s string) error { v.s = s; return nil }
+func (v *dsnValue) String() string {
+	if v == nil {
+		return ""
+	}
+	return redactDSN(v.s)
+}
+
+// dsnFlag defines --database-url, defaulting to DATABASE_URL, and returns
+// where the parsed value lands.
+func dsnFlag(fs *flag.FlagSet, getenv func(string) string) *string {
+	v := &dsnValue{s: getenv("DATABASE_URL")}
+	fs.Var(v, "database-url", "PostgreSQL `URL` (DATABASE_URL)")
+	return &v.s
+}
+
+// keywordPassword finds password=... in a key=value connection string.
+var keywordPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+
+// redactDSN hides the password of a postgres:// URL or a key=value
+// connection string; anything it cannot parse is hidden whole.
+func redactDSN(dsn string) string {
+	if dsn == "" {
+		return ""
+	}
+	if strings.Contains(dsn, "://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "(unparsable URL, not shown)"
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.Redacted()
+	}
+	return keywordPassword.ReplaceAllString(dsn, "${1}xxxxx")
+}
+
 func openStore(ctx context.Context, dsn string) (*store.Store, error) {
 	if dsn == "" {
 		return nil, fmt.Errorf("%w: no database: set DATABASE_URL or --database-url (make run provides a local one)", errUsage)
@@ -159,7 +205,7 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", stderr)
 	addr := fs.String("addr", envDefault(getenv, "RLAPI_ADDR", "127.0.0.1:8080"), "listen address (RLAPI_ADDR)")
-	dsn := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL URL (DATABASE_URL)")
+	dsn := dsnFlag(fs, getenv)
 	logLevel := fs.String("log-level", envDefault(getenv, "RLAPI_LOG_LEVEL", "info"), "debug, info, warn or error (RLAPI_LOG_LEVEL)")
 	floors := validate.DefaultFloors()
 	var err error
@@ -215,6 +261,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	enforcement := fs.String("enforcement", enforcementDefault,
 		"the master switch's value while nothing has set it yet: on or off; once set (rlctl enforcement on|off) the stored value wins (RLAPI_ENFORCEMENT, or the reference's RATE_LIMITING_ENABLED)")
+	maxConns, err := envInt(getenv, "RLAPI_MAX_CLIENT_CONNS", api.DefaultMaxClientConns)
+	if err != nil {
+		return err
+	}
+	fs.IntVar(&maxConns, "max-client-conns", maxConns,
+		"client connections served at once; more wait in the accept queue until one closes; -1: no cap (RLAPI_MAX_CLIENT_CONNS)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -241,6 +293,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	if *decisionConns < 4 || *decisionConns > 1000 {
 		return fmt.Errorf("%w: --decision-max-conns must be between 4 and 1000 (got %d): the enforcer's workers, its change listener and the token listener each hold one", errUsage, *decisionConns)
+	}
+	if maxConns == 0 || maxConns < -1 {
+		return fmt.Errorf("%w: --max-client-conns: must be >= 1, or -1 for no cap (got %d)", errUsage, maxConns)
 	}
 	if floors.User < 1 || floors.Agent < 1 {
 		return fmt.Errorf("%w: floors must be >= 1 (user %d, agent %d)", errUsage, floors.User, floors.Agent)
@@ -297,8 +352,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv := api.New(st, api.Config{
 		Floors: floors, ShutdownTimeout: *shutdown, TrustedProxies: trusted, GatewaySecret: *gatewaySecret,
 		AuthMaxFailures: *authFailures, AuthWindow: *authWindow, AuthLockout: *authLockout,
-		BackendTimeout: *backendTimeout, TokenCacheTTL: *tokenCacheTTL,
+		BackendTimeout: *backendTimeout, TokenCacheTTL: *tokenCacheTTL, MaxClientConns: maxConns,
 	}, api.Opts{Logger: log, Enforcer: enf, Registry: registry, AuthStore: decisions})
+	// The cap protects the file descriptors only if they outnumber it: the
+	// pool, the listener and the log need some too.
+	if limit := openFileLimit(); limit > 0 && maxConns > 0 && limit < uint64(maxConns)+256 {
+		log.Warn("the open file limit is below --max-client-conns plus a margin of 256: connections may fail with 'too many open files' before the cap applies; raise ulimit -n (systemd: LimitNOFILE) or lower --max-client-conns",
+			"open_file_limit", limit, "max_client_conns", maxConns)
+	}
 	log.Info("rlapi listening", "addr", ln.Addr().String(), "version", version.String(), "schema", schema.Current)
 	fmt.Fprintf(stdout, "rlapi listening on http://%s\n", ln.Addr())
 	if err := srv.Serve(ctx, ln); err != nil {
@@ -376,7 +437,7 @@ func parsePrefixes(list string) ([]netip.Prefix, error) {
 
 func migrateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("migrate", stderr)
-	dsn := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL URL (DATABASE_URL)")
+	dsn := dsnFlag(fs, getenv)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -403,7 +464,7 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 
 func tokenCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("token create", stderr)
-	dsn := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL URL (DATABASE_URL)")
+	dsn := dsnFlag(fs, getenv)
 	name := fs.String("name", "", "token name (required); shown as the actor in the audit log")
 	role := fs.String("role", "admin", "admin, viewer or enforcer")
 	expires := fs.Duration("expires-in", 0, "lifetime, e.g. 720h (0: never expires)")
@@ -419,8 +480,9 @@ func tokenCreate(ctx context.Context, args []string, getenv func(string) string,
 	if err := validate.Role(*role); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if *expires < 0 {
-		return fmt.Errorf("%w: --expires-in must not be negative", errUsage)
+	if *expires < 0 || *expires > api.MaxTokenLifetimeSeconds*time.Second {
+		return fmt.Errorf("%w: --expires-in: must be between 1s and %s (10 years), or 0 for no expiry (got %s)",
+			errUsage, api.MaxTokenLifetimeSeconds*time.Second, *expires)
 	}
 	st, err := openStore(ctx, *dsn)
 	if err != nil {

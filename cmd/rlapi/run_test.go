@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -161,6 +163,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"token", "create", "--name", "bad name!"}, "name"},
 		{[]string{"token", "create", "--name", "x", "--role", "root"}, "role"},
 		{[]string{"migrate"}, "no database"},
+		{[]string{"serve", "--max-client-conns", "0"}, "--max-client-conns: must be >= 1"},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.args), func(t *testing.T) {
@@ -204,5 +207,167 @@ func TestAuthFlagsHaveEnvironmentFallbacks(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut.String(), want) {
 			t.Errorf("%s=%s: exit %d, stderr %q; want 2 naming %s", key, val, code, errOut.String(), want)
 		}
+	}
+}
+
+// -h prints each flag's default; DATABASE_URL's password must not be one.
+func TestHelpRedactsTheDatabasePassword(t *testing.T) {
+	t.Parallel()
+	for _, dsn := range []string{
+		"postgres://rlctl:Pa55-word@db.internal:5432/rlctl?sslmode=disable",
+		"postgresql://rlctl@db/rlctl?password=Pa55-word",
+		"host=db user=rlctl password=Pa55-word dbname=rlctl",
+		"host=db password='Pa55-word x' dbname=rlctl",
+	} {
+		for _, cmd := range [][]string{{"serve", "-h"}, {"migrate", "-h"}, {"token", "create", "-h"}} {
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), cmd, env(map[string]string{"DATABASE_URL": dsn}), &out, &errOut)
+			if code != 0 {
+				t.Fatalf("%v: exit code %d: %s", cmd, code, errOut.String())
+			}
+			help := out.String() + errOut.String()
+			if strings.Contains(help, "Pa55-word") {
+				t.Errorf("rlapi %v with DATABASE_URL=%q prints the password:\n%s", cmd, dsn, help)
+			}
+			if !strings.Contains(help, "database-url") || !strings.Contains(help, "db") {
+				t.Errorf("rlapi %v: help does not show the (redacted) database url:\n%s", cmd, help)
+			}
+		}
+	}
+}
+
+// The redacted form is for display only: the flag still connects with the
+// password it was given.
+func TestDatabaseURLFlagKeepsThePassword(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDatabase(t)
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"migrate", "--database-url", dsn}, env(nil), &out, &errOut); code != 0 {
+		t.Fatalf("migrate --database-url: exit %d: %s", code, errOut.String())
+	}
+}
+
+func TestTokenCreateBoundsExpiresIn(t *testing.T) {
+	t.Parallel()
+	for _, d := range []string{"-1s", "87601h", "2562047h"} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"token", "create", "--name", "x", "--expires-in", d}, env(nil), &out, &errOut)
+		if code != 2 || !strings.Contains(errOut.String(), "--expires-in: must be between 1s and") {
+			t.Errorf("--expires-in %s: exit %d, stderr %q; want 2 naming the bound", d, code, errOut.String())
+		}
+	}
+}
+
+func TestMaxClientConnsFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"serve"}, env(map[string]string{"RLAPI_MAX_CLIENT_CONNS": "lots"}), &out, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), "RLAPI_MAX_CLIENT_CONNS") {
+		t.Errorf("RLAPI_MAX_CLIENT_CONNS=lots: exit %d, stderr %q; want 2 naming the variable", code, errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	run(context.Background(), []string{"serve", "-h"}, env(map[string]string{"RLAPI_MAX_CLIENT_CONNS": "77"}), &out, &errOut)
+	if !strings.Contains(errOut.String(), "(default 77)") {
+		t.Errorf("serve -h with RLAPI_MAX_CLIENT_CONNS=77 does not show it as the default:\n%s", errOut.String())
+	}
+}
+
+// startServe runs 'rlapi serve' on a free address until the test ends and
+// returns the address once it answers, and its stderr.
+func startServe(t *testing.T, vars func(string) string, args ...string) (string, *syncBuffer) {
+	t.Helper()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, append([]string{"serve", "--addr", addr}, args...), vars, &stdout, &stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop after its context ended")
+		}
+	})
+	for range 200 {
+		if strings.Contains(stdout.String(), "rlapi listening") {
+			return addr, &stderr
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("serve never listened: %s", stderr.String())
+	return "", nil
+}
+
+// getOn sends GET /healthz on c and reports whether an answer came within d.
+func getOn(t *testing.T, c net.Conn, br *bufio.Reader, send bool, d time.Duration) bool {
+	t.Helper()
+	if send {
+		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: rlapi\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	resp, err := http.ReadResponse(br, nil)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return true
+}
+
+// RLAPI_MAX_CLIENT_CONNS reaches the listener of 'rlapi serve': with a cap
+// of 1, a second connection is served only once the first closes.
+func TestServeCapsClientConnections(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewMigratedDatabase(t)
+	addr, stderr := startServe(t, env(map[string]string{"DATABASE_URL": dsn, "RLAPI_MAX_CLIENT_CONNS": "1"}))
+	first, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if !getOn(t, first, bufio.NewReader(first), true, 30*time.Second) {
+		t.Fatal("the first connection was not served")
+	}
+	second, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	br := bufio.NewReader(second)
+	// Not being answered is the expected outcome: a slow machine cannot
+	// fail this.
+	if getOn(t, second, br, true, 500*time.Millisecond) {
+		t.Fatal("a second connection was served while the cap of 1 was held")
+	}
+	first.Close()
+	if !getOn(t, second, br, false, 30*time.Second) {
+		t.Fatal("the waiting connection was not served after the first closed")
+	}
+	if strings.Contains(stderr.String(), "open file limit") {
+		t.Errorf("warned about the file limit with a cap of 1: %s", stderr.String())
+	}
+}
+
+// A cap above the open file limit would not protect anything: rlapi says so.
+func TestServeWarnsWhenTheFileLimitIsBelowTheCap(t *testing.T) {
+	t.Parallel()
+	limit := openFileLimit()
+	if limit == 0 || limit > 1<<40 {
+		t.Skip("no usable open file limit on this system")
+	}
+	dsn := pgtest.NewMigratedDatabase(t)
+	_, stderr := startServe(t, env(map[string]string{"DATABASE_URL": dsn}), "--max-client-conns", fmt.Sprint(limit))
+	if !strings.Contains(stderr.String(), "level=WARN") || !strings.Contains(stderr.String(), "open file limit") {
+		t.Errorf("no warning with --max-client-conns %d at an open file limit of %d: %s", limit, limit, stderr.String())
 	}
 }

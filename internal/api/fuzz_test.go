@@ -2,8 +2,10 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -63,4 +65,76 @@ func startInProcess(tb testing.TB, st *store.Store) inProcess {
 	// No auth lockout: the fuzzer is one client sending many requests.
 	srv := api.New(st, api.Config{AuthMaxFailures: -1}, api.Opts{})
 	return inProcess{handler: srv.Handler(), token: secret}
+}
+
+// checkAnswer fails on the answers bad input must never get: 5xx, or an
+// error that is not problem+json.
+func checkAnswer(t *testing.T, what string, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	if rec.Code >= 500 {
+		t.Fatalf("%s: status %d: %s", what, rec.Code, rec.Body)
+	}
+	if rec.Code >= 400 && rec.Header().Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("%s: status %d without problem+json: %s", what, rec.Code, rec.Body)
+	}
+}
+
+// FuzzPathIDs puts arbitrary bytes, percent-encoded, into every id of the
+// API's paths: reads, and deletes and writes as dry runs. None may answer
+// 5xx (NUL and invalid UTF-8 used to reach PostgreSQL and answer 500).
+func FuzzPathIDs(f *testing.F) {
+	for _, s := range []string{"caller:group:g:60", "caller:group:\xff\xfe:60", "user:alice", "user:\x00", "\x00", "\xff",
+		"target:mcp_server:/srv/:60", "a/b", "..", "%", "user:caf\u00e9", strings.Repeat("x", 300)} {
+		f.Add(s)
+	}
+	st := pgtest.NewStore(f)
+	env := startInProcess(f, st)
+	f.Fuzz(func(t *testing.T, id string) {
+		esc := url.PathEscape(id)
+		for _, c := range []struct{ method, path, body string }{
+			{"GET", "/api/rate-limits/" + esc, ""},
+			{"DELETE", "/api/rate-limits/" + esc + "?dry_run=true", ""},
+			{"POST", "/api/rate-limits-enabled/" + esc + "?dry_run=true", `{"enabled":true}`},
+			{"GET", "/api/rate-limit-memberships/" + esc, ""},
+			{"DELETE", "/api/rate-limit-memberships/" + esc + "?dry_run=true", ""},
+			{"POST", "/api/rate-limit-quarantine/" + esc + "?dry_run=true", ""},
+			{"DELETE", "/api/rate-limit-quarantine/" + esc + "?dry_run=true", ""},
+			{"PUT", "/api/rate-limit-admins/" + esc + "?dry_run=true", `{}`},
+			{"DELETE", "/api/rate-limit-admins/" + esc + "?dry_run=true", ""},
+			{"DELETE", "/api/tokens/" + esc + "?dry_run=true", ""},
+		} {
+			req := httptest.NewRequest(c.method, "http://rlapi"+c.path, strings.NewReader(c.body))
+			req.Header.Set("Authorization", "Bearer "+env.token)
+			rec := httptest.NewRecorder()
+			env.handler.ServeHTTP(rec, req)
+			checkAnswer(t, fmt.Sprintf("%s %s", c.method, c.path), rec)
+		}
+	})
+}
+
+// FuzzQueryFilters sends arbitrary names and values as query parameters of
+// every list and filter endpoint. None may answer 5xx.
+func FuzzQueryFilters(f *testing.F) {
+	for _, s := range [][2]string{{"name", "\x00"}, {"name", "g"}, {"group", "\xff"}, {"actor", "a\x00"}, {"caller", "user:\x00"},
+		{"definition", "caller:group:\xfe:60"}, {"since", "2026-01-01T00:00:00Z"}, {"limit", "99999999999999999999"},
+		{"cursor", "\xff"}, {"\x00", "x"}, {"username", "caf\u00e9"}, {"enabled", "maybe"}, {"dry_run", "\x00"}} {
+		f.Add(s[0], s[1])
+	}
+	st := pgtest.NewStore(f)
+	env := startInProcess(f, st)
+	f.Fuzz(func(t *testing.T, key, value string) {
+		q := url.Values{key: {value}}.Encode()
+		for _, c := range []struct{ method, path string }{
+			{"GET", "/api/rate-limits"}, {"GET", "/api/rate-limit-memberships"}, {"GET", "/api/rate-limit-quarantine"},
+			{"GET", "/api/rate-limit-admins"}, {"GET", "/api/tokens"}, {"GET", "/api/audit"},
+			{"GET", "/api/rate-limits-status"}, {"GET", "/api/rate-limit-counters"},
+			{"DELETE", "/api/rate-limit-counters"}, // at most a reset of nothing: the fuzz store counts nothing
+		} {
+			req := httptest.NewRequest(c.method, "http://rlapi"+c.path+"?"+q, nil)
+			req.Header.Set("Authorization", "Bearer "+env.token)
+			rec := httptest.NewRecorder()
+			env.handler.ServeHTTP(rec, req)
+			checkAnswer(t, fmt.Sprintf("%s %s?%s", c.method, c.path, q), rec)
+		}
+	})
 }

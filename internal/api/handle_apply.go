@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -28,10 +30,14 @@ import (
 // set-based statements (internal/store/apply.go).
 
 // maxApplyBody caps an apply's body. 10,000 definitions and 100,000
-// memberships are about 15 MiB of JSON; the cap leaves an order of
-// magnitude of room and still bounds what one request can make the server
-// hold.
-const maxApplyBody = 256 << 20
+// memberships are about 15 MiB of JSON, and applying them peaks the heap
+// (rlapi and the benchmark's client in one process) at about 230 MiB, some
+// 15 times the body: the cap leaves room for twice that state, and keeps
+// the largest apply near half a gigabyte. (It was 256 MiB, which valid
+// objects could have turned into gigabytes.) A body of junk costs far
+// less: no object is kept once one has a problem, and at most
+// maxApplyProblems problems are.
+const maxApplyBody = 32 << 20
 
 // minApplyTimeout is the least time an apply's database work gets. The
 // routes' RequestTimeout (10 s by default) is sized for one-row writes.
@@ -87,14 +93,12 @@ func (s *Server) handleApply() http.Handler {
 			s.writeProblem(w, r, err)
 			return
 		}
-		req, problems, err := decodeApply(http.MaxBytesReader(w, r.Body, maxApplyBody))
+		req, problems, err := decodeApply(http.MaxBytesReader(w, r.Body, maxApplyBody), s.cfg.Floors)
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
 		}
-		problems = append(problems, s.normalizeApply(&req)...)
-		if len(problems) > 0 {
-			sortProblems(problems)
+		if problems.total > 0 {
 			s.writeProblem(w, r, applyInvalid(problems))
 			return
 		}
@@ -140,73 +144,115 @@ func (s *Server) applyContext(r *http.Request) (context.Context, context.CancelF
 	return ctx, func() { stop(); cancel() }
 }
 
+// maxApplyProblems bounds the problems an apply answer lists (and the
+// server holds while reading the body): past it, problems are only counted.
+// A body of a million bad elements once kept an error per element, some
+// 900 MB for 2 MB of JSON.
+const maxApplyProblems = 100
+
+// problemList collects an apply's problems: the first maxApplyProblems, and
+// how many there were in all.
+type problemList struct {
+	items []validate.FieldError
+	total int
+}
+
+func (p *problemList) full() bool { return len(p.items) >= maxApplyProblems }
+
+func (p *problemList) add(fes ...validate.FieldError) {
+	for _, fe := range fes {
+		p.total++
+		if len(p.items) < maxApplyProblems {
+			p.items = append(p.items, fe)
+		}
+	}
+}
+
 // decodeApply reads the body as a stream, one object at a time, so the raw
-// body is never held whole. Malformed JSON ends it with an error; an object
-// of the wrong shape (a wrong type, an unknown field) is reported as a field
-// problem and decoding goes on, so the answer lists every problem at once.
-func decodeApply(body io.Reader) (applyRequest, []validate.FieldError, error) {
+// body is never held whole, and validates and normalizes each object as it
+// arrives with the same rules as the per-object endpoints (validate), also
+// finding duplicate ids. Malformed JSON ends it with an error; an object of
+// the wrong shape (a wrong type, an unknown field) or one that fails
+// validation is a problem, named by its place in the request
+// ("definitions[12].user_max_requests"), and reading goes on so the answer
+// lists the problems at once. Once there is a problem the apply is refused,
+// so objects are no longer kept: what the server holds for a body of junk
+// is bounded by maxApplyProblems, whatever its size.
+func decodeApply(body io.Reader, floors validate.Floors) (applyRequest, problemList, error) {
 	var (
 		req      applyRequest
-		problems []validate.FieldError
+		problems problemList
 	)
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	tok, err := dec.Token()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
-			return req, nil, badRequest("request body is empty; a JSON object is required")
+			return req, problems, badRequest("request body is empty; a JSON object is required")
 		}
-		return req, nil, streamError(err)
+		return req, problems, streamError(err)
 	}
 	if tok != json.Delim('{') {
-		return req, nil, badRequest(fmt.Sprintf("request body must be a JSON object, not %v", tokenKind(tok)))
+		return req, problems, badRequest(fmt.Sprintf("request body must be a JSON object, not %v", tokenKind(tok)))
 	}
 	seen := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return req, nil, streamError(err)
+			return req, problems, streamError(err)
 		}
 		key, _ := tok.(string)
 		if seen[key] {
 			msg := key + ": given twice"
-			return req, nil, badRequest(msg, validate.FieldError{Field: key, Message: msg})
+			return req, problems, badRequest(msg, validate.FieldError{Field: key, Message: msg})
 		}
 		seen[key] = true
 		switch key {
 		case "definitions":
-			req.definitions, err = decodeSection[ratelimit.Definition](dec, key, &problems)
+			req.definitions, err = decodeSection(dec, key, &problems, func(d ratelimit.Definition) (ratelimit.Definition, string, error) {
+				d.Scope = "" // read-only: derived from the name
+				d, err := validate.Definition(d, floors)
+				return d, d.ID, err
+			})
 		case "memberships":
-			req.memberships, err = decodeSection[ratelimit.Membership](dec, key, &problems)
+			req.memberships, err = decodeSection(dec, key, &problems, func(m ratelimit.Membership) (ratelimit.Membership, string, error) {
+				m, err := validate.Membership(m)
+				return m, m.ID, err
+			})
 		case "admins":
-			req.admins, err = decodeSection[ratelimit.Admin](dec, key, &problems)
+			req.admins, err = decodeSection(dec, key, &problems, func(a ratelimit.Admin) (ratelimit.Admin, string, error) {
+				a, err := validate.Admin(a)
+				return a, a.Key(), err
+			})
 		case "prune":
 			err = decodeFlag(dec, key, &req.prune)
 		case "dry_run":
 			err = decodeFlag(dec, key, &req.dryRun)
 		default:
 			msg := key + ": unknown field"
-			return req, nil, badRequest(msg, validate.FieldError{Field: key, Message: msg})
+			return req, problems, badRequest(msg, validate.FieldError{Field: key, Message: msg})
 		}
 		if err != nil {
-			return req, nil, err
+			return req, problems, err
 		}
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
-		return req, nil, streamError(err)
+		return req, problems, streamError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return req, nil, streamError(err)
+			return req, problems, streamError(err)
 		}
-		return req, nil, badRequest("request body holds more than one JSON value")
+		return req, problems, badRequest("request body holds more than one JSON value")
 	}
+	sortProblems(problems.items)
 	return req, problems, nil
 }
 
 // decodeSection reads null (absent) or an array of T, one element at a
-// time, recording elements that do not decode.
-func decodeSection[T any](dec *json.Decoder, key string, problems *[]validate.FieldError) (section[T], error) {
+// time, normalizing each with fn (which returns it normalized, with its id)
+// and recording those that do not decode or validate, or repeat an id.
+func decodeSection[T any](dec *json.Decoder, key string, problems *problemList, fn func(T) (T, string, error)) (section[T], error) {
 	var s section[T]
 	tok, err := dec.Token()
 	if err != nil {
@@ -220,24 +266,93 @@ func decodeSection[T any](dec *json.Decoder, key string, problems *[]validate.Fi
 		return s, badRequest(msg, validate.FieldError{Field: key, Message: msg})
 	}
 	s.present, s.items = true, []T{}
+	first := map[string]int{}
 	for i := 0; dec.More(); i++ {
-		var v T
-		err := dec.Decode(&v)
-		bad := err != nil
-		if bad {
+		v, err := decodeElement[T](dec)
+		if err != nil && problems.full() && !streamBroken(err) {
+			problems.total++ // counted, not worded: nobody will read it
+			continue
+		}
+		if err != nil {
 			fe, fatal := elementError(err, fmt.Sprintf("%s[%d]", key, i))
 			if fatal != nil {
 				return s, fatal
 			}
-			*problems = append(*problems, fe)
+			problems.add(fe)
+			continue
 		}
-		s.items = append(s.items, v)
-		s.bad = append(s.bad, bad)
+		path := fmt.Sprintf("%s[%d]", key, i)
+		n, id, err := fn(v)
+		if err != nil && problems.full() {
+			var ve *validate.Error
+			if errors.As(err, &ve) && len(ve.Errors) > 0 {
+				problems.total += len(ve.Errors)
+			} else {
+				problems.total++
+			}
+			continue
+		}
+		if err != nil {
+			fes := validate.Under(path, err)
+			if len(fes) == 0 { // never refuse an object without saying why
+				fes = []validate.FieldError{{Field: path, Message: path + ": " + err.Error()}}
+			}
+			problems.add(fes...)
+			continue
+		}
+		if j, dup := first[id]; dup {
+			problems.add(validate.FieldError{Field: path, Message: fmt.Sprintf("%s: duplicate id %q, also at %s[%d]", path, id, key, j)})
+			continue
+		}
+		first[id] = i
+		if problems.total > 0 {
+			// The apply is refused: the object is not needed, only its id
+			// (for the duplicates of later ones).
+			continue
+		}
+		s.items = append(s.items, n)
+		s.bad = append(s.bad, false)
 	}
 	if _, err := dec.Token(); err != nil { // the closing bracket
 		return s, streamError(err)
 	}
 	return s, nil
+}
+
+// decodeElement reads the stream's next value as a T (an object). A value
+// that is not an object is refused from its first byte, without the work
+// (and garbage, some 2 KB) of the strict decoders: a body of a million
+// numbers costs milliseconds, not seconds.
+func decodeElement[T any](dec *json.Decoder) (T, error) {
+	var (
+		v   T
+		raw json.RawMessage
+	)
+	if err := dec.Decode(&raw); err != nil {
+		return v, err
+	}
+	if len(raw) > 0 && raw[0] != '{' {
+		return v, &json.UnmarshalTypeError{Value: rawKind(raw[0]), Type: reflect.TypeFor[T]()}
+	}
+	el := json.NewDecoder(bytes.NewReader(raw))
+	el.DisallowUnknownFields()
+	return v, el.Decode(&v)
+}
+
+// rawKind names a JSON value by its first byte, as encoding/json's type
+// errors do.
+func rawKind(b byte) string {
+	switch b {
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }
 
 func decodeFlag(dec *json.Decoder, key string, v *bool) error {
@@ -255,13 +370,9 @@ func decodeFlag(dec *json.Decoder, key string, v *bool) error {
 // leave the stream unreadable (malformed JSON, a body over the limit) are
 // returned as fatal; the rest name the field.
 func elementError(err error, path string) (validate.FieldError, error) {
-	var (
-		syntax  *json.SyntaxError
-		typeErr *json.UnmarshalTypeError
-		tooBig  *http.MaxBytesError
-	)
+	var typeErr *json.UnmarshalTypeError
 	switch {
-	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.As(err, &tooBig):
+	case streamBroken(err):
 		return validate.FieldError{}, streamError(err)
 	case errors.As(err, &typeErr):
 		field := path
@@ -282,6 +393,16 @@ func elementError(err error, path string) (validate.FieldError, error) {
 	default:
 		return validate.FieldError{Field: path, Message: path + ": " + strings.TrimPrefix(err.Error(), "json: ")}, nil
 	}
+}
+
+// streamBroken reports errors after which the stream cannot be read on:
+// malformed JSON, a truncated body, a body over the limit.
+func streamBroken(err error) bool {
+	var (
+		syntax *json.SyntaxError
+		tooBig *http.MaxBytesError
+	)
+	return errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.As(err, &tooBig)
 }
 
 // streamError answers a body that cannot be read on: too large or not JSON.
@@ -316,28 +437,6 @@ func tokenKind(tok json.Token) string {
 	return fmt.Sprint(tok)
 }
 
-// normalizeApply validates and normalizes every object in place with the
-// same rules as the per-object endpoints, and finds duplicate ids. It
-// returns every problem, each field prefixed with its place in the request
-// ("definitions[12].user_max_requests").
-func (s *Server) normalizeApply(req *applyRequest) []validate.FieldError {
-	var problems []validate.FieldError
-	normalizeSection(&req.definitions, "definitions", &problems, func(d ratelimit.Definition) (ratelimit.Definition, string, error) {
-		d.Scope = "" // read-only: derived from the name
-		d, err := validate.Definition(d, s.cfg.Floors)
-		return d, d.ID, err
-	})
-	normalizeSection(&req.memberships, "memberships", &problems, func(m ratelimit.Membership) (ratelimit.Membership, string, error) {
-		m, err := validate.Membership(m)
-		return m, m.ID, err
-	})
-	normalizeSection(&req.admins, "admins", &problems, func(a ratelimit.Admin) (ratelimit.Admin, string, error) {
-		a, err := validate.Admin(a)
-		return a, a.Key(), err
-	})
-	return problems
-}
-
 // sortProblems puts decoding and validation problems in request order:
 // definitions, memberships, admins, each by index.
 func sortProblems(problems []validate.FieldError) {
@@ -347,30 +446,6 @@ func sortProblems(problems []validate.FieldError) {
 		sb, ib := problemPlace(b.Field)
 		return cmp.Or(cmp.Compare(order[sa], order[sb]), cmp.Compare(ia, ib))
 	})
-}
-
-func normalizeSection[T any](s *section[T], key string, problems *[]validate.FieldError, fn func(T) (T, string, error)) {
-	first := make(map[string]int, len(s.items))
-	for i, v := range s.items {
-		if s.bad[i] {
-			continue
-		}
-		path := fmt.Sprintf("%s[%d]", key, i)
-		n, id, err := fn(v)
-		if err != nil {
-			*problems = append(*problems, validate.Under(path, err)...)
-			s.bad[i] = true
-			continue
-		}
-		if j, dup := first[id]; dup {
-			msg := fmt.Sprintf("%s: duplicate id %q, also at %s[%d]", path, id, key, j)
-			*problems = append(*problems, validate.FieldError{Field: path, Message: msg})
-			s.bad[i] = true
-			continue
-		}
-		first[id] = i
-		s.items[i] = n
-	}
 }
 
 // problemPlace reads "definitions[12].x" as ("definitions", 12).
@@ -390,22 +465,29 @@ func problemPlace(field string) (string, int) {
 }
 
 // maxDetailProblems bounds how many messages the detail repeats; errors
-// lists them all.
+// lists up to maxApplyProblems.
 const maxDetailProblems = 10
 
-func applyInvalid(problems []validate.FieldError) error {
-	msgs := make([]string, 0, min(len(problems), maxDetailProblems))
-	for _, p := range problems[:min(len(problems), maxDetailProblems)] {
+func applyInvalid(problems problemList) error {
+	shown := problems.items[:min(len(problems.items), maxDetailProblems)]
+	msgs := make([]string, 0, len(shown))
+	for _, p := range shown {
 		msgs = append(msgs, p.Message)
 	}
 	detail := strings.Join(msgs, "; ")
-	if len(problems) > 1 {
-		detail = fmt.Sprintf("%d problems; nothing was applied: %s", len(problems), detail)
+	if problems.total > 1 {
+		detail = fmt.Sprintf("%d problems; nothing was applied: %s", problems.total, detail)
 	}
-	if len(problems) > maxDetailProblems {
-		detail += fmt.Sprintf("; and %d more (see errors)", len(problems)-maxDetailProblems)
+	if more := problems.total - len(shown); more > 0 {
+		detail += fmt.Sprintf("; and %d more", more)
+		if omitted := problems.total - len(problems.items); omitted > 0 {
+			detail += fmt.Sprintf(" (errors lists the first %d)", len(problems.items))
+		} else {
+			detail += " (see errors)"
+		}
 	}
-	return &httpError{status: http.StatusBadRequest, kind: "validation", title: "Invalid request", detail: detail, fields: problems}
+	return &httpError{status: http.StatusBadRequest, kind: "validation", title: "Invalid request", detail: detail,
+		fields: problems.items, omitted: problems.total - len(problems.items)}
 }
 
 // applier runs one apply inside its transaction.

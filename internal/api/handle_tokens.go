@@ -31,10 +31,18 @@ func (s *Server) handleListTokens() http.Handler {
 }
 
 type createTokenRequest struct {
-	Name             string `json:"name"`
-	Role             string `json:"role"`
-	ExpiresInSeconds int    `json:"expires_in_seconds"`
+	Name string `json:"name"`
+	Role string `json:"role"`
+	// ExpiresInSeconds is nil (absent or null) for a token that never
+	// expires; otherwise 1 to MaxTokenLifetimeSeconds.
+	ExpiresInSeconds *int64 `json:"expires_in_seconds"`
 }
+
+// MaxTokenLifetimeSeconds bounds expires_in_seconds at ten years (of 365
+// days): far enough for any rotation policy, and far from the overflow of
+// a time.Duration (292 years) that once made a token expire before it was
+// created. A token that must never expire leaves the field out.
+const MaxTokenLifetimeSeconds = 10 * 365 * 24 * 3600
 
 // createdToken is the only answer that ever carries a token's secret.
 type createdToken struct {
@@ -57,9 +65,10 @@ func (s *Server) handleCreateToken() http.Handler {
 		if err := validate.Role(req.Role); err != nil {
 			fields = append(fields, fieldErrors(err, "role")...)
 		}
-		if req.ExpiresInSeconds < 0 {
+		if e := req.ExpiresInSeconds; e != nil && (*e < 1 || *e > MaxTokenLifetimeSeconds) {
 			fields = append(fields, validate.FieldError{Field: "expires_in_seconds",
-				Message: fmt.Sprintf("expires_in_seconds: must be >= 1, or absent for no expiry (got %d)", req.ExpiresInSeconds)})
+				Message: fmt.Sprintf("expires_in_seconds: must be between 1 and %d (10 years), or absent for no expiry (got %d)",
+					MaxTokenLifetimeSeconds, *e)})
 		}
 		if len(fields) > 0 {
 			s.writeProblem(w, r, &validate.Error{Errors: fields})
@@ -67,8 +76,8 @@ func (s *Server) handleCreateToken() http.Handler {
 		}
 		secret, sum := token.New()
 		var expires *time.Time
-		if req.ExpiresInSeconds > 0 {
-			t := s.now().Add(time.Duration(req.ExpiresInSeconds) * time.Second).UTC()
+		if req.ExpiresInSeconds != nil {
+			t := s.now().Add(time.Duration(*req.ExpiresInSeconds) * time.Second).UTC()
 			expires = &t
 		}
 		var created ratelimit.Token

@@ -11,8 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// metrics holds rlapi's Prometheus series. Labels are bounded: the route
-// pattern (not the path, which holds ids), the method and the status code.
+// metrics holds rlapi's Prometheus series. Every label comes from a fixed
+// set, whatever a client sends: the route pattern (not the path, which holds
+// ids) or "unmatched", a known method or "other", and the status code. The
+// series are counted before authentication, so a label taken from the
+// request would let anyone grow /metrics and rlapi's memory without bound.
 type metrics struct {
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
@@ -46,8 +49,18 @@ func (m *metrics) observe(route, method string, status int, d time.Duration) {
 	if status == 0 {
 		status = http.StatusOK
 	}
+	method = methodLabel(method)
 	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(route, method).Observe(d.Seconds())
+}
+
+// methodLabel is method when it is one the API knows, else "other".
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return method
+	}
+	return "other"
 }
 
 func (m *metrics) handler() http.Handler {

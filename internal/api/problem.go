@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/store"
@@ -22,6 +21,9 @@ type Problem struct {
 	Detail   string                `json:"detail"`
 	Instance string                `json:"instance,omitempty"`
 	Errors   []validate.FieldError `json:"errors,omitempty"`
+	// ErrorsOmitted counts the problems beyond those errors lists, when
+	// there were too many to list (an apply lists the first 100).
+	ErrorsOmitted int `json:"errors_omitted,omitempty"`
 }
 
 const problemBase = "https://rlctl.dev/problems/"
@@ -34,6 +36,7 @@ type httpError struct {
 	title      string
 	detail     string
 	fields     []validate.FieldError
+	omitted    int // problems beyond fields, counted only
 	retryAfter time.Duration
 }
 
@@ -78,7 +81,8 @@ func (s *Server) problemFor(r *http.Request, err error) Problem {
 			// caller has not written yet.
 			setRetryAfter(r, he.retryAfter)
 		}
-		return Problem{Type: problemBase + he.kind, Title: he.title, Status: he.status, Detail: he.detail, Errors: he.fields}
+		return Problem{Type: problemBase + he.kind, Title: he.title, Status: he.status, Detail: he.detail, Errors: he.fields,
+			ErrorsOmitted: he.omitted}
 	case errors.As(err, &ve):
 		return Problem{Type: problemBase + "validation", Title: "Invalid request", Status: http.StatusBadRequest,
 			Detail: ve.Error(), Errors: ve.Errors}
@@ -92,9 +96,10 @@ func (s *Server) problemFor(r *http.Request, err error) Problem {
 	case errors.Is(err, store.ErrInvalid):
 		// A rule validate should have caught; the database refused it.
 		return Problem{Type: problemBase + "validation", Title: "Invalid request", Status: http.StatusBadRequest, Detail: err.Error()}
-	case errors.Is(err, context.DeadlineExceeded), isUnavailable(err):
+	case errors.Is(err, context.DeadlineExceeded), store.AsUnavailable(err) != nil:
+		setRetryAfter(r, unavailableRetryAfter)
 		return Problem{Type: problemBase + "unavailable", Title: "Service unavailable", Status: http.StatusServiceUnavailable,
-			Detail: "the database did not answer in time; retry shortly"}
+			Detail: unavailableDetail(err)}
 	case errors.Is(err, context.Canceled):
 		// The client went away; the status is for the log only.
 		return Problem{Type: problemBase + "canceled", Title: "Client closed request", Status: 499, Detail: "request canceled"}
@@ -123,17 +128,29 @@ func writeRetryAfter(w http.ResponseWriter, d time.Duration) {
 
 func isNotFoundErr(err error) bool { return errors.Is(err, store.ErrNotFound) }
 
-// isUnavailable reports errors that mean "the database is not answering".
-func isUnavailable(err error) bool {
-	var ne interface{ Timeout() bool }
-	if errors.As(err, &ne) && ne.Timeout() {
-		return true
+// unavailableRetryAfter is the Retry-After of a 503 for a database that
+// cannot answer: about what a PostgreSQL restart or failover takes.
+const unavailableRetryAfter = 5 * time.Second
+
+// unavailableDetail words why the database could not answer, from the
+// error's type and SQLSTATE (store.AsUnavailable), never its text.
+func unavailableDetail(err error) string {
+	reason := store.UnavailableTimeout
+	if ue := store.AsUnavailable(err); ue != nil {
+		reason = ue.Reason
 	}
-	msg := err.Error()
-	for _, s := range []string{"connection refused", "failed to connect", "conn closed", "broken pipe", "connection reset", "SQLSTATE 57P01", "SQLSTATE 08"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
+	switch reason {
+	case store.UnavailableRefused:
+		return "the database refused the connection or cannot be reached; retry shortly"
+	case store.UnavailableShuttingDown:
+		return "the database is shutting down or restarting; retry shortly"
+	case store.UnavailableCannotConnectNow:
+		return "the database is starting up or shutting down and takes no connections yet; retry shortly"
+	case store.UnavailableOverloaded:
+		return "the database has too many connections; retry shortly"
+	case store.UnavailableLost:
+		return "the connection to the database was lost; retry shortly"
+	default:
+		return "the database did not answer in time; retry shortly"
 	}
-	return false
 }

@@ -11,7 +11,7 @@ import (
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	route := func(pattern string, p permission, h http.Handler) {
-		mux.Handle(pattern, s.authenticate(p, s.withTimeout(h)))
+		mux.Handle(pattern, s.authenticate(p, s.withTimeout(s.checkInput(pattern, h))))
 	}
 
 	route("GET /healthz", permPublic, handleHealthz())

@@ -45,7 +45,17 @@ type Config struct {
 	RequestTimeout time.Duration
 	// ShutdownTimeout bounds the wait for in-flight requests on SIGTERM.
 	ShutdownTimeout time.Duration
+	// MaxClientConns caps the client connections served at once (default
+	// DefaultMaxClientConns; negative: no cap). Connections beyond it wait
+	// in the kernel's accept queue until one closes, so a flood of idle
+	// connections cannot use up rlapi's file descriptors.
+	MaxClientConns int
 }
+
+// DefaultMaxClientConns is Config.MaxClientConns' default: well below the
+// usual file limit of a service (ulimit -n 65536 under systemd) while far
+// above what a management API and its gateways need.
+const DefaultMaxClientConns = 4096
 
 func (c *Config) setDefaults() {
 	if c.Floors == (validate.Floors{}) {
@@ -71,6 +81,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 20 * time.Second
+	}
+	if c.MaxClientConns == 0 {
+		c.MaxClientConns = DefaultMaxClientConns
 	}
 }
 
@@ -133,8 +146,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      5 * time.Minute, // whole-list streams of large stores
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       2 * time.Minute, // an idle keep-alive holds one of MaxClientConns this long at most
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	if s.cfg.MaxClientConns > 0 {
+		ln = newLimitListener(ln, s.cfg.MaxClientConns)
 	}
 	listenCtx, stopListen := context.WithCancel(ctx)
 	listening := make(chan struct{})

@@ -98,16 +98,18 @@ func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 // ReadTx runs fn in one read-only REPEATABLE READ transaction: every query
 // in it sees the same committed state (a consistent snapshot).
 func (s *Store) ReadTx(ctx context.Context, fn func(q *Queries) error) error {
-	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
-		func(tx pgx.Tx) error { return fn(&Queries{db: tx}) })
+	return interpretError(pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(tx pgx.Tx) error { return fn(&Queries{db: tx}) }))
 }
 
 // InTx runs fn in one transaction: committed when fn returns nil, rolled back
 // otherwise.
 func (s *Store) InTx(ctx context.Context, fn func(q *Queries) error) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	// interpretError: a failure to begin or commit (a connection refused,
+	// lost, or a server shutting down) is named like a query's.
+	return interpretError(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		return fn(&Queries{db: tx})
-	})
+	}))
 }
 
 // lock takes a transaction-scoped advisory lock on one resource. Every write
@@ -130,7 +132,9 @@ func (q *Queries) lock(ctx context.Context, kind, id string) error {
 }
 
 // interpretError maps PostgreSQL errors to the package's sentinels, keeping
-// the server's message for constraint failures.
+// the server's message for constraint failures, and a database that cannot
+// answer (by SQLSTATE and error type: see AsUnavailable) to an
+// *UnavailableError.
 func interpretError(err error) error {
 	if err == nil {
 		return nil
@@ -138,9 +142,14 @@ func interpretError(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrNotFound
 	}
+	if ue := AsUnavailable(err); ue != nil {
+		return ue
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
+		case "22021", "22P05": // character_not_in_repertoire (NUL, invalid UTF-8), untranslatable_character
+			return fmt.Errorf("%w: %s", ErrInvalid, pgErr.Message)
 		case "23505": // unique_violation
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.Detail)
 		case "23514", "23502", "23503", "22001": // check, not null, foreign key, string too long
