@@ -29,6 +29,9 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 		"RLAPI_BACKEND_TIMEOUT":        {"300ms", "300ms"},
 		"RLAPI_CACHE_TTL":              {"45s", "45s"},
 		"RLAPI_ENFORCEMENT":            {"off", `"off"`},
+		"RLAPI_TOKEN_CACHE_TTL":        {"3s", "3s"},
+		"RLAPI_DECISION_MAX_CONNS":     {"6", "6"},
+		"RLAPI_MAX_CLIENT_CONNS":       {"100", "100"},
 	}
 	// Read on purpose without showing them as defaults: a secret, and the
 	// database URL (which may hold a password).
