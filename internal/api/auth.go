@@ -157,8 +157,10 @@ func (s *Server) unverifiable(r *http.Request, p permission, err error) error {
 	if p == permDecide {
 		timeout = s.cfg.BackendTimeout
 	}
-	why := "the database cannot be reached"
-	if errors.Is(err, context.DeadlineExceeded) {
+	// The same words as every other 503 (unavailableDetail: by SQLSTATE
+	// and error type), except that a deadline is this lookup's own.
+	why := strings.TrimSuffix(unavailableDetail(err), "; retry shortly")
+	if ue := store.AsUnavailable(err); errors.Is(err, context.DeadlineExceeded) || (ue != nil && ue.Reason == store.UnavailableTimeout) {
 		why = fmt.Sprintf("the database did not answer within %s", timeout)
 	}
 	s.log.Debug("token could not be verified", "request_id", requestID(r.Context()), "err", err)

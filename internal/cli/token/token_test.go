@@ -123,6 +123,24 @@ func TestListStates(t *testing.T) {
 	h.Env.Token(t, "gone", rl.RoleViewer)
 	h.Must("token", "revoke", "gone", "--yes")
 	h.Must("token", "create", "--name", "fresh", "--role", "enforcer", "--expires-in", "1h")
+	// rlapi records a token's use in the background (never delaying the
+	// request): wait for the admin token's, as a user listing again would.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		tokens, err := h.Env.Store.ListTokens(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := false
+		for _, tok := range tokens {
+			used = used || (tok.Name == "test-admin" && tok.LastUsedAt != nil)
+		}
+		if used {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the admin token's use was never recorded")
+		}
+	}
 
 	state := map[string][]string{}
 	for _, line := range strings.Split(strings.TrimSpace(h.Must("token", "list")), "\n") {
