@@ -52,7 +52,10 @@ func TestChangeNotificationsNameTheRows(t *testing.T) {
 	g := callerGroup("g", 60, 10)
 	tx(func(q *store.Queries) error { _, err := q.PutDefinition(ctx, g, store.Write{}); return err })
 	expect("create a definition", ids(store.TableDefinitions, g.Key()))
-	tx(func(q *store.Queries) error { _, _, err := q.SetDefinitionEnabled(ctx, g.Key(), false, store.Write{}); return err })
+	tx(func(q *store.Queries) error {
+		_, _, err := q.SetDefinitionEnabled(ctx, g.Key(), false, store.Write{})
+		return err
+	})
 	expect("disable it", ids(store.TableDefinitions, g.Key()))
 	tx(func(q *store.Queries) error { _, err := q.DeleteDefinition(ctx, g.Key(), store.Write{}); return err })
 	expect("delete it", ids(store.TableDefinitions, g.Key()))
@@ -63,7 +66,10 @@ func TestChangeNotificationsNameTheRows(t *testing.T) {
 	alice.Groups = []string{"h"}
 	tx(func(q *store.Queries) error { _, err := q.PutMembership(ctx, alice, store.Write{}); return err })
 	expect("update it", ids(store.TableMemberships, "user:alice: the first"))
-	tx(func(q *store.Queries) error { _, err := q.DeleteMembership(ctx, "user", "alice: the first", store.Write{}); return err })
+	tx(func(q *store.Queries) error {
+		_, err := q.DeleteMembership(ctx, "user", "alice: the first", store.Write{})
+		return err
+	})
 	expect("delete it", ids(store.TableMemberships, "user:alice: the first"))
 
 	tx(func(q *store.Queries) error {
