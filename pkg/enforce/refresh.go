@@ -20,11 +20,15 @@ const (
 )
 
 // notifyDrain is how long the listener waits for more notifications after
-// one arrives before it asks for a reload. PostgreSQL sends the
+// one arrives before it asks for a reload, and maxNotifyDrain how long it
+// keeps taking them under a steady stream. PostgreSQL sends the
 // notifications of one transaction back to back, so waiting this little
 // lets one reload take all of them (an apply's definitions and memberships
 // arrive in the snapshot together).
-const notifyDrain = 2 * time.Millisecond
+const (
+	notifyDrain    = 2 * time.Millisecond
+	maxNotifyDrain = 20 * time.Millisecond
+)
 
 // reloadState is what the listener tells the refresh loop, and what the
 // reloads did.
@@ -127,12 +131,17 @@ func (e *Enforcer) reloadChanges(ctx context.Context, full bool) (wasFull bool, 
 	// reload counted.
 	if ch.all {
 		e.reload.full.Add(1)
+		e.metrics.reloads.WithLabelValues("full").Inc()
 	} else {
 		e.reload.partial.Add(1)
+		e.metrics.reloads.WithLabelValues("partial").Inc()
 	}
 	e.reload.definitions.Add(uint64(n.definitions))
 	e.reload.memberships.Add(uint64(n.memberships))
 	e.reload.admins.Add(uint64(n.admins))
+	e.metrics.rowsRead.WithLabelValues("definitions").Add(float64(n.definitions))
+	e.metrics.rowsRead.WithLabelValues("memberships").Add(float64(n.memberships))
+	e.metrics.rowsRead.WithLabelValues("admins").Add(float64(n.admins))
 	e.snap.Store(s)
 	e.lastRefreshErr.Store(nil)
 	e.metrics.snapshotLoad.Observe(time.Since(start).Seconds())
@@ -265,7 +274,7 @@ func (e *Enforcer) listenOnce(ctx context.Context, connected func()) error {
 		// Take the rest of the burst (the other statements of the same
 		// transaction) before asking for the reload. A timeout here leaves
 		// the connection usable; anything else ends it.
-		for range 1000 {
+		for first := time.Now(); time.Since(first) < maxNotifyDrain; {
 			dctx, cancel := context.WithTimeout(ctx, notifyDrain)
 			n, err := conn.Conn().WaitForNotification(dctx)
 			timedOut := dctx.Err() != nil
