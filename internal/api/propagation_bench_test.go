@@ -58,6 +58,9 @@ func BenchmarkPropagation(b *testing.B) {
 			// A user with no limits: Peek answers from memory alone.
 			subject := ms[1]
 			call := enforce.Call{Username: subject.Subject, TargetType: "mcp_server", TargetName: "unlimited"}
+			// Let the replica's start settle: New loads everything, and so
+			// does its listener once connected, each followed by a pause.
+			time.Sleep(3 * time.Second)
 			var total, worst time.Duration
 			changes := 0
 			quarantined := false
