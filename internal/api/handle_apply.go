@@ -527,7 +527,7 @@ func (a *applier) record(action, kind, id string, before, after any, fields []st
 // apply locks, reads, diffs, checks and writes. It returns an error (and
 // the transaction rolls back) for anything it refuses.
 func (a *applier) apply(ctx context.Context, req applyRequest) (applyResult, error) {
-	if err := a.q.LockForApply(ctx, lockSubjects(req)); err != nil {
+	if err := a.q.LockForApply(ctx); err != nil {
 		return applyResult{}, err
 	}
 	var err error
@@ -608,29 +608,6 @@ func (a *applier) apply(ctx context.Context, req applyRequest) (applyResult, err
 		return applyResult{}, err
 	}
 	return a.res, nil
-}
-
-// lockSubjects lists the subjects whose administrator/quarantine invariant
-// this apply could affect: those it quarantines as callers and those it
-// makes administrators. LockForApply takes their per-subject locks.
-func lockSubjects(req applyRequest) []string {
-	set := map[string]bool{}
-	for i, m := range req.memberships.items {
-		if !req.memberships.bad[i] && isCaller(m.SubjectType) && m.HasGroup(ratelimit.GroupQuarantineCallers) {
-			set[m.Key()] = true
-		}
-	}
-	for i, ad := range req.admins.items {
-		if !req.admins.bad[i] {
-			set[ad.Key()] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for id := range set {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // quarantinesCallers reports whether any of ms puts a caller in

@@ -80,3 +80,24 @@ func (q *Queries) DeleteAdmin(ctx context.Context, subjectType, subject string) 
 	}
 	return a, nil
 }
+
+// AdminsByID returns the administrators among ids (<subject_type>:<subject>)
+// that exist, ordered by id: what an incremental reload reads after a
+// change notification.
+func (q *Queries) AdminsByID(ctx context.Context, ids []string) ([]ratelimit.Admin, error) {
+	types, subjects, err := splitSubjectIDs(ids)
+	if err != nil {
+		return nil, fmt.Errorf("read %d admins: %w", len(ids), err)
+	}
+	rows, err := q.db.Query(ctx, `select `+adminColumns+` from rl_admins
+		where (subject_type, subject) in (select * from unnest($1::text[], $2::text[]))
+		order by subject_type, subject`, types, subjects)
+	if err != nil {
+		return nil, fmt.Errorf("read %d admins: %w", len(ids), interpretError(err))
+	}
+	admins, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ratelimit.Admin, error) { return scanAdmin(r) })
+	if err != nil {
+		return nil, fmt.Errorf("read %d admins: %w", len(ids), interpretError(err))
+	}
+	return admins, nil
+}

@@ -23,69 +23,49 @@ import (
 
 // ApplyLockKind is the advisory-lock kind of apply as a whole: an apply
 // takes lock(ctx, ApplyLockKind, "") exclusively, so two applies run one
-// after the other. A per-row writer that took the same key in shared mode
-// before anything else would be serialized against applies too (see
-// LockForApply).
+// after the other, and every per-row writer takes the same key in shared
+// mode before anything else (see Queries.lock), so a row write and an
+// apply never overlap.
 const ApplyLockKind = "apply"
 
-// MaxApplySubjectLocks bounds the per-subject advisory locks one apply
-// takes. Each lock is an entry in PostgreSQL's shared lock table (sized by
-// max_locks_per_transaction x max_connections, 6,400 by default), so an
-// unbounded number would fail with "out of shared memory". Above the bound,
-// LockForApply locks rl_memberships and rl_admins outright instead.
-const MaxApplySubjectLocks = 512
-
 // LockForApply takes the locks of an apply, in an order that cannot
-// deadlock with the per-row writers (which take one subject or definition
-// lock, then write):
+// deadlock with the per-row writers (which take the apply key shared and
+// one subject or definition lock, then write):
 //
-//  1. the apply lock (ApplyLockKind), exclusive: applies serialize;
-//  2. the per-subject advisory lock (LockSubject's) of every subject in
-//     subjects, the ids (<subject_type>:<subject>) of the subjects the apply
-//     grants administrator privileges or quarantines as a caller. A PUT of
-//     a membership, a quarantine or an admin grant takes the same lock
-//     before it reads, so the "an administrator is never quarantined" check
-//     of either side sees the other's result, never a stale image. When
-//     there are more than MaxApplySubjectLocks of them, rl_memberships and
-//     rl_admins are locked in ACCESS EXCLUSIVE mode instead, which blocks
-//     those writers (and readers) before their first read;
-//  3. rl_definitions, rl_memberships and rl_admins in SHARE ROW EXCLUSIVE
-//     mode. This waits for every per-row write already made to commit, so
-//     the bulk reads that follow see them, and keeps every other write out
-//     until the apply commits, so the diff stays true while it is written.
-//     Readers (lists, the enforcement path) are not blocked.
+//  1. the apply lock (ApplyLockKind), exclusive. Applies serialize, and
+//     since every per-row writer (a PUT or DELETE of a definition, a
+//     membership, a quarantine or an admin grant) holds the same key in
+//     shared mode from before its first read to its commit, the apply
+//     waits for every writer in flight and keeps new ones out until it
+//     commits. That is what keeps "an administrator is never quarantined"
+//     true across an apply and a concurrent quarantine or grant: neither
+//     side can read the other's half-done state;
+//  2. rl_definitions, rl_memberships and rl_admins in SHARE ROW EXCLUSIVE
+//     mode. This also waits for, and keeps out, writers that bypass the
+//     API (a hand-written UPDATE), so the bulk reads that follow see every
+//     committed row and the diff stays true while it is written.
+//
+// Neither lock blocks a reader: the advisory key is taken only by writers,
+// and SHARE ROW EXCLUSIVE does not conflict with the ACCESS SHARE lock of a
+// plain SELECT. Lists, GETs, the status endpoint and the enforcement
+// snapshot read the last committed state under MVCC for the apply's whole
+// run, however many subjects it quarantines.
+//
+// Earlier versions also took the per-subject advisory lock of every
+// subject the apply quarantined or made an administrator, and above 512 of
+// them locked rl_memberships and rl_admins in ACCESS EXCLUSIVE mode, which
+// blocked every reader of those tables for the apply's whole run (up to
+// 1.7 s measured, docs/performance.md). Step 1 already excludes every
+// writer those locks were meant to exclude, so they are gone.
 //
 // Why a table lock rather than SELECT ... FOR UPDATE of every row: locking
 // 100,000 rows writes every tuple's header (a no-op apply would dirty the
 // whole table and its WAL) and cannot lock rows that do not exist yet, so a
-// concurrent PUT could still create a row the apply is creating. One table
-// lock is one lock entry and covers phantoms.
-//
-// What a table lock cannot do is stop a per-row writer that read a row
-// before the apply and writes it after (its write waits for the lock, then
-// lands on the apply's result with a before-image and an If-Match check
-// taken from the older version). Step 2 closes that window for the
-// administrator/quarantine invariant. For everything else it closes only
-// when the per-row writers take ApplyLockKind in shared mode before their
-// row lock (in store.lock, pg_advisory_xact_lock_shared on the key that
-// lock(ctx, ApplyLockKind, "") takes). Shared holders never wait for each
-// other, and an apply then waits for every writer in flight and keeps new
-// ones out before they read.
-func (q *Queries) LockForApply(ctx context.Context, subjects []string) error {
+// concurrent writer could still create a row the apply is creating. One
+// table lock is one lock entry and covers phantoms.
+func (q *Queries) LockForApply(ctx context.Context) error {
 	if err := q.lock(ctx, ApplyLockKind, ""); err != nil {
 		return fmt.Errorf("lock for apply: %w", err)
-	}
-	switch {
-	case len(subjects) > MaxApplySubjectLocks:
-		if _, err := q.db.Exec(ctx, `lock table rl_memberships, rl_admins in access exclusive mode`); err != nil {
-			return fmt.Errorf("lock for apply: %w", interpretError(err))
-		}
-	case len(subjects) > 0:
-		// Same key as LockSubject: lock(ctx, "subject", id).
-		if _, err := q.db.Exec(ctx, `select pg_advisory_xact_lock(hashtext('subject'), hashtext(id))
-			from unnest($1::text[]) with ordinality as s(id, n) order by n`, subjects); err != nil {
-			return fmt.Errorf("lock for apply: %w", interpretError(err))
-		}
 	}
 	if _, err := q.db.Exec(ctx, `lock table rl_definitions, rl_memberships, rl_admins in share row exclusive mode`); err != nil {
 		return fmt.Errorf("lock for apply: %w", interpretError(err))

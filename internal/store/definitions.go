@@ -287,3 +287,27 @@ func versionOf(d *ratelimit.Definition) int64 {
 	}
 	return d.Version
 }
+
+// EachDefinitionByID streams the definitions among ids that exist, in id
+// order: what an incremental reload reads after a change notification.
+// An id it does not return was deleted.
+func (q *Queries) EachDefinitionByID(ctx context.Context, ids []string, fn func(ratelimit.Definition) error) error {
+	rows, err := q.db.Query(ctx, `select `+definitionColumns+` from rl_definitions where id = any($1::text[]) order by id`, ids)
+	if err != nil {
+		return fmt.Errorf("read %d definitions: %w", len(ids), interpretError(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		d, err := scanDefinition(rows)
+		if err != nil {
+			return fmt.Errorf("read %d definitions: %w", len(ids), interpretError(err))
+		}
+		if err := fn(d); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read %d definitions: %w", len(ids), interpretError(err))
+	}
+	return nil
+}

@@ -197,3 +197,34 @@ func (q *Queries) GroupsOf(ctx context.Context, username, clientID string, now t
 	}
 	return groups, nil
 }
+
+// EachMembershipByID streams the memberships among ids
+// (<subject_type>:<subject>) that exist, ordered by id: what an
+// incremental reload reads after a change notification. An id it does not
+// return was deleted.
+func (q *Queries) EachMembershipByID(ctx context.Context, ids []string, fn func(ratelimit.Membership) error) error {
+	types, subjects, err := splitSubjectIDs(ids)
+	if err != nil {
+		return fmt.Errorf("read %d memberships: %w", len(ids), err)
+	}
+	rows, err := q.db.Query(ctx, `select `+membershipColumns+` from rl_memberships
+		where (subject_type, subject) in (select * from unnest($1::text[], $2::text[]))
+		order by subject_type, subject`, types, subjects)
+	if err != nil {
+		return fmt.Errorf("read %d memberships: %w", len(ids), interpretError(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		m, err := scanMembership(rows)
+		if err != nil {
+			return fmt.Errorf("read %d memberships: %w", len(ids), interpretError(err))
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read %d memberships: %w", len(ids), interpretError(err))
+	}
+	return nil
+}

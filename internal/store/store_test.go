@@ -330,8 +330,8 @@ func TestNotifyFiresOnChange(t *testing.T) {
 		if err != nil {
 			t.Fatalf("waiting for notification of %s: %v", c.table, err)
 		}
-		if n.Channel != "rlctl_changes" || n.Payload != c.table {
-			t.Errorf("notification = %s %q, want rlctl_changes %q", n.Channel, n.Payload, c.table)
+		if ch := store.ParseChange(n.Payload); n.Channel != "rlctl_changes" || ch.Table != c.table || ch.All {
+			t.Errorf("notification = %s %q, want rlctl_changes naming the rows of %q", n.Channel, n.Payload, c.table)
 		}
 	}
 }

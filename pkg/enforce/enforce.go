@@ -87,6 +87,8 @@ type Enforcer struct {
 	refreshMu sync.Mutex
 	// lastRefreshErr is set while reloads fail.
 	lastRefreshErr atomic.Pointer[error]
+	// reload holds the changes notified since the last reload (refresh.go).
+	reload reloadState
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -229,14 +231,14 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 
 	// 1. Target quarantine: for everyone, administrators included.
 	if snap.targetsOn && targetKnown {
-		if m, ok := snap.members[targetSubject(c.TargetType, targetName)]; ok && m.quarantinedAt(now) {
+		if m, ok := snap.members.get(targetSubject(c.TargetType, targetName)); ok && m.quarantinedAt(now) {
 			return e.quarantined("target", c.TargetType, c, targetName), nil
 		}
 	}
 	// 2. Caller quarantine: not for administrators.
 	if snap.callersOn && !admin {
 		for i, k := range []string{userKey, clientKey} {
-			if m, ok := snap.members[k]; ok && k != "" && m.quarantinedAt(now) {
+			if m, ok := snap.members.get(k); ok && k != "" && m.quarantinedAt(now) {
 				return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient}[i], c, targetName), nil
 			}
 		}
@@ -368,7 +370,8 @@ func callerGroups(snap *snapshot, userKey, clientKey string) []string {
 		if k == "" {
 			continue
 		}
-		for _, g := range snap.members[k].groups {
+		m, _ := snap.members.get(k)
+		for _, g := range m.groups {
 			if g != ratelimit.GroupQuarantineCallers && g != ratelimit.GroupQuarantineTargets && !slices.Contains(groups, g) {
 				groups = append(groups, g)
 			}

@@ -245,8 +245,9 @@ func TestBurstOfChangesFoldsIntoFewReloads(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	n := reloads() - before
-	// At most one reload per 250 ms pause, plus the one in flight.
-	maxReloads := uint64(time.Since(start)/(250*time.Millisecond)) + 2
+	// At most one reload per 50 ms pause (the floor after a reload of only
+	// the changed rows), plus the one in flight.
+	maxReloads := uint64(time.Since(start)/(50*time.Millisecond)) + 2
 	if n > maxReloads || n >= changes {
 		t.Errorf("%d changes in %v caused %d reloads, want at most %d", changes+1, time.Since(start).Round(time.Millisecond), n, maxReloads)
 	}

@@ -26,6 +26,8 @@ type metrics struct {
 	snapshotLoad     prometheus.Histogram
 	notifications    prometheus.Counter
 	swept            prometheus.Counter
+	reloads          *prometheus.CounterVec // kind
+	rowsRead         *prometheus.CounterVec // table
 }
 
 func newMetrics(reg prometheus.Registerer, st *store.Store, now func() time.Time) (*metrics, error) {
@@ -58,12 +60,16 @@ func newMetrics(reg prometheus.Registerer, st *store.Store, now func() time.Time
 			Help: "Change notifications received."}),
 		swept: prometheus.NewCounter(prometheus.CounterOpts{Name: "rlctl_enforce_counters_swept_total",
 			Help: "Expired counter rows removed by this replica."}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_snapshot_reloads_total",
+			Help: "Snapshot reloads by kind: full (everything read), partial (only the rows change notifications named)."}, []string{"kind"}),
+		rowsRead: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_snapshot_rows_read_total",
+			Help: "Rows read by snapshot reloads, by table (definitions, memberships, admins)."}, []string{"table"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.checks, m.gateChecks, m.throttled, m.shadowDenied, m.quarantineDenied,
-		m.errors, m.cache, m.backend, m.snapshotLoad, m.notifications, m.swept, m.backendTimeout, m.enabled,
+		m.errors, m.cache, m.backend, m.snapshotLoad, m.notifications, m.swept, m.reloads, m.rowsRead, m.backendTimeout, m.enabled,
 		newQuarantineCollector(st, now)} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError

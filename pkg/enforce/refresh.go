@@ -2,16 +2,86 @@ package enforce
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/rlctl/rlctl/internal/store"
 )
 
-// The pause after a reload: at least minReloadGap, four times the reload's
-// own duration for large stores, never more than maxReloadGap so a change
-// still arrives within a second.
+// The pause after a reload: at least minReloadGap (minChangeGap after a
+// reload of only the changed rows), four times the reload's own duration
+// for large stores, never more than maxReloadGap so a change still arrives
+// within a second.
 const (
 	minReloadGap = 250 * time.Millisecond
+	minChangeGap = 50 * time.Millisecond
 	maxReloadGap = 700 * time.Millisecond
 )
+
+// notifyDrain is how long the listener waits for more notifications after
+// one arrives before it asks for a reload, and maxNotifyDrain how long it
+// keeps taking them under a steady stream. PostgreSQL sends the
+// notifications of one transaction back to back, so waiting this little
+// lets one reload take all of them (an apply's definitions and memberships
+// arrive in the snapshot together).
+const (
+	notifyDrain    = 2 * time.Millisecond
+	maxNotifyDrain = 20 * time.Millisecond
+)
+
+// reloadState is what the listener tells the refresh loop, and what the
+// reloads did.
+type reloadState struct {
+	mu      sync.Mutex
+	pending changes
+
+	full, partial                    atomic.Uint64
+	definitions, memberships, admins atomic.Uint64
+}
+
+// note records a change to read at the next reload.
+func (r *reloadState) note(ch store.Change) {
+	r.mu.Lock()
+	r.pending.add(ch)
+	r.mu.Unlock()
+}
+
+// noteAll makes the next reload read everything.
+func (r *reloadState) noteAll() {
+	r.mu.Lock()
+	r.pending.all = true
+	r.mu.Unlock()
+}
+
+// take returns the pending changes and forgets them. A reload takes them
+// before its transaction starts, so every change notified before then is
+// in what it reads; one notified later stays pending for the next reload.
+func (r *reloadState) take() changes {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := r.pending
+	r.pending = changes{}
+	return ch
+}
+
+// ReloadStats counts the snapshot reloads of an Enforcer since New: whole
+// ones (at start, every CacheTTL, after the change listener reconnects, on
+// Refresh) and ones that read only the rows change notifications named,
+// and the rows all of them read by table. A change to one membership adds
+// one partial reload and one membership row, however many memberships
+// there are.
+type ReloadStats struct {
+	Full, Partial                    uint64
+	Definitions, Memberships, Admins uint64
+}
+
+// ReloadStats reports the reloads so far.
+func (e *Enforcer) ReloadStats() ReloadStats {
+	r := &e.reload
+	return ReloadStats{Full: r.full.Load(), Partial: r.partial.Load(),
+		Definitions: r.definitions.Load(), Memberships: r.memberships.Load(), Admins: r.admins.Load()}
+}
 
 // usableSnapshot returns the snapshot unless it is missing or too old to
 // trust (reloads have been failing for three TTLs).
@@ -25,28 +95,63 @@ func (e *Enforcer) usableSnapshot(now time.Time) *snapshot {
 	return s
 }
 
-// refresh loads a new snapshot and swaps it in.
+// refresh reloads everything and swaps the new snapshot in.
 func (e *Enforcer) refresh(ctx context.Context) error {
+	_, err := e.reloadChanges(ctx, true)
+	return err
+}
+
+// reloadChanges reads what the pending notifications named (everything
+// when full) and swaps the new snapshot in. It reports whether the reload
+// read everything; with nothing pending it does nothing.
+func (e *Enforcer) reloadChanges(ctx context.Context, full bool) (wasFull bool, err error) {
 	e.refreshMu.Lock()
 	defer e.refreshMu.Unlock()
+	ch := e.reload.take()
+	prev := e.snap.Load()
+	if full || prev == nil {
+		ch.all = true
+	}
+	if ch.empty() {
+		return false, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	s, err := loadSnapshot(ctx, e.store, e.now())
+	s, n, err := loadChanges(ctx, e.store, prev, ch, e.now())
 	if err != nil {
+		// What was taken is lost with the failed read: read everything
+		// next time.
+		e.reload.noteAll()
 		e.lastRefreshErr.Store(&err)
 		e.metrics.errors.WithLabelValues("snapshot").Inc()
-		return err
+		return ch.all, err
 	}
+	// Counted before the swap: whoever sees the new snapshot sees its
+	// reload counted.
+	if ch.all {
+		e.reload.full.Add(1)
+		e.metrics.reloads.WithLabelValues("full").Inc()
+	} else {
+		e.reload.partial.Add(1)
+		e.metrics.reloads.WithLabelValues("partial").Inc()
+	}
+	e.reload.definitions.Add(uint64(n.definitions))
+	e.reload.memberships.Add(uint64(n.memberships))
+	e.reload.admins.Add(uint64(n.admins))
+	e.metrics.rowsRead.WithLabelValues("definitions").Add(float64(n.definitions))
+	e.metrics.rowsRead.WithLabelValues("memberships").Add(float64(n.memberships))
+	e.metrics.rowsRead.WithLabelValues("admins").Add(float64(n.admins))
 	e.snap.Store(s)
 	e.metrics.setEnabled(!s.enforcementOff)
 	e.lastRefreshErr.Store(nil)
 	e.metrics.snapshotLoad.Observe(time.Since(start).Seconds())
-	return nil
+	return ch.all, nil
 }
 
-// Refresh reloads definitions, memberships and admins now. Changes arrive on
-// their own within a second; this is for callers that must not wait.
+// Refresh reloads definitions, memberships and admins now, whole. Changes
+// arrive on their own within a second; this is for callers that must not
+// wait.
 func (e *Enforcer) Refresh(ctx context.Context) error { return e.refresh(ctx) }
 
 // requestRefresh asks the refresh loop for a reload; requests made while one
@@ -58,55 +163,71 @@ func (e *Enforcer) requestRefresh() {
 	}
 }
 
-// refreshLoop reloads on request (a notification) and at least every TTL,
-// retrying failures with a growing delay.
+// refreshLoop reloads what changed on request (a notification), everything
+// at least every TTL, and retries failures with a growing delay.
 func (e *Enforcer) refreshLoop(ctx context.Context) {
 	defer e.wg.Done()
 	timer := time.NewTimer(e.opts.CacheTTL)
 	defer timer.Stop()
 	backoff := 250 * time.Millisecond
 	for {
+		full := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-e.kick:
 		case <-timer.C:
+			full = true
 		}
-		next := e.opts.CacheTTL
 		start := time.Now()
-		if err := e.refresh(ctx); err != nil {
+		wasFull, err := e.reloadChanges(ctx, full)
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			e.log.Warn("reload of definitions and memberships failed; keeping the last snapshot", "err", err, "retry_in", backoff)
-			next, backoff = backoff, min(backoff*2, 10*time.Second)
-		} else {
-			backoff = 250 * time.Millisecond
-			// Under a stream of writes every change notifies; reloading
-			// back to back would spend a core on reloads (measured: rlapi's
-			// PUT throughput fell from 2,900 to 1,700 req/s). Rest a little
-			// after each reload: notifications that arrive meanwhile fold
-			// into the next one, and changes still arrive within a second.
-			pause := max(minReloadGap, 4*time.Since(start))
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(min(pause, maxReloadGap)):
-			}
+			resetTimer(timer, backoff)
+			backoff = min(backoff*2, 10*time.Second)
+			continue
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
+		backoff = 250 * time.Millisecond
+		if wasFull {
+			// The TTL runs from the last whole reload: a stream of
+			// changes must not postpone the safety net forever.
+			resetTimer(timer, e.opts.CacheTTL)
 		}
-		timer.Reset(next)
+		// Under a stream of writes every change notifies; reloading back
+		// to back would spend a core on reloads (measured: rlapi's PUT
+		// throughput fell from 2,900 to 1,700 req/s with whole reloads).
+		// Rest a little after each reload: notifications that arrive
+		// meanwhile fold into the next one, and changes still arrive
+		// within a second.
+		floor := minReloadGap
+		if !wasFull {
+			floor = minChangeGap
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(min(max(floor, 4*time.Since(start)), maxReloadGap)):
+		}
 	}
 }
 
+func resetTimer(t *time.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(d)
+}
+
 // listen holds one connection LISTENing on rlctl_changes and asks for a
-// reload on every notification. When the connection drops it reconnects and
-// reloads, since notifications sent meanwhile are lost.
+// reload of the rows each notification names. When the connection drops it
+// reconnects and reloads everything, since notifications sent meanwhile
+// are lost.
 func (e *Enforcer) listen(ctx context.Context) {
 	defer e.wg.Done()
 	backoff := 250 * time.Millisecond
@@ -137,17 +258,37 @@ func (e *Enforcer) listenOnce(ctx context.Context, connected func()) error {
 		_ = conn.Conn().Close(context.Background())
 		conn.Release()
 	}()
-	if _, err := conn.Exec(ctx, "listen rlctl_changes"); err != nil {
+	if _, err := conn.Exec(ctx, "listen "+store.ChangeChannel); err != nil {
 		return err
 	}
 	connected()
 	// Changes made while we were not listening are picked up now.
+	e.reload.noteAll()
 	e.requestRefresh()
 	for {
-		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
 			return err
 		}
 		e.metrics.notifications.Inc()
+		e.reload.note(store.ParseChange(n.Payload))
+		// Take the rest of the burst (the other statements of the same
+		// transaction) before asking for the reload. A timeout here leaves
+		// the connection usable; anything else ends it.
+		for first := time.Now(); time.Since(first) < maxNotifyDrain; {
+			dctx, cancel := context.WithTimeout(ctx, notifyDrain)
+			n, err := conn.Conn().WaitForNotification(dctx)
+			timedOut := dctx.Err() != nil
+			cancel()
+			if err != nil {
+				if timedOut && ctx.Err() == nil {
+					break
+				}
+				return err
+			}
+			e.metrics.notifications.Inc()
+			e.reload.note(store.ParseChange(n.Payload))
+		}
 		e.requestRefresh()
 	}
 }
