@@ -111,3 +111,23 @@ func TestConfirmation(t *testing.T) {
 	}
 	r.Must("quarantine", "add", "--subject-type", "user", "--subject", "a", "--yes")
 }
+
+// TestRefusedTokenIsOneRequest: a refused token (401) or role (403) exits
+// 3 after one request, never retried: four refused runs from this address
+// stay under rlapi's failed-auth lockout (5 a minute), so the admin token
+// still works afterwards.
+func TestRefusedTokenIsOneRequest(t *testing.T) {
+	t.Parallel()
+	r := clitest.Start(t)
+	viewer := r.Env.Token(t, "viewer", "viewer")
+	r.Must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "g", "--user-max-requests", "30", "--window-seconds", "60")
+	for i := range 4 {
+		if res := r.RunWith(clitest.Opts{Token: "bogus"}, "rate-limit", "list"); res.Code != 3 || !strings.Contains(res.ErrOut, "Hint:") {
+			t.Fatalf("run %d with a bogus token: exit %d, stderr %q; want 3 and the hint", i+1, res.Code, res.ErrOut)
+		}
+	}
+	if res := r.RunWith(clitest.Opts{Token: viewer}, "rate-limit", "disable", "caller:group:g:60"); res.Code != 3 {
+		t.Errorf("viewer disables: exit %d, want 3; stderr %q", res.Code, res.ErrOut)
+	}
+	r.Must("rate-limit", "list")
+}

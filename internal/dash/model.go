@@ -2,6 +2,7 @@ package dash
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/rlctl/rlctl/pkg/client"
 )
 
 // tab is one of the dashboard's views.
@@ -121,6 +124,9 @@ type Model struct {
 	lastOK      time.Time
 	conn        connState
 	connErr     error
+	// fatal is why the dashboard stopped on its own: the server refused
+	// the token (401) or its role may not read (403). Run returns it.
+	fatal error
 
 	role role
 
@@ -255,6 +261,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				m.role = roleAdmin
 			case isRoleRefusal(msg.err):
 				m.setViewer()
+			case errors.Is(msg.err, client.ErrUnauthorized):
+				cmd = m.stop(msg.err)
 			}
 		}
 	case detailMsg:
@@ -293,6 +301,9 @@ func (m *Model) succeed(res resource) {
 // and backs the refresh off (once per round); anything else is reported in
 // the status line and the data on screen stays.
 func (m *Model) fail(res resource, r reply) tea.Cmd {
+	if isAuthFailure(r.err) {
+		return m.stop(r.err)
+	}
 	if !isOutage(r.err) {
 		if isRoleRefusal(r.err) {
 			m.setViewer()
@@ -314,6 +325,17 @@ func (m *Model) fail(res resource, r reply) tea.Cmd {
 	}
 	return nil
 }
+
+// stop ends the program with err: retrying a refused token only feeds
+// the server's failed-auth lockout, which then locks every rlctl on this
+// address out, valid tokens included.
+func (m *Model) stop(err error) tea.Cmd {
+	m.fatal = err
+	return tea.Quit
+}
+
+// Err is why the dashboard stopped on its own, or nil when the user quit.
+func (m Model) Err() error { return m.fatal }
 
 var resourceNames = [numResources]string{"definitions", "memberships", "quarantine", "admins", "audit", "role", "details"}
 
@@ -572,6 +594,9 @@ func (m *Model) finishMutation(msg mutationMsg) tea.Cmd {
 		}
 	}
 	if msg.err != nil {
+		if errors.Is(msg.err, client.ErrUnauthorized) {
+			return m.stop(msg.err)
+		}
 		text := msg.act.verb + ": " + errorText(msg.err)
 		if isRoleRefusal(msg.err) {
 			m.setViewer()
