@@ -102,7 +102,8 @@ func TestEndpointFromEnvironmentAndContexts(t *testing.T) {
 		t.Errorf("--server over RLCTL_SERVER: exit %d %s", res.Code, res.ErrOut)
 	}
 	// The reference's JSON token-file shapes.
-	for _, body := range []string{`{"access_token":"` + r.Token + `"}`, `{"tokens":{"access_token":"` + r.Token + `"}}`, `{"token":"` + r.Token + `"}`} {
+	for _, body := range []string{`{"access_token":"` + r.Token + `"}`, `{"tokens":{"access_token":"` + r.Token + `"}}`, `{"token":"` + r.Token + `"}`,
+		`{"token_data":{"access_token":"` + r.Token + `","expires_in":3600}}`} {
 		res = r.RunWith(clitest.Opts{Bare: true}, "--server", r.Env.URL, "--token-file", writeTokenFile(t, body), "rate-limit", "list")
 		if res.Code != 0 {
 			t.Errorf("token file %s: exit %d %s", body, res.Code, res.ErrOut)

@@ -112,6 +112,7 @@ RLCTL_TOKEN, RLCTL_TOKEN_FILE, then the current context (rlctl config), then
 	root.AddCommand(quarantine.NewFlatCommands(f)...)
 	root.AddCommand(newCmdExitCodes(), newCmdVersion(f))
 	addMoreCommands(root, f)
+	cmdutil.RequireSubcommands(root)
 	return root
 }
 
