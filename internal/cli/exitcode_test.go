@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlctl/rlctl/internal/cli/clitest"
 	"github.com/rlctl/rlctl/pkg/client"
@@ -114,6 +115,74 @@ func TestConfirmation(t *testing.T) {
 		t.Errorf("quarantine add without --yes off a terminal: exit %d", res.Code)
 	}
 	r.Must("quarantine", "add", "--subject-type", "user", "--subject", "a", "--yes")
+
+	// Releasing asks as adding does: off a terminal it needs --yes, on
+	// one "n" keeps the quarantine and "y" releases.
+	quarantined := func() bool {
+		q, err := r.Client().ListQuarantine(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(q.Callers) == 1
+	}
+	if res := r.Run("quarantine", "remove", "--subject-type", "user", "--subject", "a"); res.Code != 2 || !strings.Contains(res.ErrOut, "refusing to release user a from quarantine without confirmation") {
+		t.Errorf("quarantine remove without --yes off a terminal: exit %d, stderr %q", res.Code, res.ErrOut)
+	}
+	res = r.RunWith(clitest.Opts{TTY: true, Stdin: "n\n"}, "quarantine", "remove", "--subject-type", "user", "--subject", "a")
+	if res.Code != 1 || !strings.Contains(res.ErrOut, "Release user a from quarantine? [y/N]") || !quarantined() {
+		t.Errorf("declined release: exit %d, stderr %q, still quarantined %v", res.Code, res.ErrOut, quarantined())
+	}
+	res = r.RunWith(clitest.Opts{TTY: true, Stdin: "y\n"}, "quarantine", "remove", "--subject-type", "user", "--subject", "a")
+	if res.Code != 0 || quarantined() {
+		t.Errorf("confirmed release: exit %d, stderr %q, still quarantined %v", res.Code, res.ErrOut, quarantined())
+	}
+	r.Must("quarantine", "add", "--subject-type", "user", "--subject", "a", "--yes")
+	if got := r.Must("quarantine", "remove", "--subject-type", "user", "--subject", "a", "--yes"); got != "user:a released from quarantine\n" {
+		t.Errorf("quarantine remove --yes said %q", got)
+	}
+
+	// Disabling a quarantine sentinel switches that quarantine off for
+	// everyone: it asks too. An ordinary definition does not.
+	if res := r.Run("rate-limit", "disable", ratelimit.SentinelCallers); res.Code != 2 || !strings.Contains(res.ErrOut, "turning caller quarantine off for every subject") {
+		t.Errorf("disable sentinel without --yes: exit %d, stderr %q", res.Code, res.ErrOut)
+	}
+	res = r.RunWith(clitest.Opts{TTY: true, Stdin: "n\n"}, "rate-limit", "disable", ratelimit.SentinelTargets)
+	if res.Code != 1 || !strings.Contains(res.ErrOut, "turning target quarantine off for every subject? [y/N]") {
+		t.Errorf("declined sentinel disable: exit %d, stderr %q", res.Code, res.ErrOut)
+	}
+	if q, _ := r.Client().ListQuarantine(context.Background()); !q.CallersEnabled || !q.TargetsEnabled {
+		t.Errorf("a refused disable switched quarantine off: %+v", q)
+	}
+	r.Must("rate-limit", "disable", ratelimit.SentinelCallers, "--yes")
+	r.Must("rate-limit", "enable", ratelimit.SentinelCallers)
+	r.Must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "h", "--user-max-requests", "30", "--window-seconds", "60")
+	r.Must("rate-limit", "disable", "caller:group:h:60")
+	// The reference's flat spellings never ask.
+	r.Must("rate-limit-disable", "--id", ratelimit.SentinelCallers)
+	r.Must("rate-limit-quarantine-add", "--subject-type", "user", "--subject", "a")
+	r.Must("rate-limit-quarantine-remove", "--subject-type", "user", "--subject", "a")
+}
+
+// TestDurationsTakeDays: every duration flag reads days, as the dashboard
+// and audit --since do.
+func TestDurationsTakeDays(t *testing.T) {
+	t.Parallel()
+	r := clitest.Start(t)
+	if got := r.Must("quarantine", "add", "--subject-type", "user", "--subject", "a", "--for", "7d", "--yes"); !strings.Contains(got, "user:a quarantined until ") {
+		t.Errorf("--for 7d said %q", got)
+	}
+	q, err := r.Client().ListQuarantine(context.Background())
+	if err != nil || len(q.Callers) != 1 || q.Callers[0].ExpiresAt == nil || q.Callers[0].QuarantinedAt == nil {
+		t.Fatalf("quarantine: %+v, %v", q, err)
+	}
+	if d := q.Callers[0].ExpiresAt.Sub(*q.Callers[0].QuarantinedAt); d < 7*24*time.Hour-time.Minute || d > 7*24*time.Hour+time.Minute {
+		t.Errorf("--for 7d lasts %s", d)
+	}
+	r.Must("quarantine", "add", "--subject-type", "user", "--subject", "b", "--for", "1d12h", "--yes")
+	r.Must("--timeout", "1d", "rate-limit", "list")
+	if res := r.Run("quarantine", "add", "--subject-type", "user", "--subject", "c", "--for", "7days", "--yes"); res.Code != 2 || !strings.Contains(res.ErrOut, `"7days" is not a duration such as 30m, 2h, 7d or 1d12h`) {
+		t.Errorf("--for 7days: exit %d, stderr %q", res.Code, res.ErrOut)
+	}
 }
 
 // TestRefusedTokenIsOneRequest: a refused token (401) or role (403) exits

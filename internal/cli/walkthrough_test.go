@@ -97,8 +97,8 @@ func TestGroupedWalkthrough(t *testing.T) {
 	if got := r.Must("member", "get", "client:bot", "-o", "json"); !strings.Contains(got, `"quarantine_reason": "key leak"`) {
 		t.Errorf("member get: %s", got)
 	}
-	r.Must("quarantine", "remove", "--subject-type", "client", "--subject", "bot")
-	if got := r.Must("quarantine", "remove", "--subject-type", "client", "--subject", "bot"); !strings.Contains(got, "was not quarantined") {
+	r.Must("quarantine", "remove", "--subject-type", "client", "--subject", "bot", "--yes")
+	if got := r.Must("quarantine", "remove", "--subject-type", "client", "--subject", "bot", "--yes"); !strings.Contains(got, "was not quarantined") {
 		t.Errorf("second remove said %q", got)
 	}
 	r.Must("member", "delete", "user:alice", "--yes")

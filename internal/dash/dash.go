@@ -160,7 +160,7 @@ It needs a terminal; in scripts use the -o json commands (rlctl rate-limit list 
 			})
 		},
 	}
-	cmd.Flags().DurationVar(&refresh, "refresh", 2*time.Second, "reload the view on screen this often")
+	cmdutil.DurationVar(cmd.Flags(), &refresh, "refresh", 2*time.Second, "reload the view on screen this often")
 	return cmd
 }
 

@@ -44,7 +44,7 @@ func NewCmdQuarantine(f *cmdutil.Factory) *cobra.Command {
 		Short:   "Block a caller or a target at once (the kill switch)",
 		GroupID: "core",
 	}
-	cmd.AddCommand(NewCmdAdd(f, false, nil), NewCmdRemove(f, nil), NewCmdList(f, nil))
+	cmd.AddCommand(NewCmdAdd(f, false, nil), NewCmdRemove(f, false, nil), NewCmdList(f, nil))
 	return cmd
 }
 
@@ -52,7 +52,7 @@ func NewCmdQuarantine(f *cmdutil.Factory) *cobra.Command {
 func NewFlatCommands(f *cmdutil.Factory) []*cobra.Command {
 	return []*cobra.Command{
 		cmdutil.Flat(NewCmdAdd(f, true, nil), "rate-limit-quarantine-add"),
-		cmdutil.Flat(NewCmdRemove(f, nil), "rate-limit-quarantine-remove"),
+		cmdutil.Flat(NewCmdRemove(f, true, nil), "rate-limit-quarantine-remove"),
 		cmdutil.Flat(NewCmdList(f, nil), "rate-limit-quarantine-list"),
 	}
 }
@@ -111,7 +111,7 @@ its --for duration ends. Administrators can never be quarantined; the server ref
 	}
 	subjectFlags(cmd, opts)
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why: shown in lists and the audit log")
-	cmd.Flags().DurationVar(&opts.For, "for", 0, "lift the quarantine after this long, e.g. 2h (default: until removed)")
+	cmdutil.DurationVar(cmd.Flags(), &opts.For, "for", 0, "lift the quarantine after this long, e.g. 2h or 7d (default: until removed)")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
 }
@@ -159,14 +159,17 @@ func addRun(ctx context.Context, opts *SubjectOptions) error {
 	return err
 }
 
-// NewCmdRemove builds `quarantine remove`.
-func NewCmdRemove(f *cmdutil.Factory, runF func(*SubjectOptions) error) *cobra.Command {
-	opts := &SubjectOptions{Factory: f}
+// NewCmdRemove builds `quarantine remove`. Releasing a subject undoes an
+// incident action, so the grouped verb asks for confirmation (or --yes), as
+// add does; the flat rate-limit-quarantine-remove does not.
+func NewCmdRemove(f *cmdutil.Factory, flat bool, runF func(*SubjectOptions) error) *cobra.Command {
+	opts := &SubjectOptions{Factory: f, Flat: flat}
 	cmd := &cobra.Command{
 		Use:     "remove",
 		Aliases: []string{"rm"},
 		Short:   "Release a subject from quarantine",
-		Example: `  rlctl quarantine remove --subject-type client --subject leaked-agent`,
+		Example: `  rlctl quarantine remove --subject-type client --subject leaked-agent
+  rlctl quarantine remove --subject-type user --subject mallory --yes`,
 		Args:    cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireSubject(cmd); err != nil {
@@ -174,6 +177,11 @@ func NewCmdRemove(f *cmdutil.Factory, runF func(*SubjectOptions) error) *cobra.C
 			}
 			if runF != nil {
 				return runF(opts)
+			}
+			if !opts.Flat && !opts.DryRun {
+				if err := f.Confirm(opts.Yes, fmt.Sprintf("release %s %s from quarantine", opts.SubjectType, opts.Subject)); err != nil {
+					return err
+				}
 			}
 			c, err := f.Client()
 			if err != nil {
@@ -199,6 +207,7 @@ func NewCmdRemove(f *cmdutil.Factory, runF func(*SubjectOptions) error) *cobra.C
 		},
 	}
 	subjectFlags(cmd, opts)
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
 }
 
