@@ -45,15 +45,18 @@ func TestOutputFormats(t *testing.T) {
 	}
 }
 
-func TestPipedOutputIsTabSeparatedWithoutHeader(t *testing.T) {
+// TestPipedOutputIsTabSeparatedUnderAHeader: piped, a table is one
+// tab-separated header line, then one tab-separated line per row.
+func TestPipedOutputIsTabSeparatedUnderAHeader(t *testing.T) {
 	t.Parallel()
 	r := clitest.Start(t)
 	seed(r)
 	piped := r.Must("rate-limit", "list", "--group", "developers")
-	if strings.Contains(piped, "ID") || strings.Count(piped, "\n") != 1 {
-		t.Fatalf("piped output has a header or extra lines:\n%q", piped)
+	header, row, _ := strings.Cut(piped, "\n")
+	if header != "ID\tAXIS\tENTITY\tNAME\tWINDOW\tLIMIT\tMODE\tENABLED" || strings.Count(row, "\n") != 1 {
+		t.Fatalf("piped output is not one header line and one row:\n%q", piped)
 	}
-	fields := strings.Split(strings.TrimSuffix(piped, "\n"), "\t")
+	fields := strings.Split(strings.TrimSuffix(row, "\n"), "\t")
 	if len(fields) != 8 || fields[0] != "caller:group:developers:60" || fields[5] != "user=100 agent=50" {
 		t.Errorf("piped fields = %q", fields)
 	}

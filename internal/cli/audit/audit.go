@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/printer"
@@ -284,7 +283,7 @@ func (s *stream) write(entries []rl.AuditEntry) error {
 		}
 	case printer.YAML:
 		for _, e := range entries {
-			doc, err := yaml.Marshal(e)
+			doc, err := printer.MarshalYAML(e)
 			if err != nil {
 				return err
 			}

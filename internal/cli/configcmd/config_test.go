@@ -80,10 +80,10 @@ func TestContexts(t *testing.T) {
 		t.Errorf("current-context: %q", got)
 	}
 
-	want := "contexts:\n" +
+	want := "current-context: local\n" +
+		"contexts:\n" +
 		"  local:\n    server: http://127.0.0.1:8080\n    token-file: " + filepath.Join(wd, "no-such.token") + "\n" +
-		"  prod:\n    server: https://rlapi.example.com\n    token-file: " + tokenFile + "\n" +
-		"current-context: local\n"
+		"  prod:\n    server: https://rlapi.example.com\n    token-file: " + tokenFile + "\n"
 	if got := r.Must("config", "view"); got != want {
 		t.Errorf("view:\n%s\nwant:\n%s", got, want)
 	}

@@ -134,8 +134,12 @@ func TestGet(t *testing.T) {
 		strings.Index(lines[0], "WINDOW ") != strings.Index(lines[1], "60s") {
 		t.Errorf("table on a terminal: exit %d\n%q\n%q", r.Code, r.Out, r.ErrOut)
 	}
-	// Piped: tab-separated, no header.
-	piped := strings.Split(strings.TrimSpace(h.Must("counters", "get", "--caller", "user:al")), "\t")
+	// Piped: tab-separated, under a header line.
+	header, row, _ := strings.Cut(strings.TrimSpace(h.Must("counters", "get", "--caller", "user:al")), "\n")
+	if header != "KEY\tWINDOW\tWINDOW-START\tCOUNT\tEXPIRES" {
+		t.Errorf("piped header = %q", header)
+	}
+	piped := strings.Split(row, "\t")
 	if len(piped) != 5 || piped[0] != "c|60|user:al" || piped[1] != "60s" || piped[3] != "1" {
 		t.Errorf("piped row = %q", piped)
 	}
@@ -144,7 +148,7 @@ func TestGet(t *testing.T) {
 		!strings.Contains(out, "\ttarget:mcp_server:mcpgw:60\t") {
 		t.Errorf("-o wide = %q", out)
 	}
-	if out := h.Must("counters", "get", "--caller", "user:alice", "-o", "yaml"); !strings.HasPrefix(out, "counters:\n- count: 3\n") {
+	if out := h.Must("counters", "get", "--caller", "user:alice", "-o", "yaml"); !strings.HasPrefix(out, "counters:\n- key: c|60|user:alice\n  window_index: ") || !strings.Contains(out, "\n  count: 3\n") {
 		t.Errorf("-o yaml = %q", out)
 	}
 	if out := h.Must("counters", "get", "--caller", "user:alice", "-o", "name"); out != "counter/c|60|user:alice\n" {

@@ -170,7 +170,7 @@ func NewCmdRemove(f *cmdutil.Factory, flat bool, runF func(*SubjectOptions) erro
 		Short:   "Release a subject from quarantine",
 		Example: `  rlctl quarantine remove --subject-type client --subject leaked-agent
   rlctl quarantine remove --subject-type user --subject mallory --yes`,
-		Args:    cmdutil.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireSubject(cmd); err != nil {
 				return err
