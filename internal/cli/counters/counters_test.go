@@ -125,6 +125,11 @@ func TestGet(t *testing.T) {
 	if got := counts(h, "--target", "mcp_server:/mcpgw/"); !sameCounts(got, map[string]int64{"t|target:mcp_server:mcpgw:60": 4}) {
 		t.Errorf("mcpgw = %v", got)
 	}
+	// A caller definition shows its members' buckets: the counts --caller
+	// shows for each.
+	if got := counts(h, "--definition", "caller:group:developers:60"); !sameCounts(got, map[string]int64{"c|60|user:alice": 3, "c|60|user:al": 1}) {
+		t.Errorf("--definition caller:group:developers:60 = %v, want alice's 3 and al's 1", got)
+	}
 
 	// On a terminal: aligned, with a header.
 	r := h.RunWith(clitest.Opts{TTY: true}, "counters", "get", "--definition", "target:mcp_server:mcpgw:60")
