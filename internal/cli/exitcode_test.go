@@ -204,3 +204,53 @@ func TestRefusedTokenIsOneRequest(t *testing.T) {
 	}
 	r.Must("rate-limit", "list")
 }
+
+// TestMemberSetGroups: an unused group is stored with a warning; --groups ""
+// is the reference's empty list (no membership); one rule refuses a space
+// in a subject as in a group name; a server group listing one server twice
+// is refused naming both.
+func TestMemberSetGroups(t *testing.T) {
+	t.Parallel()
+	r := clitest.Start(t)
+	r.Must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "developers", "--user-max-requests", "30", "--window-seconds", "60")
+
+	res := r.MustWith(clitest.Opts{}, "member", "set", "--subject-type", "user", "--subject", "alice", "--groups", "developers,nosuchgroup")
+	if want := `Warning: no definition uses group "nosuchgroup" yet, so it limits nothing`; !strings.Contains(res.ErrOut, want) || strings.Contains(res.ErrOut, `"developers"`) {
+		t.Errorf("unused group: stderr %q, want %q and nothing about developers", res.ErrOut, want)
+	}
+	if res := r.MustWith(clitest.Opts{}, "member", "set", "--subject-type", "user", "--subject", "alice", "--groups", "developers"); res.ErrOut != "" {
+		t.Errorf("used group: stderr %q", res.ErrOut)
+	}
+
+	if got := r.Must("member", "set", "--subject-type", "user", "--subject", "alice", "--groups", "", "--dry-run"); got != "membership/user:alice would be deleted (no groups)\n" {
+		t.Errorf(`--groups "" --dry-run said %q`, got)
+	}
+	if got := r.Must("member", "set", "--subject-type", "user", "--subject", "alice", "--groups", ""); got != "membership/user:alice deleted (no groups)\n" {
+		t.Errorf(`--groups "" said %q`, got)
+	}
+	if res := r.Run("member", "get", "user:alice"); res.Code != 4 {
+		t.Errorf("membership still there after --groups \"\" (exit %d)", res.Code)
+	}
+	if got := r.Must("rate-limit-member-set", "--subject-type", "user", "--subject", "alice", "--groups", ""); got != "membership/user:alice unchanged (no groups, no membership)\n" {
+		t.Errorf(`--groups "" again said %q`, got)
+	}
+	r.Must("quarantine", "add", "--subject-type", "user", "--subject", "mallory", "--yes")
+	if res := r.Run("member", "set", "--subject-type", "user", "--subject", "mallory", "--groups", ""); res.Code != 2 || !strings.Contains(res.ErrOut, "user:mallory is quarantined") {
+		t.Errorf(`--groups "" on a quarantined subject: exit %d, stderr %q`, res.Code, res.ErrOut)
+	}
+
+	rule := "names and subjects are 1-256 bytes of UTF-8 (any script) without whitespace or control characters"
+	for _, args := range [][]string{
+		{"member", "set", "--subject-type", "user", "--subject", "Alice Smith", "--groups", "developers"},
+		{"rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "power users", "--user-max-requests", "30", "--window-seconds", "60"},
+	} {
+		if res := r.Run(args...); res.Code == 0 || !strings.Contains(res.ErrOut, "must not contain whitespace") || !strings.Contains(res.ErrOut, rule) {
+			t.Errorf("%v: exit %d, stderr %q; want the one rule", args, res.Code, res.ErrOut)
+		}
+	}
+
+	res = r.Run("rate-limit", "set", "--axis", "target", "--entity-type", "server_group", "--name", "kb", "--members", "aws-kb,/aws-kb", "--max-requests", "10", "--window-seconds", "60")
+	if res.Code != 5 || !strings.Contains(res.ErrOut, `members[1]: "/aws-kb" is server "aws-kb" again (members[0] is "aws-kb"): list each server once`) {
+		t.Errorf("server group with a repeated member: exit %d, stderr %q", res.Code, res.ErrOut)
+	}
+}

@@ -255,7 +255,7 @@ func TestDryRunsChangeNothing(t *testing.T) {
 	file := writeFile(t, t.TempDir(), "s.yaml", `definitions:
 - {axis: caller, entity_type: group, name: developers, window_seconds: 60, user_max_requests: 120, agent_max_requests: 50}
 - {axis: target, entity_type: mcp_server, name: /newsrv/, window_seconds: 60, max_requests: 10, description: "  new  "}
-- {axis: target, entity_type: server_group, name: fragile, window_seconds: 60, max_requests: 100, members: [aws-kb, extra, aws-kb], enabled: false}
+- {axis: target, entity_type: server_group, name: fragile, window_seconds: 60, max_requests: 100, members: [aws-kb, extra], enabled: false}
 - {axis: quarantine, entity_type: group, name: quarantine-callers, window_seconds: 1, enabled: false}
 memberships:
 - {subject_type: user, subject: alice, groups: [developers, developers]}
