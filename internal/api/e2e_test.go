@@ -656,6 +656,33 @@ func TestStatusResolvesCallers(t *testing.T) {
 	if !slices.Equal(ids(r), want) {
 		t.Errorf("status of bot on mcpgw = %v, want %v", ids(r), want)
 	}
+	// The reference's scripts read the definitions by axis: "caller",
+	// "target" (and "caller_target"), always arrays.
+	byAxis := func(ds []ratelimit.Definition) []string {
+		out := []string{}
+		for _, d := range ds {
+			out = append(out, d.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	r, _ = c.Status(ctx, client.StatusQuery{Username: "alice", EntityType: "mcp_server", Name: "mcpgw"})
+	for _, tt := range []struct {
+		key       string
+		got, want []string
+	}{
+		{"caller", byAxis(r.Caller), []string{"caller:group:devs:60", "caller:group:devs:86400"}},
+		{"target", byAxis(r.Target), []string{"target:mcp_server:mcpgw:60", "target:server_group:fragile:60"}},
+		{"caller_target", byAxis(r.CallerTarget), []string{"caller_target:group:devs:60"}},
+	} {
+		if !slices.Equal(tt.got, tt.want) {
+			t.Errorf("status %q = %v, want %v", tt.key, tt.got, tt.want)
+		}
+	}
+	r, _ = c.Status(ctx, client.StatusQuery{Identity: "nobody"})
+	if r.Caller == nil || r.Target == nil || r.CallerTarget == nil {
+		t.Errorf("status of a group without definitions: caller %v, target %v, caller_target %v; want [] each", r.Caller, r.Target, r.CallerTarget)
+	}
 }
 
 func TestTokensEndToEnd(t *testing.T) {
