@@ -112,7 +112,9 @@ RLCTL_TOKEN, RLCTL_TOKEN_FILE, then the current context (rlctl config), then
 	root.AddCommand(quarantine.NewFlatCommands(f)...)
 	root.AddCommand(newCmdExitCodes(), newCmdVersion(f))
 	addMoreCommands(root, f)
+	_ = root.MarkPersistentFlagFilename("token-file")
 	cmdutil.RequireSubcommands(root)
+	cmdutil.NoFileCompletion(root)
 	return root
 }
 

@@ -93,6 +93,10 @@ func identity(probs *problems, axis, entityType, name string, window int) string
 	return name
 }
 
+// EntityTypesOn returns the entity types an axis takes, or nil for an
+// unknown axis (for completion: --axis target --entity-type <TAB>).
+func EntityTypesOn(axis string) []string { return entityTypesOn(axis) }
+
 // entityTypesOn returns the entity types an axis takes, or nil for an unknown
 // axis.
 func entityTypesOn(axis string) []string {

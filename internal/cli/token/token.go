@@ -113,6 +113,7 @@ decision endpoints (gateways).`,
 	fl.StringVar(&opts.Role, "role", "", "admin, viewer or enforcer")
 	cmdutil.DurationVar(fl, &opts.ExpiresIn, "expires-in", 0, "expire after this long, e.g. 30d or 720h (default: never)")
 	fl.StringVar(&opts.OutputFile, "output-file", "", "write the secret to this file (mode 0600) instead of stdout")
+	_ = cmd.MarkFlagFilename("output-file")
 	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions(roles, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("name", cobra.NoFileCompletions)
 	return cmd
