@@ -675,8 +675,9 @@ type memPlan struct {
 
 func (a *applier) planMemberships(want section[ratelimit.Membership], cur []ratelimit.Membership, prune bool) (memPlan, error) {
 	var (
-		p       memPlan
-		refused []validate.FieldError
+		p            memPlan
+		refused      []validate.FieldError
+		refusedTotal int
 	)
 	byID := make(map[string]*ratelimit.Membership, len(cur))
 	for i := range cur {
@@ -690,8 +691,11 @@ func (a *applier) planMemberships(want section[ratelimit.Membership], cur []rate
 		if !a.quarantine {
 			var err error
 			if m, err = statediff.LeaveQuarantine(m, old); err != nil {
-				refused = append(refused, validate.FieldError{Field: fmt.Sprintf("memberships[%d].groups", i),
-					Message: fmt.Sprintf("memberships[%d].groups: %v", i, err)})
+				refusedTotal++
+				if len(refused) < maxQuarantineRefusals {
+					refused = append(refused, validate.FieldError{Field: fmt.Sprintf("memberships[%d].groups", i),
+						Message: fmt.Sprintf("memberships[%d].groups: %v", i, err)})
+				}
 				continue
 			}
 		}
@@ -716,7 +720,7 @@ func (a *applier) planMemberships(want section[ratelimit.Membership], cur []rate
 		a.recordMembership("update", old, &m)
 	}
 	if len(refused) > 0 {
-		return p, applyInvalid(refused)
+		return p, quarantineRefused(refused, refusedTotal)
 	}
 	if prune {
 		for i := range cur {
@@ -741,6 +745,29 @@ func (a *applier) planMemberships(want section[ratelimit.Membership], cur []rate
 		}
 	}
 	return p, nil
+}
+
+// maxQuarantineRefusals bounds the memberships a refusal lists, however
+// many of the request's change quarantine.
+const maxQuarantineRefusals = 100
+
+// quarantineRefused is the 400 for memberships that would change
+// quarantine while the apply leaves it alone: the first of them listed,
+// all of them counted.
+func quarantineRefused(refused []validate.FieldError, total int) error {
+	shown := refused[:min(len(refused), 3)]
+	msgs := make([]string, len(shown))
+	for i, fe := range shown {
+		msgs[i] = fe.Message
+	}
+	detail := strings.Join(msgs, "; ")
+	if total > 1 {
+		detail = fmt.Sprintf("%d memberships would change quarantine; nothing was applied: %s", total, detail)
+	}
+	if more := total - len(shown); more > 0 {
+		detail += fmt.Sprintf("; and %d more", more)
+	}
+	return &httpError{status: http.StatusBadRequest, kind: "validation", title: "Invalid request", detail: detail, fields: refused}
 }
 
 type adminPlan struct {
