@@ -2,39 +2,76 @@
 # run.sh: what `make run` does after building. Provision (or reuse) the
 # database, migrate it, make sure a local admin token exists, then serve.
 set -euo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$repo"
 
-DATABASE_URL=$(scripts/devdb.sh url)
-export DATABASE_URL
-addr=${RLAPI_ADDR:-127.0.0.1:8080}
+# context_name is the rlctl context `make run` writes for the checkout at
+# $1: local-<directory>-<6 hex digits of its path>, so two checkouts (even
+# two directories of the same name) never overwrite each other's context.
+# RLCTL_RUN_CONTEXT overrides it.
+context_name() {
+	if [ -n "${RLCTL_RUN_CONTEXT:-}" ]; then
+		printf '%s\n' "$RLCTL_RUN_CONTEXT"
+		return
+	fi
+	local base sum
+	base=$(basename "$1" | tr -c 'A-Za-z0-9._\n-' '-')
+	sum=$(printf '%s' "$1" | sha256sum | cut -c1-6)
+	printf 'local-%s-%s\n' "$base" "$sum"
+}
 
-bin/rlapi migrate
+# config_file is where rlctl keeps its contexts (as internal/cli/config
+# finds it).
+config_file() {
+	if [ -n "${RLCTL_CONFIG:-}" ]; then
+		printf '%s\n' "$RLCTL_CONFIG"
+	else
+		printf '%s/rlctl/config.yaml\n' "${XDG_CONFIG_HOME:-$HOME/.config}"
+	fi
+}
 
-# The bootstrap token belongs to one database: remember which (by a hash of
-# its URL, never the URL itself, which holds a password) and make a new token
-# when the database changes or the file is gone.
-mkdir -p .rl
-tokenfile=.rl/admin.token
-dbsum=$(printf '%s' "$DATABASE_URL" | sha256sum | cut -c1-16)
-if [ ! -s "$tokenfile" ] || [ "$(cat .rl/admin.token.db 2>/dev/null)" != "$dbsum" ]; then
-	bin/rlapi token create --name local-admin --role admin --replace --output-file "$tokenfile"
-	echo "$dbsum" >.rl/admin.token.db
-fi
+main() {
+	local repo addr tokenfile dbsum ctx
+	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	cd "$repo"
 
-# Point rlctl at this server, so that `bin/rlctl rate-limit list` works as is.
-bin/rlctl config set-context local --server "http://$addr" --token-file "$repo/$tokenfile" --use >/dev/null 2>&1 ||
-	echo "run.sh: could not write the rlctl context 'local' (rlctl config set-context)" >&2
+	DATABASE_URL=$(scripts/devdb.sh url)
+	export DATABASE_URL
+	addr=${RLAPI_ADDR:-127.0.0.1:8080}
 
-cat >&2 <<MSG
+	bin/rlapi migrate
+
+	# The bootstrap token belongs to one database: remember which (by a hash of
+	# its URL, never the URL itself, which holds a password) and make a new token
+	# when the database changes or the file is gone.
+	mkdir -p .rl
+	tokenfile=.rl/admin.token
+	dbsum=$(printf '%s' "$DATABASE_URL" | sha256sum | cut -c1-16)
+	if [ ! -s "$tokenfile" ] || [ "$(cat .rl/admin.token.db 2>/dev/null)" != "$dbsum" ]; then
+		bin/rlapi token create --name local-admin --role admin --replace --output-file "$tokenfile"
+		echo "$dbsum" >.rl/admin.token.db
+	fi
+
+	# Point rlctl at this server, so that `bin/rlctl rate-limit list` works as
+	# is, in a context of this checkout's own.
+	ctx=$(context_name "$repo")
+	bin/rlctl config set-context "$ctx" --server "http://$addr" --token-file "$repo/$tokenfile" --use >/dev/null 2>&1 ||
+		echo "run.sh: could not write the rlctl context '$ctx' (rlctl config set-context)" >&2
+
+	cat >&2 <<MSG
 
   rlapi is starting on http://$addr
 
   Admin token:  $repo/$tokenfile (readable only by you)
-  rlctl:        context 'local' is current: try  bin/rlctl rate-limit list
+  rlctl:        context '$ctx' (in $(config_file)) is current:
+                try  bin/rlctl rate-limit list
   Try it:       curl -s http://$addr/healthz
                 curl -s -H "Authorization: Bearer \$(cat $tokenfile)" http://$addr/api/rate-limits
   Stop:         Ctrl-C stops rlapi; 'make db-stop' stops the local PostgreSQL.
 
 MSG
-exec bin/rlapi serve --addr "$addr"
+	exec bin/rlapi serve --addr "$addr"
+}
+
+# Sourced (by a test), it only defines the functions.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	main "$@"
+fi

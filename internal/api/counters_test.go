@@ -154,8 +154,16 @@ func TestCountersFromTheEnforcer(t *testing.T) {
 		{"shadow definition", client.CounterSelector{Definition: "caller:group:developers:3600"}, map[string]int64{
 			"s|caller:group:developers:3600|user:alice": 3, "s|caller:group:developers:3600|user:al": 1,
 			"s|caller:group:developers:3600|user:bob": 2, "s|caller:group:developers:3600|agent:bot": 1}},
-		// Enforce caller buckets are shared by the definitions of a window.
-		{"enforce caller definition", client.CounterSelector{Definition: "caller:group:developers:60"}, map[string]int64{}},
+		// An enforce caller definition shows the buckets of its window of
+		// every caller in its group (shared with their other definitions
+		// of that window): what --caller shows for each of them.
+		{"enforce caller definition", client.CounterSelector{Definition: "caller:group:developers:60"}, map[string]int64{
+			"c|60|user:alice": 3, "c|60|user:al": 1, "c|60|user:bob": 2, "c|60|agent:bot": 1}},
+		{"enforce caller_target definition", client.CounterSelector{Definition: "caller_target:group:developers:60"}, map[string]int64{
+			"ct|60|user:alice|mcp_server:mcpgw": 3, "ct|60|user:al|mcp_server:mcpgw": 1, "ct|60|user:bob|mcp_server:mcpgw": 2,
+			"ct|60|agent:bot|a2a_agent:/booking": 1}},
+		{"caller definition of another window", client.CounterSelector{Definition: "caller:group:developers:120"}, map[string]int64{}},
+		{"caller definition of a group without members", client.CounterSelector{Definition: "caller:group:nobody:60"}, map[string]int64{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

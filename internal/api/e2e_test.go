@@ -211,17 +211,17 @@ func TestSentinels(t *testing.T) {
 	}
 }
 
-// TestOddIDs exercises every route with ids holding '/', ':', '%', spaces
-// and non-ASCII.
+// TestOddIDs exercises every route with ids holding '/', ':', '%', '+' and
+// non-ASCII (whitespace is refused in names: validate.NameRule).
 func TestOddIDs(t *testing.T) {
 	t.Parallel()
 	c, _ := newClient(t)
 	ctx := context.Background()
 	defs := []ratelimit.Definition{
-		{Axis: "target", EntityType: "a2a_agent", Name: "/peer/x y/agent%20é", WindowSeconds: 60, MaxRequests: ptr(5), Enabled: true},
+		{Axis: "target", EntityType: "a2a_agent", Name: "/peer/x+y/agent%20é", WindowSeconds: 60, MaxRequests: ptr(5), Enabled: true},
 		{Axis: "target", EntityType: "mcp_server", Name: "fed/peer:1/srv", WindowSeconds: 60, MaxRequests: ptr(5), Enabled: true},
-		{Axis: "target", EntityType: "mcp_tool", Name: "fed/srv:search docs", WindowSeconds: 60, MaxRequests: ptr(5), Enabled: true},
-		{Axis: "target", EntityType: "a2a_skill", Name: "/booking agent:réserver", WindowSeconds: 60, MaxRequests: ptr(5), Enabled: true},
+		{Axis: "target", EntityType: "mcp_tool", Name: "fed/srv:search+docs", WindowSeconds: 60, MaxRequests: ptr(5), Enabled: true},
+		{Axis: "target", EntityType: "a2a_skill", Name: "/booking-agent:réserver", WindowSeconds: 60, MaxRequests: ptr(5), Enabled: true},
 	}
 	for _, d := range defs {
 		res, err := c.PutDefinition(ctx, d, client.WriteOptions{})
@@ -239,7 +239,7 @@ func TestOddIDs(t *testing.T) {
 			t.Errorf("delete %q: %v", id, err)
 		}
 	}
-	subjects := []string{"a/b:c%d é", "alice@example.com", "x:y/z"}
+	subjects := []string{"a/b:c%d+é", "alice@example.com", "x:y/z"}
 	for _, s := range subjects {
 		m := ratelimit.Membership{SubjectType: "user", Subject: s, Groups: []string{"g"}}
 		if _, err := c.PutMembership(ctx, m, client.WriteOptions{}); err != nil {
@@ -655,6 +655,33 @@ func TestStatusResolvesCallers(t *testing.T) {
 	want = []string{"caller:group:agents:60", "target:mcp_server:mcpgw:60", "target:server_group:fragile:60"}
 	if !slices.Equal(ids(r), want) {
 		t.Errorf("status of bot on mcpgw = %v, want %v", ids(r), want)
+	}
+	// The reference's scripts read the definitions by axis: "caller",
+	// "target" (and "caller_target"), always arrays.
+	byAxis := func(ds []ratelimit.Definition) []string {
+		out := []string{}
+		for _, d := range ds {
+			out = append(out, d.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	r, _ = c.Status(ctx, client.StatusQuery{Username: "alice", EntityType: "mcp_server", Name: "mcpgw"})
+	for _, tt := range []struct {
+		key       string
+		got, want []string
+	}{
+		{"caller", byAxis(r.Caller), []string{"caller:group:devs:60", "caller:group:devs:86400"}},
+		{"target", byAxis(r.Target), []string{"target:mcp_server:mcpgw:60", "target:server_group:fragile:60"}},
+		{"caller_target", byAxis(r.CallerTarget), []string{"caller_target:group:devs:60"}},
+	} {
+		if !slices.Equal(tt.got, tt.want) {
+			t.Errorf("status %q = %v, want %v", tt.key, tt.got, tt.want)
+		}
+	}
+	r, _ = c.Status(ctx, client.StatusQuery{Identity: "nobody"})
+	if r.Caller == nil || r.Target == nil || r.CallerTarget == nil {
+		t.Errorf("status of a group without definitions: caller %v, target %v, caller_target %v; want [] each", r.Caller, r.Target, r.CallerTarget)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,14 +77,18 @@ type applyChange struct {
 	Fields       []statediff.Change `json:"fields,omitempty"`
 }
 
-// applyResult answers POST /api/apply.
+// applyResult answers POST /api/apply. Quarantined and Released count the
+// quarantine/<id> added and removed lines; a quarantine whose reason or
+// expiry changes counts as updated.
 type applyResult struct {
-	DryRun    bool          `json:"dry_run"`
-	Created   int           `json:"created"`
-	Updated   int           `json:"updated"`
-	Deleted   int           `json:"deleted"`
-	Unchanged int           `json:"unchanged"`
-	Changes   []applyChange `json:"changes"`
+	DryRun      bool          `json:"dry_run"`
+	Created     int           `json:"created"`
+	Updated     int           `json:"updated"`
+	Deleted     int           `json:"deleted"`
+	Unchanged   int           `json:"unchanged"`
+	Quarantined int           `json:"quarantined"`
+	Released    int           `json:"released"`
+	Changes     []applyChange `json:"changes"`
 }
 
 func (s *Server) handleApply() http.Handler {
@@ -103,10 +108,15 @@ func (s *Server) handleApply() http.Handler {
 			return
 		}
 		dry := dryQuery || req.dryRun
+		quarantine, err := boolQuery(r, "quarantine")
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
 
 		ctx, cancel := s.applyContext(r)
 		defer cancel()
-		a := applier{actor: actorName(r.Context()), requestID: requestID(r.Context()), now: s.now}
+		a := applier{actor: actorName(r.Context()), requestID: requestID(r.Context()), now: s.now, quarantine: quarantine}
 		var res applyResult
 		err = s.store.InTx(ctx, func(q *store.Queries) error {
 			a.q = q
@@ -126,6 +136,19 @@ func (s *Server) handleApply() http.Handler {
 		res.DryRun = dry
 		encode(w, http.StatusOK, res)
 	})
+}
+
+// boolQuery reads an optional true/false query parameter.
+func boolQuery(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, badRequest(fmt.Sprintf("%s: must be true or false (got %q)", name, v))
+	}
+	return b, nil
 }
 
 // applyContext gives the apply its own deadline, at least minApplyTimeout:
@@ -496,31 +519,63 @@ type applier struct {
 	actor     string
 	requestID string
 	now       func() time.Time // quarantine start times, as the quarantine endpoints use
+	// quarantine lets the apply change quarantine (?quarantine=true);
+	// without it, quarantine is left as it is (statediff.LeaveQuarantine).
+	quarantine bool
 
 	txNow   time.Time
 	entries []applyEntry
 	res     applyResult
 }
 
-// applyEntry is one change with its audit row.
+// applyEntry is one change with its audit row and the report's lines for
+// it (the change itself, or for a membership statediff.MembershipLines).
 type applyEntry struct {
 	change applyChange
 	before any
 	after  any
+	lines  []applyChange
 }
 
 func (a *applier) record(action, kind, id string, before, after any, fields []statediff.Change) {
+	a.recordLines(action, kind, id, before, after, []applyChange{{Action: action, ResourceType: kind, ID: id, Fields: fields}})
+}
+
+// recordMembership records the write of a membership from old to m (nil:
+// created, deleted), reported as statediff.MembershipLines words it.
+func (a *applier) recordMembership(action string, old, m *ratelimit.Membership) {
+	id, before, after := "", any(nil), any(nil)
+	if old != nil {
+		id, before = old.Key(), *old
+	}
+	if m != nil {
+		id, after = m.Key(), *m
+	}
+	var lines []applyChange
+	for _, l := range statediff.MembershipLines(old, m) {
+		lines = append(lines, applyChange{Action: l.Action, ResourceType: l.ResourceType, ID: id, Fields: l.Fields})
+	}
+	a.recordLines(action, kindMembership, id, before, after, lines)
+}
+
+func (a *applier) recordLines(action, kind, id string, before, after any, lines []applyChange) {
 	a.entries = append(a.entries, applyEntry{
-		change: applyChange{Action: action, ResourceType: kind, ID: id, Fields: fields},
-		before: before, after: after,
+		change: applyChange{Action: action, ResourceType: kind, ID: id},
+		before: before, after: after, lines: lines,
 	})
-	switch action {
-	case "create":
-		a.res.Created++
-	case "update":
-		a.res.Updated++
-	case "delete":
-		a.res.Deleted++
+	for _, l := range lines {
+		switch l.Action {
+		case "create":
+			a.res.Created++
+		case "update":
+			a.res.Updated++
+		case "delete":
+			a.res.Deleted++
+		case statediff.ActionQuarantineAdd:
+			a.res.Quarantined++
+		case statediff.ActionQuarantineRemove:
+			a.res.Released++
+		}
 	}
 }
 
@@ -554,7 +609,9 @@ func (a *applier) apply(ctx context.Context, req applyRequest) (applyResult, err
 		if curMems, err = a.q.AllMemberships(ctx); err != nil {
 			return applyResult{}, err
 		}
-		mems = a.planMemberships(req.memberships, curMems, req.prune)
+		if mems, err = a.planMemberships(req.memberships, curMems, req.prune); err != nil {
+			return applyResult{}, err
+		}
 	} else if req.admins.present {
 		// Only the memberships that could clash with a new admin.
 		if curMems, err = a.q.ListMemberships(ctx, store.MembershipFilter{Group: ratelimit.GroupQuarantineCallers}); err != nil {
@@ -598,15 +655,18 @@ func (a *applier) apply(ctx context.Context, req applyRequest) (applyResult, err
 		return cmp.Or(cmp.Compare(x.change.ResourceType, y.change.ResourceType), cmp.Compare(x.change.ID, y.change.ID))
 	})
 	audits := make([]store.Audit, len(a.entries))
-	a.res.Changes = make([]applyChange, len(a.entries))
+	a.res.Changes = []applyChange{}
 	for i, e := range a.entries {
-		a.res.Changes[i] = e.change
+		a.res.Changes = append(a.res.Changes, e.lines...)
 		audits[i] = store.Audit{Actor: a.actor, Action: e.change.Action, ResourceType: e.change.ResourceType,
 			ResourceID: e.change.ID, Before: e.before, After: e.after, RequestID: a.requestID}
 	}
 	if err := q.InsertAudits(ctx, audits); err != nil {
 		return applyResult{}, err
 	}
+	slices.SortStableFunc(a.res.Changes, func(x, y applyChange) int {
+		return cmp.Or(cmp.Compare(x.ResourceType, y.ResourceType), cmp.Compare(x.ID, y.ID))
+	})
 	return a.res, nil
 }
 
@@ -672,17 +732,32 @@ type memPlan struct {
 	desired          []ratelimit.Membership // every membership of the file, as it will be stored
 }
 
-func (a *applier) planMemberships(want section[ratelimit.Membership], cur []ratelimit.Membership, prune bool) memPlan {
-	var p memPlan
+func (a *applier) planMemberships(want section[ratelimit.Membership], cur []ratelimit.Membership, prune bool) (memPlan, error) {
+	var (
+		p            memPlan
+		refused      []validate.FieldError
+		refusedTotal int
+	)
 	byID := make(map[string]*ratelimit.Membership, len(cur))
 	for i := range cur {
 		byID[cur[i].ID] = &cur[i]
 	}
 	inFile := make(map[string]bool, len(want.items))
-	for _, m := range want.items {
+	for i, m := range want.items {
 		id := m.Key()
 		inFile[id] = true
 		old := byID[id]
+		if !a.quarantine {
+			var err error
+			if m, err = statediff.LeaveQuarantine(m, old); err != nil {
+				refusedTotal++
+				if len(refused) < maxQuarantineRefusals {
+					refused = append(refused, validate.FieldError{Field: fmt.Sprintf("memberships[%d].groups", i),
+						Message: fmt.Sprintf("memberships[%d].groups: %v", i, err)})
+				}
+				continue
+			}
+		}
 		// The database keeps microseconds; compare what it will keep.
 		m = statediff.StoredMembership(m, old, a.now())
 		m.ID, m.UpdatedAt = id, &a.txNow
@@ -690,27 +765,68 @@ func (a *applier) planMemberships(want section[ratelimit.Membership], cur []rate
 		if old == nil {
 			m.CreatedAt, m.Version = &a.txNow, 1
 			p.creates = append(p.creates, m)
-			a.record("create", kindMembership, id, nil, m, nil)
+			a.recordMembership("create", nil, &m)
 			continue
 		}
-		fields := statediff.Membership(*old, m)
-		if len(fields) == 0 {
+		// Only what the report can name is written: a new order of the
+		// same groups is not a change.
+		if len(statediff.Membership(*old, m)) == 0 || len(statediff.MembershipLines(old, &m)) == 0 {
 			a.res.Unchanged++
 			continue
 		}
 		m.CreatedAt, m.Version = old.CreatedAt, old.Version+1
 		p.updates = append(p.updates, m)
-		a.record("update", kindMembership, id, *old, m, fields)
+		a.recordMembership("update", old, &m)
+	}
+	if len(refused) > 0 {
+		return p, quarantineRefused(refused, refusedTotal)
 	}
 	if prune {
-		for _, old := range cur {
-			if !inFile[old.ID] {
+		for i := range cur {
+			old := &cur[i]
+			if inFile[old.ID] {
+				continue
+			}
+			keep := (*ratelimit.Membership)(nil)
+			if !a.quarantine {
+				keep = statediff.PruneLeavingQuarantine(*old)
+			}
+			switch {
+			case keep == nil:
 				p.deletes = append(p.deletes, old.ID)
-				a.record("delete", kindMembership, old.ID, old, nil, nil)
+				a.recordMembership("delete", old, nil)
+			case len(keep.Groups) < len(old.Groups):
+				m := *keep
+				m.UpdatedAt, m.Version = &a.txNow, old.Version+1
+				p.updates = append(p.updates, m)
+				a.recordMembership("update", old, &m)
 			}
 		}
 	}
-	return p
+	return p, nil
+}
+
+// maxQuarantineRefusals bounds the memberships a refusal lists, however
+// many of the request's change quarantine.
+const maxQuarantineRefusals = 100
+
+// quarantineRefused is the 400 for memberships that would change
+// quarantine while the apply leaves it alone: the first of them listed,
+// all of them counted.
+func quarantineRefused(refused []validate.FieldError, total int) error {
+	shown := refused[:min(len(refused), 3)]
+	msgs := make([]string, len(shown))
+	for i, fe := range shown {
+		msgs[i] = fe.Message
+	}
+	detail := strings.Join(msgs, "; ")
+	if total > 1 {
+		detail = fmt.Sprintf("%d memberships would change quarantine; nothing was applied: %s", total, detail)
+	}
+	if more := total - len(shown); more > 0 {
+		detail += fmt.Sprintf("; and %d more", more)
+	}
+	return &httpError{status: http.StatusBadRequest, kind: "validation", title: "Invalid request", detail: detail, fields: refused}
 }
 
 type adminPlan struct {

@@ -24,7 +24,8 @@ type counter struct {
 	ExpiresAt     time.Time `json:"expires_at"`
 	// DefinitionID names the definition when the key does: target and
 	// shadow counters. Caller and caller_target buckets are shared by the
-	// definitions of one window.
+	// definitions of one window, so they name none (a definition selector
+	// still finds them, through its group's members).
 	DefinitionID string `json:"definition_id,omitempty"`
 }
 

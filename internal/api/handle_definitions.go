@@ -317,20 +317,28 @@ func streamList[T any](s *Server, w http.ResponseWriter, r *http.Request, key st
 	}
 }
 
-// statusResult answers GET /api/rate-limits-status.
+// statusResult answers GET /api/rate-limits-status. Definitions holds
+// every definition that applies; Caller, Target and CallerTarget split the
+// rate limits of Definitions by axis, the shape the reference's scripts
+// read ({"caller": [...], "target": [...]}). The quarantine sentinels are
+// in Definitions only.
 type statusResult struct {
-	Identity    string                 `json:"identity,omitempty"`
-	Username    string                 `json:"username,omitempty"`
-	ClientID    string                 `json:"client_id,omitempty"`
-	Groups      []string               `json:"groups"`
-	Definitions []ratelimit.Definition `json:"definitions"`
+	Identity     string                 `json:"identity,omitempty"`
+	Username     string                 `json:"username,omitempty"`
+	ClientID     string                 `json:"client_id,omitempty"`
+	Groups       []string               `json:"groups"`
+	Definitions  []ratelimit.Definition `json:"definitions"`
+	Caller       []ratelimit.Definition `json:"caller"`
+	Target       []ratelimit.Definition `json:"target"`
+	CallerTarget []ratelimit.Definition `json:"caller_target"`
 }
 
 func (s *Server) handleStatus() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		res := statusResult{Identity: q.Get("identity"), Username: q.Get("username"), ClientID: q.Get("client_id"),
-			Groups: []string{}, Definitions: []ratelimit.Definition{}}
+			Groups: []string{}, Definitions: []ratelimit.Definition{},
+			Caller: []ratelimit.Definition{}, Target: []ratelimit.Definition{}, CallerTarget: []ratelimit.Definition{}}
 		ctx := r.Context()
 		switch {
 		case res.Identity != "":
@@ -350,6 +358,14 @@ func (s *Server) handleStatus() http.Handler {
 			if !seen[d.ID] {
 				seen[d.ID] = true
 				res.Definitions = append(res.Definitions, d)
+				switch d.Axis {
+				case ratelimit.AxisCaller:
+					res.Caller = append(res.Caller, d)
+				case ratelimit.AxisTarget:
+					res.Target = append(res.Target, d)
+				case ratelimit.AxisCallerTarget:
+					res.CallerTarget = append(res.CallerTarget, d)
+				}
 			}
 			return nil
 		}

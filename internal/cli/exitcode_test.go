@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlctl/rlctl/internal/cli/clitest"
 	"github.com/rlctl/rlctl/pkg/client"
@@ -37,6 +38,10 @@ func TestExitCodes(t *testing.T) {
 		{"missing required flag", clitest.Opts{}, []string{"rate-limit", "set", "--axis", "caller"}, 2, "--entity-type is required"},
 		{"bad output format", clitest.Opts{}, []string{"rate-limit", "list", "-o", "xml"}, 2, "-o: must be one of"},
 		{"extra argument", clitest.Opts{}, []string{"rate-limit", "list", "extra"}, 2, "unknown command"},
+		{"unknown subcommand", clitest.Opts{}, []string{"rate-limit", "lsit"}, 2, "unknown command \"lsit\" for \"rlctl rate-limit\"\n\nDid you mean this?\n\tlist\n"},
+		{"unknown subcommand, deeper", clitest.Opts{}, []string{"config", "use-contxt", "x"}, 2, "Did you mean this?\n\tuse-context"},
+		{"unknown command", clitest.Opts{}, []string{"rate-limt"}, 2, "Did you mean this?\n\trate-limit"},
+		{"missing --token-file", clitest.Opts{Bare: true}, []string{"--server", r.Env.URL, "--token-file", "/nonexistent/token", "rate-limit", "list"}, 2, "read token file: open /nonexistent/token"},
 		{"no token", clitest.Opts{Bare: true}, []string{"--server", r.Env.URL, "rate-limit", "list"}, 3, "missing bearer token"},
 		{"viewer writes", clitest.Opts{Bare: true}, []string{"--server", r.Env.URL, "--token", viewer, "rate-limit", "enable", "caller:group:g:60"}, 3, "role viewer"},
 		{"not found", clitest.Opts{}, []string{"rate-limit", "get", "caller:group:nope:60"}, 4, "definition 'caller:group:nope:60' not found"},
@@ -110,4 +115,142 @@ func TestConfirmation(t *testing.T) {
 		t.Errorf("quarantine add without --yes off a terminal: exit %d", res.Code)
 	}
 	r.Must("quarantine", "add", "--subject-type", "user", "--subject", "a", "--yes")
+
+	// Releasing asks as adding does: off a terminal it needs --yes, on
+	// one "n" keeps the quarantine and "y" releases.
+	quarantined := func() bool {
+		q, err := r.Client().ListQuarantine(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(q.Callers) == 1
+	}
+	if res := r.Run("quarantine", "remove", "--subject-type", "user", "--subject", "a"); res.Code != 2 || !strings.Contains(res.ErrOut, "refusing to release user a from quarantine without confirmation") {
+		t.Errorf("quarantine remove without --yes off a terminal: exit %d, stderr %q", res.Code, res.ErrOut)
+	}
+	res = r.RunWith(clitest.Opts{TTY: true, Stdin: "n\n"}, "quarantine", "remove", "--subject-type", "user", "--subject", "a")
+	if res.Code != 1 || !strings.Contains(res.ErrOut, "Release user a from quarantine? [y/N]") || !quarantined() {
+		t.Errorf("declined release: exit %d, stderr %q, still quarantined %v", res.Code, res.ErrOut, quarantined())
+	}
+	res = r.RunWith(clitest.Opts{TTY: true, Stdin: "y\n"}, "quarantine", "remove", "--subject-type", "user", "--subject", "a")
+	if res.Code != 0 || quarantined() {
+		t.Errorf("confirmed release: exit %d, stderr %q, still quarantined %v", res.Code, res.ErrOut, quarantined())
+	}
+	r.Must("quarantine", "add", "--subject-type", "user", "--subject", "a", "--yes")
+	if got := r.Must("quarantine", "remove", "--subject-type", "user", "--subject", "a", "--yes"); got != "user:a released from quarantine\n" {
+		t.Errorf("quarantine remove --yes said %q", got)
+	}
+
+	// Disabling a quarantine sentinel switches that quarantine off for
+	// everyone: it asks too. An ordinary definition does not.
+	if res := r.Run("rate-limit", "disable", ratelimit.SentinelCallers); res.Code != 2 || !strings.Contains(res.ErrOut, "turning caller quarantine off for every subject") {
+		t.Errorf("disable sentinel without --yes: exit %d, stderr %q", res.Code, res.ErrOut)
+	}
+	res = r.RunWith(clitest.Opts{TTY: true, Stdin: "n\n"}, "rate-limit", "disable", ratelimit.SentinelTargets)
+	if res.Code != 1 || !strings.Contains(res.ErrOut, "turning target quarantine off for every subject? [y/N]") {
+		t.Errorf("declined sentinel disable: exit %d, stderr %q", res.Code, res.ErrOut)
+	}
+	if q, _ := r.Client().ListQuarantine(context.Background()); !q.CallersEnabled || !q.TargetsEnabled {
+		t.Errorf("a refused disable switched quarantine off: %+v", q)
+	}
+	r.Must("rate-limit", "disable", ratelimit.SentinelCallers, "--yes")
+	r.Must("rate-limit", "enable", ratelimit.SentinelCallers)
+	r.Must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "h", "--user-max-requests", "30", "--window-seconds", "60")
+	r.Must("rate-limit", "disable", "caller:group:h:60")
+	// The reference's flat spellings never ask.
+	r.Must("rate-limit-disable", "--id", ratelimit.SentinelCallers)
+	r.Must("rate-limit-quarantine-add", "--subject-type", "user", "--subject", "a")
+	r.Must("rate-limit-quarantine-remove", "--subject-type", "user", "--subject", "a")
+}
+
+// TestDurationsTakeDays: every duration flag reads days, as the dashboard
+// and audit --since do.
+func TestDurationsTakeDays(t *testing.T) {
+	t.Parallel()
+	r := clitest.Start(t)
+	if got := r.Must("quarantine", "add", "--subject-type", "user", "--subject", "a", "--for", "7d", "--yes"); !strings.Contains(got, "user:a quarantined until ") {
+		t.Errorf("--for 7d said %q", got)
+	}
+	q, err := r.Client().ListQuarantine(context.Background())
+	if err != nil || len(q.Callers) != 1 || q.Callers[0].ExpiresAt == nil || q.Callers[0].QuarantinedAt == nil {
+		t.Fatalf("quarantine: %+v, %v", q, err)
+	}
+	if d := q.Callers[0].ExpiresAt.Sub(*q.Callers[0].QuarantinedAt); d < 7*24*time.Hour-time.Minute || d > 7*24*time.Hour+time.Minute {
+		t.Errorf("--for 7d lasts %s", d)
+	}
+	r.Must("quarantine", "add", "--subject-type", "user", "--subject", "b", "--for", "1d12h", "--yes")
+	r.Must("--timeout", "1d", "rate-limit", "list")
+	if res := r.Run("quarantine", "add", "--subject-type", "user", "--subject", "c", "--for", "7days", "--yes"); res.Code != 2 || !strings.Contains(res.ErrOut, `"7days" is not a duration such as 30m, 2h, 7d or 1d12h`) {
+		t.Errorf("--for 7days: exit %d, stderr %q", res.Code, res.ErrOut)
+	}
+}
+
+// TestRefusedTokenIsOneRequest: a refused token (401) or role (403) exits
+// 3 after one request, never retried: four refused runs from this address
+// stay under rlapi's failed-auth lockout (5 a minute), so the admin token
+// still works afterwards.
+func TestRefusedTokenIsOneRequest(t *testing.T) {
+	t.Parallel()
+	r := clitest.Start(t)
+	viewer := r.Env.Token(t, "viewer", "viewer")
+	r.Must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "g", "--user-max-requests", "30", "--window-seconds", "60")
+	for i := range 4 {
+		if res := r.RunWith(clitest.Opts{Token: "bogus"}, "rate-limit", "list"); res.Code != 3 || !strings.Contains(res.ErrOut, "Hint:") {
+			t.Fatalf("run %d with a bogus token: exit %d, stderr %q; want 3 and the hint", i+1, res.Code, res.ErrOut)
+		}
+	}
+	if res := r.RunWith(clitest.Opts{Token: viewer}, "rate-limit", "disable", "caller:group:g:60"); res.Code != 3 {
+		t.Errorf("viewer disables: exit %d, want 3; stderr %q", res.Code, res.ErrOut)
+	}
+	r.Must("rate-limit", "list")
+}
+
+// TestMemberSetGroups: an unused group is stored with a warning; --groups ""
+// is the reference's empty list (no membership); one rule refuses a space
+// in a subject as in a group name; a server group listing one server twice
+// is refused naming both.
+func TestMemberSetGroups(t *testing.T) {
+	t.Parallel()
+	r := clitest.Start(t)
+	r.Must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "developers", "--user-max-requests", "30", "--window-seconds", "60")
+
+	res := r.MustWith(clitest.Opts{}, "member", "set", "--subject-type", "user", "--subject", "alice", "--groups", "developers,nosuchgroup")
+	if want := `Warning: no definition uses group "nosuchgroup" yet, so it limits nothing`; !strings.Contains(res.ErrOut, want) || strings.Contains(res.ErrOut, `"developers"`) {
+		t.Errorf("unused group: stderr %q, want %q and nothing about developers", res.ErrOut, want)
+	}
+	if res := r.MustWith(clitest.Opts{}, "member", "set", "--subject-type", "user", "--subject", "alice", "--groups", "developers"); res.ErrOut != "" {
+		t.Errorf("used group: stderr %q", res.ErrOut)
+	}
+
+	if got := r.Must("member", "set", "--subject-type", "user", "--subject", "alice", "--groups", "", "--dry-run"); got != "membership/user:alice would be deleted (no groups)\n" {
+		t.Errorf(`--groups "" --dry-run said %q`, got)
+	}
+	if got := r.Must("member", "set", "--subject-type", "user", "--subject", "alice", "--groups", ""); got != "membership/user:alice deleted (no groups)\n" {
+		t.Errorf(`--groups "" said %q`, got)
+	}
+	if res := r.Run("member", "get", "user:alice"); res.Code != 4 {
+		t.Errorf("membership still there after --groups \"\" (exit %d)", res.Code)
+	}
+	if got := r.Must("rate-limit-member-set", "--subject-type", "user", "--subject", "alice", "--groups", ""); got != "membership/user:alice unchanged (no groups, no membership)\n" {
+		t.Errorf(`--groups "" again said %q`, got)
+	}
+	r.Must("quarantine", "add", "--subject-type", "user", "--subject", "mallory", "--yes")
+	if res := r.Run("member", "set", "--subject-type", "user", "--subject", "mallory", "--groups", ""); res.Code != 2 || !strings.Contains(res.ErrOut, "user:mallory is quarantined") {
+		t.Errorf(`--groups "" on a quarantined subject: exit %d, stderr %q`, res.Code, res.ErrOut)
+	}
+
+	rule := "names and subjects are 1-256 bytes of UTF-8 (any script) without whitespace or control characters"
+	for _, args := range [][]string{
+		{"member", "set", "--subject-type", "user", "--subject", "Alice Smith", "--groups", "developers"},
+		{"rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "power users", "--user-max-requests", "30", "--window-seconds", "60"},
+	} {
+		if res := r.Run(args...); res.Code == 0 || !strings.Contains(res.ErrOut, "must not contain whitespace") || !strings.Contains(res.ErrOut, rule) {
+			t.Errorf("%v: exit %d, stderr %q; want the one rule", args, res.Code, res.ErrOut)
+		}
+	}
+
+	res = r.Run("rate-limit", "set", "--axis", "target", "--entity-type", "server_group", "--name", "kb", "--members", "aws-kb,/aws-kb", "--max-requests", "10", "--window-seconds", "60")
+	if res.Code != 5 || !strings.Contains(res.ErrOut, `members[1]: "/aws-kb" is server "aws-kb" again (members[0] is "aws-kb"): list each server once`) {
+		t.Errorf("server group with a repeated member: exit %d, stderr %q", res.Code, res.ErrOut)
+	}
 }

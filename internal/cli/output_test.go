@@ -45,15 +45,18 @@ func TestOutputFormats(t *testing.T) {
 	}
 }
 
-func TestPipedOutputIsTabSeparatedWithoutHeader(t *testing.T) {
+// TestPipedOutputIsTabSeparatedUnderAHeader: piped, a table is one
+// tab-separated header line, then one tab-separated line per row.
+func TestPipedOutputIsTabSeparatedUnderAHeader(t *testing.T) {
 	t.Parallel()
 	r := clitest.Start(t)
 	seed(r)
 	piped := r.Must("rate-limit", "list", "--group", "developers")
-	if strings.Contains(piped, "ID") || strings.Count(piped, "\n") != 1 {
-		t.Fatalf("piped output has a header or extra lines:\n%q", piped)
+	header, row, _ := strings.Cut(piped, "\n")
+	if header != "ID\tAXIS\tENTITY\tNAME\tWINDOW\tLIMIT\tMODE\tENABLED" || strings.Count(row, "\n") != 1 {
+		t.Fatalf("piped output is not one header line and one row:\n%q", piped)
 	}
-	fields := strings.Split(strings.TrimSuffix(piped, "\n"), "\t")
+	fields := strings.Split(strings.TrimSuffix(row, "\n"), "\t")
 	if len(fields) != 8 || fields[0] != "caller:group:developers:60" || fields[5] != "user=100 agent=50" {
 		t.Errorf("piped fields = %q", fields)
 	}
@@ -102,7 +105,8 @@ func TestEndpointFromEnvironmentAndContexts(t *testing.T) {
 		t.Errorf("--server over RLCTL_SERVER: exit %d %s", res.Code, res.ErrOut)
 	}
 	// The reference's JSON token-file shapes.
-	for _, body := range []string{`{"access_token":"` + r.Token + `"}`, `{"tokens":{"access_token":"` + r.Token + `"}}`, `{"token":"` + r.Token + `"}`} {
+	for _, body := range []string{`{"access_token":"` + r.Token + `"}`, `{"tokens":{"access_token":"` + r.Token + `"}}`, `{"token":"` + r.Token + `"}`,
+		`{"token_data":{"access_token":"` + r.Token + `","expires_in":3600}}`} {
 		res = r.RunWith(clitest.Opts{Bare: true}, "--server", r.Env.URL, "--token-file", writeTokenFile(t, body), "rate-limit", "list")
 		if res.Code != 0 {
 			t.Errorf("token file %s: exit %d %s", body, res.Code, res.ErrOut)

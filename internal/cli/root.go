@@ -96,7 +96,7 @@ RLCTL_TOKEN, RLCTL_TOKEN_FILE, then the current context (rlctl config), then
 	pf.StringVar(&g.TokenFile, "token-file", "", "file holding the API token, bare or as JSON (RLCTL_TOKEN_FILE)")
 	pf.StringVar(&g.Context, "context", "", "use this context from the config file (RLCTL_CONTEXT)")
 	pf.StringVarP(&g.Output, "output", "o", printer.Table, "output format: "+strings.Join(printer.Formats, ", "))
-	pf.DurationVar(&g.Timeout, "timeout", 30*time.Second, "give up on a request after this long")
+	cmdutil.DurationVar(pf, &g.Timeout, "timeout", 30*time.Second, "give up on a request after this long")
 	pf.BoolVar(&g.NoColor, "no-color", false, "no colour in output (also NO_COLOR)")
 	pf.BoolVar(&g.Debug, "debug", false, "print each request and response line to stderr (token redacted)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(printer.Formats, cobra.ShellCompDirectiveNoFileComp))
@@ -113,6 +113,9 @@ RLCTL_TOKEN, RLCTL_TOKEN_FILE, then the current context (rlctl config), then
 	root.AddCommand(quarantine.NewFlatCommands(f)...)
 	root.AddCommand(newCmdExitCodes(), newCmdVersion(f))
 	addMoreCommands(root, f)
+	_ = root.MarkPersistentFlagFilename("token-file")
+	cmdutil.RequireSubcommands(root)
+	cmdutil.NoFileCompletion(root)
 	return root
 }
 

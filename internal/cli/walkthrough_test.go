@@ -63,7 +63,7 @@ func TestReferenceWalkthrough(t *testing.T) {
 
 	// Clean up to empty lists.
 	ref("rate-limit-quarantine-remove", "--subject-type", "client", "--subject", "my-agent-client-id")
-	if q := ref("rate-limit-quarantine-list"); strings.TrimSpace(q) != "" {
+	if q := ref("rate-limit-quarantine-list"); q != "SCOPE\tID\tREASON\tSINCE\tEXPIRES\tSTATE\n" {
 		t.Errorf("quarantine list after removal:\n%s", q)
 	}
 	ref("rate-limit-member-delete", "--id", "user:alice")
@@ -71,7 +71,7 @@ func TestReferenceWalkthrough(t *testing.T) {
 	for _, id := range []string{"caller:group:developers:60", "caller:group:developers:86400", "target:server_group:fragile-backends:60"} {
 		ref("rate-limit-delete", "--id", id)
 	}
-	if m := ref("rate-limit-member-list"); strings.TrimSpace(m) != "" {
+	if m := ref("rate-limit-member-list"); m != "ID\tSUBJECT-TYPE\tSUBJECT\tGROUPS\n" {
 		t.Errorf("members after cleanup:\n%s", m)
 	}
 	// Only the two sentinels remain, and they cannot be deleted.
@@ -97,14 +97,14 @@ func TestGroupedWalkthrough(t *testing.T) {
 	if got := r.Must("member", "get", "client:bot", "-o", "json"); !strings.Contains(got, `"quarantine_reason": "key leak"`) {
 		t.Errorf("member get: %s", got)
 	}
-	r.Must("quarantine", "remove", "--subject-type", "client", "--subject", "bot")
-	if got := r.Must("quarantine", "remove", "--subject-type", "client", "--subject", "bot"); !strings.Contains(got, "was not quarantined") {
+	r.Must("quarantine", "remove", "--subject-type", "client", "--subject", "bot", "--yes")
+	if got := r.Must("quarantine", "remove", "--subject-type", "client", "--subject", "bot", "--yes"); !strings.Contains(got, "was not quarantined") {
 		t.Errorf("second remove said %q", got)
 	}
 	r.Must("member", "delete", "user:alice", "--yes")
 	r.Must("member", "delete", "client:bot", "--yes")
 	r.Must("rate-limit", "delete", "caller:group:devs:60", "--yes")
-	if got := r.Must("member", "list"); got != "" {
+	if got := r.Must("member", "list"); got != "ID\tSUBJECT-TYPE\tSUBJECT\tGROUPS\n" {
 		t.Errorf("members left: %q", got)
 	}
 }

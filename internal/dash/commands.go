@@ -412,15 +412,22 @@ func isRoleRefusal(err error) bool {
 		(apiErr.Type == "" || apiErr.Type == "https://rlctl.dev/problems/forbidden")
 }
 
+// isAuthFailure reports errors that no retry can cure and that every
+// retry makes worse: the token is refused (401), or its role may not read
+// at all (403 "forbidden" on a load). The dashboard stops on them.
+func isAuthFailure(err error) bool {
+	return errors.Is(err, client.ErrUnauthorized) || isRoleRefusal(err)
+}
+
 // isOutage reports errors that mean the server cannot be used right now:
-// it is unreachable, unavailable, throttling us or refusing the token.
-// These turn the connection state to lost and back the refresh off.
+// it is unreachable, unavailable or throttling us. These turn the
+// connection state to lost and back the refresh off.
 func isOutage(err error) bool {
 	var apiErr *client.APIError
 	if !errors.As(err, &apiErr) {
 		return !errors.Is(err, context.Canceled)
 	}
-	return errors.Is(err, client.ErrUnavailable) || errors.Is(err, client.ErrUnauthorized) || errors.Is(err, client.ErrTooManyRequests)
+	return errors.Is(err, client.ErrUnavailable) || errors.Is(err, client.ErrTooManyRequests)
 }
 
 // errorText says what went wrong in one line: the server's own message,

@@ -8,6 +8,7 @@ package dash
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -43,6 +44,9 @@ func Run(ctx context.Context, opts Options) error {
 	// Calls still in flight when the user quits end with Run.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if err := preflight(ctx, opts); err != nil {
+		return err
+	}
 	m := New(ctx, Config{
 		API:     opts.Client,
 		Server:  opts.Server,
@@ -57,11 +61,34 @@ func Run(ctx context.Context, opts Options) error {
 		input = tea.WithInputTTY()
 	}
 	p := tea.NewProgram(m, tea.WithContext(ctx), input, tea.WithOutput(opts.Out), tea.WithAltScreen())
-	_, err := p.Run()
+	final, err := p.Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // interrupted: leave quietly, as q does
 	}
+	if fm, ok := final.(Model); ok && fm.Err() != nil {
+		return fm.Err()
+	}
 	return err
+}
+
+// preflight makes one small request before the screen opens, so that a
+// refused token (401) or a role that may not read (403) ends the command
+// at once, with rlctl's auth exit code, after a single failed attempt:
+// the first refresh would otherwise send one request per view, enough to
+// trip rlapi's failed-auth lockout for everyone on this address. Other
+// failures (the server is down) are left to the dashboard, which shows
+// them and retries.
+func preflight(ctx context.Context, opts Options) error {
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if _, err := opts.Client.ListQuarantine(ctx); isAuthFailure(err) {
+		return fmt.Errorf("dashboard: %w", err)
+	}
+	return nil
 }
 
 // minRefresh keeps --refresh from hammering the server.
@@ -93,7 +120,9 @@ d release, t/T switch quarantine off and on) each ask for confirmation and show
 the server's answer in the status line. With a viewer token they are hidden.
 
 When the server cannot be reached a banner says so and the dashboard retries with
-backoff; the data on screen stays usable and is marked stale.
+backoff; the data on screen stays usable and is marked stale. A refused token (401)
+or a role that may not read (403) is never retried: the dashboard stops and rlctl
+exits 3, so it cannot trip rlapi's failed-auth lockout.
 
 It needs a terminal; in scripts use the -o json commands (rlctl rate-limit list -o json).`,
 		Example: `  rlctl dashboard
@@ -131,7 +160,7 @@ It needs a terminal; in scripts use the -o json commands (rlctl rate-limit list 
 			})
 		},
 	}
-	cmd.Flags().DurationVar(&refresh, "refresh", 2*time.Second, "reload the view on screen this often")
+	cmdutil.DurationVar(cmd.Flags(), &refresh, "refresh", 2*time.Second, "reload the view on screen this often")
 	return cmd
 }
 

@@ -159,6 +159,35 @@ func TestDashboardEndToEnd(t *testing.T) {
 	}
 }
 
+// TestBogusTokenStopsAtOnce: with a refused token the dashboard makes one
+// request, exits 3 (auth) with the server's message and never trips
+// rlapi's failed-auth lockout (5 failures a minute): after four such runs
+// from this address the admin token still works.
+func TestBogusTokenStopsAtOnce(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, api.Config{})
+	for i := range 4 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds a hang only
+		ios, _, _, errOut := iostreams.Test()
+		ios.SetStdoutTTY(true)
+		code := cli.Run(ctx, []string{"--server", env.URL, "--token", "bogus", "dashboard"}, ios, func(string) string { return "" })
+		cancel()
+		if code != 3 {
+			t.Fatalf("run %d: exit code %d, want 3 (auth); stderr %q", i+1, code, errOut.String())
+		}
+		if msg := errOut.String(); !strings.Contains(msg, "Error: dashboard:") || !strings.Contains(msg, "--token-file") {
+			t.Errorf("run %d: stderr %q, want the server's refusal and the hint", i+1, msg)
+		}
+	}
+	c, err := client.New(env.URL, client.Options{Token: env.AdminToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListQuarantine(context.Background()); err != nil {
+		t.Fatalf("the admin token after the refused dashboards: %v (locked out?)", err)
+	}
+}
+
 // TestRefusesWithoutTerminal: piped, the dashboard exits 2 and points to
 // the -o json commands.
 func TestRefusesWithoutTerminal(t *testing.T) {

@@ -3,7 +3,6 @@ package dash
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -186,17 +186,7 @@ func parseDuration(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	var (
-		d   time.Duration
-		err error
-	)
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		var n int
-		n, err = strconv.Atoi(days)
-		d = time.Duration(n) * 24 * time.Hour
-	} else {
-		d, err = time.ParseDuration(s)
-	}
+	d, err := cmdutil.ParseDuration(s)
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("%q is not a duration such as 30m, 2h or 7d", s)

@@ -2,6 +2,7 @@ package dash
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -123,6 +125,9 @@ type Model struct {
 	lastOK      time.Time
 	conn        connState
 	connErr     error
+	// fatal is why the dashboard stopped on its own: the server refused
+	// the token (401) or its role may not read (403). Run returns it.
+	fatal error
 
 	role role
 	// enforcement is the master switch as last loaded; nil until then.
@@ -259,6 +264,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				m.role = roleAdmin
 			case isRoleRefusal(msg.err):
 				m.setViewer()
+			case errors.Is(msg.err, client.ErrUnauthorized):
+				cmd = m.stop(msg.err)
 			}
 		}
 	case detailMsg:
@@ -303,6 +310,9 @@ func (m *Model) succeed(res resource) {
 // and backs the refresh off (once per round); anything else is reported in
 // the status line and the data on screen stays.
 func (m *Model) fail(res resource, r reply) tea.Cmd {
+	if isAuthFailure(r.err) {
+		return m.stop(r.err)
+	}
 	if !isOutage(r.err) {
 		if isRoleRefusal(r.err) {
 			m.setViewer()
@@ -324,6 +334,17 @@ func (m *Model) fail(res resource, r reply) tea.Cmd {
 	}
 	return nil
 }
+
+// stop ends the program with err: retrying a refused token only feeds
+// the server's failed-auth lockout, which then locks every rlctl on this
+// address out, valid tokens included.
+func (m *Model) stop(err error) tea.Cmd {
+	m.fatal = err
+	return tea.Quit
+}
+
+// Err is why the dashboard stopped on its own, or nil when the user quit.
+func (m Model) Err() error { return m.fatal }
 
 var resourceNames = [numResources]string{"definitions", "memberships", "quarantine", "admins", "audit", "role", "details", "enforcement"}
 
@@ -590,6 +611,9 @@ func (m *Model) finishMutation(msg mutationMsg) tea.Cmd {
 		}
 	}
 	if msg.err != nil {
+		if errors.Is(msg.err, client.ErrUnauthorized) {
+			return m.stop(msg.err)
+		}
 		text := msg.act.verb + ": " + errorText(msg.err)
 		if isRoleRefusal(msg.err) {
 			m.setViewer()

@@ -649,7 +649,7 @@ func TestErrorText(t *testing.T) {
 		{errAdminQuarantine, "refused: client:gateway-health is an administrator", false, false},
 		{errConflict, "conflict: definition", false, false},
 		{errUnavailable, "server unavailable: the database did not answer", true, false},
-		{&client.APIError{StatusCode: 401, Detail: "invalid token"}, "unauthorized: invalid token", true, false},
+		{&client.APIError{StatusCode: 401, Detail: "invalid token"}, "unauthorized: invalid token", false, false},
 		{&client.APIError{StatusCode: 400, Detail: "user_max_requests: below the floor"}, "invalid: user_max_requests", false, false},
 		{fmt.Errorf("list: %w", errors.Join(errors.New("x"), syscall.ECONNRESET)), "cannot reach the server", true, false},
 	}
@@ -663,6 +663,41 @@ func TestErrorText(t *testing.T) {
 		if got := isRoleRefusal(tt.err); got != tt.role {
 			t.Errorf("isRoleRefusal(%v) = %v", tt.err, got)
 		}
+	}
+}
+
+// TestStopsOnRefusedToken: a 401 on any load, or a 403 "forbidden" on a
+// read, ends the program with that error instead of retrying: retries
+// of a refused token trip rlapi's failed-auth lockout.
+func TestStopsOnRefusedToken(t *testing.T) {
+	t.Parallel()
+	errToken := &client.APIError{StatusCode: 401, Type: "https://rlctl.dev/problems/unauthorized", Title: "Unauthorized", Detail: "invalid token"}
+	for _, tt := range []struct {
+		name string
+		res  resource
+		err  error
+	}{
+		{"401 on definitions", resDefinitions, errToken},
+		{"401 on the role check", resRole, errToken},
+		{"403 on a read", resQuarantine, errViewer},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newModel(t, newFakeAPI(), 80, 24)
+			m.gens[tt.res]++
+			msg := failWith(tt.res, tt.err)[0](m)
+			next, cmd := m.Update(msg)
+			wantQuit(t, cmd)
+			if got := next.(Model).Err(); !errors.Is(got, tt.err) {
+				t.Errorf("Err() = %v, want %v", got, tt.err)
+			}
+		})
+	}
+	// A 401 answering a change also stops.
+	m := loaded(t, 80, 24)
+	next, cmd := m.Update(mutationMsg{act: action{verb: "release user:mallory"}, err: errToken})
+	wantQuit(t, cmd)
+	if next.(Model).Err() == nil {
+		t.Error("Err() = nil after a 401 on a change")
 	}
 }
 

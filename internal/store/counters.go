@@ -323,10 +323,11 @@ type CounterSelector struct {
 	// caller_target buckets and shadow counters on it.
 	Target string
 	// Definition is a definition id: a target definition's counter (one
-	// per member for a server group), or the shadow counters of a caller or
-	// caller_target definition. The enforce caller and caller_target
-	// buckets are shared by the definitions of one window, so they belong
-	// to no single definition and are selected by caller or target only.
+	// per member for a server group); for a caller or caller_target
+	// definition its shadow counters and the enforce buckets of its window
+	// of the callers in its group. Those buckets are shared by the
+	// definitions of one window (one bucket per caller and window), so the
+	// same bucket is listed under each such definition of the caller's.
 	Definition string
 }
 
@@ -406,7 +407,7 @@ func (s CounterSelector) where(args *[]any) (string, error) {
 		}
 		return pred + ")", nil
 	default:
-		axis, entity, _, _, err := ratelimit.ParseDefinitionID(s.Definition)
+		axis, entity, name, window, err := ratelimit.ParseDefinitionID(s.Definition)
 		if err != nil {
 			return "", fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
@@ -416,7 +417,29 @@ func (s CounterSelector) where(args *[]any) (string, error) {
 		case axis == ratelimit.AxisTarget:
 			return `c.key = ` + arg("t|"+s.Definition), nil
 		case axis == ratelimit.AxisCaller || axis == ratelimit.AxisCallerTarget:
-			return `(p.kind = 's' and p.slot = ` + arg(s.Definition) + `)`, nil
+			// Its shadow counters, and the enforce buckets of its window
+			// of every caller its group holds: those are the counts its
+			// limit is checked against (shared with the caller's other
+			// definitions of that window, the most restrictive of which
+			// decides). A user member counts as user:<name>, a client
+			// member as agent:<client id>.
+			member := `exists (select 1 from rl_memberships m
+				where m.groups @> array[` + arg(name) + `::text] and m.subject_type in ('user', 'client')
+				and %s)`
+			callerKey := `(case m.subject_type when 'user' then 'user:' else 'agent:' end || m.subject)`
+			var enforced string
+			if axis == ratelimit.AxisCaller {
+				enforced = `(p.kind = 'c' and p.slot = ` + arg(strconv.Itoa(window)) + ` and ` +
+					fmt.Sprintf(member, `p.rest = `+callerKey) + `)`
+			} else {
+				var or []string
+				for _, t := range counterTargetTypes {
+					or = append(or, `starts_with(p.rest, `+callerKey+` || '|`+t+`:')`)
+				}
+				enforced = `(p.kind = 'ct' and p.slot = ` + arg(strconv.Itoa(window)) + ` and ` +
+					fmt.Sprintf(member, "("+strings.Join(or, " or ")+")") + `)`
+			}
+			return `((p.kind = 's' and p.slot = ` + arg(s.Definition) + `) or ` + enforced + `)`, nil
 		}
 		return "false", nil // the quarantine sentinels count nothing
 	}

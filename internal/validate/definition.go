@@ -40,6 +40,9 @@ func Definition(d ratelimit.Definition, f Floors) (ratelimit.Definition, error) 
 	out := d
 	var probs problems
 	out.Name = identity(&probs, d.Axis, d.EntityType, d.Name, d.WindowSeconds)
+	if probs.err() == nil {
+		probs.add(spaceProblem("name", out.Name)) // on writes only, see spaceProblem
+	}
 	checkLimits(&probs, d, f)
 	out.Members = members(&probs, d)
 
@@ -89,6 +92,10 @@ func identity(probs *problems, axis, entityType, name string, window int) string
 	probs.add(windowProblem(axis, window))
 	return name
 }
+
+// EntityTypesOn returns the entity types an axis takes, or nil for an
+// unknown axis (for completion: --axis target --entity-type <TAB>).
+func EntityTypesOn(axis string) []string { return entityTypesOn(axis) }
 
 // entityTypesOn returns the entity types an axis takes, or nil for an unknown
 // axis.
@@ -211,9 +218,10 @@ func groupLimit(field, callerType string, limit *int, floor, window int) *FieldE
 		field, *limit, callerType, floor, floorWindowSeconds, floor, floorWindowSeconds)}
 }
 
-// members normalizes a server_group's member list. Two spellings of one
-// server ("mcpgw", "/mcpgw/") are merged silently: they are the same server,
-// and keeping both would only show up as a confusing duplicate later.
+// members normalizes a server_group's member list. A server listed twice,
+// in any two spellings ("aws-kb", "/aws-kb"), is refused naming both: the
+// reference refuses it too, and storing the list shorter than it was sent
+// would hide a typo (two entries meant to be two servers).
 func members(probs *problems, d ratelimit.Definition) []string {
 	if d.EntityType != ratelimit.EntityServerGroup {
 		if len(d.Members) > 0 {
@@ -226,7 +234,26 @@ func members(probs *problems, d ratelimit.Definition) []string {
 		probs.add(fieldError("members", "must list at least one server for a server_group"))
 		return nil
 	}
-	return distinct(probs, "members", d.Members, serverName)
+	out := make([]string, 0, len(d.Members))
+	first := make(map[string]int, len(d.Members))
+	for i, raw := range d.Members {
+		field := fmt.Sprintf("members[%d]", i)
+		name, fe := serverName(field, raw)
+		if fe == nil {
+			fe = spaceProblem(field, name)
+		}
+		if fe != nil {
+			probs.add(fe)
+			continue
+		}
+		if j, dup := first[name]; dup {
+			probs.add(fieldError(field, "%q is server %q again (members[%d] is %q): list each server once", raw, name, j, d.Members[j]))
+			continue
+		}
+		first[name] = i
+		out = append(out, name)
+	}
+	return out
 }
 
 // scope derives the quarantine scope from the sentinel name. An explicit

@@ -166,9 +166,9 @@ func TestDefinitionAccepts(t *testing.T) {
 			}),
 		},
 		{
-			name: "server_group members normalized and de-duplicated in first-seen order",
+			name: "server_group members normalized, in their order",
 			in: edited(serverGroup(), func(d *ratelimit.Definition) {
-				d.Members = []string{"/aws-kb/", "airegistry-tools", "aws-kb", " /airegistry-tools "}
+				d.Members = []string{"/aws-kb/", " /airegistry-tools "}
 			}),
 			want: edited(serverGroup(), func(d *ratelimit.Definition) {
 				d.ID, d.Mode = "target:server_group:fragile-backends:60", ratelimit.ModeEnforce
@@ -508,6 +508,12 @@ func TestDefinitionRefuses(t *testing.T) {
 			message: `members[2]: must name a path, not only slashes (got "//")`,
 		},
 		{
+			name:    "server_group member twice after normalization",
+			in:      edited(serverGroup(), func(d *def) { d.Members = []string{"aws-kb", "mcpgw", "/aws-kb"} }),
+			field:   "members[2]",
+			message: `members[2]: "/aws-kb" is server "aws-kb" again (members[0] is "aws-kb"): list each server once`,
+		},
+		{
 			name:    "server_group member with a control character",
 			in:      edited(serverGroup(), func(d *def) { d.Members = []string{"mcp\x00gw"} }),
 			field:   "members[0]",
@@ -563,7 +569,7 @@ func TestDefinitionRefuses(t *testing.T) {
 			name:    "group name with a space",
 			in:      edited(callerGroup(), func(d *def) { d.Name = "power users" }),
 			field:   "name",
-			message: `name: must contain only ASCII letters, digits, '.', '_' and '-' (got "power users")`,
+			message: `name: must not contain whitespace (got "power users"): names and subjects are 1-256 bytes of UTF-8 (any script) without whitespace or control characters`,
 		},
 		{
 			name:    "group name with a non-ASCII letter",

@@ -16,4 +16,9 @@
 // result), so two spellings of the same thing can never be stored as two
 // things. A failure is an *Error listing every field at fault, each message
 // naming its field, so one round trip shows the user everything to fix.
+//
+// One rule covers every name and subject (NameRule): 1 to 256 bytes of
+// UTF-8 in any script, no whitespace and no control characters, with
+// surrounding whitespace trimmed. Group names are also kept to ASCII
+// letters, digits, '.', '_' and '-'.
 package validate

@@ -15,6 +15,9 @@ func Membership(m ratelimit.Membership) (ratelimit.Membership, error) {
 
 	var fe *FieldError
 	out.Subject, fe = normalizeSubject(m.SubjectType, m.Subject)
+	if fe == nil {
+		fe = spaceProblem("subject", out.Subject)
+	}
 	probs.add(fe)
 
 	out.Groups = groups(&probs, m.SubjectType, m.Groups)
@@ -85,6 +88,9 @@ func Admin(a ratelimit.Admin) (ratelimit.Admin, error) {
 	fe := check("subject_type", a.SubjectType, adminSubjectTypeRule)
 	if fe == nil {
 		out.Subject, fe = normalizeSubject(a.SubjectType, a.Subject)
+	}
+	if fe == nil {
+		fe = spaceProblem("subject", out.Subject)
 	}
 	probs.add(fe)
 	out.Note, fe = text("note", a.Note, true)

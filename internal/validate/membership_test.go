@@ -151,9 +151,29 @@ func TestMembershipRefuses(t *testing.T) {
 		},
 		{
 			name:    "group name outside the charset",
-			in:      user("developers", "ops", "power users"),
+			in:      user("developers", "ops", "power:users"),
 			field:   "groups[2]",
-			message: `groups[2]: must contain only ASCII letters, digits, '.', '_' and '-' (got "power users")`,
+			message: `groups[2]: must contain only ASCII letters, digits, '.', '_' and '-' (got "power:users")`,
+		},
+		{
+			// One rule for subjects and names: a space inside is refused
+			// in a username as in a group name, with the same message.
+			name:    "user with a space inside",
+			in:      ratelimit.Membership{SubjectType: "user", Subject: "Alice Smith", Groups: []string{"developers"}},
+			field:   "subject",
+			message: `subject: must not contain whitespace (got "Alice Smith"): names and subjects are 1-256 bytes of UTF-8 (any script) without whitespace or control characters`,
+		},
+		{
+			name:    "server with a space inside",
+			in:      ratelimit.Membership{SubjectType: "server", Subject: "/my server/", Groups: []string{"quarantine-targets"}},
+			field:   "subject",
+			message: `subject: must not contain whitespace (got "my server"): names and subjects are 1-256 bytes of UTF-8 (any script) without whitespace or control characters`,
+		},
+		{
+			name:    "group name with a space: the rule subjects follow too",
+			in:      user("developers", "power users"),
+			field:   "groups[1]",
+			message: `groups[1]: must not contain whitespace (got "power users"): names and subjects are 1-256 bytes of UTF-8 (any script) without whitespace or control characters`,
 		},
 		{
 			name:    "group name longer than 256 bytes",

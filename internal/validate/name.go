@@ -116,6 +116,15 @@ func plainName(field, s string) (string, *FieldError) {
 	return s, nameProblem(field, s)
 }
 
+// NameRule is the one rule on every name and subject (users, clients,
+// servers, agents, tools, skills, groups), stated where messages can cite
+// it: 1 to 256 bytes of UTF-8, any script, no whitespace and no control
+// characters, surrounding whitespace trimmed. Group names (group and
+// server_group definitions, membership groups) are further kept to ASCII
+// letters, digits, '.', '_' and '-', since they sit inside ids and counter
+// keys as they are.
+const NameRule = "names and subjects are 1-256 bytes of UTF-8 (any script) without whitespace or control characters"
+
 // nameProblem applies the rules every normalized name and subject shares.
 // Invalid UTF-8 is refused because PostgreSQL text columns refuse it too, and
 // a name the store cannot hold should fail here with a clear message.
@@ -133,10 +142,26 @@ func nameProblem(field, s string) *FieldError {
 	return nil
 }
 
+// spaceProblem refuses whitespace inside a name or subject being stored, as
+// group names always have: "Alice Smith" is a display name, not what a
+// gateway passes as a username, and a name with a space needs quoting in
+// every shell line, URL and log search. It applies to writes only, not to
+// ids and filters, so that a name stored before the rule can still be
+// found, released and deleted.
+func spaceProblem(field, s string) *FieldError {
+	if strings.ContainsFunc(s, unicode.IsSpace) {
+		return fieldError(field, "must not contain whitespace (got %q): %s", s, NameRule)
+	}
+	return nil
+}
+
 // groupName keeps group names to a charset that is safe in ids, counter keys,
 // URLs and shell arguments without quoting.
 func groupName(field, raw string) (string, *FieldError) {
 	s, fe := plainName(field, raw)
+	if fe == nil {
+		fe = spaceProblem(field, s)
+	}
 	if fe != nil {
 		return "", fe
 	}

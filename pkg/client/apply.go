@@ -37,6 +37,12 @@ type ApplyOptions struct {
 	// server rolls back: the report a real apply would give, nothing
 	// written.
 	DryRun bool
+	// Quarantine lets the apply change quarantine (the quarantine groups
+	// of memberships, and their reason and expiry). Without it the server
+	// leaves quarantine as it is: a membership naming no quarantine group
+	// keeps the subject's quarantine, one naming a quarantine group must
+	// match it (else 400), and Prune never releases anyone.
+	Quarantine bool
 	// Timeout bounds the call; zero means the larger of Options.Timeout
 	// and DefaultApplyTimeout, negative means only the context's deadline.
 	Timeout time.Duration
@@ -49,6 +55,10 @@ type ApplyResult struct {
 	Updated   int  `json:"updated"`
 	Deleted   int  `json:"deleted"`
 	Unchanged int  `json:"unchanged"`
+	// Quarantined and Released count the quarantine changes (resource
+	// type quarantine, actions add and remove).
+	Quarantined int `json:"quarantined"`
+	Released    int `json:"released"`
 	// Changes lists the objects created, updated or deleted, sorted by
 	// resource type, then id.
 	Changes []ApplyChange `json:"changes"`
@@ -56,12 +66,19 @@ type ApplyResult struct {
 
 // Changed reports whether the apply changed (or, dry, would change)
 // anything.
-func (r ApplyResult) Changed() bool { return r.Created+r.Updated+r.Deleted > 0 }
+func (r ApplyResult) Changed() bool {
+	return r.Created+r.Updated+r.Deleted+r.Quarantined+r.Released > 0
+}
 
 // ApplyChange is one object an apply created, updated or deleted.
 type ApplyChange struct {
-	Action       string `json:"action"`        // ActionCreate, ActionUpdate or ActionDelete
-	ResourceType string `json:"resource_type"` // definition, membership or admin
+	// ActionCreate, ActionUpdate or ActionDelete; for the resource type
+	// quarantine, ActionQuarantineAdd, ActionQuarantineRemove or
+	// ActionUpdate (its reason or expiry).
+	Action string `json:"action"`
+	// definition, membership, admin, or quarantine: a subject put in or
+	// taken out of a quarantine group, reported apart from its membership.
+	ResourceType string `json:"resource_type"`
 	ID           string `json:"id"`
 	// Fields lists what an update changes; empty for creates and deletes.
 	Fields []Change `json:"fields,omitempty"`
@@ -111,9 +128,12 @@ func (c *Client) Apply(ctx context.Context, state State, o ApplyOptions) (ApplyR
 	if err != nil {
 		return res, fmt.Errorf("apply: encode request: %w", err)
 	}
-	r := request{method: http.MethodPost, path: "/api/apply", noRetry: true}
+	r := request{method: http.MethodPost, path: "/api/apply", noRetry: true, query: url.Values{}}
 	if o.DryRun {
-		r.query = url.Values{"dry_run": {"true"}}
+		r.query.Set("dry_run", "true")
+	}
+	if o.Quarantine {
+		r.query.Set("quarantine", "true")
 	}
 	target, err := c.url(r)
 	if err != nil {

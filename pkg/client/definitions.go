@@ -154,6 +154,11 @@ type StatusResult struct {
 	ClientID    string                 `json:"client_id"`
 	Groups      []string               `json:"groups"`
 	Definitions []ratelimit.Definition `json:"definitions"`
+	// Caller, Target and CallerTarget are Definitions' rate limits by
+	// axis, as the reference answers them.
+	Caller       []ratelimit.Definition `json:"caller"`
+	Target       []ratelimit.Definition `json:"target"`
+	CallerTarget []ratelimit.Definition `json:"caller_target"`
 }
 
 // Status returns the definitions that apply to the caller or group in q.

@@ -38,6 +38,10 @@ const (
 	ActionUpdate    = "update"
 	ActionUnchanged = "unchanged"
 	ActionDelete    = "delete"
+	// An apply's quarantine/<id> lines: a subject put in or taken out of
+	// quarantine.
+	ActionQuarantineAdd    = "add"
+	ActionQuarantineRemove = "remove"
 )
 
 // DryRunReport is what a mutation sent with WriteOptions.DryRun answers: the

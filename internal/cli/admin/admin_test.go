@@ -29,8 +29,12 @@ func TestAddListRemove(t *testing.T) {
 	}
 	h.Must("admin", "add", "--subject-type", "client", "--subject", "ops-bot")
 
-	// Piped: tab-separated rows, no header.
+	// Piped: tab-separated rows under a header line.
 	rows := strings.Split(strings.TrimSpace(h.Must("admin", "list")), "\n")
+	if len(rows) != 3 || rows[0] != "SUBJECT-TYPE\tSUBJECT\tNOTE\tCREATED\tCREATED-BY" {
+		t.Fatalf("list: want a header and 2 rows, got %q", rows)
+	}
+	rows = rows[1:]
 	if len(rows) != 2 {
 		t.Fatalf("list: want 2 rows, got %q", rows)
 	}

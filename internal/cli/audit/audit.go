@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/printer"
@@ -126,28 +125,20 @@ prints one JSON object per line (JSON lines).`,
 	fl.StringVar(&opts.Filter.Actor, "actor", "", "only changes made by this actor (a token name)")
 	fl.IntVar(&opts.Filter.Limit, "limit", defaultLimit, "at most this many entries (with --follow: of the existing ones)")
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new entries until interrupted")
-	fl.DurationVar(&opts.Interval, "interval", 2*time.Second, "with --follow, how often to check for new entries")
+	cmdutil.DurationVar(fl, &opts.Interval, "interval", 2*time.Second, "with --follow, how often to check for new entries")
 	_ = cmd.RegisterFlagCompletionFunc("resource", cobra.FixedCompletions(resourceTypes, cobra.ShellCompDirectiveNoFileComp|cobra.ShellCompDirectiveNoSpace))
 	_ = cmd.RegisterFlagCompletionFunc("since", cobra.FixedCompletions([]string{"15m", "1h", "24h", "7d"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
-// maxDays keeps "<n>d" from overflowing a time.Duration (about 292 years).
-const maxDays = 100000
-
-// ParseSince reads --since: a duration back from now (Go syntax, plus
-// whole days as "7d") or an RFC 3339 time.
+// ParseSince reads --since: a duration back from now (cmdutil.ParseDuration:
+// 1h, 7d) or an RFC 3339 time.
 func ParseSince(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, nil
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil && strings.HasSuffix(s, "d") {
-		if n, nerr := strconv.Atoi(strings.TrimSuffix(s, "d")); nerr == nil && n >= 0 && n <= maxDays {
-			d, err = time.Duration(n)*24*time.Hour, nil
-		}
-	}
-	if err != nil || d < 0 {
+	d, err := cmdutil.ParseDuration(s)
+	if err != nil {
 		return time.Time{}, fmt.Errorf("want a duration such as 1h or 7d, or an RFC 3339 time such as 2026-01-02T15:04:05Z (got %q)", s)
 	}
 	return now.Add(-d), nil
@@ -292,7 +283,7 @@ func (s *stream) write(entries []rl.AuditEntry) error {
 		}
 	case printer.YAML:
 		for _, e := range entries {
-			doc, err := yaml.Marshal(e)
+			doc, err := printer.MarshalYAML(e)
 			if err != nil {
 				return err
 			}

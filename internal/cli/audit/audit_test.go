@@ -38,9 +38,14 @@ func mustInt(t *testing.T, s string) int64 {
 }
 
 // rows splits piped table output into cells.
+// rows splits piped table output into its cells, without the header line.
 func rows(out string) [][]string {
 	var rs [][]string
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) > 0 && strings.HasPrefix(lines[0], "TIME\t") {
+		lines = lines[1:]
+	}
+	for _, line := range lines {
 		if line != "" {
 			rs = append(rs, strings.Split(line, "\t"))
 		}

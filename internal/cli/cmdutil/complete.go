@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rlctl/rlctl/pkg/client"
 )
@@ -41,4 +42,28 @@ func CompleteFromServer(f *Factory, toComplete string, directive cobra.ShellComp
 		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
 	}
 	return out, directive
+}
+
+// NoFileCompletion makes every command under root and every flag of theirs
+// that has no completion of its own complete nothing instead of file
+// names, cobra's default: only the flags marked as files (MarkFlagFilename)
+// complete paths. Help topics and commands without arguments then never
+// offer the working directory.
+func NoFileCompletion(root *cobra.Command) {
+	if root.ValidArgsFunction == nil && len(root.ValidArgs) == 0 {
+		root.ValidArgsFunction = cobra.NoFileCompletions
+	}
+	register := func(fl *pflag.Flag) {
+		if fl.Value.Type() == "bool" || fl.Annotations[cobra.BashCompFilenameExt] != nil {
+			return
+		}
+		if _, ok := root.GetFlagCompletionFunc(fl.Name); !ok {
+			_ = root.RegisterFlagCompletionFunc(fl.Name, cobra.NoFileCompletions)
+		}
+	}
+	root.LocalNonPersistentFlags().VisitAll(register)
+	root.PersistentFlags().VisitAll(register)
+	for _, c := range root.Commands() {
+		NoFileCompletion(c)
+	}
 }

@@ -126,7 +126,10 @@ func (f *Factory) Client() (*client.Client, error) {
 
 // ReadTokenFile reads a token from a file: a bare token, or JSON in the
 // shapes the reference's token files use ({"access_token": ...},
-// {"token": ...}, {"tokens": {"access_token": ...}}).
+// {"token": ...}, {"tokens": {"access_token": ...}},
+// {"token_data": {"access_token": ...}}). Every failure is a usage error
+// (exit 2): the command line or the configuration names a file that
+// cannot serve, and nothing was sent.
 func ReadTokenFile(path string) (string, error) {
 	if strings.HasPrefix(path, "~/") {
 		if home, err := os.UserHomeDir(); err == nil {
@@ -135,31 +138,33 @@ func ReadTokenFile(path string) (string, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("read token file: %w", err)
+		return "", FlagErrorf("read token file: %v", err)
 	}
 	text := strings.TrimSpace(string(b))
 	if strings.HasPrefix(text, "{") {
-		var doc struct {
+		type accessToken struct {
 			AccessToken string `json:"access_token"`
-			Token       string `json:"token"`
-			Tokens      struct {
-				AccessToken string `json:"access_token"`
-			} `json:"tokens"`
+		}
+		var doc struct {
+			AccessToken string      `json:"access_token"`
+			Token       string      `json:"token"`
+			Tokens      accessToken `json:"tokens"`
+			TokenData   accessToken `json:"token_data"`
 		}
 		if err := json.Unmarshal([]byte(text), &doc); err != nil {
-			return "", fmt.Errorf("token file %s: not a token nor valid JSON: %v", path, err)
+			return "", FlagErrorf("token file %s: not a token nor valid JSON: %v", path, err)
 		}
-		for _, t := range []string{doc.AccessToken, doc.Token, doc.Tokens.AccessToken} {
+		for _, t := range []string{doc.AccessToken, doc.Token, doc.Tokens.AccessToken, doc.TokenData.AccessToken} {
 			if t != "" {
 				return t, nil
 			}
 		}
-		return "", fmt.Errorf("token file %s: JSON without access_token, token or tokens.access_token", path)
+		return "", FlagErrorf("token file %s: JSON without access_token, token, tokens.access_token or token_data.access_token", path)
 	}
 	// A bare token: the first line.
 	line, _, _ := strings.Cut(text, "\n")
 	if line == "" {
-		return "", fmt.Errorf("token file %s is empty", path)
+		return "", FlagErrorf("token file %s is empty", path)
 	}
 	return strings.TrimSpace(line), nil
 }

@@ -115,3 +115,37 @@ func Flat(cmd *cobra.Command, name string) *cobra.Command {
 	cmd.Short += " (reference CLI spelling)"
 	return cmd
 }
+
+// RequireSubcommands makes every command under root that only groups
+// others (it has subcommands and no Run of its own) refuse an unknown
+// subcommand as a usage error (exit 2) with cobra's suggestions, instead of
+// printing its help and exiting 0: `rlctl rate-limit lsit` is a typo a
+// script must not take for success. Without arguments such a command still
+// prints its help.
+func RequireSubcommands(root *cobra.Command) {
+	if root.HasSubCommands() && !root.Runnable() {
+		root.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			return UnknownCommandError(cmd, args[0])
+		}
+		root.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+	}
+	for _, c := range root.Commands() {
+		RequireSubcommands(c)
+	}
+}
+
+// UnknownCommandError is the usage error for a subcommand cmd does not
+// have, with the names it may have meant.
+func UnknownCommandError(cmd *cobra.Command, name string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", name, cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's own default
+	}
+	if s := cmd.SuggestionsFor(name); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	}
+	return FlagErrorf("%s\n\nRun '%s --help' for usage", msg, cmd.CommandPath())
+}

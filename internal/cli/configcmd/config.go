@@ -86,6 +86,7 @@ is read on each command, so rotating the token means replacing the file.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Server, "server", "", "the context's rlapi URL")
 	fl.StringVar(&opts.TokenFile, "token-file", "", "file holding the context's token (stored as an absolute path)")
+	_ = cmd.MarkFlagFilename("token-file")
 	fl.BoolVar(&opts.Use, "use", false, "make it the current context")
 	return cmd
 }

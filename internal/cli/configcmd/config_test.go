@@ -3,6 +3,7 @@ package configcmd_test
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,10 +81,10 @@ func TestContexts(t *testing.T) {
 		t.Errorf("current-context: %q", got)
 	}
 
-	want := "contexts:\n" +
+	want := "current-context: local\n" +
+		"contexts:\n" +
 		"  local:\n    server: http://127.0.0.1:8080\n    token-file: " + filepath.Join(wd, "no-such.token") + "\n" +
-		"  prod:\n    server: https://rlapi.example.com\n    token-file: " + tokenFile + "\n" +
-		"current-context: local\n"
+		"  prod:\n    server: https://rlapi.example.com\n    token-file: " + tokenFile + "\n"
 	if got := r.Must("config", "view"); got != want {
 		t.Errorf("view:\n%s\nwant:\n%s", got, want)
 	}
@@ -223,5 +224,40 @@ func TestFlags(t *testing.T) {
 		if got.TokenFile != filepath.Join(home, "t") {
 			t.Errorf("~ not expanded: %q", got.TokenFile)
 		}
+	}
+}
+
+// TestMakeRunContextPerCheckout: `make run` (scripts/run.sh) names its
+// context after the checkout, so two checkouts, even of the same directory
+// name, write two contexts instead of overwriting one named local.
+func TestMakeRunContextPerCheckout(t *testing.T) {
+	r := newRlctl(t)
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := func(checkout string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "-c", `source scripts/run.sh && context_name "$1"`, "bash", checkout)
+		cmd.Dir = root
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("context_name %s: %v", checkout, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	a, b := name("/home/ann/src/rlctl"), name("/home/ann/work/rlctl")
+	if a == b || !strings.HasPrefix(a, "local-rlctl-") || !strings.HasPrefix(b, "local-rlctl-") {
+		t.Fatalf("context names %q and %q: want two names local-rlctl-<hash>", a, b)
+	}
+	if again := name("/home/ann/src/rlctl"); again != a {
+		t.Errorf("the same checkout named %q, then %q", a, again)
+	}
+	for _, ctx := range []string{a, b} {
+		r.MustWith(clitest.Opts{}, "config", "set-context", ctx, "--server", "http://127.0.0.1:8080", "--token-file", "/nonexistent/"+ctx)
+	}
+	if cfg := load(r); cfg.Contexts[a] == nil || cfg.Contexts[b] == nil {
+		t.Errorf("contexts after two checkouts: %v", cfg.Contexts)
 	}
 }

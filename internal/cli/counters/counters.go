@@ -48,8 +48,11 @@ Select exactly one subject:
   --caller user:<name> | agent:<client id>   its caller, caller_target and shadow counters
   --target <entity_type>:<name>              its target and server-group counters, and
                                              every caller's counters on it
-  --definition ID                            a target definition's counters, or a shadow
-                                             definition's
+  --definition ID                            a target definition's counters; for a caller
+                                             or caller_target definition the buckets of
+                                             its window of every caller in its group
+                                             (shared with their other definitions of
+                                             that window) and its shadow counters
 
 Matching is exact: --caller user:al never touches user:alice.`,
 		GroupID: "core",

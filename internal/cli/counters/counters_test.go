@@ -125,6 +125,11 @@ func TestGet(t *testing.T) {
 	if got := counts(h, "--target", "mcp_server:/mcpgw/"); !sameCounts(got, map[string]int64{"t|target:mcp_server:mcpgw:60": 4}) {
 		t.Errorf("mcpgw = %v", got)
 	}
+	// A caller definition shows its members' buckets: the counts --caller
+	// shows for each.
+	if got := counts(h, "--definition", "caller:group:developers:60"); !sameCounts(got, map[string]int64{"c|60|user:alice": 3, "c|60|user:al": 1}) {
+		t.Errorf("--definition caller:group:developers:60 = %v, want alice's 3 and al's 1", got)
+	}
 
 	// On a terminal: aligned, with a header.
 	r := h.RunWith(clitest.Opts{TTY: true}, "counters", "get", "--definition", "target:mcp_server:mcpgw:60")
@@ -134,8 +139,12 @@ func TestGet(t *testing.T) {
 		strings.Index(lines[0], "WINDOW ") != strings.Index(lines[1], "60s") {
 		t.Errorf("table on a terminal: exit %d\n%q\n%q", r.Code, r.Out, r.ErrOut)
 	}
-	// Piped: tab-separated, no header.
-	piped := strings.Split(strings.TrimSpace(h.Must("counters", "get", "--caller", "user:al")), "\t")
+	// Piped: tab-separated, under a header line.
+	header, row, _ := strings.Cut(strings.TrimSpace(h.Must("counters", "get", "--caller", "user:al")), "\n")
+	if header != "KEY\tWINDOW\tWINDOW-START\tCOUNT\tEXPIRES" {
+		t.Errorf("piped header = %q", header)
+	}
+	piped := strings.Split(row, "\t")
 	if len(piped) != 5 || piped[0] != "c|60|user:al" || piped[1] != "60s" || piped[3] != "1" {
 		t.Errorf("piped row = %q", piped)
 	}
@@ -144,7 +153,7 @@ func TestGet(t *testing.T) {
 		!strings.Contains(out, "\ttarget:mcp_server:mcpgw:60\t") {
 		t.Errorf("-o wide = %q", out)
 	}
-	if out := h.Must("counters", "get", "--caller", "user:alice", "-o", "yaml"); !strings.HasPrefix(out, "counters:\n- count: 3\n") {
+	if out := h.Must("counters", "get", "--caller", "user:alice", "-o", "yaml"); !strings.HasPrefix(out, "counters:\n- key: c|60|user:alice\n  window_index: ") || !strings.Contains(out, "\n  count: 3\n") {
 		t.Errorf("-o yaml = %q", out)
 	}
 	if out := h.Must("counters", "get", "--caller", "user:alice", "-o", "name"); out != "counter/c|60|user:alice\n" {

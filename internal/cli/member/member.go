@@ -4,6 +4,8 @@ package member
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -71,8 +73,16 @@ func NewCmdSet(f *cmdutil.Factory, runF func(*SetOptions) error) *cobra.Command 
 	cmd := &cobra.Command{
 		Use:   "set",
 		Short: "Set the groups of a user, client, server or agent (replaces its groups)",
+		Long: `Set the groups of a subject, replacing the ones it had. A group that no definition
+uses is accepted (define it later) with a warning, since it is often a typo.
+
+--groups "" sets no groups, as in the reference CLI: a subject in no group is the
+same as one without a membership, so the membership is deleted (and nothing
+happens when there is none). A quarantined subject is refused: release it with
+rlctl quarantine remove first.`,
 		Example: `  rlctl member set --subject-type user --subject alice --groups power-users
-  rlctl member set --subject-type client --subject my-agent-client-id --groups power-users,batch`,
+  rlctl member set --subject-type client --subject my-agent-client-id --groups power-users,batch
+  rlctl member set --subject-type user --subject alice --groups ""`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := cmdutil.RequireFlags(cmd, "subject-type", "subject", "groups"); err != nil {
@@ -115,6 +125,11 @@ func setRun(ctx context.Context, opts *SetOptions) error {
 	var before *rl.Membership
 	if old, err := c.GetMembership(ctx, opts.Membership.Key()); err == nil {
 		before = &old
+	} else if !errors.Is(err, client.ErrNotFound) {
+		return err
+	}
+	if len(opts.Membership.Groups) == 0 {
+		return setNoGroups(ctx, opts, c, before)
 	}
 	res, err := c.PutMembership(ctx, opts.Membership, client.WriteOptions{IfVersion: opts.IfVersion, DryRun: opts.DryRun})
 	if err != nil {
@@ -127,7 +142,63 @@ func setRun(ctx context.Context, opts *SetOptions) error {
 		}
 		return printer.Object(f.IOStreams, f.Global.Output, res.Value, Columns, "membership", idOf)
 	}
-	return ratelimit.PrintOutcome(f, "membership", res.Value.Key(), before, &res.Value, res.Created, res.DryRun != nil)
+	if err := ratelimit.PrintOutcome(f, "membership", res.Value.Key(), before, &res.Value, res.Created, res.DryRun != nil); err != nil {
+		return err
+	}
+	warnUnusedGroups(ctx, f, c, res.Value.Groups)
+	return nil
+}
+
+// warnUnusedGroups says on stderr which of groups no definition uses: the
+// membership is stored (the definition may come later), but a group
+// nothing limits is most often a typo.
+func warnUnusedGroups(ctx context.Context, f *cmdutil.Factory, c *client.Client, groups []string) {
+	defs, err := c.ListAllDefinitions(ctx, client.DefinitionFilter{EntityType: rl.EntityGroup})
+	if err != nil {
+		return // a warning is not worth failing a change that succeeded
+	}
+	used := map[string]bool{}
+	for _, d := range defs {
+		used[d.Name] = true
+	}
+	for _, g := range groups {
+		if !used[g] && g != rl.GroupQuarantineCallers && g != rl.GroupQuarantineTargets {
+			fmt.Fprintf(f.IOStreams.ErrOut, "Warning: no definition uses group %q yet, so it limits nothing (rlctl rate-limit list --entity-type group lists the groups)\n", g)
+		}
+	}
+}
+
+// setNoGroups is `member set --groups ""`: no groups is no membership, so
+// an existing one is deleted. A quarantined subject is refused: that would
+// release it, which is quarantine remove's job.
+func setNoGroups(ctx context.Context, opts *SetOptions, c *client.Client, before *rl.Membership) error {
+	f := opts.Factory
+	id := opts.Membership.Key()
+	if before != nil {
+		id = before.Key()
+		if before.HasGroup(rl.GroupQuarantineCallers) || before.HasGroup(rl.GroupQuarantineTargets) {
+			return cmdutil.FlagErrorf("%s is quarantined: --groups \"\" would release it; run rlctl quarantine remove first", id)
+		}
+	}
+	verb := "unchanged (no groups, no membership)"
+	if before != nil {
+		if _, err := c.DeleteMembership(ctx, id, client.WriteOptions{IfVersion: opts.IfVersion, DryRun: opts.DryRun}); err != nil {
+			return err
+		}
+		verb = "deleted (no groups)"
+		if opts.DryRun {
+			verb = "would be deleted (no groups)"
+		}
+	}
+	switch f.Global.Output {
+	case printer.JSON, printer.YAML:
+		return printer.Document(f.IOStreams, f.Global.Output, map[string]any{"id": id, "groups": []string{}, "deleted": before != nil, "dry_run": opts.DryRun}, nil)
+	case printer.Name:
+		_, err := fmt.Fprintf(f.IOStreams.Out, "membership/%s\n", id)
+		return err
+	}
+	_, err := fmt.Fprintf(f.IOStreams.Out, "membership/%s %s\n", id, verb)
+	return err
 }
 
 // ListOptions are the inputs of `member list`.

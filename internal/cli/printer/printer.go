@@ -1,6 +1,7 @@
 // Package printer writes command output in the format the user chose:
-// aligned tables with a header on a terminal, tab-separated rows without a
-// header when piped, or stable JSON, YAML or resource names.
+// aligned tables with a header on a terminal, tab-separated rows under a
+// header line when piped, or stable JSON, YAML (in the same field order)
+// or resource names.
 package printer
 
 import (
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
-	"sigs.k8s.io/yaml"
 
 	"github.com/rlctl/rlctl/internal/cli/iostreams"
 )
@@ -120,23 +120,21 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func writeYAML(w io.Writer, v any) error {
-	b, err := yaml.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
-}
-
 // clean keeps a cell on one line and free of tabs, which would break both
 // alignment and tab-separated parsing.
 func clean(s string) string {
 	return strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s)
 }
 
+// writeTable aligns the table under a header on a terminal. Piped, it
+// writes tab-separated lines, still under one header line so that a
+// reader of `| less` or a file knows the columns (scripts that want no
+// header have -o json, or skip the first line).
 func writeTable(io *iostreams.IOStreams, headers []string, rows [][]string) error {
 	if !io.IsStdoutTTY() {
+		if _, err := fmt.Fprintln(io.Out, strings.Join(headers, "\t")); err != nil {
+			return err
+		}
 		for _, r := range rows {
 			if _, err := fmt.Fprintln(io.Out, strings.Join(r, "\t")); err != nil {
 				return err

@@ -5,14 +5,15 @@ package quarantine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
-	"github.com/rlctl/rlctl/internal/cli/member"
 	"github.com/rlctl/rlctl/internal/cli/printer"
 	"github.com/rlctl/rlctl/pkg/client"
+	rl "github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // row is one line of the quarantine table.
@@ -44,7 +45,7 @@ func NewCmdQuarantine(f *cmdutil.Factory) *cobra.Command {
 		Short:   "Block a caller or a target at once (the kill switch)",
 		GroupID: "core",
 	}
-	cmd.AddCommand(NewCmdAdd(f, false, nil), NewCmdRemove(f, nil), NewCmdList(f, nil))
+	cmd.AddCommand(NewCmdAdd(f, false, nil), NewCmdRemove(f, false, nil), NewCmdList(f, nil))
 	return cmd
 }
 
@@ -52,7 +53,7 @@ func NewCmdQuarantine(f *cmdutil.Factory) *cobra.Command {
 func NewFlatCommands(f *cmdutil.Factory) []*cobra.Command {
 	return []*cobra.Command{
 		cmdutil.Flat(NewCmdAdd(f, true, nil), "rate-limit-quarantine-add"),
-		cmdutil.Flat(NewCmdRemove(f, nil), "rate-limit-quarantine-remove"),
+		cmdutil.Flat(NewCmdRemove(f, true, nil), "rate-limit-quarantine-remove"),
 		cmdutil.Flat(NewCmdList(f, nil), "rate-limit-quarantine-list"),
 	}
 }
@@ -69,13 +70,56 @@ type SubjectOptions struct {
 	Flat        bool
 }
 
-func subjectFlags(cmd *cobra.Command, opts *SubjectOptions) {
+// subjectFlags adds --subject-type, --subject and --dry-run. --subject
+// completes bare subjects (alice, not user:alice) of the --subject-type
+// given: the quarantined ones for remove (quarantined), the others with a
+// membership for add.
+func subjectFlags(cmd *cobra.Command, opts *SubjectOptions, quarantined bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&opts.SubjectType, "subject-type", "", "user, client (callers), server or agent (targets)")
 	fl.StringVar(&opts.Subject, "subject", "", "username, client id, server name or agent path")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change, changing nothing")
 	_ = cmd.RegisterFlagCompletionFunc("subject-type", cobra.FixedCompletions([]string{"user", "client", "server", "agent"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("subject", member.CompleteSubjects(opts.Factory))
+	_ = cmd.RegisterFlagCompletionFunc("subject", completeSubjects(opts.Factory, quarantined))
+}
+
+func completeSubjects(f *cmdutil.Factory, quarantined bool) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		typ, _ := cmd.Flags().GetString("subject-type")
+		return cmdutil.CompleteFromServer(f, toComplete, cobra.ShellCompDirectiveNoFileComp,
+			func(ctx context.Context, c *client.Client, toComplete string) ([]string, error) {
+				var out []string
+				add := func(subjectType, subject, about string) {
+					if (typ == "" || typ == subjectType) && strings.HasPrefix(subject, toComplete) {
+						out = append(out, subject+"\t"+subjectType+about)
+					}
+				}
+				if quarantined {
+					q, err := c.ListQuarantine(ctx)
+					if err != nil {
+						return nil, err
+					}
+					for _, e := range append(q.Callers, q.Targets...) {
+						about := ", quarantined"
+						if e.Reason != "" {
+							about += ": " + e.Reason
+						}
+						add(e.SubjectType, e.Subject, about)
+					}
+					return out, nil
+				}
+				ms, err := c.ListAllMemberships(ctx, client.MembershipFilter{SubjectType: typ})
+				if err != nil {
+					return nil, err
+				}
+				for _, m := range ms {
+					if !m.HasGroup(rl.GroupQuarantineCallers) && !m.HasGroup(rl.GroupQuarantineTargets) {
+						add(m.SubjectType, m.Subject, " in "+strings.Join(m.Groups, ","))
+					}
+				}
+				return out, nil
+			})
+	}
 }
 
 func requireSubject(cmd *cobra.Command) error {
@@ -109,9 +153,9 @@ its --for duration ends. Administrators can never be quarantined; the server ref
 			return addRun(cmd.Context(), opts)
 		},
 	}
-	subjectFlags(cmd, opts)
+	subjectFlags(cmd, opts, false)
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why: shown in lists and the audit log")
-	cmd.Flags().DurationVar(&opts.For, "for", 0, "lift the quarantine after this long, e.g. 2h (default: until removed)")
+	cmdutil.DurationVar(cmd.Flags(), &opts.For, "for", 0, "lift the quarantine after this long, e.g. 2h or 7d (default: until removed)")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
 }
@@ -159,21 +203,29 @@ func addRun(ctx context.Context, opts *SubjectOptions) error {
 	return err
 }
 
-// NewCmdRemove builds `quarantine remove`.
-func NewCmdRemove(f *cmdutil.Factory, runF func(*SubjectOptions) error) *cobra.Command {
-	opts := &SubjectOptions{Factory: f}
+// NewCmdRemove builds `quarantine remove`. Releasing a subject undoes an
+// incident action, so the grouped verb asks for confirmation (or --yes), as
+// add does; the flat rate-limit-quarantine-remove does not.
+func NewCmdRemove(f *cmdutil.Factory, flat bool, runF func(*SubjectOptions) error) *cobra.Command {
+	opts := &SubjectOptions{Factory: f, Flat: flat}
 	cmd := &cobra.Command{
 		Use:     "remove",
 		Aliases: []string{"rm"},
 		Short:   "Release a subject from quarantine",
-		Example: `  rlctl quarantine remove --subject-type client --subject leaked-agent`,
-		Args:    cmdutil.NoArgs,
+		Example: `  rlctl quarantine remove --subject-type client --subject leaked-agent
+  rlctl quarantine remove --subject-type user --subject mallory --yes`,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireSubject(cmd); err != nil {
 				return err
 			}
 			if runF != nil {
 				return runF(opts)
+			}
+			if !opts.Flat && !opts.DryRun {
+				if err := f.Confirm(opts.Yes, fmt.Sprintf("release %s %s from quarantine", opts.SubjectType, opts.Subject)); err != nil {
+					return err
+				}
 			}
 			c, err := f.Client()
 			if err != nil {
@@ -198,7 +250,8 @@ func NewCmdRemove(f *cmdutil.Factory, runF func(*SubjectOptions) error) *cobra.C
 			return err
 		},
 	}
-	subjectFlags(cmd, opts)
+	subjectFlags(cmd, opts, true)
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
 }
 

@@ -15,7 +15,7 @@ func NewCmdRateLimit(f *cmdutil.Factory) *cobra.Command {
 		GroupID: "core",
 	}
 	cmd.AddCommand(NewCmdSet(f, nil), NewCmdList(f, nil), NewCmdGet(f, nil), NewCmdDelete(f, false, nil),
-		NewCmdEnable(f, nil), NewCmdDisable(f, nil), NewCmdStatus(f, nil))
+		NewCmdEnable(f, nil), NewCmdDisable(f, false, nil), NewCmdStatus(f, nil))
 	return cmd
 }
 
@@ -28,7 +28,7 @@ func NewFlatCommands(f *cmdutil.Factory) []*cobra.Command {
 		cmdutil.Flat(NewCmdGet(f, nil), "rate-limit-get"),
 		cmdutil.Flat(NewCmdDelete(f, true, nil), "rate-limit-delete"),
 		cmdutil.Flat(NewCmdEnable(f, nil), "rate-limit-enable"),
-		cmdutil.Flat(NewCmdDisable(f, nil), "rate-limit-disable"),
+		cmdutil.Flat(NewCmdDisable(f, true, nil), "rate-limit-disable"),
 		cmdutil.Flat(NewCmdStatus(f, nil), "rate-limit-status"),
 	}
 }

@@ -96,7 +96,7 @@ the same group are two definitions with different --window-seconds.`,
 	fl.Int64Var(&opts.IfVersion, "if-version", 0, "replace only if the stored version is this one (exit 5 otherwise)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "validate and show what would change, storing nothing")
 	_ = cmd.RegisterFlagCompletionFunc("axis", cobra.FixedCompletions([]string{"caller", "target", "caller_target", "quarantine"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("entity-type", cobra.FixedCompletions([]string{"group", "mcp_server", "a2a_agent", "mcp_tool", "a2a_skill", "server_group"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("entity-type", CompleteEntityTypes)
 	_ = cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"enforce", "shadow"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

@@ -33,6 +33,9 @@ type ApplyOptions struct {
 	// Diff makes the run diff's: a server dry run that exits
 	// cmdutil.ExitChanges when anything would change.
 	Diff bool
+	// Quarantine lets the apply change quarantine; without it quarantine
+	// is left as it is on the server.
+	Quarantine bool
 }
 
 // filesHelp is the part of the help about -f that apply and diff share.
@@ -54,7 +57,17 @@ Each object that is (or would be) changed gets one line, then a summary:
 
 Without --prune nothing is deleted. With it, the objects of each present section that the
 files do not name are deleted (an empty list, definitions: [], deletes all of that kind);
-the two quarantine sentinels are never deleted.`
+the two quarantine sentinels are never deleted.
+
+Quarantine is incident state, left as it is unless --quarantine is given, so that CI never
+undoes or redoes an incident action: a membership that names no quarantine group keeps the
+subject's quarantine (groups, reason, expiry); one that names a quarantine group must match
+the server's quarantine, or nothing is applied (exit 5); --prune never releases anyone.
+With --quarantine the files decide quarantine too. Quarantine changes get lines of their
+own, never "membership/... created":
+
+  quarantine/user:mallory added
+  quarantine/server:flaky removed`
 
 // NewCmdApply builds `rlctl apply`. runF replaces the run function in
 // flag-parsing tests.
@@ -153,6 +166,7 @@ func addFileFlags(cmd *cobra.Command, opts *ApplyOptions) {
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&opts.Files, "filename", "f", nil, "state file, directory or - for stdin (repeatable)")
 	fl.BoolVar(&opts.Prune, "prune", false, "also delete the objects of each present section that the files do not name")
+	fl.BoolVar(&opts.Quarantine, "quarantine", false, "let the files change quarantine (put subjects in, release them); without it quarantine is left alone")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 }
 
@@ -188,7 +202,7 @@ func applyRun(ctx context.Context, opts *ApplyOptions) error {
 		if err != nil {
 			return err
 		}
-		res, err = planLocal(l, cur, opts.Prune, f.Now())
+		res, err = planLocal(l, cur, opts.Prune, opts.Quarantine, f.Now())
 		var ve *validate.Error
 		if errors.As(err, &ve) {
 			fmt.Fprintln(f.IOStreams.ErrOut, "Error: invalid state (client dry run); nothing was sent")
@@ -201,22 +215,22 @@ func applyRun(ctx context.Context, opts *ApplyOptions) error {
 			return err
 		}
 	case DryRunServer:
-		if res, err = c.Apply(ctx, state, client.ApplyOptions{Prune: opts.Prune, DryRun: true}); err != nil {
+		if res, err = c.Apply(ctx, state, client.ApplyOptions{Prune: opts.Prune, Quarantine: opts.Quarantine, DryRun: true}); err != nil {
 			return l.explain(err)
 		}
 	default:
 		if ask {
-			preview, err := c.Apply(ctx, state, client.ApplyOptions{Prune: true, DryRun: true})
+			preview, err := c.Apply(ctx, state, client.ApplyOptions{Prune: true, Quarantine: opts.Quarantine, DryRun: true})
 			if err != nil {
 				return l.explain(err)
 			}
-			if preview.Deleted > 0 {
+			if preview.Deleted+preview.Released > 0 {
 				if err := f.Confirm(false, pruneQuestion(preview)); err != nil {
 					return err
 				}
 			}
 		}
-		if res, err = c.Apply(ctx, state, client.ApplyOptions{Prune: opts.Prune}); err != nil {
+		if res, err = c.Apply(ctx, state, client.ApplyOptions{Prune: opts.Prune, Quarantine: opts.Quarantine}); err != nil {
 			return l.explain(err)
 		}
 	}
@@ -244,14 +258,18 @@ func pruneQuestion(preview client.ApplyResult) string {
 			counts[ch.ResourceType]++
 		}
 	}
+	release := ""
+	if preview.Released > 0 {
+		release = fmt.Sprintf(", release %s from quarantine,", plural(preview.Released, "subject"))
+	}
 	var parts []string
 	for _, kind := range []string{"definition", "membership", "admin"} {
 		if n := counts[kind]; n > 0 {
 			parts = append(parts, plural(n, kind))
 		}
 	}
-	return fmt.Sprintf("delete %s not named in the files (%s), and apply the rest (created %d, updated %d)",
-		plural(preview.Deleted, "object"), strings.Join(parts, ", "), preview.Created, preview.Updated)
+	return fmt.Sprintf("delete %s not named in the files (%s)%s and apply the rest (created %d, updated %d)",
+		plural(preview.Deleted, "object"), strings.Join(parts, ", "), release, preview.Created, preview.Updated)
 }
 
 func plural(n int, noun string) string {
@@ -279,9 +297,11 @@ func (l *Loaded) explain(err error) error {
 
 // Past tenses of the actions, as the per-object lines print them.
 var verbs = map[string]string{
-	client.ActionCreate: "created",
-	client.ActionUpdate: "configured",
-	client.ActionDelete: "deleted",
+	client.ActionCreate:           "created",
+	client.ActionUpdate:           "configured",
+	client.ActionDelete:           "deleted",
+	client.ActionQuarantineAdd:    "added",
+	client.ActionQuarantineRemove: "removed",
 }
 
 // printResult writes an ApplyResult: one line per changed object and the
@@ -308,6 +328,8 @@ func printResult(f *cmdutil.Factory, res client.ApplyResult) error {
 		styles[client.ActionCreate] = lipgloss.NewStyle().Foreground(lipgloss.Color("2"))
 		styles[client.ActionUpdate] = lipgloss.NewStyle().Foreground(lipgloss.Color("3"))
 		styles[client.ActionDelete] = lipgloss.NewStyle().Foreground(lipgloss.Color("1"))
+		styles[client.ActionQuarantineAdd] = lipgloss.NewStyle().Foreground(lipgloss.Color("1"))
+		styles[client.ActionQuarantineRemove] = lipgloss.NewStyle().Foreground(lipgloss.Color("2"))
 	}
 	for _, ch := range res.Changes {
 		verb := verbs[ch.Action]
@@ -327,6 +349,10 @@ func printResult(f *cmdutil.Factory, res client.ApplyResult) error {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "created %d, updated %d, deleted %d, unchanged %d\n", res.Created, res.Updated, res.Deleted, res.Unchanged)
+	fmt.Fprintf(w, "created %d, updated %d, deleted %d, unchanged %d", res.Created, res.Updated, res.Deleted, res.Unchanged)
+	if res.Quarantined+res.Released > 0 {
+		fmt.Fprintf(w, "; quarantine: added %d, removed %d", res.Quarantined, res.Released)
+	}
+	fmt.Fprintln(w)
 	return w.Flush()
 }

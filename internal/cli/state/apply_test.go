@@ -68,7 +68,7 @@ func TestExportThenApplyIsNoOp(t *testing.T) {
 	n := seed(t, r)
 	dir := t.TempDir()
 
-	yamlDoc := r.Must("export")
+	yamlDoc := r.Must("export", "--include-quarantine")
 	if !strings.HasPrefix(yamlDoc, "apiVersion: rlctl/v1\nkind: State\ndefinitions:\n") {
 		t.Errorf("export does not start with the header and definitions:\n%s", yamlDoc)
 	}
@@ -81,7 +81,7 @@ func TestExportThenApplyIsNoOp(t *testing.T) {
 			t.Errorf("export lacks %q:\n%s", want, yamlDoc)
 		}
 	}
-	if again := r.Must("export"); again != yamlDoc {
+	if again := r.Must("export", "--include-quarantine"); again != yamlDoc {
 		t.Errorf("two exports differ:\n%s\n---\n%s", yamlDoc, again)
 	}
 	file := writeFile(t, dir, "state.yaml", yamlDoc)
@@ -97,17 +97,17 @@ func TestExportThenApplyIsNoOp(t *testing.T) {
 	if got := r.Must("apply", "-f", file, "--prune", "--yes"); got != summary(0, 0, 0, n) {
 		t.Errorf("apply --prune of the export printed %q", got)
 	}
-	if after := r.Must("export"); after != yamlDoc {
+	if after := r.Must("export", "--include-quarantine"); after != yamlDoc {
 		t.Errorf("applying the export changed the export:\n%s\n---\n%s", yamlDoc, after)
 	}
 
 	// The same in JSON, through a file and through stdin.
 	jsonFile := filepath.Join(dir, "state.json")
-	r.Expect(0, "export", "--file", jsonFile)
+	r.Expect(0, "export", "--include-quarantine", "--file", jsonFile)
 	if got := r.Must("apply", "-f", jsonFile); got != summary(0, 0, 0, n) {
 		t.Errorf("apply of the JSON export printed %q", got)
 	}
-	jsonDoc := r.Must("export", "-o", "json")
+	jsonDoc := r.Must("export", "--include-quarantine", "-o", "json")
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(jsonDoc), &doc); err != nil || doc["apiVersion"] != "rlctl/v1" || doc["kind"] != "State" {
 		t.Errorf("export -o json: %v\n%s", err, jsonDoc)
@@ -135,8 +135,9 @@ func TestDiffExitsSixOnChanges(t *testing.T) {
 	res := r.Expect(6, "diff", "-f", file)
 	want := "definition/caller:group:developers:60 configured: user_max_requests: 100 -> 200\n" +
 		"definition/target:mcp_server:new-server:60 created\n"
-	if !strings.HasPrefix(res.Out, want) || !strings.HasSuffix(res.Out, summary(1, 1, 0, 10)) {
-		t.Errorf("diff printed:\n%s\nwant:\n%s%s", res.Out, want, summary(1, 1, 0, 10))
+	// The export leaves the two quarantined subjects out: 8 unchanged.
+	if !strings.HasPrefix(res.Out, want) || !strings.HasSuffix(res.Out, summary(1, 1, 0, 8)) {
+		t.Errorf("diff printed:\n%s\nwant:\n%s%s", res.Out, want, summary(1, 1, 0, 8))
 	}
 	if res.ErrOut != "" {
 		t.Errorf("diff wrote to stderr: %q", res.ErrOut)
@@ -155,7 +156,7 @@ func TestDiffExitsSixOnChanges(t *testing.T) {
 	}
 
 	// apply prints the same lines, then diff finds nothing.
-	if got := r.Must("apply", "-f", file); got != want+summary(1, 1, 0, 10) {
+	if got := r.Must("apply", "-f", file); got != want+summary(1, 1, 0, 8) {
 		t.Errorf("apply printed:\n%s", got)
 	}
 	if res := r.Run("diff", "-f", file); res.Code != 0 {
@@ -196,7 +197,7 @@ definitions:
 	if got := r.Must("apply", "-f", file, "--prune", "--yes"); got != want {
 		t.Errorf("apply --prune printed:\n%s", got)
 	}
-	names := r.Must("export", "-o", "name")
+	names := r.Must("export", "--include-quarantine", "-o", "name")
 	for _, keep := range []string{"definition/caller:group:developers:60", "definition/" + ratelimit.SentinelCallers,
 		"definition/" + ratelimit.SentinelTargets, "membership/user:alice", "membership/user:mallory", "admin/user:root"} {
 		if !strings.Contains(names, keep+"\n") {
@@ -209,8 +210,14 @@ definitions:
 	if got := r.Must("apply", "-f", empty); got != summary(0, 0, 0, 0) {
 		t.Errorf("empty section without --prune: %q", got)
 	}
-	if got := r.Must("apply", "-f", empty, "--prune", "--yes"); !strings.HasSuffix(got, summary(0, 0, 4, 0)) {
+	// Quarantine is left alone: the two quarantined subjects stay...
+	if got := r.Must("apply", "-f", empty, "--prune", "--yes"); got != "membership/client:ci-bot deleted\nmembership/user:alice deleted\n"+summary(0, 0, 2, 0) {
 		t.Errorf("empty section with --prune: %q", got)
+	}
+	// ... unless --quarantine says the file decides quarantine too.
+	if got := r.Must("apply", "-f", empty, "--prune", "--yes", "--quarantine"); got != "quarantine/server:evil-srv removed\nquarantine/user:mallory removed\n"+
+		"created 0, updated 0, deleted 0, unchanged 0; quarantine: added 0, removed 2\n" {
+		t.Errorf("empty section with --prune --quarantine: %q", got)
 	}
 }
 
@@ -218,7 +225,7 @@ func TestPruneAsksFirst(t *testing.T) {
 	t.Parallel()
 	r := clitest.Start(t)
 	seed(t, r)
-	before := r.Must("export")
+	before := r.Must("export", "--include-quarantine")
 	file := writeFile(t, t.TempDir(), "s.yaml", "admins: []\n")
 
 	// Off a terminal, --prune needs --yes, and nothing is sent.
@@ -231,7 +238,7 @@ func TestPruneAsksFirst(t *testing.T) {
 	if res.Code != 1 || !strings.Contains(res.ErrOut, "Delete 1 object not named in the files (1 admin)") {
 		t.Errorf("declined prompt: exit %d, stderr %q", res.Code, res.ErrOut)
 	}
-	if after := r.Must("export"); after != before {
+	if after := r.Must("export", "--include-quarantine"); after != before {
 		t.Error("a refused or declined prune changed the server")
 	}
 	res = r.RunWith(clitest.Opts{TTY: true, Stdin: "y\n"}, "apply", "-f", file, "--prune")
@@ -249,13 +256,13 @@ func TestDryRunsChangeNothing(t *testing.T) {
 	t.Parallel()
 	r := clitest.Start(t)
 	seed(t, r)
-	before := r.Must("export")
+	before := r.Must("export", "--include-quarantine")
 	// A create, updates of each kind (quarantine included), and with
 	// --prune deletes.
 	file := writeFile(t, t.TempDir(), "s.yaml", `definitions:
 - {axis: caller, entity_type: group, name: developers, window_seconds: 60, user_max_requests: 120, agent_max_requests: 50}
 - {axis: target, entity_type: mcp_server, name: /newsrv/, window_seconds: 60, max_requests: 10, description: "  new  "}
-- {axis: target, entity_type: server_group, name: fragile, window_seconds: 60, max_requests: 100, members: [aws-kb, extra, aws-kb], enabled: false}
+- {axis: target, entity_type: server_group, name: fragile, window_seconds: 60, max_requests: 100, members: [aws-kb, extra], enabled: false}
 - {axis: quarantine, entity_type: group, name: quarantine-callers, window_seconds: 1, enabled: false}
 memberships:
 - {subject_type: user, subject: alice, groups: [developers, developers]}
@@ -264,10 +271,10 @@ memberships:
 admins:
 - {subject_type: user, subject: root}
 `)
-	server := r.Run("apply", "-f", file, "--prune", "--dry-run=server")
-	local := r.Run("apply", "-f", file, "--prune", "--dry-run=client")
-	bare := r.Run("apply", "-f", file, "--prune", "--dry-run")
-	diff := r.Run("diff", "-f", file, "--prune")
+	server := r.Run("apply", "-f", file, "--prune", "--quarantine", "--dry-run=server")
+	local := r.Run("apply", "-f", file, "--prune", "--quarantine", "--dry-run=client")
+	bare := r.Run("apply", "-f", file, "--prune", "--quarantine", "--dry-run")
+	diff := r.Run("diff", "-f", file, "--prune", "--quarantine")
 	for name, res := range map[string]clitest.Result{"server": server, "client": local, "bare": bare} {
 		if res.Code != 0 {
 			t.Errorf("--dry-run=%s: exit %d\n%s", name, res.Code, res.ErrOut)
@@ -289,17 +296,18 @@ admins:
 		"definition/" + ratelimit.SentinelCallers + " configured: ",
 		"enabled: true -> false",
 		"definition/target:mcp_server:mcpgw:60 deleted\n",
-		`membership/user:mallory configured: quarantine_expires_at: `,
-		"membership/user:eve created\n",
+		`quarantine/user:mallory configured: quarantine_expires_at: `,
+		"quarantine/user:eve added\n",
+		"quarantine/server:evil-srv removed\n",
 		"membership/client:ci-bot deleted\n",
 		`admin/user:root configured: note: "break glass" -> (none)` + "\n",
-		summary(2, 5, 4, 1),
+		"created 1, updated 5, deleted 3, unchanged 1; quarantine: added 1, removed 1\n",
 	} {
 		if !strings.Contains(server.Out, want) {
 			t.Errorf("dry run lacks %q:\n%s", want, server.Out)
 		}
 	}
-	if after := r.Must("export"); after != before {
+	if after := r.Must("export", "--include-quarantine"); after != before {
 		t.Errorf("a dry run changed the server:\n%s\n---\n%s", before, after)
 	}
 }
@@ -308,7 +316,7 @@ func TestFailedApplyChangesNothing(t *testing.T) {
 	t.Parallel()
 	r := clitest.Start(t)
 	seed(t, r)
-	before := r.Must("export")
+	before := r.Must("export", "--include-quarantine")
 	var b strings.Builder
 	b.WriteString("definitions:\n")
 	for i := range 2000 {
@@ -326,7 +334,7 @@ func TestFailedApplyChangesNothing(t *testing.T) {
 	if res.Out != "" {
 		t.Errorf("a refused apply printed to stdout: %q", res.Out)
 	}
-	if after := r.Must("export"); after != before {
+	if after := r.Must("export", "--include-quarantine"); after != before {
 		t.Error("a refused apply changed the server")
 	}
 	// The client dry run finds what the rules find without the server's
@@ -363,7 +371,8 @@ definitions:
 	// Admins are in no file: left alone even with --prune. Definitions and
 	// memberships are: pruned to the files' objects (sentinels stay).
 	got := r.Must("apply", "-f", dir, "-f", extra, "--prune", "--yes")
-	if !strings.HasSuffix(got, summary(0, 0, 8, 4)) || strings.Contains(got, "admin/") {
+	// Quarantine is left alone: mallory and evil-srv stay quarantined.
+	if !strings.HasSuffix(got, summary(0, 0, 6, 4)) || strings.Contains(got, "admin/") || strings.Contains(got, "quarantine/") {
 		t.Errorf("apply --prune of the merge:\n%s", got)
 	}
 	if names := r.Must("export", "-o", "name"); !strings.Contains(names, "admin/user:root\n") || strings.Count(names, "\n") != 4+2+1 {
@@ -392,7 +401,7 @@ func TestFileProblemsExitTwo(t *testing.T) {
 	t.Parallel()
 	r := clitest.Start(t)
 	seed(t, r)
-	before := r.Must("export")
+	before := r.Must("export", "--include-quarantine")
 	dir := t.TempDir()
 	good := writeFile(t, dir, "good.yaml", "definitions:\n- {axis: target, entity_type: mcp_server, name: mcpgw, window_seconds: 60, max_requests: 1}\n")
 	cases := []struct {
@@ -450,7 +459,98 @@ func TestFileProblemsExitTwo(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, res.Code, res.ErrOut)
 		}
 	}
-	if after := r.Must("export"); after != before {
+	if after := r.Must("export", "--include-quarantine"); after != before {
 		t.Error("a file problem let something through to the server")
+	}
+}
+
+// TestQuarantineIsIncidentState: export leaves quarantine out, and apply
+// leaves it as it is unless --quarantine, so CI never redoes or undoes an
+// incident action: the export → release → apply loop keeps the release,
+// a quarantine made after the export survives the apply (with --prune
+// too), a file that would change quarantine is refused, and with
+// --quarantine the changes are named quarantine/<id>, never
+// membership/<id> created.
+func TestQuarantineIsIncidentState(t *testing.T) {
+	t.Parallel()
+	r := clitest.Start(t)
+	seed(t, r)
+	quarantined := func() []string {
+		t.Helper()
+		q, err := r.Client().ListQuarantine(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, e := range append(q.Callers, q.Targets...) {
+			ids = append(ids, e.ID)
+		}
+		return ids
+	}
+	exported := r.Must("export")
+	for _, quarantinedOnly := range []string{"mallory", "evil-srv"} {
+		if strings.Contains(exported, quarantinedOnly) {
+			t.Errorf("export names %q:\n%s", quarantinedOnly, exported)
+		}
+	}
+	if strings.Contains(exported, "- quarantine-callers") || strings.Contains(exported, "quarantine_reason") {
+		t.Errorf("export writes quarantine:\n%s", exported)
+	}
+	file := writeFile(t, t.TempDir(), "state.yaml", exported)
+
+	// The incident ends: mallory is released. Applying the export (what CI
+	// does) must not quarantine her again, nor release evil-srv.
+	r.Must("quarantine", "remove", "--subject-type", "user", "--subject", "mallory", "--yes")
+	for _, args := range [][]string{{"apply", "-f", file}, {"apply", "-f", file, "--prune", "--yes"}} {
+		if got := r.Must(args...); strings.Contains(got, "quarantine") || strings.Contains(got, "mallory") {
+			t.Errorf("%v printed %q", args, got)
+		}
+	}
+	if got := quarantined(); len(got) != 1 || got[0] != "server:evil-srv" {
+		t.Errorf("quarantine after export, release, apply: %v, want only server:evil-srv", got)
+	}
+
+	// A new incident after the export: alice is quarantined. The apply
+	// keeps her quarantine (and her groups from the file).
+	r.Must("quarantine", "add", "--subject-type", "user", "--subject", "alice", "--reason", "leaked key", "--yes")
+	if res := r.Run("diff", "-f", file, "--prune"); res.Code != 0 {
+		t.Errorf("diff with a quarantine made after the export: exit %d\n%s%s", res.Code, res.Out, res.ErrOut)
+	}
+	r.Must("apply", "-f", file, "--prune", "--yes")
+	if m, err := r.Client().GetMembership(context.Background(), "user:alice"); err != nil || !m.HasGroup(ratelimit.GroupQuarantineCallers) ||
+		!m.HasGroup("developers") || m.QuarantineReason != "leaked key" {
+		t.Errorf("alice after the apply: %+v, %v; want developers and still quarantined for the leaked key", m, err)
+	}
+
+	// A file that would change quarantine is refused without --quarantine,
+	// on the server and in the client dry run, naming the file.
+	change := writeFile(t, t.TempDir(), "q.yaml", "memberships:\n- {subject_type: user, subject: mallory, groups: [quarantine-callers]}\n")
+	for _, args := range [][]string{{"apply", "-f", change}, {"diff", "-f", change}, {"apply", "-f", change, "--dry-run=client"}} {
+		res := r.Run(args...)
+		if res.Code != 5 || !strings.Contains(res.ErrOut, "user:mallory: the file puts it in quarantine-callers, and it is not quarantined") ||
+			!strings.Contains(res.ErrOut, "--quarantine") || !strings.Contains(res.ErrOut, "q.yaml") {
+			t.Errorf("%v: exit %d, stderr %q", args, res.Code, res.ErrOut)
+		}
+	}
+	if got := quarantined(); len(got) != 2 {
+		t.Errorf("a refused apply changed quarantine: %v", got)
+	}
+
+	// With --quarantine the file decides, and says so by name.
+	want := "quarantine/user:mallory added\ncreated 0, updated 0, deleted 0, unchanged 0; quarantine: added 1, removed 0\n"
+	for _, args := range [][]string{{"diff", "-f", change, "--quarantine"}, {"apply", "-f", change, "--quarantine", "--dry-run=client"}} {
+		if res := r.Run(args...); res.Out != want {
+			t.Errorf("%v printed %q, want %q", args, res.Out, want)
+		}
+	}
+	if got := r.Must("apply", "-f", change, "--quarantine"); got != want {
+		t.Errorf("apply --quarantine printed %q", got)
+	}
+	if got := quarantined(); len(got) != 3 {
+		t.Errorf("after apply --quarantine: %v, want mallory back", got)
+	}
+	// And the full export keeps it all, for a backup.
+	if full := r.Must("export", "--include-quarantine"); !strings.Contains(full, "quarantine_reason: leaked key") || !strings.Contains(full, "subject: evil-srv") {
+		t.Errorf("export --include-quarantine:\n%s", full)
 	}
 }

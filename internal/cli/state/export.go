@@ -14,6 +14,8 @@ import (
 
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/printer"
+	"github.com/rlctl/rlctl/internal/statediff"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // ExportOptions are the inputs of export.
@@ -22,6 +24,9 @@ type ExportOptions struct {
 	// File, when set, receives the document (replaced atomically) instead
 	// of stdout.
 	File string
+	// IncludeQuarantine keeps the quarantine groups and their metadata in
+	// the memberships; by default export leaves quarantine out.
+	IncludeQuarantine bool
 }
 
 // NewCmdExport builds `rlctl export`. runF replaces the run function in
@@ -31,9 +36,8 @@ func NewCmdExport(f *cmdutil.Factory, runF func(*ExportOptions) error) *cobra.Co
 	cmd := &cobra.Command{
 		Use:   "export [--file FILE] [-o yaml|json]",
 		Short: "Write the server's whole state as a file apply reads",
-		Long: `Write every definition (the quarantine sentinels included), membership (quarantine
-included: the quarantine groups with quarantine_reason, quarantined_at and
-quarantine_expires_at) and administrator as one document:
+		Long: `Write every definition (the quarantine sentinels included), membership and
+administrator as one document:
 
   apiVersion: rlctl/v1
   kind: State
@@ -46,11 +50,19 @@ definition's derived scope), so the output is stable and 'rlctl apply -f' of it 
 nothing. The format is YAML unless -o json is given (or --file ends in .json); -o name lists
 the objects' names instead.
 
+Quarantine is left out: it is incident state, not configuration. Memberships are written
+without the quarantine groups (and without quarantine_reason, quarantined_at and
+quarantine_expires_at); a subject only in quarantine is not written at all. Applying such a
+file leaves quarantine as it is on the server, whatever happened since the export (see
+'rlctl apply --help'). --include-quarantine writes it as well, for a backup; applying it
+changes quarantine only with 'rlctl apply --quarantine'.
+
 The three lists are read one after another, not as one snapshot: a write landing in between
 can show in one and not another. Run it again, or compare with 'rlctl diff -f', when that
 matters.`,
 		Example: `  rlctl export > state.yaml
   rlctl export -o json --file state.json
+  rlctl export --include-quarantine > backup.yaml
   rlctl export | rlctl diff -f -      # always exit 0: the server matches its own export`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,6 +74,7 @@ matters.`,
 	}
 	cmd.GroupID = "state"
 	cmd.Flags().StringVar(&opts.File, "file", "", "write to this file (replaced atomically) instead of stdout")
+	cmd.Flags().BoolVar(&opts.IncludeQuarantine, "include-quarantine", false, "also write quarantine (the quarantine groups of memberships, with reason and expiry)")
 	_ = cmd.MarkFlagFilename("file", "yaml", "yml", "json")
 	return cmd
 }
@@ -76,7 +89,11 @@ func exportRun(ctx context.Context, opts *ExportOptions) error {
 	if err != nil {
 		return err
 	}
-	doc := NewDocument(cur.defs, cur.mems, cur.admins)
+	mems := cur.mems
+	if !opts.IncludeQuarantine {
+		mems = withoutQuarantine(mems)
+	}
+	doc := NewDocument(cur.defs, mems, cur.admins)
 
 	var b bytes.Buffer
 	switch exportFormat(f.Global.Output, opts.File) {
@@ -100,6 +117,27 @@ func exportRun(ctx context.Context, opts *ExportOptions) error {
 	fmt.Fprintf(f.IOStreams.ErrOut, "wrote %s, %s and %s to %s\n",
 		plural(len(doc.Definitions), "definition"), plural(len(doc.Memberships), "membership"), plural(len(doc.Admins), "admin"), opts.File)
 	return nil
+}
+
+// withoutQuarantine is mems with quarantine left out: the quarantine groups
+// and metadata dropped, and the memberships that held nothing else.
+func withoutQuarantine(mems []ratelimit.Membership) []ratelimit.Membership {
+	out := make([]ratelimit.Membership, 0, len(mems))
+	for _, m := range mems {
+		var groups []string
+		for _, g := range m.Groups {
+			if !statediff.IsQuarantineGroup(g) {
+				groups = append(groups, g)
+			}
+		}
+		if len(groups) == 0 {
+			continue
+		}
+		m.Groups = groups
+		m.QuarantineReason, m.QuarantinedAt, m.QuarantineExpiresAt = "", nil, nil
+		out = append(out, m)
+	}
+	return out
 }
 
 // exportFormat is -o, with the table formats (the global default) meaning

@@ -63,7 +63,7 @@ func fetch(ctx context.Context, c *client.Client, defs, mems, admins bool) (curr
 //
 // Invalid objects are returned as a *validate.Error whose fields name
 // their files.
-func planLocal(l *Loaded, cur current, prune bool, now time.Time) (client.ApplyResult, error) {
+func planLocal(l *Loaded, cur current, prune, quarantine bool, now time.Time) (client.ApplyResult, error) {
 	var (
 		p     planner
 		probs []validate.FieldError
@@ -81,7 +81,13 @@ func planLocal(l *Loaded, cur current, prune bool, now time.Time) (client.ApplyR
 		p.definitions(defs, cur.defs, prune)
 	}
 	if mems != nil {
-		p.memberships(mems, cur.mems, prune, now)
+		for _, fe := range p.memberships(mems, cur.mems, prune, quarantine, now) {
+			fe.Message = l.annotate(fe.Field, fe.Message)
+			probs = append(probs, fe)
+		}
+		if len(probs) > 0 {
+			return client.ApplyResult{}, &validate.Error{Errors: probs}
+		}
 	}
 	if admins != nil {
 		p.admins(admins, cur.admins, prune)
@@ -139,6 +145,19 @@ func (p *planner) record(action, kind, id string, fields []client.Change) {
 		p.res.Updated++
 	case client.ActionDelete:
 		p.res.Deleted++
+	case client.ActionQuarantineAdd:
+		p.res.Quarantined++
+	case client.ActionQuarantineRemove:
+		p.res.Released++
+	}
+}
+
+// recordMembership records the write of a membership from old to m (nil:
+// created, deleted) in the lines statediff.MembershipLines words, as the
+// server does.
+func (p *planner) recordMembership(id string, old, m *ratelimit.Membership) {
+	for _, l := range statediff.MembershipLines(old, m) {
+		p.record(l.Action, l.ResourceType, id, clientChanges(l.Fields))
 	}
 }
 
@@ -170,37 +189,56 @@ func (p *planner) definitions(want, cur []ratelimit.Definition, prune bool) {
 	}
 }
 
-func (p *planner) memberships(want, cur []ratelimit.Membership, prune bool, now time.Time) {
+// memberships plans as the server's planMemberships does, and returns
+// the memberships refused for changing quarantine while it is left alone.
+func (p *planner) memberships(want, cur []ratelimit.Membership, prune, quarantine bool, now time.Time) []validate.FieldError {
 	byID := make(map[string]ratelimit.Membership, len(cur))
 	for _, m := range cur {
 		byID[m.ID] = m
 	}
+	var refused []validate.FieldError
 	named := make(map[string]bool, len(want))
-	for _, m := range want {
+	for i, m := range want {
 		named[m.ID] = true
 		old, ok := byID[m.ID]
 		var prev *ratelimit.Membership
 		if ok {
 			prev = &old
 		}
+		if !quarantine {
+			var err error
+			if m, err = statediff.LeaveQuarantine(m, prev); err != nil {
+				field := fmt.Sprintf("memberships[%d].groups", i)
+				refused = append(refused, validate.FieldError{Field: field, Message: fmt.Sprintf("%s: %v", field, err)})
+				continue
+			}
+		}
 		m = statediff.StoredMembership(m, prev, now)
 		if !ok {
-			p.record(client.ActionCreate, "membership", m.ID, nil)
+			p.recordMembership(m.ID, nil, &m)
 			continue
 		}
-		if fields := statediff.Membership(old, m); len(fields) > 0 {
-			p.record(client.ActionUpdate, "membership", m.ID, clientChanges(fields))
+		if len(statediff.Membership(old, m)) > 0 && len(statediff.MembershipLines(prev, &m)) > 0 {
+			p.recordMembership(m.ID, prev, &m)
 		} else {
 			p.res.Unchanged++
 		}
 	}
-	if prune {
+	if prune && len(refused) == 0 {
 		for _, old := range cur {
-			if !named[old.ID] {
-				p.record(client.ActionDelete, "membership", old.ID, nil)
+			if named[old.ID] {
+				continue
+			}
+			var keep *ratelimit.Membership
+			if !quarantine {
+				keep = statediff.PruneLeavingQuarantine(old)
+			}
+			if keep == nil || len(keep.Groups) < len(old.Groups) {
+				p.recordMembership(old.ID, &old, keep)
 			}
 		}
 	}
+	return refused
 }
 
 func (p *planner) admins(want, cur []ratelimit.Admin, prune bool) {

@@ -16,8 +16,7 @@ import (
 	"slices"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
+	"github.com/rlctl/rlctl/internal/cli/printer"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -80,9 +79,8 @@ func (d Document) WriteJSON(w io.Writer) error {
 }
 
 // WriteYAML writes the document as YAML: the header first, then each
-// section (absent ones left out), each object's keys sorted.
-// sigs.k8s.io/yaml sorts every mapping's keys; marshalling the sections one
-// by one keeps apiVersion and kind on top, where readers look for them.
+// section (absent ones left out), each object's fields in the order -o json
+// prints them (printer.MarshalYAML).
 func (d Document) WriteYAML(w io.Writer) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "apiVersion: %s\nkind: %s\n", d.APIVersion, d.Kind)
@@ -99,7 +97,7 @@ func (d Document) WriteYAML(w io.Writer) error {
 		if s.absent {
 			continue
 		}
-		out, err := yaml.Marshal(map[string]any{s.key: s.value})
+		out, err := printer.MarshalYAML(map[string]any{s.key: s.value})
 		if err != nil {
 			return fmt.Errorf("encode %s: %w", s.key, err)
 		}

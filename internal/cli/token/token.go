@@ -111,8 +111,9 @@ decision endpoints (gateways).`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Name, "name", "", "token name, unique; shown as the actor in the audit log")
 	fl.StringVar(&opts.Role, "role", "", "admin, viewer or enforcer")
-	fl.DurationVar(&opts.ExpiresIn, "expires-in", 0, "expire after this long, e.g. 720h (default: never)")
+	cmdutil.DurationVar(fl, &opts.ExpiresIn, "expires-in", 0, "expire after this long, e.g. 30d or 720h (default: never)")
 	fl.StringVar(&opts.OutputFile, "output-file", "", "write the secret to this file (mode 0600) instead of stdout")
+	_ = cmd.MarkFlagFilename("output-file")
 	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions(roles, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("name", cobra.NoFileCompletions)
 	return cmd
