@@ -119,6 +119,18 @@ func TestMigrationLowerCasesOldNames(t *testing.T) {
 		}
 	}
 
+	// The operator can see what the migration renamed.
+	var renamed []string
+	if err := s.Pool().QueryRow(ctx, `select array_agg(before->>'id' || ' -> ' || resource_id order by resource_id)
+		from rl_audit_log where actor = 'migration' and action = 'rename'`).Scan(&renamed); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"target:mcp_server:MCPGW:60 -> target:mcp_server:mcpgw:60", "server:Quar/X -> server:quar/x"} {
+		if !slices.Contains(renamed, want) {
+			t.Errorf("audit log of the migration %q lacks %q", renamed, want)
+		}
+	}
+
 	// Counters followed their targets; a caller's own counter did not move.
 	counts := map[string]int64{}
 	rows, err := s.Pool().Query(ctx, `select key, count from rl_counters where window_index = $1`, win)
