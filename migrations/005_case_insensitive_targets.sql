@@ -19,8 +19,10 @@
 --
 -- lower() folds case by the database's LC_CTYPE. With a UTF-8 locale it maps
 -- non-ASCII letters as Go's strings.ToLower does; with the C or POSIX locale
--- it maps ASCII only, so the migration refuses to run if a name to rename
--- holds a non-ASCII character there rather than leave it unreachable.
+-- it maps ASCII only, so there the migration refuses to run if a name to
+-- rename holds a non-ASCII upper-case letter (or, without PostgreSQL's C.utf8
+-- collation to tell, any non-ASCII character) rather than leave it
+-- unreachable.
 
 -- Every target definition whose name holds a server or agent: head is the
 -- part that is lower-cased (all of an mcp_server or a2a_agent name; the part
@@ -49,20 +51,32 @@ declare
     p text;
 begin
     if lower('ÄΣ') <> 'äσ' then
+        -- rl_005_needs_unicode(x): x holds non-ASCII characters that may be
+        -- upper case. PostgreSQL's own C.utf8 collation, where it exists,
+        -- tells a non-ASCII name that is lower case already, which needs
+        -- nothing; without it every non-ASCII name is suspect.
+        if exists (select 1 from pg_collation where collname = 'C.utf8' and collencoding in (-1, 6)) then
+            create function pg_temp.rl_005_needs_unicode(x text) returns boolean language sql immutable
+                as $f$ select octet_length(x) <> length(x) and x <> lower(x collate "C.utf8") $f$;
+        else
+            create function pg_temp.rl_005_needs_unicode(x text) returns boolean language sql immutable
+                as $f$ select octet_length(x) <> length(x) $f$;
+        end if;
         for p in
-            select format('definition %L', old_id) from rl_005_all_definitions where octet_length(head) <> length(head)
+            select format('definition %L', old_id) from rl_005_all_definitions where pg_temp.rl_005_needs_unicode(head)
             union all
             select format('membership %L', subject_type || ':' || subject) from rl_memberships
-            where subject_type in ('server', 'agent') and octet_length(subject) <> length(subject)
+            where subject_type in ('server', 'agent') and pg_temp.rl_005_needs_unicode(subject)
             union all
             select format('members of %L', id) from rl_definitions
-            where entity_type = 'server_group' and exists (select 1 from unnest(members) m where octet_length(m) <> length(m))
+            where entity_type = 'server_group' and exists (select 1 from unnest(members) m where pg_temp.rl_005_needs_unicode(m))
         loop
             problems := problems || p;
         end loop;
+        drop function pg_temp.rl_005_needs_unicode(text);
         if cardinality(problems) > 0 then
             raise exception 'migration 005 (case-insensitive server and agent names): this database''s LC_CTYPE lower-cases ASCII only, and %: rename them to lower case by hand (or delete them) and run `rlapi migrate` again; nothing was changed',
-                array_to_string(problems, ', ') || ' hold non-ASCII characters'
+                array_to_string(problems, ', ') || ' hold non-ASCII upper-case letters'
                 using errcode = 'check_violation';
         end if;
     end if;

@@ -300,7 +300,8 @@ func TestMigrationRefusesNonASCIIWithoutUnicodeLower(t *testing.T) {
 		t.Fatal(err)
 	}
 	execSQL(t, s, `insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests) values
-		('target:mcp_server:ÜBER:60', 'target', 'mcp_server', 'ÜBER', 60, 2)`)
+		('target:mcp_server:ÜBER:60', 'target', 'mcp_server', 'ÜBER', 60, 2),
+		('target:mcp_server:grün:60', 'target', 'mcp_server', 'grün', 60, 2)`)
 	execSQL(t, s, `insert into rl_memberships (subject_type, subject, groups) values ('agent', '/Äx', array['quarantine-targets'])`)
 	_, err = s.Migrate(ctx)
 	if err == nil || !strings.Contains(err.Error(), "'target:mcp_server:ÜBER:60'") || !strings.Contains(err.Error(), "'agent:/Äx'") ||
@@ -308,7 +309,25 @@ func TestMigrationRefusesNonASCIIWithoutUnicodeLower(t *testing.T) {
 		t.Fatalf("migrate on a C-locale database with non-ASCII names = %v, want an error naming both", err)
 	}
 	t.Logf("migrate on a C-locale database: %v", err)
+	var cUTF8 bool
+	if err := s.Pool().QueryRow(ctx, `select exists (select 1 from pg_collation where collname = 'C.utf8')`).Scan(&cUTF8); err != nil {
+		t.Fatal(err)
+	}
+	if cUTF8 && strings.Contains(err.Error(), "grün") {
+		t.Errorf("migrate names grün, which is lower case already: %v", err)
+	}
 	if st, err := s.Schema(ctx); err != nil || st.Current != beforeCaseFolding {
 		t.Errorf("schema after the refused migration = %+v, %v, want version %d", st, err, beforeCaseFolding)
+	}
+
+	// Renamed by hand, as the error says: the migration goes through.
+	execSQL(t, s, `update rl_definitions set id = 'target:mcp_server:über:60', name = 'über' where id = 'target:mcp_server:ÜBER:60'`)
+	execSQL(t, s, `update rl_memberships set subject = '/äx' where subject_type = 'agent' and subject = '/Äx'`)
+	if !cUTF8 {
+		execSQL(t, s, `delete from rl_definitions where name in ('über', 'grün')`)
+		execSQL(t, s, `delete from rl_memberships where subject = '/äx'`)
+	}
+	if st, err := s.Migrate(ctx); err != nil || st.Behind() {
+		t.Fatalf("migrate after renaming by hand = %+v, %v", st, err)
 	}
 }
