@@ -14,9 +14,9 @@ import (
 var landed = map[string]string{
 	"001_schema.sql":                   "f0cb8fd6f0e9a2546cd74c75c6fd8d508c2e01dda87ccb28a3aff95f67d4729e",
 	"002_counters.sql":                 "891b1e6f877a5df05b17778678482c5a59a4c6ed5f407e3e7038dee8abb319da",
-	"005_case_insensitive_targets.sql": "7b62361978f84ed47c0e4b4f7c065a093b06d0303fce466fb127531f56d5ead4",
-	"004_change_notify.sql":            "794ba3db0e520deed719c8c7ee59c137a8320586776db4c3321f9cf993f2214d",
 	"003_settings.sql":                 "71680c1812fa5b0763240655e3990de8420d05c000a5c93fbc5bcba5ba7ccbce",
+	"004_change_notify.sql":            "794ba3db0e520deed719c8c7ee59c137a8320586776db4c3321f9cf993f2214d",
+	"005_case_insensitive_targets.sql": "7b62361978f84ed47c0e4b4f7c065a093b06d0303fce466fb127531f56d5ead4",
 }
 
 func TestLandedMigrationsUnchanged(t *testing.T) {
