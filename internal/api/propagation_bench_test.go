@@ -141,7 +141,7 @@ func BenchmarkReadersDuringApply(b *testing.B) {
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			start := time.Now()
-			_, applyErr = c.Apply(ctx, state, client.ApplyOptions{})
+			_, applyErr = c.Apply(ctx, state, client.ApplyOptions{Quarantine: true})
 			applyTime += time.Since(start)
 			close(stop)
 		})
