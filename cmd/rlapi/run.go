@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rlctl/rlctl/internal/api"
+	"github.com/rlctl/rlctl/internal/migrate"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/token"
 	"github.com/rlctl/rlctl/internal/validate"
@@ -307,7 +308,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer st.Close()
-	schema, err := st.Schema(ctx)
+	schema, err := migrate.Status(ctx, st.Pool())
 	if err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
@@ -446,11 +447,11 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer st.Close()
-	before, err := st.Schema(ctx)
+	before, err := migrate.Status(ctx, st.Pool())
 	if err != nil {
 		return err
 	}
-	after, err := st.Migrate(ctx)
+	after, err := migrate.Up(ctx, st.Pool())
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/rlctl/rlctl/internal/migrate"
 )
 
 // handleHealthz answers while the process serves: liveness only.
@@ -21,7 +23,7 @@ func (s *Server) handleReadyz() http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		st, err := s.store.Schema(ctx)
+		st, err := migrate.Status(ctx, s.store.Pool())
 		switch {
 		case err != nil:
 			s.log.Warn("readiness check failed", "err", err)

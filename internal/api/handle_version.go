@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/rlctl/rlctl/internal/migrate"
 	"github.com/rlctl/rlctl/internal/version"
 )
 
@@ -15,7 +16,7 @@ type versionInfo struct {
 func (s *Server) handleVersion() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := versionInfo{Version: version.String()}
-		if st, err := s.store.Schema(r.Context()); err == nil {
+		if st, err := migrate.Status(r.Context(), s.store.Pool()); err == nil {
 			info.SchemaVersion, info.SchemaLatest = st.Current, st.Latest
 		}
 		encode(w, http.StatusOK, info)

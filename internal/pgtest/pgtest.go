@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rlctl/rlctl/internal/migrate"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/migrations"
 )
@@ -134,7 +135,7 @@ func buildTemplate(server string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = s.Migrate(ctx)
+	_, err = migrate.Up(ctx, s.Pool())
 	s.Close()
 	if err != nil {
 		return "", err

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rlctl/rlctl/internal/api"
+	"github.com/rlctl/rlctl/internal/migrate"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/token"
 )
@@ -153,7 +154,7 @@ func (e *exampleServers) buildTemplate(ctx context.Context, server string) error
 	}
 	st, err := store.Open(ctx, withDatabase(server, name), store.Opts{MaxConns: 2, ApplicationName: "rlctl-examples"})
 	if err == nil {
-		_, err = st.Migrate(ctx)
+		_, err = migrate.Up(ctx, st.Pool())
 		st.Close() // a template must have no connections when cloned
 	}
 	if err != nil {

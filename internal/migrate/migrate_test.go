@@ -1,11 +1,11 @@
-package store_test
+package migrate_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/migrate"
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
 )
@@ -22,21 +22,21 @@ func TestMigrationsApplyRollBackApply(t *testing.T) {
 	}
 	defer s.Close()
 
-	st, err := s.Schema(ctx)
+	st, err := migrate.Status(ctx, s.Pool())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Current != 0 || !st.Behind() {
 		t.Fatalf("fresh database schema = %+v, want version 0 and behind", st)
 	}
-	st, err = s.Migrate(ctx)
+	st, err = migrate.Up(ctx, s.Pool())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Behind() || st.Current != st.Latest || st.Latest < 1 {
 		t.Fatalf("after migrate = %+v, want current = latest", st)
 	}
-	if err := s.MigrateTo(ctx, 0); err != nil {
+	if err := migrate.To(ctx, s.Pool(), 0); err != nil {
 		t.Fatalf("roll back to 0: %v", err)
 	}
 	var tables int
@@ -46,35 +46,10 @@ func TestMigrationsApplyRollBackApply(t *testing.T) {
 	if tables != 0 {
 		t.Errorf("%d rl_ tables left after rolling back to 0", tables)
 	}
-	if st, err = s.Migrate(ctx); err != nil || st.Behind() {
+	if st, err = migrate.Up(ctx, s.Pool()); err != nil || st.Behind() {
 		t.Fatalf("migrate again = %+v, %v", st, err)
 	}
 	if _, err := s.GetDefinition(ctx, "quarantine:group:quarantine-callers:1"); err != nil {
 		t.Errorf("sentinel after re-apply: %v", err)
-	}
-}
-
-// TestPoolSizeFromTheURL: an operator's pool_max_conns in DATABASE_URL is
-// kept; without it the pool holds 16.
-func TestPoolSizeFromTheURL(t *testing.T) {
-	t.Parallel()
-	dsn := pgtest.NewDatabase(t)
-	ctx := context.Background()
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	for _, c := range []struct {
-		dsn  string
-		want int32
-	}{{dsn, 16}, {dsn + sep + "pool_max_conns=3", 3}} {
-		s, err := store.Open(ctx, c.dsn, store.Opts{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := s.Pool().Config().MaxConns; got != c.want {
-			t.Errorf("pool size = %d, want %d", got, c.want)
-		}
-		s.Close()
 	}
 }

@@ -1,4 +1,4 @@
-package store_test
+package migrate_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/apitest"
+	"github.com/rlctl/rlctl/internal/migrate"
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
@@ -35,7 +36,7 @@ func storeAt(t *testing.T, v int32) *store.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	if err := s.MigrateTo(ctx, v); err != nil {
+	if err := migrate.To(ctx, s.Pool(), v); err != nil {
 		t.Fatalf("migrate to %d: %v", v, err)
 	}
 	return s
@@ -80,7 +81,7 @@ func TestMigrationLowerCasesOldNames(t *testing.T) {
 		('ct|60|user:Alice|mcp_server:MCPGW', $1, 6, now() + interval '1 day'),
 		('c|60|user:Alice', $1, 9, now() + interval '1 day')`, win)
 
-	st, err := s.Migrate(ctx)
+	st, err := migrate.Up(ctx, s.Pool())
 	if err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
@@ -213,7 +214,7 @@ func TestMigrationRefusesCaseCollisions(t *testing.T) {
 		('server', 'PeerX', array['quarantine-targets']),
 		('server', 'peerx', array['quarantine-targets'])`)
 
-	_, err := s.Migrate(ctx)
+	_, err := migrate.Up(ctx, s.Pool())
 	if err == nil {
 		t.Fatal("migrate succeeded over definitions and memberships that differ only in case")
 	}
@@ -223,7 +224,7 @@ func TestMigrationRefusesCaseCollisions(t *testing.T) {
 			t.Errorf("migrate error does not mention %s: %v", want, err)
 		}
 	}
-	st, err := s.Schema(ctx)
+	st, err := migrate.Status(ctx, s.Pool())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +249,7 @@ func TestMigrationRefusesCaseCollisions(t *testing.T) {
 	// What the error tells the operator to do.
 	execSQL(t, s, `delete from rl_definitions where id = 'target:mcp_server:mcpgw:60'`)
 	execSQL(t, s, `delete from rl_memberships where subject_type = 'server' and subject = 'PeerX'`)
-	if st, err := s.Migrate(ctx); err != nil || st.Behind() {
+	if st, err := migrate.Up(ctx, s.Pool()); err != nil || st.Behind() {
 		t.Fatalf("migrate after deleting one of each = %+v, %v", st, err)
 	}
 	d, err := s.GetDefinition(ctx, "target:mcp_server:mcpgw:60")
@@ -296,14 +297,14 @@ func TestMigrationRefusesNonASCIIWithoutUnicodeLower(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.MigrateTo(ctx, beforeCaseFolding); err != nil {
+	if err := migrate.To(ctx, s.Pool(), beforeCaseFolding); err != nil {
 		t.Fatal(err)
 	}
 	execSQL(t, s, `insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests) values
 		('target:mcp_server:ÜBER:60', 'target', 'mcp_server', 'ÜBER', 60, 2),
 		('target:mcp_server:grün:60', 'target', 'mcp_server', 'grün', 60, 2)`)
 	execSQL(t, s, `insert into rl_memberships (subject_type, subject, groups) values ('agent', '/Äx', array['quarantine-targets'])`)
-	_, err = s.Migrate(ctx)
+	_, err = migrate.Up(ctx, s.Pool())
 	if err == nil || !strings.Contains(err.Error(), "'target:mcp_server:ÜBER:60'") || !strings.Contains(err.Error(), "'agent:/Äx'") ||
 		!strings.Contains(err.Error(), "ASCII only") {
 		t.Fatalf("migrate on a C-locale database with non-ASCII names = %v, want an error naming both", err)
@@ -316,7 +317,7 @@ func TestMigrationRefusesNonASCIIWithoutUnicodeLower(t *testing.T) {
 	if cUTF8 && strings.Contains(err.Error(), "grün") {
 		t.Errorf("migrate names grün, which is lower case already: %v", err)
 	}
-	if st, err := s.Schema(ctx); err != nil || st.Current != beforeCaseFolding {
+	if st, err := migrate.Status(ctx, s.Pool()); err != nil || st.Current != beforeCaseFolding {
 		t.Errorf("schema after the refused migration = %+v, %v, want version %d", st, err, beforeCaseFolding)
 	}
 
@@ -327,7 +328,7 @@ func TestMigrationRefusesNonASCIIWithoutUnicodeLower(t *testing.T) {
 		execSQL(t, s, `delete from rl_definitions where name in ('über', 'grün')`)
 		execSQL(t, s, `delete from rl_memberships where subject = '/äx'`)
 	}
-	if st, err := s.Migrate(ctx); err != nil || st.Behind() {
+	if st, err := migrate.Up(ctx, s.Pool()); err != nil || st.Behind() {
 		t.Fatalf("migrate after renaming by hand = %+v, %v", st, err)
 	}
 }
