@@ -22,7 +22,7 @@ import (
 	"github.com/rlctl/rlctl/internal/cli/member"
 	"github.com/rlctl/rlctl/internal/cli/printer"
 	"github.com/rlctl/rlctl/internal/cli/quarantine"
-	"github.com/rlctl/rlctl/internal/cli/ratelimit"
+	"github.com/rlctl/rlctl/internal/cli/ratelimitcmd"
 	"github.com/rlctl/rlctl/internal/cli/state"
 	"github.com/rlctl/rlctl/internal/cli/status"
 	"github.com/rlctl/rlctl/internal/cli/token"
@@ -107,8 +107,8 @@ RLCTL_TOKEN, RLCTL_TOKEN_FILE, then the current context (rlctl config), then
 		&cobra.Group{ID: "state", Title: "Declarative state (CI):"},
 		&cobra.Group{ID: "reference", Title: "Reference CLI commands (same flags, no prompts):"},
 	)
-	root.AddCommand(ratelimit.NewCmdRateLimit(f), member.NewCmdMember(f), quarantine.NewCmdQuarantine(f))
-	root.AddCommand(ratelimit.NewFlatCommands(f)...)
+	root.AddCommand(ratelimitcmd.NewCmdRateLimit(f), member.NewCmdMember(f), quarantine.NewCmdQuarantine(f))
+	root.AddCommand(ratelimitcmd.NewFlatCommands(f)...)
 	root.AddCommand(member.NewFlatCommands(f)...)
 	root.AddCommand(quarantine.NewFlatCommands(f)...)
 	root.AddCommand(newCmdExitCodes(), newCmdVersion(f))

@@ -10,7 +10,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	rlcmd "github.com/rlctl/rlctl/internal/cli/ratelimit"
+	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -28,7 +28,7 @@ var limitsSpec = &listSpec[ratelimit.Definition]{
 		{Title: "ENABLED", Min: 7},
 	},
 	cells: func(d ratelimit.Definition) []string {
-		return []string{d.Axis, d.EntityType, d.Name, formatWindow(d.WindowSeconds), rlcmd.LimitText(d), d.Mode, yesNo(d.Enabled)}
+		return []string{d.Axis, d.EntityType, d.Name, formatWindow(d.WindowSeconds), cmdutil.LimitText(d), d.Mode, yesNo(d.Enabled)}
 	},
 	key: definitionID,
 	text: func(d ratelimit.Definition) string {
@@ -208,7 +208,7 @@ func (v limitsView) detailView(w, h int) string {
 		st.PaneTitle.Render(clean(definitionID(d))),
 		field(st, "axis", d.Axis)+"  "+field(st, "entity", d.EntityType)+"  "+field(st, "window", formatWindow(d.WindowSeconds))+
 			"  "+field(st, "mode", d.Mode),
-		field(st, "limits", rlcmd.LimitText(d))+"  "+field(st, "enabled", yesNo(d.Enabled))+"  "+field(st, "fail-closed", yesNo(d.FailClosed)),
+		field(st, "limits", cmdutil.LimitText(d))+"  "+field(st, "enabled", yesNo(d.Enabled))+"  "+field(st, "fail-closed", yesNo(d.FailClosed)),
 	)
 	upd := field(st, "version", strconv.FormatInt(d.Version, 10))
 	if d.UpdatedAt != nil || d.UpdatedBy != "" {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/printer"
-	"github.com/rlctl/rlctl/internal/cli/ratelimit"
+	"github.com/rlctl/rlctl/internal/cli/ratelimitcmd"
 	"github.com/rlctl/rlctl/pkg/client"
 	rl "github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -127,7 +127,7 @@ func addRun(ctx context.Context, opts *AddOptions) error {
 	}
 	// before, not res.Created: a dry run's report says "grant", not
 	// "create", so the SDK does not mark it created.
-	return ratelimit.PrintOutcome(f, "admin", opts.Admin.Key(), before, &after, before == nil, res.DryRun != nil)
+	return ratelimitcmd.PrintOutcome(f, "admin", opts.Admin.Key(), before, &after, before == nil, res.DryRun != nil)
 }
 
 // find returns the administrator with the given id, or nil.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/printer"
-	"github.com/rlctl/rlctl/internal/cli/ratelimit"
+	"github.com/rlctl/rlctl/internal/cli/ratelimitcmd"
 	"github.com/rlctl/rlctl/pkg/client"
 	rl "github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -142,7 +142,7 @@ func setRun(ctx context.Context, opts *SetOptions) error {
 		}
 		return printer.Object(f.IOStreams, f.Global.Output, res.Value, Columns, "membership", idOf)
 	}
-	if err := ratelimit.PrintOutcome(f, "membership", res.Value.Key(), before, &res.Value, res.Created, res.DryRun != nil); err != nil {
+	if err := ratelimitcmd.PrintOutcome(f, "membership", res.Value.Key(), before, &res.Value, res.Created, res.DryRun != nil); err != nil {
 		return err
 	}
 	warnUnusedGroups(ctx, f, c, res.Value.Groups)

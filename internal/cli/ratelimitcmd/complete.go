@@ -1,4 +1,4 @@
-package ratelimit
+package ratelimitcmd
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func CompleteDefinitionIDs(f *cmdutil.Factory) func(*cobra.Command, []string, st
 		var out []string
 		for _, d := range defs {
 			if strings.HasPrefix(d.ID, toComplete) {
-				out = append(out, d.ID+"\t"+LimitText(d))
+				out = append(out, d.ID+"\t"+cmdutil.LimitText(d))
 			}
 		}
 		return out, nil

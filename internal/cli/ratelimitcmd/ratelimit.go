@@ -1,4 +1,4 @@
-package ratelimit
+package ratelimitcmd
 
 import (
 	"github.com/spf13/cobra"

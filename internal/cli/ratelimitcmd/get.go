@@ -1,4 +1,4 @@
-package ratelimit
+package ratelimitcmd
 
 import (
 	"context"

@@ -1,12 +1,13 @@
-// Package ratelimit holds the rate-limit definition commands: set, list,
+// Package ratelimitcmd holds the rate-limit definition commands: set, list,
 // get, delete, enable, disable and status, each under `rlctl rate-limit`
 // and under the reference CLI's flat name (rate-limit-set, ...).
-package ratelimit
+package ratelimitcmd
 
 import (
 	"strconv"
 	"strings"
 
+	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/printer"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -18,7 +19,7 @@ var Columns = []printer.Column[ratelimit.Definition]{
 	{Header: "ENTITY", Value: func(d ratelimit.Definition) string { return d.EntityType }},
 	{Header: "NAME", Value: func(d ratelimit.Definition) string { return d.Name }},
 	{Header: "WINDOW", Value: func(d ratelimit.Definition) string { return strconv.Itoa(d.WindowSeconds) + "s" }},
-	{Header: "LIMIT", Value: LimitText},
+	{Header: "LIMIT", Value: cmdutil.LimitText},
 	{Header: "MODE", Value: func(d ratelimit.Definition) string { return d.Mode }},
 	{Header: "ENABLED", Value: func(d ratelimit.Definition) string { return strconv.FormatBool(d.Enabled) }},
 	{Header: "FAIL-CLOSED", Wide: true, Value: func(d ratelimit.Definition) string { return strconv.FormatBool(d.FailClosed) }},
@@ -26,25 +27,6 @@ var Columns = []printer.Column[ratelimit.Definition]{
 	{Header: "VERSION", Wide: true, Value: func(d ratelimit.Definition) string { return strconv.FormatInt(d.Version, 10) }},
 	{Header: "UPDATED-BY", Wide: true, Value: func(d ratelimit.Definition) string { return d.UpdatedBy }},
 	{Header: "DESCRIPTION", Wide: true, Value: func(d ratelimit.Definition) string { return d.Description }},
-}
-
-// LimitText renders a definition's limits: "500" for targets,
-// "user=60 agent=30" for groups, "-" for the quarantine sentinels.
-func LimitText(d ratelimit.Definition) string {
-	var parts []string
-	if d.MaxRequests != nil {
-		parts = append(parts, strconv.Itoa(*d.MaxRequests))
-	}
-	if d.UserMaxRequests != nil {
-		parts = append(parts, "user="+strconv.Itoa(*d.UserMaxRequests))
-	}
-	if d.AgentMaxRequests != nil {
-		parts = append(parts, "agent="+strconv.Itoa(*d.AgentMaxRequests))
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, " ")
 }
 
 func idOf(d ratelimit.Definition) string { return d.ID }
