@@ -1,0 +1,295 @@
+package repo
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// module is this repository's module path.
+const module = "github.com/rlctl/rlctl"
+
+// pkgInfo is what `go list -json` says about one package.
+type pkgInfo struct {
+	ImportPath   string
+	Standard     bool
+	DepOnly      bool
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+}
+
+// graph is every package ./... builds, with its dependencies.
+type graph map[string]*pkgInfo
+
+// rule is one arrow that must not exist: no package that from selects may
+// depend, directly or through others, on a package that forbid matches.
+type rule struct {
+	name   string // short, for -run
+	want   string // the rule, as the failure states it
+	from   func(path string) bool
+	forbid func(p *pkgInfo) bool
+	skip   string // non-empty: the rule is written but not yet enforced
+}
+
+// under matches path and the packages below it (module-relative).
+func under(rel ...string) func(string) bool {
+	return func(path string) bool {
+		for _, r := range rel {
+			full := module + "/" + r
+			if path == full || strings.HasPrefix(path, full+"/") {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// exactly matches the named packages only (module-relative).
+func exactly(rel ...string) func(string) bool {
+	return func(path string) bool {
+		for _, r := range rel {
+			if path == module+"/"+r {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// prefixed matches import paths equal to or below any of the prefixes.
+func prefixed(prefixes ...string) func(*pkgInfo) bool {
+	return func(p *pkgInfo) bool {
+		for _, pre := range prefixes {
+			if p.ImportPath == pre || strings.HasPrefix(p.ImportPath, pre+"/") {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func inModule(path string) bool { return path == module || strings.HasPrefix(path, module+"/") }
+
+// cliShared are the packages under internal/cli that hold no command: the
+// dashboard may use them.
+var cliShared = []string{"internal/cli/cmdutil", "internal/cli/iostreams", "internal/cli/printer", "internal/cli/config"}
+
+// rules are the arrows the house style forbids (docs/design.md, "Dependencies
+// point one way"). Test imports do not count: they are about what a binary
+// links.
+var rules = []rule{
+	{
+		name: "client-stdlib-only",
+		want: "pkg/client imports only the standard library (and the module's own packages that do)",
+		from: under("pkg/client"),
+		forbid: func(p *pkgInfo) bool {
+			return !p.Standard && !inModule(p.ImportPath)
+		},
+	},
+	{
+		name: "cli-no-store",
+		want: "the CLI and the dashboard never link internal/store",
+		from: func(path string) bool {
+			// clitest starts a real rlapi for tests; rlctl does not link it.
+			return (under("internal/cli", "internal/dash", "cmd/rlctl", "cmd/rlctl-gen")(path)) && !under("internal/cli/clitest")(path)
+		},
+		forbid: prefixed(module + "/internal/store"),
+	},
+	{
+		name:   "store-no-http",
+		want:   "internal/store does not import net/http",
+		from:   under("internal/store"),
+		forbid: prefixed("net/http"),
+	},
+	{
+		name:   "store-no-migrations",
+		want:   "internal/store links no migration code (tern, sprig, migrations: see internal/migrate)",
+		from:   under("internal/store"),
+		forbid: prefixed("github.com/jackc/tern", "github.com/Masterminds/sprig", module+"/migrations", module+"/internal/migrate"),
+	},
+	{
+		name: "dash-no-commands",
+		want: "the dashboard imports no CLI command package (shared code goes in cmdutil, printer, iostreams or config)",
+		from: under("internal/dash"),
+		forbid: func(p *pkgInfo) bool {
+			if !under("internal/cli")(p.ImportPath) {
+				return false
+			}
+			return !slices.ContainsFunc(cliShared, func(s string) bool { return exactly(s)(p.ImportPath) })
+		},
+	},
+	{
+		name: "enforce-core",
+		want: "the core of pkg/enforce links no store, server, CLI or validator code (pgx, tern, sprig, validator, cobra, bubbletea, internal/api, internal/store, internal/validate)",
+		from: exactly("pkg/enforce"),
+		forbid: prefixed(
+			"github.com/jackc", // pgx, tern
+			"github.com/Masterminds/sprig",
+			"github.com/go-playground", // validator
+			"github.com/spf13/cobra",
+			"github.com/charmbracelet/bubbletea",
+			module+"/internal/api",
+			module+"/internal/store",
+			module+"/internal/validate",
+		),
+		skip: "enforced once the seams refactor lands",
+	},
+}
+
+// TestDependencyRules fails when an import arrow the house style forbids
+// exists, naming the chain of imports that makes it.
+func TestDependencyRules(t *testing.T) {
+	g := loadGraph(t)
+	for _, r := range rules {
+		t.Run(r.name, func(t *testing.T) {
+			if r.skip != "" {
+				t.Skip(r.skip)
+			}
+			matched := false
+			for _, p := range g.sorted() {
+				if !inModule(p) || g[p].DepOnly || !r.from(p) {
+					continue
+				}
+				matched = true
+				if chain := g.path(p, r.forbid); chain != nil {
+					t.Errorf("%s: %s imports %s\n\tvia %s", r.want, p, chain[len(chain)-1], strings.Join(chain, " -> "))
+				}
+			}
+			if !matched {
+				t.Errorf("%s: the rule applies to no package: was one renamed?", r.want)
+			}
+		})
+	}
+}
+
+// TestNothingImportsCmd: the binaries sit at the top; no package (nor any
+// test) imports one of them.
+func TestNothingImportsCmd(t *testing.T) {
+	g := loadGraph(t)
+	cmd := prefixed(module + "/cmd")
+	for _, p := range g.sorted() {
+		info := g[p]
+		if !inModule(p) {
+			continue
+		}
+		for _, imp := range slices.Concat(info.Imports, info.TestImports, info.XTestImports) {
+			if cmd(&pkgInfo{ImportPath: imp}) && imp != p {
+				t.Errorf("%s imports %s: nothing imports cmd/", p, imp)
+			}
+		}
+	}
+}
+
+// TestRuleCheckerFindsAChain checks the checker on a made-up graph: an arrow
+// through another package is found and reported with its chain.
+func TestRuleCheckerFindsAChain(t *testing.T) {
+	g := graph{
+		module + "/internal/dash":             {ImportPath: module + "/internal/dash", Imports: []string{"fmt", module + "/internal/cli/cmdutil"}},
+		module + "/internal/cli/cmdutil":      {ImportPath: module + "/internal/cli/cmdutil", Imports: []string{module + "/internal/cli/ratelimitcmd"}},
+		module + "/internal/cli/ratelimitcmd": {ImportPath: module + "/internal/cli/ratelimitcmd", Imports: []string{"fmt"}},
+		"fmt":                                 {ImportPath: "fmt", Standard: true},
+	}
+	var dashRule rule
+	for _, r := range rules {
+		if r.name == "dash-no-commands" {
+			dashRule = r
+		}
+	}
+	chain := g.path(module+"/internal/dash", dashRule.forbid)
+	want := []string{module + "/internal/dash", module + "/internal/cli/cmdutil", module + "/internal/cli/ratelimitcmd"}
+	if !slices.Equal(chain, want) {
+		t.Errorf("chain = %v, want %v", chain, want)
+	}
+	g[module+"/internal/cli/cmdutil"].Imports = nil
+	if chain := g.path(module+"/internal/dash", dashRule.forbid); chain != nil {
+		t.Errorf("chain = %v, want none", chain)
+	}
+}
+
+// path returns the shortest import chain from start to a package forbid
+// matches (start first), or nil when there is none.
+func (g graph) path(start string, forbid func(*pkgInfo) bool) []string {
+	parent := map[string]string{start: ""}
+	queue := []string{start}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		info := g[cur]
+		if info == nil {
+			continue
+		}
+		if cur != start && forbid(info) {
+			var chain []string
+			for p := cur; p != ""; p = parent[p] {
+				chain = append(chain, p)
+			}
+			slices.Reverse(chain)
+			return chain
+		}
+		for _, imp := range info.Imports {
+			if _, seen := parent[imp]; !seen {
+				parent[imp] = cur
+				queue = append(queue, imp)
+			}
+		}
+	}
+	return nil
+}
+
+func (g graph) sorted() []string {
+	paths := make([]string, 0, len(g))
+	for p := range g {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	return paths
+}
+
+// loadGraph runs `go list -deps -json ./...` at the module's root.
+func loadGraph(t *testing.T) graph {
+	t.Helper()
+	root := moduleRoot(t)
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Standard,DepOnly,Imports,TestImports,XTestImports", "./...")
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	g := graph{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkgInfo
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		g[p.ImportPath] = &p
+	}
+	if g[module+"/pkg/client"] == nil {
+		t.Fatalf("go list in %s did not list %s/pkg/client", root, module)
+	}
+	return g
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == "/dev/null" {
+		t.Fatal("not inside the module")
+	}
+	return filepath.Dir(gomod)
+}
