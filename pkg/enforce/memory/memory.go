@@ -118,8 +118,9 @@ func (s *Store) take(r enforce.TakeRequest) enforce.TakeResult {
 	}
 	now := r.Now.UnixNano()
 	var (
-		idBuf    [4]counterID
-		shardBuf [4]int
+		idBuf     [4]counterID
+		shardBuf  [4]int
+		lockedBuf [4]int
 	)
 	ids, shardOf := idBuf[:0], shardBuf[:0]
 	for _, g := range r.Gates {
@@ -128,7 +129,7 @@ func (s *Store) take(r enforce.TakeRequest) enforce.TakeResult {
 		ids = append(ids, counterID{key: g.Key, window: g.Window, index: idx})
 		shardOf = append(shardOf, int(maphash.String(s.seed, g.Key)%shardCount))
 	}
-	locked := slices.Clone(shardOf)
+	locked := append(lockedBuf[:0], shardOf...)
 	slices.Sort(locked)
 	locked = slices.Compact(locked)
 	for _, i := range locked {
