@@ -1,0 +1,26 @@
+// Package enforcetest is the conformance suite every enforce.CounterStore
+// must pass, and the test doubles an Enforcer test needs, in the manner of
+// testing/fstest.TestFS and net/http/httptest.
+//
+// A store's own test calls TestCounterStore with an opener that gives a
+// fresh, empty store per subtest:
+//
+//	func TestConformance(t *testing.T) {
+//		enforcetest.TestCounterStore(t, func(t *testing.T) enforce.CounterStore {
+//			return memory.New()
+//		})
+//	}
+//
+// The suite drives Take and Sweep directly, choosing every TakeRequest.Now,
+// so windows roll over without waiting. Checks that hold for any algorithm
+// (cost, all or nothing, shadow gates, peek, batches, concurrency, keys,
+// deadlines) run once per entry of the algorithms table; each entry adds
+// the checks of its own notion of time (for the fixed window: roll-over at
+// the epoch-aligned boundary, and Sweep). A new algorithm is one entry
+// there, and every store that claims it runs its cases.
+//
+// For the fail policies of an Enforcer: Failing and Hanging wrap a store
+// so it errors or answers nothing, StaticSource is an in-memory
+// enforce.Source, and TestFailPolicies checks the fail-open and
+// fail-closed decisions given a way to build an Enforcer.
+package enforcetest

@@ -1,0 +1,87 @@
+package enforcetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlctl/rlctl/pkg/enforce"
+)
+
+// FailingStore is a counter store whose Take fails with one error until
+// Repair, then passes every call to the store it wraps. Sweep always
+// passes through.
+type FailingStore struct {
+	next     enforce.CounterStore
+	err      error
+	repaired atomic.Bool
+	calls    atomic.Int64
+}
+
+// Failing wraps s so every Take fails with err (consuming nothing) until
+// Repair is called.
+func Failing(s enforce.CounterStore, err error) *FailingStore {
+	return &FailingStore{next: s, err: err}
+}
+
+// Take fails with the store's error, or after Repair passes the batch on.
+func (f *FailingStore) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline time.Time) ([]enforce.TakeResult, error) {
+	if f.repaired.Load() {
+		return f.next.Take(ctx, reqs, deadline)
+	}
+	f.calls.Add(1)
+	return nil, fmt.Errorf("enforcetest: failing store: %w", f.err)
+}
+
+// Sweep passes through.
+func (f *FailingStore) Sweep(ctx context.Context, now time.Time) (int64, error) {
+	return f.next.Sweep(ctx, now)
+}
+
+// Repair makes every later Take reach the wrapped store.
+func (f *FailingStore) Repair() { f.repaired.Store(true) }
+
+// Failed is how many Takes have failed.
+func (f *FailingStore) Failed() int64 { return f.calls.Load() }
+
+// HangingStore is a counter store whose Take answers nothing: it ignores
+// its deadline (as a server behind a broken network would) and returns
+// only when its context ends, with an error wrapping
+// enforce.ErrOutcomeUnknown, having taken nothing. Takes that start after
+// Release pass through to the store it wraps; those already hanging stay
+// lost, as requests lost on a network stay lost when it comes back.
+type HangingStore struct {
+	next     enforce.CounterStore
+	released atomic.Bool
+	entered  chan struct{}
+	enterOne sync.Once
+}
+
+// Hanging wraps s so every Take hangs until its context ends (until
+// Release).
+func Hanging(s enforce.CounterStore) *HangingStore {
+	return &HangingStore{next: s, entered: make(chan struct{})}
+}
+
+// Take hangs; see HangingStore.
+func (h *HangingStore) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline time.Time) ([]enforce.TakeResult, error) {
+	if h.released.Load() {
+		return h.next.Take(ctx, reqs, deadline)
+	}
+	h.enterOne.Do(func() { close(h.entered) })
+	<-ctx.Done()
+	return nil, fmt.Errorf("enforcetest: hanging store: %w: %w", enforce.ErrOutcomeUnknown, ctx.Err())
+}
+
+// Sweep passes through.
+func (h *HangingStore) Sweep(ctx context.Context, now time.Time) (int64, error) {
+	return h.next.Sweep(ctx, now)
+}
+
+// Entered is closed once a Take has reached the store.
+func (h *HangingStore) Entered() <-chan struct{} { return h.entered }
+
+// Release ends the hang for the Takes that start after it.
+func (h *HangingStore) Release() { h.released.Store(true) }

@@ -1,0 +1,138 @@
+package enforcetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// ErrInjected is the error the fail-policy checks make a store fail with.
+var ErrInjected = errors.New("enforcetest: injected counter store failure")
+
+// BuildEnforcer builds an Enforcer over counters and src with opts (the
+// suite sets FailClosed and BackendTimeout in it); it registers the
+// Enforcer's Close with t.Cleanup. With the seams' constructor that is
+//
+//	e, err := enforce.New(ctx, enforce.Options{Counters: counters, Source: src, ...})
+type BuildEnforcer func(t *testing.T, opts enforce.Options, counters enforce.CounterStore, src enforce.Source) *enforce.Enforcer
+
+// PolicyState is the state the fail-policy checks enforce: a target
+// mcp_server "s" limited to 100 calls a minute (fail_closed as given) and
+// a target "other" with the same limit, never fail_closed.
+func PolicyState(definitionFailClosed bool) enforce.State {
+	limit := 100
+	s := ratelimit.Definition{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityMCPServer, Name: "s",
+		WindowSeconds: 60, MaxRequests: &limit, Enabled: true, Mode: ratelimit.ModeEnforce, FailClosed: definitionFailClosed}
+	other := s
+	other.Name, other.FailClosed = "other", false
+	s.ID, other.ID = s.Key(), other.Key()
+	return enforce.State{Definitions: append(Sentinels(), s, other)}
+}
+
+func policyCall(target string) enforce.Call {
+	return enforce.Call{Username: "u", TargetType: ratelimit.EntityMCPServer, TargetName: target}
+}
+
+// TestFailPolicies checks the Enforcer's decisions when its counter store
+// fails, over stores built by newStore (fresh per subtest) and Enforcers
+// built by build:
+//
+//   - a store that errors: fail open by default (allowed, reason
+//     fail-open), fail closed with Options.FailClosed or a fail_closed
+//     definition (denied, reason fail-closed), the error returned with the
+//     decision and wrapping the store's; a call that does not touch the
+//     fail_closed definition still fails open; once the store is
+//     repaired the same call is allowed by its counters;
+//   - a store that hangs: the BackendTimeout ends the wait and the fail
+//     policy decides, the same way; once released, calls are counted.
+func TestFailPolicies(t *testing.T, newStore func(t *testing.T) enforce.CounterStore, build BuildEnforcer) {
+	t.Helper()
+	cases := []struct {
+		name           string
+		globalClosed   bool
+		definitionFail bool
+		want           string
+	}{
+		{"fail open by default", false, false, enforce.ReasonFailOpen},
+		{"fail closed globally", true, false, enforce.ReasonFailClosed},
+		{"fail closed per definition", false, true, enforce.ReasonFailClosed},
+	}
+	faults := []struct {
+		name string
+		wrap func(enforce.CounterStore) (enforce.CounterStore, func())
+	}{
+		{"store errors", func(s enforce.CounterStore) (enforce.CounterStore, func()) {
+			f := Failing(s, ErrInjected)
+			return f, f.Repair
+		}},
+		{"store hangs", func(s enforce.CounterStore) (enforce.CounterStore, func()) {
+			h := Hanging(s)
+			return h, h.Release
+		}},
+	}
+	for _, fault := range faults {
+		t.Run(fault.name, func(t *testing.T) {
+			t.Parallel()
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					t.Parallel()
+					ctx := context.Background()
+					store, repair := fault.wrap(newStore(t))
+					e := build(t, enforce.Options{FailClosed: c.globalClosed, BackendTimeout: 50 * time.Millisecond},
+						store, StaticSource(PolicyState(c.definitionFail)))
+					got, err := boundedCheck(t, e, policyCall("s"))
+					if err == nil {
+						t.Error("the store's failure was not returned with the decision")
+					} else if fault.name == "store errors" && !errors.Is(err, ErrInjected) {
+						t.Errorf("error %v does not wrap the store's error", err)
+					}
+					if got.Reason != c.want || got.Allowed != (c.want == enforce.ReasonFailOpen) {
+						t.Errorf("decision = allowed %v, reason %q; want reason %q", got.Allowed, got.Reason, c.want)
+					}
+					if c.definitionFail {
+						// Only calls that hit the fail-closed definition are denied.
+						if other, _ := boundedCheck(t, e, policyCall("other")); !other.Allowed || other.Reason != enforce.ReasonFailOpen {
+							t.Errorf("a call not touching the fail_closed definition: allowed %v, reason %q; want fail-open",
+								other.Allowed, other.Reason)
+						}
+					}
+					repair()
+					got, err = e.Check(ctx, policyCall("s"))
+					if err != nil || !got.Allowed || got.Reason != enforce.ReasonAllowed {
+						t.Errorf("after the store recovered: allowed %v, reason %q, err %v; want allowed", got.Allowed, got.Reason, err)
+					}
+					if got.Limit != 100 || got.Remaining != 99 {
+						t.Errorf("after the store recovered: limit %d remaining %d, want 100 and 99 (failed calls took nothing)",
+							got.Limit, got.Remaining)
+					}
+				})
+			}
+		})
+	}
+}
+
+// boundedCheck is e.Check, failing the test if it has not returned by
+// hangBound: an Enforcer whose decisions wait on a hung store forever.
+func boundedCheck(t *testing.T, e *enforce.Enforcer, c enforce.Call) (enforce.Decision, error) {
+	t.Helper()
+	type answer struct {
+		d   enforce.Decision
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		d, err := e.Check(context.Background(), c)
+		done <- answer{d, err}
+	}()
+	select {
+	case a := <-done:
+		return a.d, a.err
+	case <-time.After(hangBound):
+		t.Fatalf("Check did not return within %v: the Enforcer waits on its counter store past BackendTimeout", hangBound)
+		return enforce.Decision{}, nil
+	}
+}

@@ -1,0 +1,218 @@
+package filesource
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/enforce"
+)
+
+// MaxFileSize bounds the state file (32 MiB: about 100,000 definitions).
+const MaxFileSize = 32 << 20
+
+// Options tune a Source; zero values take the defaults.
+type Options struct {
+	// Interval is how often the file is polled (default 1 s): its size
+	// and modification time each time, its content (by hash) when they
+	// changed and on every tenth poll, for edits that keep both.
+	Interval time.Duration
+	// Floors are the minimum caller limits (default: rlapi's, 20 a minute
+	// for users and 10 for agents). NoFloors turns them off.
+	Floors   Floors
+	NoFloors bool
+	// Logger receives one line per file change that is refused, and one
+	// per change loaded (nil: no logs).
+	Logger *slog.Logger
+}
+
+// Source is an enforce.Source over one state file. It is safe for
+// concurrent use.
+type Source struct {
+	path   string
+	opts   Options
+	floors Floors
+	log    *slog.Logger
+
+	mu    sync.Mutex
+	state enforce.State
+	// version counts the states loaded; a watcher notifies when it moves.
+	version uint64
+	// What was last read: its stat and hash, to skip unchanged content.
+	size    int64
+	modTime time.Time
+	sum     [sha256.Size]byte
+	polls   int
+	lastErr error
+}
+
+// New reads path and returns a Source serving it. A file that cannot be
+// read or parsed is an error here; later, a change that cannot be read or
+// parsed keeps the last good state (see Err).
+func New(path string, opts Options) (*Source, error) {
+	if opts.Interval <= 0 {
+		opts.Interval = time.Second
+	}
+	s := &Source{path: path, opts: opts, log: opts.Logger, floors: opts.Floors}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if opts.NoFloors {
+		s.floors = Floors{}
+	} else if s.floors == (Floors{}) {
+		d := validate.DefaultFloors()
+		s.floors = Floors{User: d.User, Agent: d.Agent}
+	}
+	if _, err := s.poll(true); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// poll reads the file when it may have changed and, when it has and it
+// parses, replaces the state. It reports whether the state changed; err
+// is the problem with the file, the state kept.
+func (s *Source) poll(first bool) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.polls++
+	info, err := os.Stat(s.path)
+	if err != nil {
+		return false, s.refused(first, err)
+	}
+	if info.Size() > MaxFileSize {
+		return false, s.refused(first, fmt.Errorf("%s: %d bytes: a state file is at most %d", s.path, info.Size(), MaxFileSize))
+	}
+	if !first && info.Size() == s.size && info.ModTime().Equal(s.modTime) && s.polls%10 != 0 {
+		return false, s.lastErr
+	}
+	data, err := os.ReadFile(s.path)
+	if err != nil {
+		return false, s.refused(first, err)
+	}
+	s.size, s.modTime = info.Size(), info.ModTime()
+	sum := sha256.Sum256(data)
+	if !first && sum == s.sum {
+		return false, s.lastErr // unchanged, or the same refused content
+	}
+	s.sum = sum
+	st, err := Parse(s.path, data, s.floors)
+	if err != nil {
+		return false, s.refused(first, err)
+	}
+	s.state, s.lastErr = st, nil
+	s.version++
+	if !first {
+		s.log.Info("filesource: state file reloaded", "file", s.path,
+			"definitions", len(st.Definitions), "memberships", len(st.Memberships), "admins", len(st.Admins))
+	}
+	return true, nil
+}
+
+// refused records a file that could not be loaded, logging it once per
+// distinct problem.
+func (s *Source) refused(first bool, err error) error {
+	if first {
+		return err
+	}
+	if s.lastErr == nil || s.lastErr.Error() != err.Error() {
+		s.log.Error("filesource: state file refused; keeping the last good state", "file", s.path, "err", err)
+	}
+	s.lastErr = err
+	return err
+}
+
+// Err is the problem with the file's current content (nil when the state
+// served is the file's): a change that cannot be read or parsed.
+func (s *Source) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastErr
+}
+
+// Load returns the last good state, after looking at the file once more.
+// A file whose current content is refused is not an error here: the last
+// good state is served (Err says why it is not the file's).
+func (s *Source) Load(ctx context.Context) (enforce.State, error) {
+	if err := ctx.Err(); err != nil {
+		return enforce.State{}, err
+	}
+	s.poll(false) //nolint:errcheck // refused content is logged and kept in Err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return cloneState(s.state), nil
+}
+
+// LoadRows returns the rows of the last good state among those asked for.
+func (s *Source) LoadRows(ctx context.Context, definitions, memberships, admins []string) (enforce.Rows, error) {
+	if err := ctx.Err(); err != nil {
+		return enforce.Rows{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rows := enforce.Rows{EnforcementOff: s.state.EnforcementOff}
+	for _, d := range s.state.Definitions {
+		if slices.Contains(definitions, d.ID) {
+			rows.Definitions = append(rows.Definitions, d)
+		}
+	}
+	for _, m := range s.state.Memberships {
+		if slices.Contains(memberships, m.Key()) {
+			rows.Memberships = append(rows.Memberships, m)
+		}
+	}
+	for _, a := range s.state.Admins {
+		if slices.Contains(admins, a.Key()) {
+			rows.Admins = append(rows.Admins, a)
+		}
+	}
+	return rows, nil
+}
+
+// Watch polls the file every Interval until ctx ends, delivering
+// Change{All: true} each time a changed file loads. ready is called at
+// once: the state served from then on is what Load returns or newer.
+func (s *Source) Watch(ctx context.Context, ready func(), notify func(enforce.Change)) error {
+	s.mu.Lock()
+	seen := s.version
+	s.mu.Unlock()
+	ready()
+	t := time.NewTicker(s.opts.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		s.poll(false) //nolint:errcheck // refused content is logged and kept in Err
+		s.mu.Lock()
+		v := s.version
+		s.mu.Unlock()
+		if v != seen {
+			seen = v
+			notify(enforce.Change{All: true})
+		}
+	}
+}
+
+// Path is the file the Source reads.
+func (s *Source) Path() string { return s.path }
+
+func cloneState(st enforce.State) enforce.State {
+	st.Definitions = slices.Clone(st.Definitions)
+	st.Memberships = slices.Clone(st.Memberships)
+	st.Admins = slices.Clone(st.Admins)
+	return st
+}
+
+var _ enforce.Source = (*Source)(nil)
+
+// String names the Source in logs.
+func (s *Source) String() string { return fmt.Sprintf("filesource(%s)", s.path) }

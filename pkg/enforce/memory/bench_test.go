@@ -1,0 +1,82 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/memory"
+)
+
+// benchRequest is a typical call: a caller gate and a target gate, one of
+// 1,000 callers.
+func benchRequest(i int, now time.Time) []enforce.TakeRequest {
+	return []enforce.TakeRequest{{Cost: 1, Consume: true, Now: now, Gates: []enforce.CounterGate{
+		{Key: fmt.Sprintf("c|60|user:u%03d", i%1000), Algorithm: enforce.AlgorithmFixedWindow, Window: time.Minute, Limit: 1 << 40, Enforce: true},
+		{Key: "t|target:mcp_server:s:60", Algorithm: enforce.AlgorithmFixedWindow, Window: time.Minute, Limit: 1 << 40, Enforce: true},
+	}}}
+}
+
+// BenchmarkTake is one call of two gates per Take, from one goroutine.
+func BenchmarkTake(b *testing.B) {
+	s := memory.New()
+	ctx := context.Background()
+	now := time.Unix(1_800_000_010, 0)
+	reqs := make([][]enforce.TakeRequest, 1000)
+	for i := range reqs {
+		reqs[i] = benchRequest(i, now)
+	}
+	i := 0
+	for b.Loop() {
+		if _, err := s.Take(ctx, reqs[i%len(reqs)], time.Time{}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkTakeParallel is BenchmarkTake from GOMAXPROCS goroutines (and
+// -cpu more), every call sharing the target gate.
+func BenchmarkTakeParallel(b *testing.B) {
+	s := memory.New()
+	ctx := context.Background()
+	now := time.Unix(1_800_000_010, 0)
+	reqs := make([][]enforce.TakeRequest, 1000)
+	for i := range reqs {
+		reqs[i] = benchRequest(i, now)
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := s.Take(ctx, reqs[i%len(reqs)], time.Time{}); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
+
+// BenchmarkTakeParallelDistinct is the parallel case without the shared
+// target gate: only the caller gates, so goroutines rarely share a shard.
+func BenchmarkTakeParallelDistinct(b *testing.B) {
+	s := memory.New()
+	ctx := context.Background()
+	now := time.Unix(1_800_000_010, 0)
+	reqs := make([][]enforce.TakeRequest, 1000)
+	for i := range reqs {
+		r := benchRequest(i, now)
+		r[0].Gates = r[0].Gates[:1]
+		reqs[i] = r
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := s.Take(ctx, reqs[i%len(reqs)], time.Time{}); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}

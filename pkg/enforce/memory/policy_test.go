@@ -1,0 +1,29 @@
+//go:build seams
+
+package memory_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
+	"github.com/rlctl/rlctl/pkg/enforce/memory"
+)
+
+// TestFailPolicies runs the fail-policy checks with an Enforcer over the
+// in-memory store, made to fail or hang by enforcetest's wrappers.
+func TestFailPolicies(t *testing.T) {
+	t.Parallel()
+	enforcetest.TestFailPolicies(t,
+		func(t *testing.T) enforce.CounterStore { return memory.New() },
+		func(t *testing.T, opts enforce.Options, counters enforce.CounterStore, src enforce.Source) *enforce.Enforcer {
+			opts.Counters, opts.Source = counters, src
+			e, err := enforce.New(context.Background(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(e.Close)
+			return e
+		})
+}
