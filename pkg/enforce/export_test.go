@@ -15,7 +15,9 @@ func NewBatcher(st CounterStore) *Batcher { return &Batcher{newBatcher(st)} }
 
 func (b *Batcher) Work(ctx context.Context) { b.b.work(ctx) }
 
-func (b *Batcher) Take(ctx context.Context, req TakeRequest) (TakeResult, error) { return b.b.take(ctx, req) }
+func (b *Batcher) Take(ctx context.Context, req TakeRequest) (TakeResult, error) {
+	return b.b.take(ctx, req)
+}
 
 // Queued is how many calls wait for a worker.
 func (b *Batcher) Queued() int { return len(b.b.queue) }
