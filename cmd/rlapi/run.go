@@ -25,6 +25,7 @@ import (
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/internal/version"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -341,7 +342,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer decisions.Close()
 	registry := prometheus.NewRegistry()
-	enf, err := enforce.New(ctx, decisions.Pool(), enforce.Options{
+	enf, err := postgres.New(ctx, decisions.Pool(), enforce.Options{
 		Registerer: registry,
 		FailClosed: *failClosed, QuarantineFailClosed: *quarantineFailClosed,
 		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log,

@@ -34,6 +34,7 @@ import (
 	"github.com/rlctl/rlctl/internal/migrate"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -113,7 +114,7 @@ func run() error {
 	}
 	defer base.drop()
 
-	enf, err := enforce.New(ctx, st.Pool(), enforce.Options{SweepInterval: -1, BackendTimeout: 5 * time.Second, Workers: *workers})
+	enf, err := postgres.New(ctx, st.Pool(), enforce.Options{SweepInterval: -1, BackendTimeout: 5 * time.Second, Workers: *workers})
 	if err != nil {
 		return err
 	}

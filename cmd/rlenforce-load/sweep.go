@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -35,7 +36,7 @@ func runSweep(ctx context.Context, st *store.Store, cfg sweepConfig) error {
 	if err := seedSweep(ctx, st.Pool(), cfg.keys); err != nil {
 		return err
 	}
-	enf, err := enforce.New(ctx, st.Pool(), enforce.Options{SweepInterval: cfg.interval, Workers: 2})
+	enf, err := postgres.New(ctx, st.Pool(), enforce.Options{SweepInterval: cfg.interval, Workers: 2})
 	if err != nil {
 		return err
 	}

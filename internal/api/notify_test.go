@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -17,7 +18,7 @@ func TestChangeThroughAPIReachesARunningEnforcer(t *testing.T) {
 	t.Parallel()
 	c, env := newClient(t)
 	ctx := context.Background()
-	replica, err := enforce.New(ctx, env.Store.Pool().Config().ConnString(), enforce.Options{CacheTTL: time.Hour, SweepInterval: -1, MaxConns: 4})
+	replica, err := postgres.Open(ctx, env.Store.Pool().Config().ConnString(), enforce.Options{CacheTTL: time.Hour, SweepInterval: -1, MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -49,7 +50,7 @@ func BenchmarkPropagation(b *testing.B) {
 			}
 			ms := seedMemberships(b, env.Store, n)
 			ctx := context.Background()
-			replica, err := enforce.New(ctx, env.Store.Pool().Config().ConnString(),
+			replica, err := postgres.Open(ctx, env.Store.Pool().Config().ConnString(),
 				enforce.Options{CacheTTL: time.Hour, SweepInterval: -1, MaxConns: 4})
 			if err != nil {
 				b.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -41,7 +42,7 @@ func TestChangesReachAReplicaRowByRow(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	replica, err := enforce.New(ctx, env.Store.Pool().Config().ConnString(), enforce.Options{CacheTTL: time.Hour, SweepInterval: -1, MaxConns: 4})
+	replica, err := postgres.Open(ctx, env.Store.Pool().Config().ConnString(), enforce.Options{CacheTTL: time.Hour, SweepInterval: -1, MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 )
 
 // addMemberships inserts n user memberships in one statement.
@@ -141,7 +142,7 @@ func TestSlowListReadersDoNotStarveDecisions(t *testing.T) {
 // cannot make a decision fail open: only a starved pool could.
 func startDecisionsApart(t *testing.T, st, decisions *store.Store, cfg api.Config) *apitest.Env {
 	t.Helper()
-	enf, err := enforce.New(context.Background(), decisions.Pool(), enforce.Options{SweepInterval: -1, BackendTimeout: 5 * time.Second})
+	enf, err := postgres.New(context.Background(), decisions.Pool(), enforce.Options{SweepInterval: -1, BackendTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

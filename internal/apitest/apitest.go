@@ -20,6 +20,7 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/token"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 )
 
 // Env is one running rlapi.
@@ -80,7 +81,7 @@ func serve(t testing.TB, st *store.Store, cfg api.Config) *Env {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	registry := prometheus.NewRegistry()
-	enf, err := enforce.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry})
+	enf, err := postgres.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry})
 	if err != nil {
 		t.Fatal(err)
 	}

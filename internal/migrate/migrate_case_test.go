@@ -20,6 +20,7 @@ import (
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 )
 
 // beforeCaseFolding is the last schema version whose rlapi stored server and
@@ -175,7 +176,7 @@ func TestMigrationLowerCasesOldNames(t *testing.T) {
 
 	// (b) A call the gateway classifies from /MCPGW/mcp is throttled by the
 	// old definition's limit of 2, one of which was used before the upgrade.
-	e, err := enforce.New(ctx, s.Pool(), enforce.Options{Now: func() time.Time { return now }, SweepInterval: -1, CacheTTL: time.Hour})
+	e, err := postgres.New(ctx, s.Pool(), enforce.Options{Now: func() time.Time { return now }, SweepInterval: -1, CacheTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

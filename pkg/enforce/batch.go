@@ -3,19 +3,19 @@ package enforce
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
-
-	"github.com/rlctl/rlctl/internal/store"
 )
 
 // maxBatch bounds how many decisions share one round trip.
 const maxBatch = 32
 
 // answerGrace is how long past its deadline a decision whose statement was
-// sent waits for the server's own answer. The statement carries the
-// deadline as its statement_timeout, so PostgreSQL aborts it (consuming
-// nothing) at the deadline; the grace covers that abort's way back. Only a
+// sent waits for the store's own answer. The store is given the deadline
+// (PostgreSQL's statement carries it as its statement_timeout, and aborts
+// it, consuming nothing, at the deadline); the grace covers that abort's
+// way back. Only a
 // server or network that answers nothing within it leaves a decision whose
 // counts may or may not have been taken (docs/design.md).
 const answerGrace = 200 * time.Millisecond
@@ -33,17 +33,17 @@ const (
 // takeRequest is one decision waiting for its counter round trip.
 type takeRequest struct {
 	deadline time.Time // zero: none
-	req      store.TakeRequest
+	req      TakeRequest
 	reply    chan takeReply
 	state    atomic.Int32
 }
 
 type takeReply struct {
-	res store.TakeResult
+	res TakeResult
 	err error
 }
 
-// batcher sends decisions to PostgreSQL. Each worker holds no connection
+// batcher sends decisions to the counter store. Each worker holds no connection
 // while idle; when it wakes for a decision it takes every other decision
 // already waiting (up to maxBatch) into the same round trip. A lone
 // decision waits for nobody, so latency at low load is one round trip,
@@ -51,36 +51,36 @@ type takeReply struct {
 // fall with the batch size.
 //
 // One call must never change another's decision: when a batch's round trip
-// fails and PostgreSQL changed nothing (it refused the statement, say over
-// one call's input), its calls are retried one by one, each within its own
+// fails and the store changed nothing (ErrNotApplied: it refused the
+// batch, say over one call's input), its calls are retried one by one, each within its own
 // deadline, so only a call that fails alone follows the fail policy.
 type batcher struct {
-	store *store.Store
+	store CounterStore
 	queue chan *takeRequest
 }
 
-func newBatcher(st *store.Store) *batcher {
+func newBatcher(st CounterStore) *batcher {
 	return &batcher{store: st, queue: make(chan *takeRequest, 4096)}
 }
 
 // take queues a decision and waits for it. A decision still queued when ctx
 // ends is abandoned (it consumes nothing); one already sent is waited for,
 // at most until ctx's deadline plus answerGrace, so that its answer says
-// what the database did.
-func (b *batcher) take(ctx context.Context, req store.TakeRequest) (store.TakeResult, error) {
+// what the store did.
+func (b *batcher) take(ctx context.Context, req TakeRequest) (TakeResult, error) {
 	r := &takeRequest{req: req, reply: make(chan takeReply, 1)}
 	r.deadline, _ = ctx.Deadline()
 	select {
 	case b.queue <- r:
 	case <-ctx.Done():
-		return store.TakeResult{}, ctx.Err()
+		return TakeResult{}, ctx.Err()
 	}
 	select {
 	case rep := <-r.reply:
 		return rep.res, rep.err
 	case <-ctx.Done():
 		if r.state.CompareAndSwap(stateQueued, stateAbandoned) {
-			return store.TakeResult{}, ctx.Err()
+			return TakeResult{}, ctx.Err()
 		}
 	}
 	// Sent: the worker answers within the deadline plus the grace.
@@ -137,7 +137,7 @@ func (b *batcher) send(ctx context.Context, batch []*takeRequest) {
 			}
 			return
 		}
-		if len(live) == 1 || !errors.Is(err, store.ErrNotApplied) {
+		if len(live) == 1 || !changedNothing(err) {
 			// Alone, or the outcome is unknown (the statement may have
 			// committed): retrying could count a call twice.
 			for _, r := range live {
@@ -145,7 +145,7 @@ func (b *batcher) send(ctx context.Context, batch []*takeRequest) {
 			}
 			return
 		}
-		if !errors.Is(err, store.ErrTimedOut) {
+		if !errors.Is(err, ErrTimedOut) {
 			// Refused, over some call's input: decide each call alone.
 			b.apart(ctx, live, err)
 			return
@@ -189,10 +189,18 @@ func (b *batcher) apart(ctx context.Context, reqs []*takeRequest, err error) {
 	}
 }
 
-// round runs one TakeBatch for reqs. The statement is bounded on the
+// changedNothing reports whether a failed Take left every counter as it
+// was, so its calls may be tried again: the store said so (ErrNotApplied,
+// or ErrTimedOut, which takes nothing) and did not say the opposite
+// (ErrOutcomeUnknown). Any other error leaves the outcome unknown.
+func changedNothing(err error) bool {
+	return (errors.Is(err, ErrNotApplied) || errors.Is(err, ErrTimedOut)) && !errors.Is(err, ErrOutcomeUnknown)
+}
+
+// round runs one Take for reqs. The statement is bounded on the
 // server by the earliest deadline among them (every call is answered by its
 // own deadline), and waited for until that deadline plus answerGrace.
-func (b *batcher) round(ctx context.Context, reqs []*takeRequest) ([]store.TakeResult, error) {
+func (b *batcher) round(ctx context.Context, reqs []*takeRequest) ([]TakeResult, error) {
 	var deadline time.Time
 	for _, r := range reqs {
 		if !r.deadline.IsZero() && (deadline.IsZero() || r.deadline.Before(deadline)) {
@@ -204,9 +212,20 @@ func (b *batcher) round(ctx context.Context, reqs []*takeRequest) ([]store.TakeR
 		sendCtx, cancel = context.WithDeadline(ctx, deadline.Add(answerGrace))
 	}
 	defer cancel()
-	tr := make([]store.TakeRequest, len(reqs))
+	tr := make([]TakeRequest, len(reqs))
 	for i, r := range reqs {
 		tr[i] = r.req
 	}
-	return b.store.TakeBatch(sendCtx, tr, deadline)
+	res, err := b.store.Take(sendCtx, tr, deadline)
+	if err == nil {
+		if len(res) != len(tr) {
+			return nil, fmt.Errorf("counter store answered %d of %d calls: %w", len(res), len(tr), ErrOutcomeUnknown)
+		}
+		for i, r := range res {
+			if n := len(tr[i].Gates); len(r.Counts) != n || len(r.Room) != n {
+				return nil, fmt.Errorf("counter store answered %d counts and %d rooms for %d gates: %w", len(r.Counts), len(r.Room), n, ErrOutcomeUnknown)
+			}
+		}
+	}
+	return res, err
 }

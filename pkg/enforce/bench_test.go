@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 )
 
 // BenchmarkCheckNoGates is a call no definition applies to: it must stay a
@@ -16,7 +17,7 @@ import (
 // the benchmark also reports round trips per op).
 func BenchmarkCheckNoGates(b *testing.B) {
 	st := pgtest.NewStore(b)
-	e, err := enforce.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1})
+	e, err := postgres.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func benchEnforcer(b *testing.B, keys int) *enforce.Enforcer {
 		select 'user', 'u' || i, '{bench}' from generate_series(0, $1 - 1) i`, keys); err != nil {
 		b.Fatal(err)
 	}
-	e, err := enforce.New(ctx, st.Pool(), enforce.Options{SweepInterval: -1, BackendTimeout: 10 * time.Second})
+	e, err := postgres.New(ctx, st.Pool(), enforce.Options{SweepInterval: -1, BackendTimeout: 10 * time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}

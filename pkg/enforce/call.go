@@ -53,9 +53,8 @@ type Gate struct {
 	Reset     time.Time `json:"reset"`
 	Shadow    bool      `json:"shadow,omitempty"`
 
-	key         string
-	windowIndex int64
-	failClosed  bool
+	key        string
+	failClosed bool
 }
 
 // Decision is the answer for one call.

@@ -1,10 +1,11 @@
 // Package enforce is what gateways import to decide, for every data-plane
-// call, whether to allow it, throttle it or refuse it as quarantined. Every
-// replica reads the same PostgreSQL store, so N replicas enforce one limit:
-// definitions, memberships and admins are cached in memory and refreshed
-// within a second of any change (LISTEN/NOTIFY), and the counters live in
-// the database, taken for all of a call's gates in one round trip, all or
-// nothing.
+// call, whether to allow it, throttle it or refuse it as quarantined. The
+// core talks to two interfaces it owns (seams.go): a Source that says what
+// to count (definitions, memberships and admins, cached in memory and
+// refreshed as change notices arrive) and a CounterStore that counts, all
+// of a call's gates in one round trip, all or nothing. Replicas sharing a
+// counter store enforce one limit. pkg/enforce/postgres implements both
+// over the rlctl database (postgres.Open is the usual way in).
 package enforce
 
 import (
@@ -21,16 +22,22 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/rlctl/rlctl/internal/store"
-	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // Options tune an Enforcer; zero values take the defaults.
 type Options struct {
+	// Counters counts (required): pkg/enforce/postgres's store, or any
+	// CounterStore that passes pkg/enforce/enforcetest.
+	Counters CounterStore
+	// Source says what to count (required): definitions, memberships,
+	// admins and the master switch, with change notices.
+	Source Source
+	// OnClose, when set, runs in Close once the background work has
+	// stopped (postgres.Open closes the pool it opened there).
+	OnClose func()
 	// FailClosed denies calls when the counter store fails or times out.
 	// The default (false) fails open: rate limiting is an availability
 	// guardrail, and a store outage must not become a gateway outage.
@@ -40,7 +47,8 @@ type Options struct {
 	// (no usable snapshot of the memberships). Default false.
 	QuarantineFailClosed bool
 	// BackendTimeout bounds each counter round trip (default 250 ms). The
-	// statement carries it to PostgreSQL as its statement_timeout, so a
+	// counter store is given it as the batch's deadline (PostgreSQL's
+	// statement carries it as its statement_timeout), so a
 	// decision answered by the fail policy has consumed nothing; a decision
 	// whose statement was sent waits for the server's own answer, at most
 	// 200 ms past the timeout (docs/design.md, "Deadlines are the
@@ -57,8 +65,9 @@ type Options struct {
 	// new windows; the interval only bounds how long expired rows linger
 	// (docs/performance.md: 4,200 decisions/s on one-second windows).
 	SweepInterval time.Duration
-	// MaxConns sizes the pool New opens from a DSN (default 12: enough for
-	// two cores, small enough to keep PostgreSQL from thrashing).
+	// MaxConns sizes the pool postgres.Open opens from a URL (default 12:
+	// enough for two cores, small enough to keep PostgreSQL from
+	// thrashing). The core does not use it.
 	MaxConns int32
 	// Workers is how many counter round trips may be in flight at once
 	// (default GOMAXPROCS). Decisions that arrive while all are busy share
@@ -75,12 +84,12 @@ type Options struct {
 
 // Enforcer decides calls. It is safe for concurrent use.
 type Enforcer struct {
-	store   *store.Store
-	ownPool bool
-	opts    Options
-	log     *slog.Logger
-	now     func() time.Time
-	metrics *metrics
+	counters CounterStore
+	source   Source
+	opts     Options
+	log      *slog.Logger
+	now      func() time.Time
+	metrics  *metrics
 
 	snap atomic.Pointer[snapshot]
 	// refreshMu serializes snapshot loads.
@@ -94,12 +103,18 @@ type Enforcer struct {
 	wg      sync.WaitGroup
 	kick    chan struct{}
 	batcher *batcher
+	// events aggregates what the hot path would log (events.go).
+	events *eventLog
 }
 
-// New starts an Enforcer over db, a *pgxpool.Pool or a DSN string. It loads
-// the first snapshot (failing when it cannot), then keeps it fresh in the
-// background until Close.
-func New(ctx context.Context, db any, opts Options) (*Enforcer, error) {
+// New starts an Enforcer over opts.Counters and opts.Source. It loads the
+// first snapshot (failing when it cannot), then keeps it fresh in the
+// background until Close. postgres.Open and postgres.New build both from
+// the rlctl database.
+func New(ctx context.Context, opts Options) (*Enforcer, error) {
+	if opts.Counters == nil || opts.Source == nil {
+		return nil, errors.New("enforce: Options.Counters and Options.Source are required")
+	}
 	if opts.BackendTimeout <= 0 {
 		opts.BackendTimeout = 250 * time.Millisecond
 	}
@@ -115,45 +130,34 @@ func New(ctx context.Context, db any, opts Options) (*Enforcer, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = max(runtime.GOMAXPROCS(0), 2)
 	}
-	e := &Enforcer{opts: opts, log: opts.Logger, now: opts.Now, kick: make(chan struct{}, 1)}
+	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now,
+		kick: make(chan struct{}, 1)}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
 	if e.now == nil {
 		e.now = time.Now
 	}
-	switch v := db.(type) {
-	case *pgxpool.Pool:
-		e.store = store.New(v)
-	case string:
-		st, err := store.Open(ctx, v, store.Opts{MaxConns: opts.MaxConns, ApplicationName: "rlctl-enforce"})
-		if err != nil {
-			return nil, err
-		}
-		e.store, e.ownPool = st, true
-	default:
-		return nil, fmt.Errorf("enforce: db must be a *pgxpool.Pool or a DSN string, not %T", db)
-	}
-	m, err := newMetrics(opts.Registerer, e.store, e.now)
+	e.events = newEventLog(e.log, e.now, eventLogOpts{})
+	m, err := newMetrics(opts.Registerer, e.quarantineCount, e.now)
 	if err != nil {
-		e.closePool()
 		return nil, err
 	}
 	e.metrics = m
 	m.backendTimeout.Set(opts.BackendTimeout.Seconds())
 	if err := e.refresh(ctx); err != nil {
-		e.closePool()
 		return nil, err
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	e.batcher = newBatcher(e.store)
+	e.batcher = newBatcher(e.counters)
 	for range opts.Workers {
 		e.wg.Go(func() { e.batcher.work(bg) })
 	}
-	e.wg.Add(2)
+	e.wg.Add(3)
 	go e.listen(bg)
 	go e.refreshLoop(bg)
+	go e.flushLoop(bg)
 	if opts.SweepInterval > 0 {
 		e.wg.Add(1)
 		go e.sweepLoop(bg)
@@ -161,16 +165,14 @@ func New(ctx context.Context, db any, opts Options) (*Enforcer, error) {
 	return e, nil
 }
 
-// Close stops the background work and, when New opened it, the pool.
+// Close stops the background work, writes the log lines still
+// aggregated, then runs Options.OnClose.
 func (e *Enforcer) Close() {
 	e.cancel()
 	e.wg.Wait()
-	e.closePool()
-}
-
-func (e *Enforcer) closePool() {
-	if e.ownPool {
-		e.store.Close()
+	e.events.flush()
+	if e.opts.OnClose != nil {
+		e.opts.OnClose()
 	}
 }
 
@@ -211,8 +213,8 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	// match no target definition or quarantine, but the caller's own
 	// quarantine and limits still apply: an odd path must not be a way
 	// around them. Its raw form still separates caller_target buckets.
-	targetName, err := validate.TargetName(c.TargetType, c.TargetName)
-	targetKnown := err == nil
+	targetName, typeKnown, nameErr := ratelimit.NormalizeTargetName(c.TargetType, c.TargetName)
+	targetKnown := typeKnown && nameErr == nil
 	if !targetKnown {
 		targetName = c.TargetName
 	}
@@ -266,8 +268,8 @@ func targetSubject(targetType, name string) string {
 func (e *Enforcer) quarantined(scope, entityType string, c Call, target string) Decision {
 	e.metrics.checks.WithLabelValues("quarantined").Inc()
 	e.metrics.quarantineDenied.WithLabelValues(scope, entityType).Inc()
-	e.log.Warn("call denied: quarantined", "scope", scope, "username", c.Username, "client_id", c.ClientID,
-		"target_type", c.TargetType, "target", target)
+	e.events.record(event{reason: eventQuarantined, scope: scope, username: c.Username, clientID: c.ClientID,
+		targetType: c.TargetType, target: target})
 	return Decision{Allowed: false, Reason: ReasonQuarantined, QuarantineScope: scope}
 }
 
@@ -380,26 +382,35 @@ func callerGroups(snap *snapshot, userKey, clientKey string) []string {
 	return groups
 }
 
+// newGate builds a fixed-window gate. Reset is the end of the window now
+// is in (windows are aligned on the epoch: index floor(unix/window)), as
+// the counter store computes it from the same now.
 func newGate(d ratelimit.Definition, key string, limit int64, shadow bool, now time.Time) Gate {
 	w := int64(d.WindowSeconds)
 	idx := now.Unix() / w
 	return Gate{
 		DefinitionID: d.ID, Axis: d.Axis, EntityType: d.EntityType, WindowSeconds: d.WindowSeconds,
 		Limit: limit, Reset: time.Unix((idx+1)*w, 0), Shadow: shadow,
-		key: key, windowIndex: idx, failClosed: d.FailClosed,
+		key: key, failClosed: d.FailClosed,
 	}
+}
+
+// counterGate is what the counter store sees of a gate.
+func (g Gate) counterGate() CounterGate {
+	return CounterGate{Key: g.key, Algorithm: AlgorithmFixedWindow, Window: time.Duration(g.WindowSeconds) * time.Second,
+		Limit: g.Limit, Enforce: !g.Shadow}
 }
 
 // take runs the counter round trip and turns its answer into a decision.
 func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, consume bool, now time.Time) (Decision, error) {
+	// Keys are unique within a call (each names its window or its
+	// definition), so sorting by key orders the gates fully.
 	slices.SortFunc(gates, func(a, b Gate) int {
-		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(a.windowIndex, b.windowIndex))
+		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(a.WindowSeconds, b.WindowSeconds))
 	})
-	req := store.TakeRequest{Cost: cost, Consume: consume, Gates: make([]store.Gate, len(gates))}
-	sg := req.Gates
+	req := TakeRequest{Cost: cost, Consume: consume, Now: now, Gates: make([]CounterGate, len(gates))}
 	for i, g := range gates {
-		sg[i] = store.Gate{Key: g.key, WindowIndex: g.windowIndex, Limit: g.Limit, Enforce: !g.Shadow,
-			ExpiresAt: g.Reset.Add(time.Duration(g.WindowSeconds) * time.Second)}
+		req.Gates[i] = g.counterGate()
 	}
 	tctx, cancel := context.WithTimeout(ctx, e.opts.BackendTimeout)
 	start := time.Now()
@@ -446,15 +457,15 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, c
 		d.RetryAfter = retryAfter(latest.Reset.Sub(now))
 		e.metrics.checks.WithLabelValues("throttled").Inc()
 		if consume {
-			e.log.Info("call throttled", "username", c.Username, "client_id", c.ClientID, "target_type", c.TargetType,
-				"target", c.TargetName, "gate", latest.DefinitionID, "limit", latest.Limit, "retry_after_s", d.RetryAfter.Seconds())
+			e.events.record(event{reason: eventThrottled, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
+				target: c.TargetName, gate: latest.DefinitionID, limit: latest.Limit, retryAfter: d.RetryAfter})
 		}
 	} else {
 		e.metrics.checks.WithLabelValues("allowed").Inc()
 	}
 	if len(d.Shadow) > 0 && consume {
-		e.log.Info("shadow limit would deny", "username", c.Username, "client_id", c.ClientID, "target", c.TargetName,
-			"gate", d.Shadow[0].DefinitionID)
+		e.events.record(event{reason: eventShadow, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
+			target: c.TargetName, gate: d.Shadow[0].DefinitionID})
 	}
 	return d, nil
 }
@@ -469,7 +480,7 @@ func (e *Enforcer) backendFailed(c Call, gates []Gate, err error) (Decision, err
 			closed = true
 		}
 	}
-	e.log.Warn("counter store failed; applying fail policy", "fail_closed", closed, "target", c.TargetName, "err", err)
+	e.events.record(event{reason: eventBackend, failClosed: closed, target: c.TargetName, err: err})
 	if closed {
 		e.metrics.checks.WithLabelValues("fail_closed").Inc()
 		return Decision{Allowed: false, Reason: ReasonFailClosed, Gates: gates, RetryAfter: time.Second}, err

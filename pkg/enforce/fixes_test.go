@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -77,7 +78,7 @@ func TestRetryAfterIsTheLatestResetAmongDenyingGates(t *testing.T) {
 func TestChangesArriveWithinASecond(t *testing.T) {
 	t.Parallel()
 	st := newFixture(t, enforce.Options{}).st
-	e, err := enforce.New(context.Background(), st.Pool(), enforce.Options{CacheTTL: time.Hour, SweepInterval: -1})
+	e, err := postgres.New(context.Background(), st.Pool(), enforce.Options{CacheTTL: time.Hour, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestBurstOfChangesFoldsIntoFewReloads(t *testing.T) {
 	t.Parallel()
 	st := newFixture(t, enforce.Options{}).st
 	reg := prometheus.NewRegistry()
-	e, err := enforce.New(context.Background(), st.Pool(), enforce.Options{CacheTTL: time.Hour, SweepInterval: -1, Registerer: reg})
+	e, err := postgres.New(context.Background(), st.Pool(), enforce.Options{CacheTTL: time.Hour, SweepInterval: -1, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

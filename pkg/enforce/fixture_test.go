@@ -9,6 +9,7 @@ import (
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -50,7 +51,7 @@ func newFixture(t *testing.T, opts enforce.Options) *fixture {
 		opts.CacheTTL = 72 * time.Hour // tests move the clock by days
 	}
 	opts.SweepInterval = -1
-	e, err := enforce.New(context.Background(), st.Pool(), opts)
+	e, err := postgres.New(context.Background(), st.Pool(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

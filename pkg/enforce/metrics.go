@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // metrics are the enforcement series. Labels are bounded: no user, client
@@ -30,7 +30,7 @@ type metrics struct {
 	rowsRead         *prometheus.CounterVec // table
 }
 
-func newMetrics(reg prometheus.Registerer, st *store.Store, now func() time.Time) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() time.Time) (*metrics, error) {
 	m := &metrics{
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_checks_total",
 			Help: "Decisions by outcome: allowed, throttled, quarantined, fail_open, fail_closed, skipped (control plane), enforcement_off (master switch off)."}, []string{"outcome"}),
@@ -70,7 +70,7 @@ func newMetrics(reg prometheus.Registerer, st *store.Store, now func() time.Time
 	}
 	for _, c := range []prometheus.Collector{m.checks, m.gateChecks, m.throttled, m.shadowDenied, m.quarantineDenied,
 		m.errors, m.cache, m.backend, m.snapshotLoad, m.notifications, m.swept, m.reloads, m.rowsRead, m.backendTimeout, m.enabled,
-		newQuarantineCollector(st, now)} {
+		newQuarantineCollector(count, now)} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -104,17 +104,52 @@ func (m *metrics) observeBackend(consume bool, err error, d time.Duration) {
 	m.backend.WithLabelValues(op, result).Observe(d.Seconds())
 }
 
-// quarantineCollector reports how many subjects are quarantined now, per
-// scope, read from the database at scrape time: the same on every replica,
-// and never on the request path (the reference's quarantine_members).
-type quarantineCollector struct {
-	st   *store.Store
-	now  func() time.Time
-	desc *prometheus.Desc
+// countQuarantined counts the subjects quarantined at now, by scope.
+type countQuarantined func(ctx context.Context, now time.Time) (callers, targets int64, err error)
+
+// quarantineCount asks the source when it counts (QuarantineCounter: the
+// PostgreSQL source reads the database, the same on every replica), else
+// counts the snapshot's memberships.
+func (e *Enforcer) quarantineCount(ctx context.Context, now time.Time) (callers, targets int64, err error) {
+	if qc, ok := e.source.(QuarantineCounter); ok {
+		return qc.CountQuarantined(ctx, now)
+	}
+	s := e.snap.Load()
+	if s == nil {
+		return 0, 0, errors.New("no snapshot")
+	}
+	if s.members.shards == nil {
+		return 0, 0, nil
+	}
+	for _, shard := range s.members.shards {
+		for _, m := range shard {
+			if !m.quarantinedAt(now) {
+				continue
+			}
+			for _, g := range m.groups {
+				switch g {
+				case ratelimit.GroupQuarantineCallers:
+					callers++
+				case ratelimit.GroupQuarantineTargets:
+					targets++
+				}
+			}
+		}
+	}
+	return callers, targets, nil
 }
 
-func newQuarantineCollector(st *store.Store, now func() time.Time) *quarantineCollector {
-	return &quarantineCollector{st: st, now: now, desc: prometheus.NewDesc("rlctl_enforce_quarantined_subjects",
+// quarantineCollector reports how many subjects are quarantined now, per
+// scope, counted at scrape time and never on the request path (the
+// reference's quarantine_members).
+type quarantineCollector struct {
+	count countQuarantined
+	now   func() time.Time
+	desc  *prometheus.Desc
+}
+
+func newQuarantineCollector(count countQuarantined, now func() time.Time) *quarantineCollector {
+	return &quarantineCollector{count: count, now: now, desc: prometheus.NewDesc("rlctl_enforce_quarantined_subjects",
 		"Subjects whose quarantine applies now, by scope (caller: users and clients; target: servers and agents). Absent while the database does not answer.",
 		[]string{"scope"}, nil)}
 }
@@ -122,12 +157,12 @@ func newQuarantineCollector(st *store.Store, now func() time.Time) *quarantineCo
 func (c *quarantineCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *quarantineCollector) Collect(ch chan<- prometheus.Metric) {
-	if c.st == nil {
+	if c.count == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	callers, targets, err := c.st.CountQuarantined(ctx, c.now())
+	callers, targets, err := c.count(ctx, c.now())
 	if err != nil {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -105,7 +106,7 @@ func TestSchemaWithoutTheSwitch(t *testing.T) {
 	if _, err := st.Pool().Exec(context.Background(), `drop table rl_settings`); err != nil {
 		t.Fatal(err)
 	}
-	e, err := enforce.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1})
+	e, err := postgres.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1})
 	if err != nil {
 		t.Fatalf("enforcer on a schema without rl_settings: %v", err)
 	}

@@ -2,11 +2,10 @@ package enforce
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/rlctl/rlctl/internal/store"
 )
 
 // The pause after a reload: at least minReloadGap (minChangeGap after a
@@ -41,7 +40,7 @@ type reloadState struct {
 }
 
 // note records a change to read at the next reload.
-func (r *reloadState) note(ch store.Change) {
+func (r *reloadState) note(ch Change) {
 	r.mu.Lock()
 	r.pending.add(ch)
 	r.mu.Unlock()
@@ -118,7 +117,7 @@ func (e *Enforcer) reloadChanges(ctx context.Context, full bool) (wasFull bool, 
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	s, n, err := loadChanges(ctx, e.store, prev, ch, e.now())
+	s, n, err := loadChanges(ctx, e.source, prev, ch, e.now())
 	if err != nil {
 		// What was taken is lost with the failed read: read everything
 		// next time.
@@ -224,15 +223,14 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	t.Reset(d)
 }
 
-// listen holds one connection LISTENing on rlctl_changes and asks for a
-// reload of the rows each notification names. When the connection drops it
-// reconnects and reloads everything, since notifications sent meanwhile
-// are lost.
+// listen watches the source's change notices and asks for a reload of the
+// rows each names. When the stream breaks it starts it again and reloads
+// everything, since notices sent meanwhile are lost.
 func (e *Enforcer) listen(ctx context.Context) {
 	defer e.wg.Done()
 	backoff := 250 * time.Millisecond
 	for ctx.Err() == nil {
-		err := e.listenOnce(ctx, func() { backoff = 250 * time.Millisecond })
+		err := e.watchOnce(ctx, func() { backoff = 250 * time.Millisecond })
 		if ctx.Err() != nil {
 			return
 		}
@@ -247,54 +245,69 @@ func (e *Enforcer) listen(ctx context.Context) {
 	}
 }
 
-func (e *Enforcer) listenOnce(ctx context.Context, connected func()) error {
-	conn, err := e.store.Pool().Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		// The connection is left in LISTEN state: close it rather than
-		// hand it back to the pool.
-		_ = conn.Conn().Close(context.Background())
-		conn.Release()
+// watchOnce runs one Watch of the source. Each notice is recorded as it
+// arrives; the reload is asked for once the burst is over (no notice for
+// notifyDrain, or maxNotifyDrain after its first), so that one reload takes
+// a whole transaction's notices.
+func (e *Enforcer) watchOnce(ctx context.Context, connected func()) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	noted := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.drainNotices(wctx, noted)
 	}()
-	if _, err := conn.Exec(ctx, "listen "+store.ChangeChannel); err != nil {
-		return err
-	}
-	connected()
-	// Changes made while we were not listening are picked up now.
-	e.reload.noteAll()
-	e.requestRefresh()
-	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
+	err := e.source.Watch(wctx, func() {
+		connected()
+		// Changes made while we were not listening are picked up now.
+		e.reload.noteAll()
+		e.requestRefresh()
+	}, func(ch Change) {
 		e.metrics.notifications.Inc()
-		e.reload.note(store.ParseChange(n.Payload))
-		// Take the rest of the burst (the other statements of the same
-		// transaction) before asking for the reload. A timeout here leaves
-		// the connection usable; anything else ends it.
+		e.reload.note(ch)
+		select {
+		case noted <- struct{}{}:
+		default:
+		}
+	})
+	cancel()
+	<-done
+	if err == nil && ctx.Err() == nil {
+		err = errors.New("the change stream ended")
+	}
+	return err
+}
+
+// drainNotices asks for a reload after each burst of notices.
+func (e *Enforcer) drainNotices(ctx context.Context, noted <-chan struct{}) {
+	quiet := time.NewTimer(time.Hour)
+	quiet.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-noted:
+		}
 		for first := time.Now(); time.Since(first) < maxNotifyDrain; {
-			dctx, cancel := context.WithTimeout(ctx, notifyDrain)
-			n, err := conn.Conn().WaitForNotification(dctx)
-			timedOut := dctx.Err() != nil
-			cancel()
-			if err != nil {
-				if timedOut && ctx.Err() == nil {
-					break
-				}
-				return err
+			quiet.Reset(notifyDrain)
+			select {
+			case <-ctx.Done():
+				quiet.Stop()
+				return
+			case <-noted:
+				quiet.Stop()
+				continue
+			case <-quiet.C:
 			}
-			e.metrics.notifications.Inc()
-			e.reload.note(store.ParseChange(n.Payload))
+			break
 		}
 		e.requestRefresh()
 	}
 }
 
-// sweepLoop removes expired counters in bounded batches; the store lets one
-// replica at a time do it.
+// sweepLoop has the counter store remove expired counters (the PostgreSQL
+// store lets one replica at a time do it, in bounded batches).
 func (e *Enforcer) sweepLoop(ctx context.Context) {
 	defer e.wg.Done()
 	t := time.NewTicker(e.opts.SweepInterval)
@@ -305,18 +318,12 @@ func (e *Enforcer) sweepLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		for range 10 { // at most 10 batches a round, so one sweep never hogs the database
-			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			n, ran, err := e.store.SweepCounters(sctx, e.now(), 5000)
-			cancel()
-			if err != nil {
-				e.log.Warn("counter sweep failed", "err", err)
-				break
-			}
-			e.metrics.swept.Add(float64(n))
-			if !ran || n < 5000 {
-				break
-			}
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		n, err := e.counters.Sweep(sctx, e.now())
+		cancel()
+		e.metrics.swept.Add(float64(n))
+		if err != nil && ctx.Err() == nil {
+			e.log.Warn("counter sweep failed", "err", err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package enforce
+package enforce_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -46,35 +48,32 @@ func BenchmarkReload(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	whole, _, err := loadSnapshot(ctx, st, now)
+	src := postgres.NewSource(st.Pool())
+	whole, err := enforce.LoadSnapshot(ctx, src, now)
 	if err != nil {
 		b.Fatal(err)
 	}
-	one := func(table, id string) changes {
-		var c changes
-		c.add(store.Change{Table: table, IDs: []string{id}})
-		return c
+	one := func(table, id string) *enforce.Change {
+		return &enforce.Change{Table: table, IDs: []string{id}}
 	}
 	for _, c := range []struct {
 		name string
-		ch   changes
+		ch   *enforce.Change
 	}{
-		{"whole", changes{all: true}},
-		{"one-membership", one(store.TableMemberships, ms[4242].Key())},
-		{"one-definition", one(store.TableDefinitions, defs[4242].Key())},
-		{"one-admin", one(store.TableAdmins, "user:root")},
+		{"whole", nil},
+		{"one-membership", one(enforce.TableMemberships, ms[4242].Key())},
+		{"one-definition", one(enforce.TableDefinitions, defs[4242].Key())},
+		{"one-admin", one(enforce.TableAdmins, "user:root")},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			var n rowsRead
+			var n int
 			for b.Loop() {
 				var err error
-				if _, n, err = loadChanges(ctx, st, whole, c.ch, now); err != nil {
+				if n, err = enforce.ReloadAfter(ctx, src, whole, c.ch, now); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(n.definitions+n.memberships+n.admins), "rows/reload")
+			b.ReportMetric(float64(n), "rows/reload")
 		})
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

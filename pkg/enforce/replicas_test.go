@@ -10,6 +10,7 @@ import (
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -51,7 +52,7 @@ func TestExactAcrossReplicas(t *testing.T) {
 	}
 	var replicas []*enforce.Enforcer
 	for range 4 {
-		e, err := enforce.New(ctx, dsn, enforce.Options{MaxConns: 8, SweepInterval: -1,
+		e, err := postgres.Open(ctx, dsn, enforce.Options{MaxConns: 8, SweepInterval: -1,
 			// Exactness, not latency, is under test: 128 goroutines on one
 			// hot row under the race detector must not fail open.
 			BackendTimeout: time.Minute})
@@ -126,7 +127,7 @@ func TestExactWithOneCallPerRoundTrip(t *testing.T) {
 	var allowed atomic.Int64
 	var wg sync.WaitGroup
 	for range 8 {
-		e, err := enforce.New(ctx, dsn, enforce.Options{MaxConns: 3, Workers: 1, SweepInterval: -1, BackendTimeout: time.Minute})
+		e, err := postgres.Open(ctx, dsn, enforce.Options{MaxConns: 3, Workers: 1, SweepInterval: -1, BackendTimeout: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}

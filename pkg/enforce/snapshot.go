@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -60,6 +59,15 @@ func memberOf(m ratelimit.Membership) member {
 		mem.quarantineExpireAt = *m.QuarantineExpiresAt
 	}
 	return mem
+}
+
+// memberID is a membership's id, from its subject when the source left it
+// out.
+func memberID(m ratelimit.Membership) string {
+	if m.ID != "" {
+		return m.ID
+	}
+	return m.Key()
 }
 
 func targetKey(entityType, name string) string { return entityType + ":" + name }
@@ -181,7 +189,7 @@ type tableChanges struct {
 // reloaded whole, which costs no more than reading that many rows by id.
 const maxPendingIDs = 10_000
 
-func (c *tableChanges) add(ch store.Change) {
+func (c *tableChanges) add(ch Change) {
 	if c.all {
 		return
 	}
@@ -210,15 +218,15 @@ type changes struct {
 	settings bool
 }
 
-func (c *changes) add(ch store.Change) {
+func (c *changes) add(ch Change) {
 	switch ch.Table {
-	case store.TableDefinitions:
+	case TableDefinitions:
 		c.defs.add(ch)
-	case store.TableMemberships:
+	case TableMemberships:
 		c.members.add(ch)
-	case store.TableAdmins:
+	case TableAdmins:
 		c.admin.add(ch)
-	case store.TableSettings:
+	case TableSettings:
 		c.settings = true
 	default:
 		c.all = true
@@ -230,117 +238,109 @@ func (c changes) empty() bool {
 }
 
 // loadSnapshot reads definitions, memberships and admins whole, in one
-// repeatable-read transaction, so the snapshot is consistent: an apply or
+// consistent read of the source, so the snapshot is consistent: an apply or
 // a quarantine is either wholly in it or not at all.
-func loadSnapshot(ctx context.Context, st *store.Store, now time.Time) (*snapshot, rowsRead, error) {
-	return loadChanges(ctx, st, nil, changes{all: true}, now)
+func loadSnapshot(ctx context.Context, src Source, now time.Time) (*snapshot, rowsRead, error) {
+	return loadChanges(ctx, src, nil, changes{all: true}, now)
 }
 
 // loadChanges returns prev with the rows ch names read again, in one
-// repeatable-read transaction; a table ch marks whole is read whole, and
-// with ch.all (or no prev) everything is. Maps that did not change are
-// shared with prev, which stays valid for the decisions still reading it.
-func loadChanges(ctx context.Context, st *store.Store, prev *snapshot, ch changes, now time.Time) (*snapshot, rowsRead, error) {
+// consistent read of the source; a table ch marks whole is read whole
+// (through TableSource, or else with everything), and with ch.all (or no
+// prev) everything is. Maps that did not change are shared with prev,
+// which stays valid for the decisions still reading it.
+func loadChanges(ctx context.Context, src Source, prev *snapshot, ch changes, now time.Time) (*snapshot, rowsRead, error) {
 	if prev == nil {
+		ch.all = true
+	}
+	ts, partialTables := src.(TableSource)
+	if !partialTables && (ch.defs.all || ch.members.all || ch.admin.all) {
 		ch.all = true
 	}
 	if ch.all {
 		ch.defs.all, ch.members.all, ch.admin.all = true, true, true
 	}
 	var (
-		n rowsRead
-		s = &snapshot{}
+		n    rowsRead
+		s    = &snapshot{}
+		rows Rows
+		err  error
 	)
 	if prev != nil {
 		*s = *prev
 	}
 	s.loadedAt = now
-	err := st.ReadTx(ctx, func(q *store.Queries) error {
-		if !ch.defs.empty() {
-			var defs map[string]ratelimit.Definition
-			put := func(d ratelimit.Definition) error {
-				defs[d.ID] = d
-				n.definitions++
-				return nil
-			}
-			var err error
-			if ch.defs.all {
-				defs = map[string]ratelimit.Definition{}
-				err = q.EachDefinition(ctx, store.DefinitionFilter{}, put)
-			} else {
-				ids := ch.defs.list()
-				defs = maps.Clone(prev.defs)
-				for _, id := range ids {
-					delete(defs, id)
-				}
-				err = q.EachDefinitionByID(ctx, ids, put)
-			}
-			if err != nil {
-				return err
-			}
-			s.defs = defs
-			s.indexDefinitions()
-		}
-		if !ch.members.empty() {
-			var err error
-			if ch.members.all {
-				idx := newMemberIndex()
-				err = q.EachMembership(ctx, store.MembershipFilter{}, func(m ratelimit.Membership) error {
-					idx.put(m.ID, memberOf(m))
-					n.memberships++
-					return nil
-				})
-				s.members = idx
-			} else {
-				ids := ch.members.list()
-				patch := make(map[string]*member, len(ids))
-				for _, id := range ids {
-					patch[id] = nil // gone unless read below
-				}
-				err = q.EachMembershipByID(ctx, ids, func(m ratelimit.Membership) error {
-					mem := memberOf(m)
-					patch[m.ID] = &mem
-					n.memberships++
-					return nil
-				})
-				s.members = prev.members.with(patch)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		if !ch.admin.empty() {
-			var (
-				admins []ratelimit.Admin
-				err    error
-				set    map[string]bool
-			)
-			if ch.admin.all {
-				set = map[string]bool{}
-				admins, err = q.ListAdmins(ctx)
-			} else {
-				ids := ch.admin.list()
-				set = maps.Clone(prev.admins)
-				for _, id := range ids {
-					delete(set, id)
-				}
-				admins, err = q.AdminsByID(ctx, ids)
-			}
-			if err != nil {
-				return err
-			}
-			for _, a := range admins {
-				set[a.Key()] = true
-			}
-			n.admins += len(admins)
-			s.admins = set
-		}
-		on, err := q.EnforcementEnabled(ctx)
-		s.enforcementOff = !on
-		return err
-	})
+	switch {
+	case ch.all:
+		var st State
+		st, err = src.Load(ctx)
+		rows = Rows{Definitions: st.Definitions, Memberships: st.Memberships, Admins: st.Admins, EnforcementOff: st.EnforcementOff}
+	case partialTables:
+		rows, err = ts.LoadTables(ctx, TablesRequest{
+			AllDefinitions: ch.defs.all, AllMemberships: ch.members.all, AllAdmins: ch.admin.all,
+			Definitions: ch.defs.list(), Memberships: ch.members.list(), Admins: ch.admin.list()})
+	default:
+		rows, err = src.LoadRows(ctx, ch.defs.list(), ch.members.list(), ch.admin.list())
+	}
 	if err != nil {
 		return nil, n, fmt.Errorf("load enforcement snapshot: %w", err)
 	}
+	if !ch.defs.empty() {
+		var defs map[string]ratelimit.Definition
+		if ch.defs.all {
+			defs = make(map[string]ratelimit.Definition, len(rows.Definitions))
+		} else {
+			defs = maps.Clone(prev.defs)
+			for id := range ch.defs.ids {
+				delete(defs, id)
+			}
+		}
+		for _, d := range rows.Definitions {
+			if d.ID == "" {
+				d.ID = d.Key()
+			}
+			defs[d.ID] = d
+		}
+		n.definitions = len(rows.Definitions)
+		s.defs = defs
+		s.indexDefinitions()
+	}
+	if !ch.members.empty() {
+		if ch.members.all {
+			idx := newMemberIndex()
+			for _, m := range rows.Memberships {
+				idx.put(memberID(m), memberOf(m))
+			}
+			s.members = idx
+		} else {
+			patch := make(map[string]*member, len(ch.members.ids))
+			for id := range ch.members.ids {
+				patch[id] = nil // gone unless read
+			}
+			for _, m := range rows.Memberships {
+				mem := memberOf(m)
+				patch[memberID(m)] = &mem
+			}
+			s.members = prev.members.with(patch)
+		}
+		n.memberships = len(rows.Memberships)
+	}
+	if !ch.admin.empty() {
+		var set map[string]bool
+		if ch.admin.all {
+			set = make(map[string]bool, len(rows.Admins))
+		} else {
+			set = maps.Clone(prev.admins)
+			for id := range ch.admin.ids {
+				delete(set, id)
+			}
+		}
+		for _, a := range rows.Admins {
+			set[a.Key()] = true
+		}
+		n.admins = len(rows.Admins)
+		s.admins = set
+	}
+	s.enforcementOff = rows.EnforcementOff
 	return s, n, nil
 }

@@ -1,4 +1,4 @@
-package enforce
+package enforce_test
 
 import (
 	"context"
@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/pgtest"
-	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 )
 
 // waitFor polls cond until it holds; the deadline only bounds a hang.
@@ -21,6 +22,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+type takeReply struct {
+	res enforce.TakeResult
+	err error
+}
+
 // TestOneFailingCallDoesNotDecideItsBatch puts three calls into one round
 // trip, one of which PostgreSQL refuses (its cost overflows a counter):
 // the other two are decided as they would be alone, an exhausted caller
@@ -30,20 +36,21 @@ func TestOneFailingCallDoesNotDecideItsBatch(t *testing.T) {
 	t.Parallel()
 	st := pgtest.NewStore(t)
 	ctx := context.Background()
-	b := newBatcher(st)
+	b := enforce.NewBatcher(postgres.NewCounterStore(st.Pool()))
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { b.work(wctx); close(done) }()
+	go func() { b.Work(wctx); close(done) }()
 	t.Cleanup(func() { stop(); <-done })
 
 	now := time.Now()
-	one := func(key string, limit, cost int64) store.TakeRequest {
-		return store.TakeRequest{Cost: cost, Consume: true, Gates: []store.Gate{{Key: key, WindowIndex: 1, Limit: limit, Enforce: true, ExpiresAt: now.Add(time.Hour)}}}
+	one := func(key string, limit, cost int64) enforce.TakeRequest {
+		return enforce.TakeRequest{Cost: cost, Consume: true, Now: now, Gates: []enforce.CounterGate{{Key: key,
+			Algorithm: enforce.AlgorithmFixedWindow, Window: time.Hour, Limit: limit, Enforce: true}}}
 	}
-	take := func(req store.TakeRequest) takeReply {
+	take := func(req enforce.TakeRequest) takeReply {
 		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		res, err := b.take(tctx, req)
+		res, err := b.Take(tctx, req)
 		return takeReply{res, err}
 	}
 	for _, k := range []string{"blocker", "alice", "poison"} {
@@ -70,12 +77,12 @@ func TestOneFailingCallDoesNotDecideItsBatch(t *testing.T) {
 		return err == nil && n == 1
 	})
 	replies := make([]chan takeReply, 3)
-	reqs := []store.TakeRequest{one("alice", 1, 1), one("poison", 100, math.MaxInt64), one("bob", 1, 1)}
+	reqs := []enforce.TakeRequest{one("alice", 1, 1), one("poison", 100, math.MaxInt64), one("bob", 1, 1)}
 	for i, req := range reqs {
 		replies[i] = make(chan takeReply, 1)
 		go func() { replies[i] <- take(req) }()
 	}
-	waitFor(t, "three queued calls", func() bool { return len(b.queue) == 3 })
+	waitFor(t, "three queued calls", func() bool { return b.Queued() == 3 })
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,43 @@
+package enforce
+
+import (
+	"context"
+	"time"
+)
+
+// What the external tests (which may import pkg/enforce/postgres, as the
+// package itself cannot) need of the internals.
+
+// Batcher is the batcher, for TestOneFailingCallDoesNotDecideItsBatch.
+type Batcher struct{ b *batcher }
+
+func NewBatcher(st CounterStore) *Batcher { return &Batcher{newBatcher(st)} }
+
+func (b *Batcher) Work(ctx context.Context) { b.b.work(ctx) }
+
+func (b *Batcher) Take(ctx context.Context, req TakeRequest) (TakeResult, error) {
+	return b.b.take(ctx, req)
+}
+
+// Queued is how many calls wait for a worker.
+func (b *Batcher) Queued() int { return len(b.b.queue) }
+
+// Snapshot is a loaded snapshot, for BenchmarkReload.
+type Snapshot struct{ s *snapshot }
+
+// LoadSnapshot loads everything from src.
+func LoadSnapshot(ctx context.Context, src Source, now time.Time) (Snapshot, error) {
+	s, _, err := loadSnapshot(ctx, src, now)
+	return Snapshot{s}, err
+}
+
+// ReloadAfter reloads prev after ch (nil: everything), as the refresh loop
+// would, and reports how many rows it read.
+func ReloadAfter(ctx context.Context, src Source, prev Snapshot, ch *Change, now time.Time) (rows int, err error) {
+	c := changes{all: ch == nil}
+	if ch != nil {
+		c.add(*ch)
+	}
+	_, n, err := loadChanges(ctx, src, prev.s, c, now)
+	return n.definitions + n.memberships + n.admins, err
+}

@@ -1,0 +1,34 @@
+package enforce
+
+import (
+	"context"
+	"time"
+)
+
+// Interfaces a Source may implement beside Source; the Enforcer uses them
+// when it finds them and does without otherwise.
+
+// TablesRequest names what a reload reads: per table, every row (All...)
+// or the rows with the ids listed.
+type TablesRequest struct {
+	AllDefinitions, AllMemberships, AllAdmins bool
+	Definitions, Memberships, Admins          []string
+}
+
+// TableSource is a Source that can read some tables whole and others by
+// id in one consistent read. Without it, a change notice that widens to a
+// whole table (a statement of many rows) reloads everything through Load;
+// with it only that table is read whole (pkg/enforce/postgres: a 100-row
+// apply of definitions does not read 100,000 memberships).
+type TableSource interface {
+	LoadTables(ctx context.Context, req TablesRequest) (Rows, error)
+}
+
+// QuarantineCounter is a Source that counts the subjects quarantined at now
+// itself (pkg/enforce/postgres asks the database at scrape time, so every
+// replica reports the same). Without it the gauge
+// rlctl_enforce_quarantined_subjects is counted from the Enforcer's
+// snapshot.
+type QuarantineCounter interface {
+	CountQuarantined(ctx context.Context, now time.Time) (callers, targets int64, err error)
+}

@@ -1,0 +1,298 @@
+// Package postgres is pkg/enforce's PostgreSQL backend: a CounterStore
+// over the rl_counters table (the rl_take function: a batch of calls in one
+// round trip, each all or nothing) and a Source over the definitions,
+// memberships, admins and master switch, with LISTEN/NOTIFY for change
+// notices. Every replica on the same database enforces one limit.
+//
+//	e, err := postgres.Open(ctx, os.Getenv("DATABASE_URL"), enforce.Options{})
+//	defer e.Close()
+//	d, err := e.Check(ctx, enforce.Call{...})
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// Open connects to the rlctl database at url (a pool of opts.MaxConns
+// connections, default 12) and starts an Enforcer on it. The Enforcer's
+// Close closes the pool. opts.Counters and opts.Source, when set, are kept
+// (say, counters elsewhere, definitions from here).
+func Open(ctx context.Context, url string, opts enforce.Options) (*enforce.Enforcer, error) {
+	maxConns := opts.MaxConns
+	if maxConns <= 0 {
+		maxConns = 12
+	}
+	st, err := store.Open(ctx, url, store.Opts{MaxConns: maxConns, ApplicationName: "rlctl-enforce"})
+	if err != nil {
+		return nil, err
+	}
+	onClose := opts.OnClose
+	opts.OnClose = func() {
+		if onClose != nil {
+			onClose()
+		}
+		st.Close()
+	}
+	e, err := newEnforcer(ctx, st, opts)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// New starts an Enforcer on a pool the caller owns (and closes after the
+// Enforcer): rlapi embeds one on its decisions pool. Keep the pool one
+// connection larger than opts.Workers: the source listens on one.
+func New(ctx context.Context, pool *pgxpool.Pool, opts enforce.Options) (*enforce.Enforcer, error) {
+	return newEnforcer(ctx, store.New(pool), opts)
+}
+
+func newEnforcer(ctx context.Context, st *store.Store, opts enforce.Options) (*enforce.Enforcer, error) {
+	if opts.Counters == nil {
+		opts.Counters = NewCounterStore(st.Pool())
+	}
+	if opts.Source == nil {
+		opts.Source = NewSource(st.Pool())
+	}
+	return enforce.New(ctx, opts)
+}
+
+// Sweep bounds, per Sweep call: up to sweepRounds rounds of SweepCounters
+// (each deleting batches of sweepBatch rows while they come back full),
+// each within sweepRoundTimeout, so one sweep never hogs the database.
+const (
+	sweepRounds       = 10
+	sweepBatch        = 5000
+	sweepRoundTimeout = 10 * time.Second
+)
+
+// CounterStore is an enforce.CounterStore on the rl_counters table.
+type CounterStore struct {
+	st *store.Store
+}
+
+// NewCounterStore counts in the database pool connects to (migrated by
+// rlapi migrate).
+func NewCounterStore(pool *pgxpool.Pool) *CounterStore {
+	return &CounterStore{st: store.New(pool)}
+}
+
+var _ enforce.CounterStore = (*CounterStore)(nil)
+
+// Take decides reqs in one rl_take round trip. Window indexes are
+// floor(unix(Now) / Window) and counters expire one window after theirs
+// ends. Errors wrap enforce.ErrNotApplied when nothing was changed,
+// enforce.ErrTimedOut as well when that was for the deadline, and
+// enforce.ErrOutcomeUnknown when the statement may have committed.
+func (c *CounterStore) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline time.Time) ([]enforce.TakeResult, error) {
+	sreqs := make([]store.TakeRequest, len(reqs))
+	for i, r := range reqs {
+		gates := make([]store.Gate, len(r.Gates))
+		for j, g := range r.Gates {
+			if g.Algorithm != enforce.AlgorithmFixedWindow && g.Algorithm != "" {
+				return nil, fmt.Errorf("take counters: algorithm %q: %w", g.Algorithm, enforce.ErrNotApplied)
+			}
+			w := int64(g.Window / time.Second)
+			if w <= 0 {
+				return nil, fmt.Errorf("take counters: window %s is not whole seconds: %w", g.Window, enforce.ErrNotApplied)
+			}
+			idx := floorDiv(r.Now.Unix(), w)
+			gates[j] = store.Gate{Key: g.Key, WindowIndex: idx, Limit: g.Limit, Enforce: g.Enforce,
+				ExpiresAt: time.Unix((idx+2)*w, 0)}
+		}
+		sreqs[i] = store.TakeRequest{Gates: gates, Cost: r.Cost, Consume: r.Consume}
+	}
+	res, err := c.st.TakeBatch(ctx, sreqs, deadline)
+	if err != nil {
+		return nil, mapTakeError(err)
+	}
+	out := make([]enforce.TakeResult, len(res))
+	for i, r := range res {
+		out[i] = enforce.TakeResult{Allowed: r.Allowed, Counts: r.Counts, Room: r.Room}
+	}
+	return out, nil
+}
+
+// mapTakeError puts the enforce sentinels on a TakeBatch error, keeping the
+// store's chain (context.DeadlineExceeded stays visible).
+func mapTakeError(err error) error {
+	switch {
+	case errors.Is(err, store.ErrTimedOut):
+		return fmt.Errorf("%w: %w: %w", enforce.ErrNotApplied, enforce.ErrTimedOut, err)
+	case errors.Is(err, store.ErrNotApplied):
+		return fmt.Errorf("%w: %w", enforce.ErrNotApplied, err)
+	}
+	return fmt.Errorf("%w: %w", enforce.ErrOutcomeUnknown, err)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// Sweep removes counters whose windows ended before now, one replica at a
+// time (the others skip), in bounded batches.
+func (c *CounterStore) Sweep(ctx context.Context, now time.Time) (int64, error) {
+	var removed int64
+	for range sweepRounds {
+		sctx, cancel := context.WithTimeout(ctx, sweepRoundTimeout)
+		n, ran, err := c.st.SweepCounters(sctx, now, sweepBatch)
+		cancel()
+		if err != nil {
+			return removed, err
+		}
+		removed += n
+		if !ran || n < sweepBatch {
+			break
+		}
+	}
+	return removed, nil
+}
+
+// Source is an enforce.Source on the rlctl tables: loads are one
+// repeatable-read transaction, change notices come from LISTEN on
+// store.ChangeChannel (the triggers of migrations 001, 003 and 004).
+type Source struct {
+	st *store.Store
+}
+
+// NewSource reads the database pool connects to.
+func NewSource(pool *pgxpool.Pool) *Source { return &Source{st: store.New(pool)} }
+
+var (
+	_ enforce.Source            = (*Source)(nil)
+	_ enforce.TableSource       = (*Source)(nil)
+	_ enforce.QuarantineCounter = (*Source)(nil)
+)
+
+// Load reads everything.
+func (s *Source) Load(ctx context.Context) (enforce.State, error) {
+	rows, err := s.LoadTables(ctx, enforce.TablesRequest{AllDefinitions: true, AllMemberships: true, AllAdmins: true})
+	return enforce.State{Definitions: rows.Definitions, Memberships: rows.Memberships, Admins: rows.Admins,
+		EnforcementOff: rows.EnforcementOff}, err
+}
+
+// LoadRows reads the rows with these ids.
+func (s *Source) LoadRows(ctx context.Context, definitions, memberships, admins []string) (enforce.Rows, error) {
+	return s.LoadTables(ctx, enforce.TablesRequest{Definitions: definitions, Memberships: memberships, Admins: admins})
+}
+
+// LoadTables reads what req names in one repeatable-read transaction, so
+// an apply or a quarantine is either wholly in it or not at all.
+func (s *Source) LoadTables(ctx context.Context, req enforce.TablesRequest) (enforce.Rows, error) {
+	var rows enforce.Rows
+	err := s.st.ReadTx(ctx, func(q *store.Queries) error {
+		rows = enforce.Rows{}
+		putDef := func(d ratelimit.Definition) error {
+			rows.Definitions = append(rows.Definitions, d)
+			return nil
+		}
+		putMember := func(m ratelimit.Membership) error {
+			rows.Memberships = append(rows.Memberships, m)
+			return nil
+		}
+		var err error
+		switch {
+		case req.AllDefinitions:
+			err = q.EachDefinition(ctx, store.DefinitionFilter{}, putDef)
+		case len(req.Definitions) > 0:
+			err = q.EachDefinitionByID(ctx, req.Definitions, putDef)
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case req.AllMemberships:
+			err = q.EachMembership(ctx, store.MembershipFilter{}, putMember)
+		case len(req.Memberships) > 0:
+			err = q.EachMembershipByID(ctx, req.Memberships, putMember)
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case req.AllAdmins:
+			rows.Admins, err = q.ListAdmins(ctx)
+		case len(req.Admins) > 0:
+			rows.Admins, err = q.AdminsByID(ctx, req.Admins)
+		}
+		if err != nil {
+			return err
+		}
+		on, err := q.EnforcementEnabled(ctx)
+		rows.EnforcementOff = !on
+		return err
+	})
+	if err != nil {
+		return enforce.Rows{}, err
+	}
+	return rows, nil
+}
+
+// CountQuarantined counts the memberships whose quarantine applies at now,
+// in the database (the same answer on every replica).
+func (s *Source) CountQuarantined(ctx context.Context, now time.Time) (callers, targets int64, err error) {
+	return s.st.CountQuarantined(ctx, now)
+}
+
+// Watch holds one connection LISTENing on store.ChangeChannel and turns
+// each notification into a Change. The connection is closed, not handed
+// back to the pool, when the stream ends.
+func (s *Source) Watch(ctx context.Context, ready func(), notify func(enforce.Change)) error {
+	conn, err := s.st.Pool().Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// The connection is left in LISTEN state: close it rather than
+		// hand it back to the pool.
+		_ = conn.Conn().Close(context.Background())
+		conn.Release()
+	}()
+	if _, err := conn.Exec(ctx, "listen "+store.ChangeChannel); err != nil {
+		return err
+	}
+	ready()
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		notify(Change(n.Payload))
+	}
+}
+
+// Change reads a notification payload of store.ChangeChannel.
+func Change(payload string) enforce.Change {
+	ch := store.ParseChange(payload)
+	out := enforce.Change{IDs: ch.IDs, All: ch.All}
+	switch ch.Table {
+	case store.TableDefinitions:
+		out.Table = enforce.TableDefinitions
+	case store.TableMemberships:
+		out.Table = enforce.TableMemberships
+	case store.TableAdmins:
+		out.Table = enforce.TableAdmins
+	case store.TableSettings:
+		out.Table = enforce.TableSettings
+	default:
+		out.Table, out.IDs, out.All = "", nil, true
+	}
+	return out
+}

@@ -1,0 +1,201 @@
+package ratelimit
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The name rules live here, with no dependency, so that gateways
+// (pkg/enforce) normalize target names exactly as internal/validate stores
+// them: one implementation, which internal/validate calls.
+
+// MaxNameBytes bounds names and subjects: they are part of ids, counter
+// keys and log lines, and no real server path or user name comes close.
+const MaxNameBytes = 256
+
+// NameRule is the one rule on every name and subject (users, clients,
+// servers, agents, tools, skills, groups), stated where messages can cite
+// it: 1 to 256 bytes of UTF-8, any script, no whitespace and no control
+// characters, surrounding whitespace trimmed. Group names (group and
+// server_group definitions, membership groups) are further kept to ASCII
+// letters, digits, '.', '_' and '-', since they sit inside ids and counter
+// keys as they are.
+const NameRule = "names and subjects are 1-256 bytes of UTF-8 (any script) without whitespace or control characters"
+
+// NameError is a name that breaks a rule. Message begins with Field, so it
+// reads on its own.
+type NameError struct {
+	Field   string
+	Message string
+}
+
+func (e *NameError) Error() string { return e.Message }
+
+func nameError(field, format string, args ...any) *NameError {
+	return &NameError{Field: field, Message: field + ": " + fmt.Sprintf(format, args...)}
+}
+
+// Normalizer turns a raw name into its canonical form or reports why it
+// cannot, naming field.
+type Normalizer func(field, raw string) (string, *NameError)
+
+// NameNormalizer returns the normalizer of an entity type's names, nil for
+// an unknown entity type.
+func NameNormalizer(entityType string) Normalizer {
+	switch entityType {
+	case EntityGroup, EntityServerGroup:
+		return GroupName
+	case EntityMCPServer:
+		return ServerName
+	case EntityA2AAgent:
+		return AgentPath
+	case EntityMCPTool:
+		return leafName(ServerName, "<server>:<tool>", "tool")
+	case EntityA2ASkill:
+		return leafName(AgentPath, "<agent>:<skill>", "skill")
+	}
+	return nil
+}
+
+// NormalizeTargetName returns the canonical name of a target of an entity
+// type (see internal/validate.TargetName), or why it is not one. ok is
+// false for an unknown entity type (err is nil then).
+func NormalizeTargetName(entityType, name string) (canonical string, ok bool, err *NameError) {
+	norm := NameNormalizer(entityType)
+	if norm == nil {
+		return "", false, nil
+	}
+	s, fe := norm("name", name)
+	return s, true, fe
+}
+
+// PlainName trims s and applies the rules every name shares.
+func PlainName(field, s string) (string, *NameError) {
+	s = strings.TrimSpace(s)
+	return s, NameProblem(field, s)
+}
+
+// NameProblem applies the rules every normalized name and subject shares.
+// Invalid UTF-8 is refused because PostgreSQL text columns refuse it too, and
+// a name the store cannot hold should fail here with a clear message.
+func NameProblem(field, s string) *NameError {
+	switch {
+	case s == "":
+		return nameError(field, "must not be empty")
+	case !utf8.ValidString(s):
+		return nameError(field, "must be valid UTF-8 (got %q)", s)
+	case strings.ContainsFunc(s, unicode.IsControl):
+		return nameError(field, "must not contain control characters (got %q)", s)
+	case len(s) > MaxNameBytes:
+		return nameError(field, "must be at most %d bytes (got %d)", MaxNameBytes, len(s))
+	}
+	return nil
+}
+
+// SpaceProblem refuses whitespace inside a name or subject being stored, as
+// group names always have: "Alice Smith" is a display name, not what a
+// gateway passes as a username, and a name with a space needs quoting in
+// every shell line, URL and log search. It applies to writes only, not to
+// ids and filters, so that a name stored before the rule can still be
+// found, released and deleted.
+func SpaceProblem(field, s string) *NameError {
+	if strings.ContainsFunc(s, unicode.IsSpace) {
+		return nameError(field, "must not contain whitespace (got %q): %s", s, NameRule)
+	}
+	return nil
+}
+
+// GroupName keeps group names to a charset that is safe in ids, counter keys,
+// URLs and shell arguments without quoting.
+func GroupName(field, raw string) (string, *NameError) {
+	s, fe := PlainName(field, raw)
+	if fe == nil {
+		fe = SpaceProblem(field, s)
+	}
+	if fe != nil {
+		return "", fe
+	}
+	if strings.ContainsFunc(s, IsNotGroupNameChar) {
+		return "", nameError(field, "must contain only ASCII letters, digits, '.', '_' and '-' (got %q)", s)
+	}
+	return s, nil
+}
+
+// IsNotGroupNameChar reports whether r may not appear in a group name.
+func IsNotGroupNameChar(r rune) bool {
+	switch {
+	case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+		return false
+	case r == '.', r == '_', r == '-':
+		return false
+	}
+	return true
+}
+
+// ServerName drops leading and trailing slashes: the gateway classifies
+// "/mcpgw/" and "mcpgw" as the same server, so they must be one name here.
+// Inner segments stay, so a federated "peer/x" keeps its full path.
+func ServerName(field, raw string) (string, *NameError) {
+	return slashPath(field, raw, "")
+}
+
+// AgentPath gives an agent exactly one leading slash and no trailing one,
+// matching the /agent/... paths the gateway routes on.
+func AgentPath(field, raw string) (string, *NameError) {
+	return slashPath(field, raw, "/")
+}
+
+// slashPath strips surrounding whitespace and slashes together, in one pass,
+// so that "/ x /" and " /x/ " both settle on the same name and normalizing the
+// result again changes nothing; then it prepends prefix. Server and agent
+// names are case-insensitive, as the gateway reads paths
+// (enforce.TargetFromURI lower-cases them): they are stored lower-cased, so
+// "MCPGW" and "mcpgw" are one server.
+func slashPath(field, raw, prefix string) (string, *NameError) {
+	trimmed := strings.TrimSpace(raw)
+	inner := strings.TrimFunc(trimmed, isSpaceOrSlash)
+	if trimmed != "" && inner == "" {
+		return "", nameError(field, "must name a path, not only slashes (got %q)", trimmed)
+	}
+	if inner == "" {
+		return "", nameError(field, "must not be empty")
+	}
+	if utf8.ValidString(inner) { // else NameProblem refuses it as it is
+		inner = strings.ToLower(inner)
+	}
+	s := prefix + inner
+	return s, NameProblem(field, s)
+}
+
+func isSpaceOrSlash(r rune) bool { return r == '/' || unicode.IsSpace(r) }
+
+// leafName returns the normalizer for <parent>:<leaf> names (mcp_tool,
+// a2a_skill). It splits at the last ':' so that the parent may itself contain
+// ':' while the leaf cannot, which is what makes the split reproducible.
+func leafName(parent Normalizer, shape, leafKind string) Normalizer {
+	return func(field, raw string) (string, *NameError) {
+		s := strings.TrimSpace(raw)
+		i := strings.LastIndexByte(s, ':')
+		if i < 0 {
+			return "", nameError(field, "must be %s (got %q)", shape, s)
+		}
+		parentPart, leaf := s[:i], strings.TrimSpace(s[i+1:])
+		if strings.TrimFunc(parentPart, isSpaceOrSlash) == "" {
+			return "", nameError(field, "must be %s with a name before the last ':' (got %q)", shape, s)
+		}
+		if leaf == "" {
+			return "", nameError(field, "must be %s with a %s after the last ':' (got %q)", shape, leafKind, s)
+		}
+		if strings.ContainsRune(leaf, '/') {
+			return "", nameError(field, "the %s %q must not contain '/'", leafKind, leaf)
+		}
+		p, fe := parent(field, parentPart)
+		if fe != nil {
+			return "", fe
+		}
+		full := p + ":" + leaf
+		return full, NameProblem(field, full)
+	}
+}
