@@ -1,5 +1,3 @@
-//go:build seams
-
 // Command filegateway is a small HTTP gateway that enforces rate limits and
 // quarantine from a state file (the format of rlctl apply and rlctl
 // export), with the counters in memory: no rlapi, no database. Edit the

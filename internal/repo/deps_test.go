@@ -139,7 +139,6 @@ var rules = []rule{
 			module+"/internal/store",
 			module+"/internal/validate",
 		),
-		skip: "enforced once the seams refactor lands",
 	},
 }
 

@@ -122,9 +122,6 @@ func fieldProblem(ne *ratelimit.NameError) *FieldError {
 // plainName trims s and applies the rules every name shares.
 func plainName(field, s string) (string, *FieldError) { return fromName(ratelimit.PlainName(field, s)) }
 
-// nameProblem applies the rules every normalized name and subject shares.
-func nameProblem(field, s string) *FieldError { return fieldProblem(ratelimit.NameProblem(field, s)) }
-
 // spaceProblem refuses whitespace inside a name or subject being stored
 // (ratelimit.SpaceProblem): on writes only, not on ids and filters.
 func spaceProblem(field, s string) *FieldError { return fieldProblem(ratelimit.SpaceProblem(field, s)) }

@@ -274,7 +274,7 @@ func loadChanges(ctx context.Context, src Source, prev *snapshot, ch changes, no
 	case ch.all:
 		var st State
 		st, err = src.Load(ctx)
-		rows = Rows{Definitions: st.Definitions, Memberships: st.Memberships, Admins: st.Admins, EnforcementOff: st.EnforcementOff}
+		rows = Rows(st)
 	case partialTables:
 		rows, err = ts.LoadTables(ctx, TablesRequest{
 			AllDefinitions: ch.defs.all, AllMemberships: ch.members.all, AllAdmins: ch.admin.all,

@@ -181,8 +181,7 @@ var (
 // Load reads everything.
 func (s *Source) Load(ctx context.Context) (enforce.State, error) {
 	rows, err := s.LoadTables(ctx, enforce.TablesRequest{AllDefinitions: true, AllMemberships: true, AllAdmins: true})
-	return enforce.State{Definitions: rows.Definitions, Memberships: rows.Memberships, Admins: rows.Admins,
-		EnforcementOff: rows.EnforcementOff}, err
+	return enforce.State(rows), err
 }
 
 // LoadRows reads the rows with these ids.

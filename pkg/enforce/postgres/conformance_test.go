@@ -1,0 +1,18 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/rlctl/rlctl/internal/pgtest"
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
+)
+
+// The PostgreSQL counter store passes the conformance suite every counter
+// store must pass, each subtest on a fresh database.
+func TestConformance(t *testing.T) {
+	enforcetest.TestCounterStore(t, func(t *testing.T) enforce.CounterStore {
+		return postgres.NewCounterStore(pgtest.NewStore(t).Pool())
+	})
+}
