@@ -157,10 +157,10 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	e.wg.Add(3)
 	go e.listen(bg)
 	go e.refreshLoop(bg)
-	go e.flushLoop(bg)
+	go e.every(bg, e.events.interval, e.flush)
 	if opts.SweepInterval > 0 {
 		e.wg.Add(1)
-		go e.sweepLoop(bg)
+		go e.every(bg, e.opts.SweepInterval, e.sweep)
 	}
 	return e, nil
 }

@@ -166,18 +166,6 @@ func (l *eventLog) writeLocked() {
 	}
 }
 
-// flushLoop writes each interval's lines even when no event arrives to
-// trigger them.
-func (e *Enforcer) flushLoop(ctx context.Context) {
-	defer e.wg.Done()
-	t := time.NewTicker(e.events.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			e.events.flushIfDue()
-		}
-	}
-}
+// flush writes each interval's lines even when no event arrives to
+// trigger them (run by every).
+func (e *Enforcer) flush(context.Context) { e.events.flushIfDue() }

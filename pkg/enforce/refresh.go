@@ -306,24 +306,30 @@ func (e *Enforcer) drainNotices(ctx context.Context, noted <-chan struct{}) {
 	}
 }
 
-// sweepLoop has the counter store remove expired counters (the PostgreSQL
-// store lets one replica at a time do it, in bounded batches).
-func (e *Enforcer) sweepLoop(ctx context.Context) {
+// every runs fn each interval until ctx ends: the flush of aggregated
+// log lines and the sweep share it.
+func (e *Enforcer) every(ctx context.Context, interval time.Duration, fn func(context.Context)) {
 	defer e.wg.Done()
-	t := time.NewTicker(e.opts.SweepInterval)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			fn(ctx)
 		}
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		n, err := e.counters.Sweep(sctx, e.now())
-		cancel()
-		e.metrics.swept.Add(float64(n))
-		if err != nil && ctx.Err() == nil {
-			e.log.Warn("counter sweep failed", "err", err)
-		}
+	}
+}
+
+// sweep has the counter store remove expired counters (the PostgreSQL
+// store lets one replica at a time do it, in bounded batches).
+func (e *Enforcer) sweep(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	n, err := e.counters.Sweep(sctx, e.now())
+	cancel()
+	e.metrics.swept.Add(float64(n))
+	if err != nil && ctx.Err() == nil {
+		e.log.Warn("counter sweep failed", "err", err)
 	}
 }

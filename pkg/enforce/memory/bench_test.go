@@ -23,11 +23,7 @@ func benchRequest(i int, now time.Time) []enforce.TakeRequest {
 func BenchmarkTake(b *testing.B) {
 	s := memory.New()
 	ctx := context.Background()
-	now := time.Unix(1_800_000_010, 0)
-	reqs := make([][]enforce.TakeRequest, 1000)
-	for i := range reqs {
-		reqs[i] = benchRequest(i, now)
-	}
+	reqs := benchRequests()
 	i := 0
 	for b.Loop() {
 		if _, err := s.Take(ctx, reqs[i%len(reqs)], time.Time{}); err != nil {
@@ -42,11 +38,7 @@ func BenchmarkTake(b *testing.B) {
 func BenchmarkTakeParallel(b *testing.B) {
 	s := memory.New()
 	ctx := context.Background()
-	now := time.Unix(1_800_000_010, 0)
-	reqs := make([][]enforce.TakeRequest, 1000)
-	for i := range reqs {
-		reqs[i] = benchRequest(i, now)
-	}
+	reqs := benchRequests()
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
@@ -79,4 +71,15 @@ func BenchmarkTakeParallelDistinct(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// benchRequests is a thousand calls of distinct callers on one target, at
+// one fixed time.
+func benchRequests() [][]enforce.TakeRequest {
+	now := time.Unix(1_800_000_010, 0)
+	reqs := make([][]enforce.TakeRequest, 1000)
+	for i := range reqs {
+		reqs[i] = benchRequest(i, now)
+	}
+	return reqs
 }
