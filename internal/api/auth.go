@@ -194,11 +194,13 @@ func (s *Server) touchToken(key [32]byte, tok ratelimit.Token) {
 
 // listenTokens empties the token cache whenever a token is revoked on any
 // replica (NOTIFY rlctl_tokens), and when its connection is re-established,
-// since notifications sent meanwhile are lost.
-func (s *Server) listenTokens(ctx context.Context) {
+// since notifications sent meanwhile are lost. attempted is called after
+// each attempt to connect, whether it succeeded or failed.
+func (s *Server) listenTokens(ctx context.Context, attempted func()) {
 	backoff := 250 * time.Millisecond
 	for ctx.Err() == nil {
-		err := s.listenTokensOnce(ctx, func() { backoff = 250 * time.Millisecond })
+		err := s.listenTokensOnce(ctx, func() { backoff = 250 * time.Millisecond; attempted() })
+		attempted()
 		if ctx.Err() != nil {
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -138,6 +139,10 @@ func New(st *store.Store, cfg Config, opts Opts) *Server {
 	return s
 }
 
+// tokenListenerWait bounds how long Serve waits for the token listener's
+// first attempt before it accepts connections.
+const tokenListenerWait = 2 * time.Second
+
 // Serve answers on ln until ctx ends, then lets in-flight requests finish
 // (up to Config.ShutdownTimeout) before returning.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
@@ -160,12 +165,26 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		stopListen()
 		<-listening
 	}()
+	// The token listener's first connection empties the cache (a token
+	// cached before it could have missed a revocation), so serving
+	// before it is up would verify the first tokens twice and lose what
+	// the first calls cached. Wait for its first attempt, a bounded while.
+	firstAttempt := make(chan struct{})
+	var once sync.Once
 	go func() {
 		defer close(listening)
 		if s.tokens.ttl > 0 {
-			s.listenTokens(listenCtx)
+			s.listenTokens(listenCtx, func() { once.Do(func() { close(firstAttempt) }) })
 		}
 	}()
+	if s.tokens.ttl > 0 {
+		select {
+		case <-firstAttempt:
+		case <-time.After(tokenListenerWait):
+			s.log.Warn("token change listener not up yet; serving anyway, verified tokens are cached once it is", "waited", tokenListenerWait)
+		case <-ctx.Done():
+		}
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
