@@ -6,7 +6,10 @@ package migrations
 import "embed"
 
 // FS holds the migration files, NNN_name.sql, each with its rollback below a
-// "---- create above / drop below ----" line (tern's format).
+// "---- create above / drop below ----" line (tern's format), and under
+// shared/ the tern templates they include ({{ template "shared/x.sql" . }}):
+// function bodies that one migration creates and a later one's rollback
+// restores.
 //
-//go:embed *.sql
+//go:embed *.sql shared/*.sql
 var FS embed.FS
