@@ -17,6 +17,10 @@ var landed = map[string]string{
 	"003_settings.sql":                 "71680c1812fa5b0763240655e3990de8420d05c000a5c93fbc5bcba5ba7ccbce",
 	"004_change_notify.sql":            "794ba3db0e520deed719c8c7ee59c137a8320586776db4c3321f9cf993f2214d",
 	"005_case_insensitive_targets.sql": "7b62361978f84ed47c0e4b4f7c065a093b06d0303fce466fb127531f56d5ead4",
+	"006_take_arithmetic.sql":          "a0bbd81f4f6f45f2cb6e817ea5ad8b3e81f8bd0bb3a529393b4c424bd23a1d56",
+	// Templates a landed migration includes are frozen with it.
+	"shared/rl_take_002.sql": "a4894629da2988fbd9bab877f29d23901b49b5a62f3cf247e7c85019700ee5c3",
+	"shared/rl_take_006.sql": "821557b32a97007f66cf905b120a840e415e62ed868a22c53a5859d67d35fe41",
 }
 
 func TestLandedMigrationsUnchanged(t *testing.T) {

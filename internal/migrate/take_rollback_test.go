@@ -1,10 +1,11 @@
-package store_test
+package migrate_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/migrate"
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
 )
@@ -42,14 +43,14 @@ func TestRollingBack006RestoresRlTake(t *testing.T) {
 		}
 		return out
 	}
-	if err := s.MigrateTo(ctx, 5); err != nil {
+	if err := migrate.To(ctx, s.Pool(), 5); err != nil {
 		t.Fatal(err)
 	}
 	at5 := functions()
 	if len(at5) == 0 {
 		t.Fatal("no rl_ functions at 005")
 	}
-	if err := s.MigrateTo(ctx, 6); err != nil {
+	if err := migrate.To(ctx, s.Pool(), 6); err != nil {
 		t.Fatal(err)
 	}
 	at6 := functions()
@@ -57,7 +58,7 @@ func TestRollingBack006RestoresRlTake(t *testing.T) {
 	if at6[take] == "" || at6[take] == at5[take] {
 		t.Fatalf("006 did not replace %s", take)
 	}
-	if err := s.MigrateTo(ctx, 5); err != nil {
+	if err := migrate.To(ctx, s.Pool(), 5); err != nil {
 		t.Fatalf("roll back 006: %v", err)
 	}
 	back := functions()
