@@ -136,9 +136,8 @@ func (s *Server) handleDeleteMembership() http.Handler {
 }
 
 // refuseAdminQuarantine returns ratelimit.ErrAdminQuarantine (403) for an
-// administrator and a 503 when that
-// cannot be known: quarantine fails closed, so an operator can never lock
-// the administrators out. Call it under LockSubject, in the transaction of
+// administrator and a 503 when that cannot be known: quarantine fails
+// closed, so an operator can never lock the administrators out. Call it under LockSubject, in the transaction of
 // the write, so a concurrent admin grant cannot slip between check and
 // write.
 func refuseAdminQuarantine(r *http.Request, q *store.Queries, subjectType, subject string) error {

@@ -72,9 +72,8 @@ func (c Call) Normalize() (Call, error) {
 				Message: "target_name: needs target_type (mcp_server or a2a_agent); without a target the call is control plane"})
 		}
 	case ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent:
-		name, err := normalizeTargetName(c.TargetType, c.TargetName)
-		if err != nil {
-			fields = append(fields, FieldError{Field: "target_name", Message: "target_name: " + strings.TrimPrefix(err.Error(), "name: ")})
+		if name, problem := normalizeTargetName(c.TargetType, c.TargetName); problem != "" {
+			fields = append(fields, FieldError{Field: "target_name", Message: "target_name: " + problem})
 		} else {
 			c.TargetName = name
 		}
