@@ -79,8 +79,7 @@ func (s *Server) handlePutAdmin() http.Handler {
 				return change{}, err
 			}
 			if err == nil && m.HasGroup(ratelimit.GroupQuarantineCallers) {
-				return change{}, errorf(http.StatusConflict, "quarantined", "Subject is quarantined",
-					fmt.Sprintf("'%s' is quarantined; remove the quarantine (DELETE /api/rate-limit-quarantine/%s) before making it an administrator", a.Subject, a.Key()))
+				return change{}, ratelimit.QuarantinedAdminError(a.SubjectType, a.Subject)
 			}
 			res, before, err := q.PutAdmin(ctx, a, actorName(ctx))
 			if err != nil {

@@ -872,10 +872,11 @@ func (a *applier) planAdmins(want section[ratelimit.Admin], cur []ratelimit.Admi
 }
 
 // checkAdminQuarantine enforces, on the state the apply leaves, that no
-// administrator is in quarantine-callers: 403 (as refuseAdminQuarantine)
-// when the file quarantines an administrator, 409 (as an admin grant) when
-// it makes a quarantined subject an administrator, 503 when the
-// administrators could not be read.
+// administrator is in quarantine-callers: ratelimit.ErrAdminQuarantine (as
+// refuseAdminQuarantine) when the file quarantines an administrator,
+// ratelimit.ErrQuarantinedAdmin (as an admin grant) when it makes a
+// quarantined subject an administrator, 503 when the administrators could
+// not be read.
 func (a *applier) checkAdminQuarantine(req applyRequest, curMems []ratelimit.Membership, curAdmins []ratelimit.Admin,
 	adminReadOK bool, mems memPlan, admins adminPlan) error {
 	// The administrators after this apply.
@@ -896,8 +897,7 @@ func (a *applier) checkAdminQuarantine(req applyRequest, curMems []ratelimit.Mem
 	for _, m := range mems.desired {
 		if isCaller(m.SubjectType) && m.HasGroup(ratelimit.GroupQuarantineCallers) {
 			if !adminReadOK {
-				return errorf(http.StatusServiceUnavailable, "admin-check-failed", "Cannot verify administrator status",
-					fmt.Sprintf("cannot verify whether '%s' is an administrator, so nothing was applied (quarantine fails closed); retry shortly", m.Subject))
+				return adminCheckFailed(m.Subject, "nothing was applied")
 			}
 			if final[m.Key()] {
 				refused = append(refused, m)
@@ -905,13 +905,7 @@ func (a *applier) checkAdminQuarantine(req applyRequest, curMems []ratelimit.Mem
 		}
 	}
 	if len(refused) > 0 {
-		m := refused[0]
-		msg := fmt.Sprintf("Refusing to quarantine '%s': it has administrator privileges. Administrators cannot be quarantined; revoke the grant first (DELETE /api/rate-limit-admins/%s:%s) if this is intended.",
-			m.Subject, m.SubjectType, m.Subject)
-		if len(refused) > 1 {
-			msg += fmt.Sprintf(" %d more memberships in this apply quarantine administrators too.", len(refused)-1)
-		}
-		return errorf(http.StatusForbidden, "admin-quarantine", "Refusing to quarantine an administrator", msg)
+		return ratelimit.AdminQuarantineError(refused[0].SubjectType, refused[0].Subject, len(refused)-1)
 	}
 
 	// Quarantines the apply keeps (not in the file, not pruned) against
@@ -925,8 +919,7 @@ func (a *applier) checkAdminQuarantine(req applyRequest, curMems []ratelimit.Mem
 	}
 	for _, m := range curMems {
 		if !inFile[m.Key()] && granted[m.Key()] && m.HasGroup(ratelimit.GroupQuarantineCallers) {
-			return errorf(http.StatusConflict, "quarantined", "Subject is quarantined",
-				fmt.Sprintf("'%s' is quarantined; remove the quarantine (DELETE /api/rate-limit-quarantine/%s) before making it an administrator", m.Subject, m.Key()))
+			return ratelimit.QuarantinedAdminError(m.SubjectType, m.Subject)
 		}
 	}
 	return nil

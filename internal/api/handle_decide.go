@@ -9,65 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/enforce"
-	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // The decision endpoints: POST /api/check for gateways that call rlapi as a
 // service (the enforcer token role), and GET /api/validate for nginx's
 // auth_request (docs/nginx.md).
-
-// checkRequest is the body of POST /api/check: enforce.Call on the wire.
-type checkRequest struct {
-	Username   string `json:"username"`
-	ClientID   string `json:"client_id"`
-	IsAdmin    bool   `json:"is_admin"`
-	TargetType string `json:"target_type"`
-	TargetName string `json:"target_name"`
-	Tool       string `json:"tool"`
-	Cost       int64  `json:"cost"`
-}
-
-// maxCost bounds what one call may take from a gate: a cost near the range
-// of int64 would overflow the counters' arithmetic.
-const maxCost = 1_000_000
-
-func (req checkRequest) call() (enforce.Call, error) {
-	c := enforce.Call{Username: req.Username, ClientID: req.ClientID, IsAdmin: req.IsAdmin,
-		TargetType: req.TargetType, Tool: req.Tool, Cost: req.Cost}
-	var fields []validate.FieldError
-	switch req.TargetType {
-	case "":
-		if req.TargetName != "" {
-			fields = append(fields, validate.FieldError{Field: "target_name",
-				Message: "target_name: needs target_type (mcp_server or a2a_agent); without a target the call is control plane"})
-		}
-	case ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent:
-		name, err := validate.TargetName(req.TargetType, req.TargetName)
-		if err != nil {
-			fields = append(fields, validate.FieldError{Field: "target_name", Message: "target_name: " + strings.TrimPrefix(err.Error(), "name: ")})
-		}
-		c.TargetName = name
-	default:
-		fields = append(fields, validate.FieldError{Field: "target_type",
-			Message: fmt.Sprintf("target_type: must be mcp_server, a2a_agent or empty (got %q)", req.TargetType)})
-	}
-	switch {
-	case req.Cost < 0:
-		fields = append(fields, validate.FieldError{Field: "cost", Message: fmt.Sprintf("cost: must not be negative (got %d)", req.Cost)})
-	case req.Cost > maxCost:
-		fields = append(fields, validate.FieldError{Field: "cost", Message: fmt.Sprintf("cost: must be at most %d (got %d)", maxCost, req.Cost)})
-	}
-	if len(fields) > 0 {
-		msgs := make([]string, len(fields))
-		for i, f := range fields {
-			msgs[i] = f.Message
-		}
-		return c, badRequest(strings.Join(msgs, "; "), fields...)
-	}
-	return c, nil
-}
 
 // checkGate is one gate of a checkResult; times are Unix seconds.
 type checkGate struct {
@@ -132,12 +79,14 @@ func (s *Server) handleCheck() http.Handler {
 			s.writeProblem(w, r, errNoEnforcer)
 			return
 		}
-		req, err := decode[checkRequest](w, r, false)
+		// The body is enforce.Call on the wire; Normalize is its one
+		// validation (a *enforce.CallError is a 400 naming the fields).
+		req, err := decode[enforce.Call](w, r, false)
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
 		}
-		c, err := req.call()
+		c, err := req.Normalize()
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
@@ -232,8 +181,12 @@ func (s *Server) handleValidate() http.Handler {
 			TargetType: targetType,
 			TargetName: targetName,
 		}
-		// A decision the fail policy made is counted and logged (in
-		// aggregate, never per call) by the Enforcer.
+		// ClassifyURI gives a known target type and there is no cost, so
+		// only the target name can be refused; an odd path is decided like
+		// any other, on the name as given. A decision the fail policy made
+		// is counted and logged (in aggregate, never per call) by the
+		// Enforcer.
+		c, _ = c.Normalize()
 		d, _ := s.enforcer.Check(r.Context(), c)
 		enforce.SetHeaders(w.Header(), d, s.now())
 		switch {

@@ -135,9 +135,9 @@ func (s *Server) handleDeleteMembership() http.Handler {
 	})
 }
 
-// refuseAdminQuarantine answers 403 for an administrator and 503 when that
-// cannot be known: quarantine fails closed, so an operator can never lock
-// the administrators out. Call it under LockSubject, in the transaction of
+// refuseAdminQuarantine returns ratelimit.ErrAdminQuarantine (403) for an
+// administrator and a 503 when that cannot be known: quarantine fails
+// closed, so an operator can never lock the administrators out. Call it under LockSubject, in the transaction of
 // the write, so a concurrent admin grant cannot slip between check and
 // write.
 func refuseAdminQuarantine(r *http.Request, q *store.Queries, subjectType, subject string) error {
@@ -146,12 +146,10 @@ func refuseAdminQuarantine(r *http.Request, q *store.Queries, subjectType, subje
 	}
 	admin, err := q.IsAdmin(r.Context(), subjectType, subject)
 	if err != nil {
-		return errorf(http.StatusServiceUnavailable, "admin-check-failed", "Cannot verify administrator status",
-			fmt.Sprintf("cannot verify whether '%s' is an administrator, so it was not quarantined (quarantine fails closed); retry shortly", subject))
+		return adminCheckFailed(subject, "it was not quarantined")
 	}
 	if admin {
-		return errorf(http.StatusForbidden, "admin-quarantine", "Refusing to quarantine an administrator",
-			fmt.Sprintf("Refusing to quarantine '%s': it has administrator privileges. Administrators cannot be quarantined; revoke the grant first (DELETE /api/rate-limit-admins/%s:%s) if this is intended.", subject, subjectType, subject))
+		return ratelimit.AdminQuarantineError(subjectType, subject, 0)
 	}
 	return nil
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // Problem is an RFC 9457 problem document. Detail always carries the whole
@@ -54,6 +57,14 @@ func notFound(what, id string) *httpError {
 	return errorf(http.StatusNotFound, "not-found", "Not found", what+" '"+id+"' not found")
 }
 
+// adminCheckFailed is the 503 of a quarantine that could not be checked
+// against the administrators (quarantine fails closed); outcome says what
+// was left undone ("it was not quarantined", "nothing was applied").
+func adminCheckFailed(subject, outcome string) *httpError {
+	return errorf(http.StatusServiceUnavailable, "admin-check-failed", "Cannot verify administrator status",
+		fmt.Sprintf("cannot verify whether '%s' is an administrator, so %s (quarantine fails closed); retry shortly", subject, outcome))
+}
+
 // writeProblem maps err to its status and writes it as problem+json. Errors
 // it does not know are logged with the request id and answered 500 without
 // any detail of the cause.
@@ -73,6 +84,8 @@ func (s *Server) problemFor(r *http.Request, err error) Problem {
 	var (
 		he *httpError
 		ve *validate.Error
+		se *ratelimit.SubjectError
+		ce *enforce.CallError
 	)
 	switch {
 	case errors.As(err, &he):
@@ -83,6 +96,26 @@ func (s *Server) problemFor(r *http.Request, err error) Problem {
 		}
 		return Problem{Type: problemBase + he.kind, Title: he.title, Status: he.status, Detail: he.detail, Errors: he.fields,
 			ErrorsOmitted: he.omitted}
+	case errors.As(err, &se) && errors.Is(se.Err, ratelimit.ErrAdminQuarantine):
+		detail := fmt.Sprintf("Refusing to quarantine '%s': it has administrator privileges. Administrators cannot be quarantined; revoke the grant first (DELETE /api/rate-limit-admins/%s) if this is intended.",
+			se.Subject, ratelimit.MembershipID(se.SubjectType, se.Subject))
+		if se.More > 0 {
+			detail += fmt.Sprintf(" %d more memberships in this apply quarantine administrators too.", se.More)
+		}
+		return Problem{Type: problemBase + "admin-quarantine", Title: "Refusing to quarantine an administrator",
+			Status: http.StatusForbidden, Detail: detail}
+	case errors.As(err, &se) && errors.Is(se.Err, ratelimit.ErrQuarantinedAdmin):
+		id := ratelimit.MembershipID(se.SubjectType, se.Subject)
+		return Problem{Type: problemBase + "quarantined", Title: "Subject is quarantined", Status: http.StatusConflict,
+			Detail: fmt.Sprintf("'%s' is quarantined; remove the quarantine (DELETE /api/rate-limit-quarantine/%s) before making it an administrator", se.Subject, id)}
+	case errors.As(err, &ce):
+		// A decision request that enforce.Call.Normalize refused.
+		fields := make([]validate.FieldError, len(ce.Fields))
+		for i, f := range ce.Fields {
+			fields[i] = validate.FieldError{Field: f.Field, Message: f.Message}
+		}
+		return Problem{Type: problemBase + "bad-request", Title: "Bad request", Status: http.StatusBadRequest,
+			Detail: ce.Error(), Errors: fields}
 	case errors.As(err, &ve):
 		return Problem{Type: problemBase + "validation", Title: "Invalid request", Status: http.StatusBadRequest,
 			Detail: ve.Error(), Errors: ve.Errors}

@@ -406,11 +406,7 @@ func capitalize(s string) string {
 // isRoleRefusal tells a token whose role may not do something (403
 // "forbidden") from the server refusing one change (403, e.g. quarantining
 // an administrator).
-func isRoleRefusal(err error) bool {
-	var apiErr *client.APIError
-	return errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusForbidden &&
-		(apiErr.Type == "" || apiErr.Type == "https://rlctl.dev/problems/forbidden")
-}
+func isRoleRefusal(err error) bool { return errors.Is(err, client.ErrRoleForbidden) }
 
 // isAuthFailure reports errors that no retry can cure and that every
 // retry makes worse: the token is refused (401), or its role may not read

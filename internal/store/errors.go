@@ -8,13 +8,15 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 // ErrUnavailable is what every UnavailableError is (errors.Is): the
 // database cannot answer now, and the same request may succeed later.
-var ErrUnavailable = errors.New("database unavailable")
+var ErrUnavailable = ratelimit.ErrUnavailable
 
 // Why the database is unavailable; the API words its 503 after it.
 const (

@@ -14,14 +14,18 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// Errors callers can test with errors.Is.
+// Errors callers can test with errors.Is: the domain's own
+// (pkg/ratelimit/errors.go), which interpretError maps PostgreSQL's errors
+// to by SQLSTATE.
 var (
-	ErrNotFound           = errors.New("not found")
-	ErrConflict           = errors.New("conflict")
-	ErrPreconditionFailed = errors.New("version does not match")
-	ErrInvalid            = errors.New("rejected by a database constraint")
+	ErrNotFound           = ratelimit.ErrNotFound
+	ErrConflict           = ratelimit.ErrConflict
+	ErrPreconditionFailed = ratelimit.ErrPreconditionFailed
+	ErrInvalid            = ratelimit.ErrInvalid
 )
 
 // DBTX is what Queries needs: a pool, a connection or a transaction.

@@ -22,7 +22,7 @@ func (c *Client) ListAdmins(ctx context.Context) ([]ratelimit.Admin, error) {
 // PutAdmin grants administrator privileges to the subject named by a. Only
 // subject_type, subject and note are sent: the rest of an Admin is the
 // server's record of the grant. A quarantined subject cannot be made an
-// administrator (ErrConflict).
+// administrator (ErrQuarantinedAdmin, an ErrConflict).
 func (c *Client) PutAdmin(ctx context.Context, a ratelimit.Admin, o WriteOptions) (PutResult[ratelimit.Admin], error) {
 	id := a.Key()
 	seg, err := segment(id)

@@ -23,6 +23,70 @@ var (
 	ErrUnavailable        = errors.New("service unavailable") // 502, 503, 504
 )
 
+// Sentinels classifying an *APIError by its problem type, mirroring the
+// server's domain errors; test with errors.Is. An *APIError is also the
+// status's sentinel above (ErrAdminQuarantine is an ErrForbidden too).
+var (
+	// ErrAdminQuarantine: administrators cannot be quarantined (403).
+	ErrAdminQuarantine = errors.New("administrators cannot be quarantined")
+	// ErrQuarantinedAdmin: a quarantined subject cannot be made an
+	// administrator (409).
+	ErrQuarantinedAdmin = errors.New("a quarantined subject cannot be made an administrator")
+	// ErrAdminCheckFailed: a quarantine was not made because the server
+	// could not verify that the subject is no administrator (503; it fails
+	// closed). Retrying may succeed.
+	ErrAdminCheckFailed = errors.New("cannot verify administrator status")
+	// ErrRefused: the server refused this request on one of its rules (a
+	// 403 with a problem type other than "forbidden": quarantining an
+	// administrator, a quarantined or throttled call), as opposed to the
+	// token's role being too weak (ErrRoleForbidden). Both are
+	// ErrForbidden.
+	ErrRefused = errors.New("refused")
+	// ErrRoleForbidden: the token's role may not do this (a 403 of type
+	// "forbidden", or one without a problem type).
+	ErrRoleForbidden = errors.New("forbidden for this token's role")
+)
+
+// ProblemTypeBase prefixes the problem types the server sends.
+const ProblemTypeBase = "https://rlctl.dev/problems/"
+
+// problemTypes maps a problem type (the part after ProblemTypeBase) and
+// status to its sentinel: the one place the SDK reads problem types.
+var problemTypes = []struct {
+	kind   string
+	status int // 0: any status
+	err    error
+}{
+	{"admin-quarantine", http.StatusForbidden, ErrAdminQuarantine},
+	{"quarantined", http.StatusConflict, ErrQuarantinedAdmin},
+	{"admin-check-failed", http.StatusServiceUnavailable, ErrAdminCheckFailed},
+}
+
+// Is reports whether target is the sentinel of e's problem type (the
+// table above), or, for a 403, ErrRoleForbidden (type "forbidden" or none)
+// or ErrRefused (any other type); errors.Is asks it. The status's sentinel
+// comes from Unwrap.
+func (e *APIError) Is(target error) bool {
+	if kind, ok := strings.CutPrefix(e.Type, ProblemTypeBase); ok {
+		for _, p := range problemTypes {
+			if p.kind == kind && (p.status == 0 || p.status == e.StatusCode) && p.err == target {
+				return true
+			}
+		}
+	}
+	if e.StatusCode != http.StatusForbidden {
+		return false
+	}
+	roleRefusal := e.Type == "" || e.Type == ProblemTypeBase+"forbidden"
+	switch target {
+	case ErrRefused:
+		return !roleRefusal
+	case ErrRoleForbidden:
+		return roleRefusal
+	}
+	return false
+}
+
 // FieldError is one problem with one field of a request, as listed in a
 // problem's "errors".
 type FieldError struct {

@@ -70,7 +70,8 @@ func (c *Client) GetMembership(ctx context.Context, id string) (ratelimit.Member
 }
 
 // PutMembership creates or replaces m under m.Key(), the id its body
-// implies. Adding an administrator to quarantine-callers is ErrForbidden.
+// implies. Adding an administrator to quarantine-callers is
+// ErrAdminQuarantine (an ErrForbidden).
 func (c *Client) PutMembership(ctx context.Context, m ratelimit.Membership, o WriteOptions) (PutResult[ratelimit.Membership], error) {
 	id := m.Key()
 	seg, err := segment(id)

@@ -58,9 +58,9 @@ func (c *Client) ListQuarantine(ctx context.Context) (QuarantineList, error) {
 }
 
 // Quarantine blocks a subject, or updates the reason and expiry of an
-// existing quarantine. Quarantining an administrator is ErrForbidden. It is
-// a POST and so never retried: check with ListQuarantine after a network
-// failure.
+// existing quarantine. Quarantining an administrator is ErrAdminQuarantine
+// (an ErrForbidden). It is a POST and so never retried: check with
+// ListQuarantine after a network failure.
 func (c *Client) Quarantine(ctx context.Context, subjectType, subject string, q QuarantineRequest, o WriteOptions) (QuarantineResult, error) {
 	var res QuarantineResult
 	id := ratelimit.MembershipID(subjectType, subject)

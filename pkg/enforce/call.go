@@ -1,27 +1,96 @@
 package enforce
 
 import (
+	"fmt"
+	"strings"
 	"time"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// Call is one data-plane call to decide on.
+// Call is one data-plane call to decide on. It is also the body of rlapi's
+// POST /api/check (the json tags are the wire names; pkg/client's
+// CheckRequest mirrors them, and a test holds the two together), and
+// Normalize is the one validation of a decision request.
 type Call struct {
 	// Username identifies a human caller; ClientID an agent (machine
 	// token). With a ClientID the caller is an agent, else a user.
-	Username string
-	ClientID string
+	Username string `json:"username"`
+	ClientID string `json:"client_id"`
 	// IsAdmin is the gateway's own view (e.g. an admin role in the token).
 	// Administrators listed in the store count as well.
-	IsAdmin bool
+	IsAdmin bool `json:"is_admin"`
 	// TargetType is mcp_server or a2a_agent; empty means a control-plane
 	// call, which is always allowed and touches nothing.
-	TargetType string
-	TargetName string
+	TargetType string `json:"target_type"`
+	TargetName string `json:"target_name"`
 	// Tool names the MCP tool (for mcp_server) or A2A skill (for
 	// a2a_agent) the call invokes, when known: tool and skill limits apply.
-	Tool string
+	Tool string `json:"tool"`
 	// Cost is what the call consumes on each gate (default 1).
-	Cost int64
+	Cost int64 `json:"cost"`
+}
+
+// MaxCost bounds what one call may take from a gate: a cost near the range
+// of int64 would overflow the counters' arithmetic.
+const MaxCost = 1_000_000
+
+// FieldError is one problem with one field of a Call, named by its wire
+// name (target_type, target_name, cost); Message starts with that name.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// CallError is a Call that Normalize refused: every field at fault.
+type CallError struct {
+	Fields []FieldError
+}
+
+// Error joins the fields' messages with "; ".
+func (e *CallError) Error() string {
+	msgs := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		msgs[i] = f.Message
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Normalize checks c and returns it in canonical form: the target name
+// normalized as definitions and memberships name targets. A Call it refuses
+// comes back with a *CallError naming each field at fault, and with what
+// could be normalized (a target name it cannot normalize is kept as given),
+// so that a caller that decides anyway (an odd path on nginx's
+// auth_request is decided like any other: the caller's limits apply)
+// decides on the same call Check would.
+func (c Call) Normalize() (Call, error) {
+	var fields []FieldError
+	switch c.TargetType {
+	case "":
+		if c.TargetName != "" {
+			fields = append(fields, FieldError{Field: "target_name",
+				Message: "target_name: needs target_type (mcp_server or a2a_agent); without a target the call is control plane"})
+		}
+	case ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent:
+		if name, problem := normalizeTargetName(c.TargetType, c.TargetName); problem != "" {
+			fields = append(fields, FieldError{Field: "target_name", Message: "target_name: " + problem})
+		} else {
+			c.TargetName = name
+		}
+	default:
+		fields = append(fields, FieldError{Field: "target_type",
+			Message: fmt.Sprintf("target_type: must be mcp_server, a2a_agent or empty (got %q)", c.TargetType)})
+	}
+	switch {
+	case c.Cost < 0:
+		fields = append(fields, FieldError{Field: "cost", Message: fmt.Sprintf("cost: must not be negative (got %d)", c.Cost)})
+	case c.Cost > MaxCost:
+		fields = append(fields, FieldError{Field: "cost", Message: fmt.Sprintf("cost: must be at most %d (got %d)", MaxCost, c.Cost)})
+	}
+	if len(fields) > 0 {
+		return c, &CallError{Fields: fields}
+	}
+	return c, nil
 }
 
 // Reasons a decision gives.

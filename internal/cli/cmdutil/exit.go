@@ -62,9 +62,8 @@ var ErrCanceled = errors.New("canceled")
 // ExitCode classifies an error into one of the exit codes.
 func ExitCode(err error) int {
 	var (
-		fe     *FlagError
-		ee     *ExitCodeError
-		apiErr *client.APIError
+		fe *FlagError
+		ee *ExitCodeError
 	)
 	switch {
 	case err == nil:
@@ -75,7 +74,9 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.Is(err, ErrCanceled):
 		return ExitError
-	case errors.As(err, &apiErr) && apiErr.StatusCode == 403 && apiErr.Type != "" && !isRoleRefusal(apiErr):
+	case errors.Is(err, client.ErrRefused):
+		// A 403 for the change itself (quarantining an administrator),
+		// not for the token's role (client.ErrRoleForbidden: auth).
 		return ExitRefused
 	case errors.Is(err, client.ErrUnauthorized), errors.Is(err, client.ErrForbidden), errors.Is(err, client.ErrTooManyRequests):
 		return ExitAuth
@@ -86,10 +87,4 @@ func ExitCode(err error) int {
 	default:
 		return ExitError
 	}
-}
-
-// isRoleRefusal tells a token's role being too weak (auth) from the server
-// refusing the change itself (refused), both 403.
-func isRoleRefusal(e *client.APIError) bool {
-	return e.Type == "https://rlctl.dev/problems/forbidden"
 }
