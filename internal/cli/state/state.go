@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rlctl/rlctl/internal/applydoc"
 	"github.com/rlctl/rlctl/internal/cli/printer"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -24,19 +25,14 @@ import (
 // The header of a state document. Both are optional on input and checked
 // when present.
 const (
-	APIVersion = "rlctl/v1"
-	Kind       = "State"
+	APIVersion = applydoc.APIVersion
+	Kind       = applydoc.Kind
 )
 
-// Document is a state file: the SDK's client.State under a header. Nil
-// sections are absent (left alone by apply); empty ones are present.
-type Document struct {
-	APIVersion  string                 `json:"apiVersion"`
-	Kind        string                 `json:"kind"`
-	Definitions []ratelimit.Definition `json:"definitions"`
-	Memberships []ratelimit.Membership `json:"memberships"`
-	Admins      []ratelimit.Admin      `json:"admins"`
-}
+// Document is a state file (applydoc.Document, the one apply document
+// type), with the CLI's writers. Nil sections are absent (left alone by
+// apply); empty ones are present.
+type Document applydoc.Document
 
 // NewDocument turns what the server lists into a document: sorted by id,
 // without the fields the server sets (id, version, timestamps, authors, a
