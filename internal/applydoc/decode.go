@@ -229,6 +229,10 @@ func (d *decoder) header(key string) error {
 	want := map[string]string{"apiVersion": APIVersion, "kind": Kind}[key]
 	if s, ok := v.(string); !ok || s != want {
 		d.add(validate.FieldError{Field: key, Message: fmt.Sprintf("%s: must be %q, not %s", key, want, quoteValue(v))})
+	} else if key == "apiVersion" {
+		d.res.Doc.APIVersion = s
+	} else {
+		d.res.Doc.Kind = s
 	}
 	return nil
 }
