@@ -8,7 +8,12 @@
 // its own wire types (it imports only the standard library).
 package applydoc
 
-import "github.com/rlctl/rlctl/pkg/ratelimit"
+import (
+	"slices"
+	"strings"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
 
 // The header of a state document. Both are optional on input and checked
 // when present.
@@ -47,4 +52,32 @@ func (d Document) Empty() bool {
 // both use it.
 func ServerFields() []string {
 	return []string{"id", "version", "created_at", "created_by", "updated_at", "updated_by"}
+}
+
+// NewDocument turns what the server lists into a document: sorted by id,
+// without the fields the server sets (ServerFields, and a definition's
+// scope, derived from its name), so that applying it back changes nothing.
+// Nil lists become empty, present sections.
+func NewDocument(defs []ratelimit.Definition, mems []ratelimit.Membership, admins []ratelimit.Admin) Document {
+	doc := Document{APIVersion: APIVersion, Kind: Kind,
+		Definitions: make([]ratelimit.Definition, len(defs)),
+		Memberships: make([]ratelimit.Membership, len(mems)),
+		Admins:      make([]ratelimit.Admin, len(admins)),
+	}
+	for i, d := range defs {
+		d.ID, d.Version, d.CreatedAt, d.UpdatedAt, d.UpdatedBy, d.Scope = "", 0, nil, nil, "", ""
+		doc.Definitions[i] = d
+	}
+	for i, m := range mems {
+		m.ID, m.Version, m.CreatedAt, m.UpdatedAt = "", 0, nil, nil
+		doc.Memberships[i] = m
+	}
+	for i, a := range admins {
+		a.CreatedAt, a.CreatedBy = nil, ""
+		doc.Admins[i] = a
+	}
+	slices.SortFunc(doc.Definitions, func(a, b ratelimit.Definition) int { return strings.Compare(a.Key(), b.Key()) })
+	slices.SortFunc(doc.Memberships, func(a, b ratelimit.Membership) int { return strings.Compare(a.Key(), b.Key()) })
+	slices.SortFunc(doc.Admins, func(a, b ratelimit.Admin) int { return strings.Compare(a.Key(), b.Key()) })
+	return doc
 }
