@@ -393,45 +393,36 @@ func isCaller(subjectType string) bool {
 	return subjectType == ratelimit.SubjectUser || subjectType == ratelimit.SubjectClient
 }
 
+// The plans below are applydoc's (the one plan rlctl's client dry run
+// computes too), stamped with what the server sets: ids, versions, the
+// transaction's time and the actor.
+
 type defPlan struct {
 	creates, updates []ratelimit.Definition
 	deletes          []string
 }
 
-func (a *applier) planDefinitions(want []ratelimit.Definition, cur []ratelimit.Definition, prune bool) defPlan {
+func (a *applier) planDefinitions(want, cur []ratelimit.Definition, prune bool) defPlan {
 	var p defPlan
-	byID := make(map[string]*ratelimit.Definition, len(cur))
-	for i := range cur {
-		byID[cur[i].ID] = &cur[i]
-	}
-	inFile := make(map[string]bool, len(want))
-	for _, d := range want {
-		id := d.Key()
-		inFile[id] = true
-		d.ID, d.UpdatedAt, d.UpdatedBy = id, &a.txNow, a.actor
-		old := byID[id]
-		if old == nil {
+	plan := applydoc.PlanDefinitions(want, cur, prune)
+	a.res.Unchanged += plan.Unchanged
+	for _, c := range plan.Changes {
+		switch c.Action {
+		case applydoc.ActionCreate:
+			d := *c.New
+			d.ID, d.UpdatedAt, d.UpdatedBy = c.ID, &a.txNow, a.actor
 			d.CreatedAt, d.Version = &a.txNow, 1
 			p.creates = append(p.creates, d)
-			a.record("create", kindDefinition, id, nil, d, nil)
-			continue
-		}
-		fields := statediff.Definition(*old, d)
-		if len(fields) == 0 {
-			a.res.Unchanged++
-			continue
-		}
-		d.CreatedAt, d.Version = old.CreatedAt, old.Version+1
-		p.updates = append(p.updates, d)
-		a.record("update", kindDefinition, id, *old, d, fields)
-	}
-	if prune {
-		for _, old := range cur {
-			// The quarantine kill switches are never deleted.
-			if !inFile[old.ID] && !ratelimit.IsSentinel(old.ID) {
-				p.deletes = append(p.deletes, old.ID)
-				a.record("delete", kindDefinition, old.ID, old, nil, nil)
-			}
+			a.record("create", kindDefinition, c.ID, nil, d, nil)
+		case applydoc.ActionUpdate:
+			d := *c.New
+			d.ID, d.UpdatedAt, d.UpdatedBy = c.ID, &a.txNow, a.actor
+			d.CreatedAt, d.Version = c.Old.CreatedAt, c.Old.Version+1
+			p.updates = append(p.updates, d)
+			a.record("update", kindDefinition, c.ID, *c.Old, d, c.Fields)
+		case applydoc.ActionDelete:
+			p.deletes = append(p.deletes, c.ID)
+			a.record("delete", kindDefinition, c.ID, *c.Old, nil, nil)
 		}
 	}
 	return p
@@ -443,75 +434,36 @@ type memPlan struct {
 	desired          []ratelimit.Membership // every membership of the file, as it will be stored
 }
 
-func (a *applier) planMemberships(want []ratelimit.Membership, cur []ratelimit.Membership, prune bool) (memPlan, error) {
-	var (
-		p            memPlan
-		refused      []validate.FieldError
-		refusedTotal int
-	)
-	byID := make(map[string]*ratelimit.Membership, len(cur))
-	for i := range cur {
-		byID[cur[i].ID] = &cur[i]
+func (a *applier) planMemberships(want, cur []ratelimit.Membership, prune bool) (memPlan, error) {
+	var p memPlan
+	plan, err := applydoc.PlanMemberships(want, cur, applydoc.MembershipOptions{
+		Prune: prune, Quarantine: a.quarantine, Now: a.now, MaxRefusals: maxQuarantineRefusals})
+	var qe *applydoc.QuarantineRefusedError
+	if errors.As(err, &qe) {
+		return p, quarantineRefused(qe.Refused, qe.Total)
 	}
-	inFile := make(map[string]bool, len(want))
-	for i, m := range want {
-		id := m.Key()
-		inFile[id] = true
-		old := byID[id]
-		if !a.quarantine {
-			var err error
-			if m, err = statediff.LeaveQuarantine(m, old); err != nil {
-				refusedTotal++
-				if len(refused) < maxQuarantineRefusals {
-					refused = append(refused, validate.FieldError{Field: fmt.Sprintf("memberships[%d].groups", i),
-						Message: fmt.Sprintf("memberships[%d].groups: %v", i, err)})
-				}
-				continue
-			}
-		}
-		// The database keeps microseconds; compare what it will keep.
-		m = statediff.StoredMembership(m, old, a.now())
-		m.ID, m.UpdatedAt = id, &a.txNow
-		p.desired = append(p.desired, m)
-		if old == nil {
+	if err != nil {
+		return p, err
+	}
+	p.desired = plan.Desired
+	a.res.Unchanged += plan.Unchanged
+	for _, c := range plan.Changes {
+		switch c.Action {
+		case applydoc.ActionCreate:
+			m := *c.New
+			m.ID, m.UpdatedAt = c.ID, &a.txNow
 			m.CreatedAt, m.Version = &a.txNow, 1
 			p.creates = append(p.creates, m)
 			a.recordMembership("create", nil, &m)
-			continue
-		}
-		// Only what the report can name is written: a new order of the
-		// same groups is not a change.
-		if len(statediff.Membership(*old, m)) == 0 || len(statediff.MembershipLines(old, &m)) == 0 {
-			a.res.Unchanged++
-			continue
-		}
-		m.CreatedAt, m.Version = old.CreatedAt, old.Version+1
-		p.updates = append(p.updates, m)
-		a.recordMembership("update", old, &m)
-	}
-	if len(refused) > 0 {
-		return p, quarantineRefused(refused, refusedTotal)
-	}
-	if prune {
-		for i := range cur {
-			old := &cur[i]
-			if inFile[old.ID] {
-				continue
-			}
-			keep := (*ratelimit.Membership)(nil)
-			if !a.quarantine {
-				keep = statediff.PruneLeavingQuarantine(*old)
-			}
-			switch {
-			case keep == nil:
-				p.deletes = append(p.deletes, old.ID)
-				a.recordMembership("delete", old, nil)
-			case len(keep.Groups) < len(old.Groups):
-				m := *keep
-				m.UpdatedAt, m.Version = &a.txNow, old.Version+1
-				p.updates = append(p.updates, m)
-				a.recordMembership("update", old, &m)
-			}
+		case applydoc.ActionUpdate: // from the file, or pruned to its quarantine
+			m := *c.New
+			m.ID, m.UpdatedAt = c.ID, &a.txNow
+			m.CreatedAt, m.Version = c.Old.CreatedAt, c.Old.Version+1
+			p.updates = append(p.updates, m)
+			a.recordMembership("update", c.Old, &m)
+		case applydoc.ActionDelete:
+			p.deletes = append(p.deletes, c.ID)
+			a.recordMembership("delete", c.Old, nil)
 		}
 	}
 	return p, nil
@@ -545,38 +497,23 @@ type adminPlan struct {
 	deletes          []string
 }
 
-func (a *applier) planAdmins(want []ratelimit.Admin, cur []ratelimit.Admin, prune bool) adminPlan {
+func (a *applier) planAdmins(want, cur []ratelimit.Admin, prune bool) adminPlan {
 	var p adminPlan
-	byID := make(map[string]*ratelimit.Admin, len(cur))
-	for i := range cur {
-		byID[cur[i].Key()] = &cur[i]
-	}
-	inFile := make(map[string]bool, len(want))
-	for _, ad := range want {
-		id := ad.Key()
-		inFile[id] = true
-		old := byID[id]
-		if old == nil {
+	plan := applydoc.PlanAdmins(want, cur, prune)
+	a.res.Unchanged += plan.Unchanged
+	for _, c := range plan.Changes {
+		switch c.Action {
+		case applydoc.ActionCreate:
+			ad := *c.New
 			ad.CreatedAt, ad.CreatedBy = &a.txNow, a.actor
 			p.creates = append(p.creates, ad)
-			a.record("create", kindAdmin, id, nil, ad, nil)
-			continue
-		}
-		ad.CreatedAt, ad.CreatedBy = old.CreatedAt, old.CreatedBy
-		fields := statediff.Admin(*old, ad)
-		if len(fields) == 0 {
-			a.res.Unchanged++
-			continue
-		}
-		p.updates = append(p.updates, ad)
-		a.record("update", kindAdmin, id, *old, ad, fields)
-	}
-	if prune {
-		for _, old := range cur {
-			if id := old.Key(); !inFile[id] {
-				p.deletes = append(p.deletes, id)
-				a.record("delete", kindAdmin, id, old, nil, nil)
-			}
+			a.record("create", kindAdmin, c.ID, nil, ad, nil)
+		case applydoc.ActionUpdate:
+			p.updates = append(p.updates, *c.New)
+			a.record("update", kindAdmin, c.ID, *c.Old, *c.New, c.Fields)
+		case applydoc.ActionDelete:
+			p.deletes = append(p.deletes, c.ID)
+			a.record("delete", kindAdmin, c.ID, *c.Old, nil, nil)
 		}
 	}
 	return p
