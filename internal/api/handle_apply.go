@@ -1,20 +1,18 @@
 package api
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/applydoc"
 	"github.com/rlctl/rlctl/internal/statediff"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
@@ -51,23 +49,9 @@ const (
 	kindAdmin      = "admin"
 )
 
-// section is one list of the request: absent (null or missing: left
-// alone) or present (possibly empty: with prune, everything of its kind
-// goes).
-type section[T any] struct {
-	present bool
-	items   []T
-	bad     []bool // items[i] failed to decode or validate
-}
-
-// applyRequest is the decoded body.
-type applyRequest struct {
-	definitions section[ratelimit.Definition]
-	memberships section[ratelimit.Membership]
-	admins      section[ratelimit.Admin]
-	prune       bool
-	dryRun      bool
-}
+// applyRequest is the decoded body (applydoc.Decode): its sections (nil:
+// absent, left alone) and flags.
+type applyRequest = applydoc.Result
 
 // applyChange is one object the apply created, updated or deleted.
 type applyChange struct {
@@ -98,16 +82,16 @@ func (s *Server) handleApply() http.Handler {
 			s.writeProblem(w, r, err)
 			return
 		}
-		req, problems, err := decodeApply(http.MaxBytesReader(w, r.Body, maxApplyBody), s.cfg.Floors)
+		req, err := decodeApply(http.MaxBytesReader(w, r.Body, maxApplyBody), s.cfg.Floors)
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
 		}
-		if problems.total > 0 {
-			s.writeProblem(w, r, applyInvalid(problems))
+		if req.Total > 0 {
+			s.writeProblem(w, r, applyInvalid(req))
 			return
 		}
-		dry := dryQuery || req.dryRun
+		dry := dryQuery || req.DryRun
 		quarantine, err := boolQuery(r, "quarantine")
 		if err != nil {
 			s.writeProblem(w, r, err)
@@ -173,259 +157,32 @@ func (s *Server) applyContext(r *http.Request) (context.Context, context.CancelF
 // 900 MB for 2 MB of JSON.
 const maxApplyProblems = 100
 
-// problemList collects an apply's problems: the first maxApplyProblems, and
-// how many there were in all.
-type problemList struct {
-	items []validate.FieldError
-	total int
-}
-
-func (p *problemList) full() bool { return len(p.items) >= maxApplyProblems }
-
-func (p *problemList) add(fes ...validate.FieldError) {
-	for _, fe := range fes {
-		p.total++
-		if len(p.items) < maxApplyProblems {
-			p.items = append(p.items, fe)
-		}
-	}
-}
-
-// decodeApply reads the body as a stream, one object at a time, so the raw
-// body is never held whole, and validates and normalizes each object as it
-// arrives with the same rules as the per-object endpoints (validate), also
-// finding duplicate ids. Malformed JSON ends it with an error; an object of
-// the wrong shape (a wrong type, an unknown field) or one that fails
-// validation is a problem, named by its place in the request
-// ("definitions[12].user_max_requests"), and reading goes on so the answer
-// lists the problems at once. Once there is a problem the apply is refused,
-// so objects are no longer kept: what the server holds for a body of junk
-// is bounded by maxApplyProblems, whatever its size.
-func decodeApply(body io.Reader, floors validate.Floors) (applyRequest, problemList, error) {
-	var (
-		req      applyRequest
-		problems problemList
-	)
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	tok, err := dec.Token()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return req, problems, badRequest("request body is empty; a JSON object is required")
-		}
-		return req, problems, streamError(err)
-	}
-	if tok != json.Delim('{') {
-		return req, problems, badRequest(fmt.Sprintf("request body must be a JSON object, not %v", tokenKind(tok)))
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return req, problems, streamError(err)
-		}
-		key, _ := tok.(string)
-		if seen[key] {
-			msg := key + ": given twice"
-			return req, problems, badRequest(msg, validate.FieldError{Field: key, Message: msg})
-		}
-		seen[key] = true
-		switch key {
-		case "definitions":
-			req.definitions, err = decodeSection(dec, key, &problems, func(d ratelimit.Definition) (ratelimit.Definition, string, error) {
-				d.Scope = "" // read-only: derived from the name
-				d, err := validate.Definition(d, floors)
-				return d, d.ID, err
-			})
-		case "memberships":
-			req.memberships, err = decodeSection(dec, key, &problems, func(m ratelimit.Membership) (ratelimit.Membership, string, error) {
-				m, err := validate.Membership(m)
-				return m, m.ID, err
-			})
-		case "admins":
-			req.admins, err = decodeSection(dec, key, &problems, func(a ratelimit.Admin) (ratelimit.Admin, string, error) {
-				a, err := validate.Admin(a)
-				return a, a.Key(), err
-			})
-		case "prune":
-			err = decodeFlag(dec, key, &req.prune)
-		case "dry_run":
-			err = decodeFlag(dec, key, &req.dryRun)
-		default:
-			msg := key + ": unknown field"
-			return req, problems, badRequest(msg, validate.FieldError{Field: key, Message: msg})
-		}
-		if err != nil {
-			return req, problems, err
-		}
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return req, problems, streamError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return req, problems, streamError(err)
-		}
-		return req, problems, badRequest("request body holds more than one JSON value")
-	}
-	sortProblems(problems.items)
-	return req, problems, nil
-}
-
-// decodeSection reads null (absent) or an array of T, one element at a
-// time, normalizing each with fn (which returns it normalized, with its id)
-// and recording those that do not decode or validate, or repeat an id.
-func decodeSection[T any](dec *json.Decoder, key string, problems *problemList, fn func(T) (T, string, error)) (section[T], error) {
-	var s section[T]
-	tok, err := dec.Token()
-	if err != nil {
-		return s, streamError(err)
-	}
-	if tok == nil {
-		return s, nil
-	}
-	if tok != json.Delim('[') {
-		msg := fmt.Sprintf("%s: must be an array (or null to leave it alone), not %s", key, tokenKind(tok))
-		return s, badRequest(msg, validate.FieldError{Field: key, Message: msg})
-	}
-	s.present, s.items = true, []T{}
-	first := map[string]int{}
-	for i := 0; dec.More(); i++ {
-		v, err := decodeElement[T](dec)
-		if err != nil && problems.full() && !streamBroken(err) {
-			problems.total++ // counted, not worded: nobody will read it
-			continue
-		}
-		if err != nil {
-			fe, fatal := elementError(err, fmt.Sprintf("%s[%d]", key, i))
-			if fatal != nil {
-				return s, fatal
-			}
-			problems.add(fe)
-			continue
-		}
-		path := fmt.Sprintf("%s[%d]", key, i)
-		n, id, err := fn(v)
-		if err != nil && problems.full() {
-			var ve *validate.Error
-			if errors.As(err, &ve) && len(ve.Errors) > 0 {
-				problems.total += len(ve.Errors)
-			} else {
-				problems.total++
-			}
-			continue
-		}
-		if err != nil {
-			fes := validate.Under(path, err)
-			if len(fes) == 0 { // never refuse an object without saying why
-				fes = []validate.FieldError{{Field: path, Message: path + ": " + err.Error()}}
-			}
-			problems.add(fes...)
-			continue
-		}
-		if j, dup := first[id]; dup {
-			problems.add(validate.FieldError{Field: path, Message: fmt.Sprintf("%s: duplicate id %q, also at %s[%d]", path, id, key, j)})
-			continue
-		}
-		first[id] = i
-		if problems.total > 0 {
-			// The apply is refused: the object is not needed, only its id
-			// (for the duplicates of later ones).
-			continue
-		}
-		s.items = append(s.items, n)
-		s.bad = append(s.bad, false)
-	}
-	if _, err := dec.Token(); err != nil { // the closing bracket
-		return s, streamError(err)
-	}
-	return s, nil
-}
-
-// decodeElement reads the stream's next value as a T (an object). A value
-// that is not an object is refused from its first byte, without the work
-// (and garbage, some 2 KB) of the strict decoders: a body of a million
-// numbers costs milliseconds, not seconds.
-func decodeElement[T any](dec *json.Decoder) (T, error) {
-	var (
-		v   T
-		raw json.RawMessage
-	)
-	if err := dec.Decode(&raw); err != nil {
-		return v, err
-	}
-	if len(raw) > 0 && raw[0] != '{' {
-		return v, &json.UnmarshalTypeError{Value: rawKind(raw[0]), Type: reflect.TypeFor[T]()}
-	}
-	el := json.NewDecoder(bytes.NewReader(raw))
-	el.DisallowUnknownFields()
-	return v, el.Decode(&v)
-}
-
-// rawKind names a JSON value by its first byte, as encoding/json's type
-// errors do.
-func rawKind(b byte) string {
-	switch b {
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "bool"
-	case 'n':
-		return "null"
-	}
-	return "number"
-}
-
-func decodeFlag(dec *json.Decoder, key string, v *bool) error {
-	if err := dec.Decode(v); err != nil {
-		if fe, fatal := elementError(err, key); fatal != nil {
-			return fatal
-		} else {
-			return badRequest(fe.Message, fe)
-		}
-	}
-	return nil
-}
-
-// elementError words a failure to decode one value, at path. Errors that
-// leave the stream unreadable (malformed JSON, a body over the limit) are
-// returned as fatal; the rest name the field.
-func elementError(err error, path string) (validate.FieldError, error) {
-	var typeErr *json.UnmarshalTypeError
+// decodeApply reads the body with applydoc.Decode: as a stream, one
+// object at a time, so the raw body is never held whole, validating and
+// normalizing each object as it arrives with the same rules as the
+// per-object endpoints (validate), also finding duplicate ids. Malformed
+// JSON ends it with an error; an object of the wrong shape (a wrong type,
+// an unknown field) or one that fails validation is a problem, named by its
+// place in the request ("definitions[12].user_max_requests"), and reading
+// goes on so the answer lists the problems at once. Once there is a problem
+// the apply is refused, so objects are no longer kept: what the server
+// holds for a body of junk is bounded by maxApplyProblems, whatever its
+// size.
+func decodeApply(body io.Reader, floors validate.Floors) (applyRequest, error) {
+	req, err := applydoc.Decode(body, applydoc.Options{Mode: applydoc.ModeRequest,
+		Validate: true, Floors: floors, MaxProblems: maxApplyProblems})
+	var fe *applydoc.FatalError
 	switch {
-	case streamBroken(err):
-		return validate.FieldError{}, streamError(err)
-	case errors.As(err, &typeErr):
-		field := path
-		if typeErr.Field != "" {
-			field += "." + typeErr.Field
-		}
-		want := jsonKind(typeErr.Type.Kind().String())
-		if typeErr.Field == "" {
-			want = "an object"
-			if k := typeErr.Type.Kind().String(); k == "bool" {
-				want = jsonKind(k)
-			}
-		}
-		return validate.FieldError{Field: field, Message: fmt.Sprintf("%s: must be %s, not %s", field, want, typeErr.Value)}, nil
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := path + "." + strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return validate.FieldError{Field: field, Message: field + ": unknown field"}, nil
-	default:
-		return validate.FieldError{Field: path, Message: path + ": " + strings.TrimPrefix(err.Error(), "json: ")}, nil
+	case err == nil:
+		return req, nil
+	case errors.As(err, &fe) && fe.Err == nil && fe.Field == "":
+		return req, badRequest(fe.Message)
+	case errors.As(err, &fe) && fe.Err == nil:
+		return req, badRequest(fe.Message, validate.FieldError{Field: fe.Field, Message: fe.Message})
+	case errors.As(err, &fe):
+		return req, streamError(fe.Err)
 	}
-}
-
-// streamBroken reports errors after which the stream cannot be read on:
-// malformed JSON, a truncated body, a body over the limit.
-func streamBroken(err error) bool {
-	var (
-		syntax *json.SyntaxError
-		tooBig *http.MaxBytesError
-	)
-	return errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.As(err, &tooBig)
+	return req, streamError(err)
 }
 
 // streamError answers a body that cannot be read on: too large or not JSON.
@@ -441,76 +198,30 @@ func streamError(err error) error {
 	return decodeError(err)
 }
 
-func tokenKind(tok json.Token) string {
-	switch tok.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case float64, json.Number:
-		return "a number"
-	case string:
-		return "a string"
-	case json.Delim:
-		if tok == json.Delim('[') {
-			return "an array"
-		}
-		return "an object"
-	}
-	return fmt.Sprint(tok)
-}
-
-// sortProblems puts decoding and validation problems in request order:
-// definitions, memberships, admins, each by index.
-func sortProblems(problems []validate.FieldError) {
-	order := map[string]int{"definitions": 0, "memberships": 1, "admins": 2}
-	slices.SortStableFunc(problems, func(a, b validate.FieldError) int {
-		sa, ia := problemPlace(a.Field)
-		sb, ib := problemPlace(b.Field)
-		return cmp.Or(cmp.Compare(order[sa], order[sb]), cmp.Compare(ia, ib))
-	})
-}
-
-// problemPlace reads "definitions[12].x" as ("definitions", 12).
-func problemPlace(field string) (string, int) {
-	key, rest, ok := strings.Cut(field, "[")
-	if !ok {
-		return key, -1
-	}
-	n := 0
-	for _, c := range rest {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + int(c-'0')
-	}
-	return key, n
-}
-
 // maxDetailProblems bounds how many messages the detail repeats; errors
 // lists up to maxApplyProblems.
 const maxDetailProblems = 10
 
-func applyInvalid(problems problemList) error {
-	shown := problems.items[:min(len(problems.items), maxDetailProblems)]
+func applyInvalid(req applyRequest) error {
+	shown := req.Problems[:min(len(req.Problems), maxDetailProblems)]
 	msgs := make([]string, 0, len(shown))
 	for _, p := range shown {
 		msgs = append(msgs, p.Message)
 	}
 	detail := strings.Join(msgs, "; ")
-	if problems.total > 1 {
-		detail = fmt.Sprintf("%d problems; nothing was applied: %s", problems.total, detail)
+	if req.Total > 1 {
+		detail = fmt.Sprintf("%d problems; nothing was applied: %s", req.Total, detail)
 	}
-	if more := problems.total - len(shown); more > 0 {
+	if more := req.Total - len(shown); more > 0 {
 		detail += fmt.Sprintf("; and %d more", more)
-		if omitted := problems.total - len(problems.items); omitted > 0 {
-			detail += fmt.Sprintf(" (errors lists the first %d)", len(problems.items))
+		if omitted := req.Total - len(req.Problems); omitted > 0 {
+			detail += fmt.Sprintf(" (errors lists the first %d)", len(req.Problems))
 		} else {
 			detail += " (see errors)"
 		}
 	}
 	return &httpError{status: http.StatusBadRequest, kind: "validation", title: "Invalid request", detail: detail,
-		fields: problems.items, omitted: problems.total - len(problems.items)}
+		fields: req.Problems, omitted: req.Total - len(req.Problems)}
 }
 
 // applier runs one apply inside its transaction.
@@ -597,28 +308,28 @@ func (a *applier) apply(ctx context.Context, req applyRequest) (applyResult, err
 		curAdmins   []ratelimit.Admin
 		adminReadOK = true
 	)
-	if req.definitions.present {
+	if req.Doc.Definitions != nil {
 		cur, err := a.q.AllDefinitions(ctx)
 		if err != nil {
 			return applyResult{}, err
 		}
-		defs = a.planDefinitions(req.definitions, cur, req.prune)
+		defs = a.planDefinitions(req.Doc.Definitions, cur, req.Prune)
 	}
 	var curMems []ratelimit.Membership
-	if req.memberships.present {
+	if req.Doc.Memberships != nil {
 		if curMems, err = a.q.AllMemberships(ctx); err != nil {
 			return applyResult{}, err
 		}
-		if mems, err = a.planMemberships(req.memberships, curMems, req.prune); err != nil {
+		if mems, err = a.planMemberships(req.Doc.Memberships, curMems, req.Prune); err != nil {
 			return applyResult{}, err
 		}
-	} else if req.admins.present {
+	} else if req.Doc.Admins != nil {
 		// Only the memberships that could clash with a new admin.
 		if curMems, err = a.q.ListMemberships(ctx, store.MembershipFilter{Group: ratelimit.GroupQuarantineCallers}); err != nil {
 			return applyResult{}, err
 		}
 	}
-	if req.memberships.present || req.admins.present {
+	if req.Doc.Memberships != nil || req.Doc.Admins != nil {
 		if curAdmins, err = a.q.AllAdmins(ctx); err != nil {
 			// Quarantine fails closed: the check below answers 503.
 			if !quarantinesCallers(mems.desired) {
@@ -627,8 +338,8 @@ func (a *applier) apply(ctx context.Context, req applyRequest) (applyResult, err
 			adminReadOK = false
 		}
 	}
-	if req.admins.present && adminReadOK {
-		admins = a.planAdmins(req.admins, curAdmins, req.prune)
+	if req.Doc.Admins != nil && adminReadOK {
+		admins = a.planAdmins(req.Doc.Admins, curAdmins, req.Prune)
 	}
 	if err := a.checkAdminQuarantine(req, curMems, curAdmins, adminReadOK, mems, admins); err != nil {
 		return applyResult{}, err
@@ -682,45 +393,36 @@ func isCaller(subjectType string) bool {
 	return subjectType == ratelimit.SubjectUser || subjectType == ratelimit.SubjectClient
 }
 
+// The plans below are applydoc's (the one plan rlctl's client dry run
+// computes too), stamped with what the server sets: ids, versions, the
+// transaction's time and the actor.
+
 type defPlan struct {
 	creates, updates []ratelimit.Definition
 	deletes          []string
 }
 
-func (a *applier) planDefinitions(want section[ratelimit.Definition], cur []ratelimit.Definition, prune bool) defPlan {
+func (a *applier) planDefinitions(want, cur []ratelimit.Definition, prune bool) defPlan {
 	var p defPlan
-	byID := make(map[string]*ratelimit.Definition, len(cur))
-	for i := range cur {
-		byID[cur[i].ID] = &cur[i]
-	}
-	inFile := make(map[string]bool, len(want.items))
-	for _, d := range want.items {
-		id := d.Key()
-		inFile[id] = true
-		d.ID, d.UpdatedAt, d.UpdatedBy = id, &a.txNow, a.actor
-		old := byID[id]
-		if old == nil {
+	plan := applydoc.PlanDefinitions(want, cur, prune)
+	a.res.Unchanged += plan.Unchanged
+	for _, c := range plan.Changes {
+		switch c.Action {
+		case applydoc.ActionCreate:
+			d := *c.New
+			d.ID, d.UpdatedAt, d.UpdatedBy = c.ID, &a.txNow, a.actor
 			d.CreatedAt, d.Version = &a.txNow, 1
 			p.creates = append(p.creates, d)
-			a.record("create", kindDefinition, id, nil, d, nil)
-			continue
-		}
-		fields := statediff.Definition(*old, d)
-		if len(fields) == 0 {
-			a.res.Unchanged++
-			continue
-		}
-		d.CreatedAt, d.Version = old.CreatedAt, old.Version+1
-		p.updates = append(p.updates, d)
-		a.record("update", kindDefinition, id, *old, d, fields)
-	}
-	if prune {
-		for _, old := range cur {
-			// The quarantine kill switches are never deleted.
-			if !inFile[old.ID] && !ratelimit.IsSentinel(old.ID) {
-				p.deletes = append(p.deletes, old.ID)
-				a.record("delete", kindDefinition, old.ID, old, nil, nil)
-			}
+			a.record("create", kindDefinition, c.ID, nil, d, nil)
+		case applydoc.ActionUpdate:
+			d := *c.New
+			d.ID, d.UpdatedAt, d.UpdatedBy = c.ID, &a.txNow, a.actor
+			d.CreatedAt, d.Version = c.Old.CreatedAt, c.Old.Version+1
+			p.updates = append(p.updates, d)
+			a.record("update", kindDefinition, c.ID, *c.Old, d, c.Fields)
+		case applydoc.ActionDelete:
+			p.deletes = append(p.deletes, c.ID)
+			a.record("delete", kindDefinition, c.ID, *c.Old, nil, nil)
 		}
 	}
 	return p
@@ -732,75 +434,36 @@ type memPlan struct {
 	desired          []ratelimit.Membership // every membership of the file, as it will be stored
 }
 
-func (a *applier) planMemberships(want section[ratelimit.Membership], cur []ratelimit.Membership, prune bool) (memPlan, error) {
-	var (
-		p            memPlan
-		refused      []validate.FieldError
-		refusedTotal int
-	)
-	byID := make(map[string]*ratelimit.Membership, len(cur))
-	for i := range cur {
-		byID[cur[i].ID] = &cur[i]
+func (a *applier) planMemberships(want, cur []ratelimit.Membership, prune bool) (memPlan, error) {
+	var p memPlan
+	plan, err := applydoc.PlanMemberships(want, cur, applydoc.MembershipOptions{
+		Prune: prune, Quarantine: a.quarantine, Now: a.now, MaxRefusals: maxQuarantineRefusals})
+	var qe *applydoc.QuarantineRefusedError
+	if errors.As(err, &qe) {
+		return p, quarantineRefused(qe.Refused, qe.Total)
 	}
-	inFile := make(map[string]bool, len(want.items))
-	for i, m := range want.items {
-		id := m.Key()
-		inFile[id] = true
-		old := byID[id]
-		if !a.quarantine {
-			var err error
-			if m, err = statediff.LeaveQuarantine(m, old); err != nil {
-				refusedTotal++
-				if len(refused) < maxQuarantineRefusals {
-					refused = append(refused, validate.FieldError{Field: fmt.Sprintf("memberships[%d].groups", i),
-						Message: fmt.Sprintf("memberships[%d].groups: %v", i, err)})
-				}
-				continue
-			}
-		}
-		// The database keeps microseconds; compare what it will keep.
-		m = statediff.StoredMembership(m, old, a.now())
-		m.ID, m.UpdatedAt = id, &a.txNow
-		p.desired = append(p.desired, m)
-		if old == nil {
+	if err != nil {
+		return p, err
+	}
+	p.desired = plan.Desired
+	a.res.Unchanged += plan.Unchanged
+	for _, c := range plan.Changes {
+		switch c.Action {
+		case applydoc.ActionCreate:
+			m := *c.New
+			m.ID, m.UpdatedAt = c.ID, &a.txNow
 			m.CreatedAt, m.Version = &a.txNow, 1
 			p.creates = append(p.creates, m)
 			a.recordMembership("create", nil, &m)
-			continue
-		}
-		// Only what the report can name is written: a new order of the
-		// same groups is not a change.
-		if len(statediff.Membership(*old, m)) == 0 || len(statediff.MembershipLines(old, &m)) == 0 {
-			a.res.Unchanged++
-			continue
-		}
-		m.CreatedAt, m.Version = old.CreatedAt, old.Version+1
-		p.updates = append(p.updates, m)
-		a.recordMembership("update", old, &m)
-	}
-	if len(refused) > 0 {
-		return p, quarantineRefused(refused, refusedTotal)
-	}
-	if prune {
-		for i := range cur {
-			old := &cur[i]
-			if inFile[old.ID] {
-				continue
-			}
-			keep := (*ratelimit.Membership)(nil)
-			if !a.quarantine {
-				keep = statediff.PruneLeavingQuarantine(*old)
-			}
-			switch {
-			case keep == nil:
-				p.deletes = append(p.deletes, old.ID)
-				a.recordMembership("delete", old, nil)
-			case len(keep.Groups) < len(old.Groups):
-				m := *keep
-				m.UpdatedAt, m.Version = &a.txNow, old.Version+1
-				p.updates = append(p.updates, m)
-				a.recordMembership("update", old, &m)
-			}
+		case applydoc.ActionUpdate: // from the file, or pruned to its quarantine
+			m := *c.New
+			m.ID, m.UpdatedAt = c.ID, &a.txNow
+			m.CreatedAt, m.Version = c.Old.CreatedAt, c.Old.Version+1
+			p.updates = append(p.updates, m)
+			a.recordMembership("update", c.Old, &m)
+		case applydoc.ActionDelete:
+			p.deletes = append(p.deletes, c.ID)
+			a.recordMembership("delete", c.Old, nil)
 		}
 	}
 	return p, nil
@@ -834,38 +497,23 @@ type adminPlan struct {
 	deletes          []string
 }
 
-func (a *applier) planAdmins(want section[ratelimit.Admin], cur []ratelimit.Admin, prune bool) adminPlan {
+func (a *applier) planAdmins(want, cur []ratelimit.Admin, prune bool) adminPlan {
 	var p adminPlan
-	byID := make(map[string]*ratelimit.Admin, len(cur))
-	for i := range cur {
-		byID[cur[i].Key()] = &cur[i]
-	}
-	inFile := make(map[string]bool, len(want.items))
-	for _, ad := range want.items {
-		id := ad.Key()
-		inFile[id] = true
-		old := byID[id]
-		if old == nil {
+	plan := applydoc.PlanAdmins(want, cur, prune)
+	a.res.Unchanged += plan.Unchanged
+	for _, c := range plan.Changes {
+		switch c.Action {
+		case applydoc.ActionCreate:
+			ad := *c.New
 			ad.CreatedAt, ad.CreatedBy = &a.txNow, a.actor
 			p.creates = append(p.creates, ad)
-			a.record("create", kindAdmin, id, nil, ad, nil)
-			continue
-		}
-		ad.CreatedAt, ad.CreatedBy = old.CreatedAt, old.CreatedBy
-		fields := statediff.Admin(*old, ad)
-		if len(fields) == 0 {
-			a.res.Unchanged++
-			continue
-		}
-		p.updates = append(p.updates, ad)
-		a.record("update", kindAdmin, id, *old, ad, fields)
-	}
-	if prune {
-		for _, old := range cur {
-			if id := old.Key(); !inFile[id] {
-				p.deletes = append(p.deletes, id)
-				a.record("delete", kindAdmin, id, old, nil, nil)
-			}
+			a.record("create", kindAdmin, c.ID, nil, ad, nil)
+		case applydoc.ActionUpdate:
+			p.updates = append(p.updates, *c.New)
+			a.record("update", kindAdmin, c.ID, *c.Old, *c.New, c.Fields)
+		case applydoc.ActionDelete:
+			p.deletes = append(p.deletes, c.ID)
+			a.record("delete", kindAdmin, c.ID, *c.Old, nil, nil)
 		}
 	}
 	return p
@@ -910,7 +558,7 @@ func (a *applier) checkAdminQuarantine(req applyRequest, curMems []ratelimit.Mem
 
 	// Quarantines the apply keeps (not in the file, not pruned) against
 	// the administrators it grants.
-	if len(granted) == 0 || (req.memberships.present && req.prune) {
+	if len(granted) == 0 || (req.Doc.Memberships != nil && req.Prune) {
 		return nil
 	}
 	inFile := make(map[string]bool, len(mems.desired))

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rlctl/rlctl/internal/applydoc"
 	"github.com/rlctl/rlctl/internal/statediff"
 	"github.com/rlctl/rlctl/internal/store"
 )
@@ -116,9 +117,6 @@ type dryRunReport struct {
 	Changes      []statediff.Change `json:"changes"`
 }
 
-// serverFields change on every write and say nothing about what changed.
-var serverFields = []string{"version", "created_at", "updated_at", "updated_by", "id"}
-
 func writeDryRun(w http.ResponseWriter, ch change) {
 	encode(w, http.StatusOK, dryRunReport{
 		DryRun: true, Action: ch.action, ResourceType: ch.resourceType, ID: ch.id,
@@ -129,7 +127,7 @@ func writeDryRun(w http.ResponseWriter, ch change) {
 // diffFields lists the fields whose JSON values differ, by name; empty,
 // not null, when none does.
 func diffFields(before, after any) []statediff.Change {
-	out := statediff.JSONFields(before, after, serverFields...)
+	out := statediff.JSONFields(before, after, applydoc.ServerFields()...)
 	if out == nil {
 		out = []statediff.Change{}
 	}

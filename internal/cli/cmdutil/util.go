@@ -8,19 +8,18 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rlctl/rlctl/internal/applydoc"
 	"github.com/rlctl/rlctl/internal/statediff"
 )
 
 // FieldChange is one field that differs between two versions of an object.
 type FieldChange = statediff.Change
 
-// serverFields change on every write and say nothing about what changed.
-var serverFields = []string{"version", "created_at", "updated_at", "updated_by", "id", "created_by"}
-
-// Changes compares two objects field by field through their JSON form; a
-// nil before means "did not exist".
+// Changes compares two objects field by field through their JSON form,
+// leaving out the fields the server sets (applydoc.ServerFields); a nil
+// before means "did not exist".
 func Changes(before, after any) []FieldChange {
-	return statediff.JSONFields(before, after, serverFields...)
+	return statediff.JSONFields(before, after, applydoc.ServerFields()...)
 }
 
 // FormatValue renders a JSON value for a change line.

@@ -8,11 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
+	"github.com/rlctl/rlctl/internal/applydoc"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -69,7 +67,7 @@ func Load(paths []string, stdin io.Reader) (*Loaded, error) {
 				probs = append(probs, fmt.Sprintf("%s: %v", stdinName, err))
 				continue
 			}
-			probs = append(probs, l.add(stdinName, data, sniff(data))...)
+			probs = append(probs, l.add(stdinName, data, applydoc.Sniff(data))...)
 		default:
 			files, err := expand(p)
 			if err != nil {
@@ -148,121 +146,60 @@ func expand(p string) ([]string, error) {
 	return files, nil
 }
 
-type format int
-
-const (
-	formatYAML format = iota
-	formatJSON
-)
-
 // formatOf picks a file's format by its extension, or by its content when
 // the extension says nothing.
-func formatOf(name string, data []byte) format {
+func formatOf(name string, data []byte) applydoc.Format {
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".json":
-		return formatJSON
+		return applydoc.FormatJSON
 	case ".yaml", ".yml":
-		return formatYAML
+		return applydoc.FormatYAML
 	}
-	return sniff(data)
+	return applydoc.Sniff(data)
 }
 
-// sniff calls JSON what starts with '{' (after white space), YAML the rest
-// (JSON is YAML too, but the JSON decoder gives better messages).
-func sniff(data []byte) format {
-	if t := bytes.TrimLeft(data, " \t\r\n\ufeff"); len(t) > 0 && t[0] == '{' {
-		return formatJSON
-	}
-	return formatYAML
-}
-
-// add parses one file and merges it into l, returning its problems.
-func (l *Loaded) add(name string, data []byte, f format) []string {
+// add parses one file (applydoc.DecodeFile: every YAML document) and
+// merges it into l, returning its problems, each naming the file (and the
+// document, when the file holds more than one) and the field.
+func (l *Loaded) add(name string, data []byte, f applydoc.Format) []string {
 	l.Files = append(l.Files, name)
 	data = bytes.TrimPrefix(data, []byte("\ufeff")) // editors on Windows add one
-	if f == formatJSON {
-		doc, probs := decodeDocument(name, data)
-		if len(probs) == 0 {
-			l.merge(name, doc)
+	parts := applydoc.DecodeFile(data, f, applydoc.Options{})
+	partName := func(i int) string {
+		if len(parts) > 1 {
+			return fmt.Sprintf("%s (document %d)", name, i+1)
 		}
-		return probs
+		return name
 	}
 	var probs []string
-	docs := splitYAML(data)
-	parts := make([]Document, 0, len(docs))
-	for i, y := range docs {
-		part := name
-		if len(docs) > 1 {
-			part = fmt.Sprintf("%s (document %d)", name, i+1)
+	for i, p := range parts {
+		for _, fe := range p.Problems {
+			probs = append(probs, partName(i)+": "+fe.Message)
 		}
-		j, err := yaml.YAMLToJSONStrict(y)
-		if err != nil {
-			probs = append(probs, fmt.Sprintf("%s: %s", part, strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")))
-			continue
+		if p.Err != nil {
+			probs = append(probs, partName(i)+": "+fatalMessage(data, p.Err))
 		}
-		doc, p := decodeDocument(part, j)
-		probs = append(probs, p...)
-		parts = append(parts, doc)
 	}
 	if len(probs) == 0 {
-		for i, doc := range parts {
-			part := name
-			if len(docs) > 1 {
-				part = fmt.Sprintf("%s (document %d)", name, i+1)
-			}
-			l.merge(part, doc)
+		for i, p := range parts {
+			l.merge(partName(i), p.Doc)
 		}
 	}
 	return probs
 }
 
-// splitYAML splits a YAML stream into its documents at "---" and "..."
-// lines (document markers always start a line). Empty documents are
-// dropped; a stream with none gives one empty document.
-func splitYAML(data []byte) [][]byte {
-	var (
-		docs [][]byte
-		cur  bytes.Buffer
-	)
-	flush := func() {
-		if len(bytes.TrimSpace(stripComments(cur.Bytes()))) > 0 {
-			docs = append(docs, bytes.Clone(cur.Bytes()))
-		}
-		cur.Reset()
+// fatalMessage words what ended the reading of a document: its shape, or
+// where its JSON broke.
+func fatalMessage(data []byte, err error) string {
+	var fe *applydoc.FatalError
+	if errors.As(err, &fe) && fe.Err == nil {
+		return fe.Message
 	}
-	for line := range bytes.Lines(data) {
-		trimmed := bytes.TrimRight(line, "\r\n")
-		switch {
-		case bytes.Equal(trimmed, []byte("---")) || bytes.HasPrefix(trimmed, []byte("--- ")) || bytes.HasPrefix(trimmed, []byte("---\t")):
-			flush()
-			cur.Write(bytes.TrimPrefix(line, []byte("---")))
-		case bytes.Equal(bytes.TrimRight(trimmed, " \t"), []byte("...")):
-			flush()
-		default:
-			cur.Write(line)
-		}
-	}
-	flush()
-	if len(docs) == 0 {
-		docs = append(docs, nil)
-	}
-	return docs
-}
-
-// stripComments drops whole-line comments, to tell an empty document from
-// one with content.
-func stripComments(b []byte) []byte {
-	var out []byte
-	for line := range bytes.Lines(b) {
-		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
-			out = append(out, line...)
-		}
-	}
-	return out
+	return syntaxMessage(data, err)
 }
 
 // merge appends doc's present sections to l.
-func (l *Loaded) merge(name string, doc Document) {
+func (l *Loaded) merge(name string, doc applydoc.Document) {
 	l.Doc.Definitions, l.defSrc = mergeSection(l.Doc.Definitions, l.defSrc, doc.Definitions, name)
 	l.Doc.Memberships, l.memSrc = mergeSection(l.Doc.Memberships, l.memSrc, doc.Memberships, name)
 	l.Doc.Admins, l.adminSrc = mergeSection(l.Doc.Admins, l.adminSrc, doc.Admins, name)
@@ -317,212 +254,6 @@ func dupes[T any](section string, items []T, src []source, id func(T) (string, b
 		first[k] = i
 	}
 	return probs
-}
-
-// decodeDocument reads one JSON state document strictly: a known header,
-// known sections, and objects without unknown fields. Every problem is
-// returned, each naming the file and the field ("a.yaml:
-// definitions[3].user_max_request: unknown field").
-func decodeDocument(name string, data []byte) (Document, []string) {
-	var (
-		doc   Document
-		probs []string
-	)
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	fatal := func(err error) (Document, []string) {
-		return Document{}, append(probs, name+": "+syntaxMessage(data, err))
-	}
-	tok, err := dec.Token()
-	switch {
-	case errors.Is(err, io.EOF):
-		return doc, nil // an empty file: no sections
-	case err != nil:
-		return fatal(err)
-	case tok == nil:
-		return doc, nil // an empty YAML document
-	case tok != json.Delim('{'):
-		return Document{}, []string{fmt.Sprintf("%s: must be a mapping with apiVersion, kind, definitions, memberships and admins, not %s", name, kindOf(tok))}
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return fatal(err)
-		}
-		key, _ := tok.(string)
-		if seen[key] {
-			probs = append(probs, fmt.Sprintf("%s: %s: given twice", name, key))
-		}
-		seen[key] = true
-		switch key {
-		case "apiVersion", "kind":
-			var v any
-			if err := dec.Decode(&v); err != nil {
-				return fatal(err)
-			}
-			want := map[string]string{"apiVersion": APIVersion, "kind": Kind}[key]
-			if s, ok := v.(string); !ok || s != want {
-				probs = append(probs, fmt.Sprintf("%s: %s: must be %q, not %s", name, key, want, quoteValue(v)))
-			}
-		case "definitions":
-			doc.Definitions, err = decodeSection[ratelimit.Definition](dec, name, key, &probs)
-		case "memberships":
-			doc.Memberships, err = decodeSection[ratelimit.Membership](dec, name, key, &probs)
-		case "admins":
-			doc.Admins, err = decodeSection[ratelimit.Admin](dec, name, key, &probs)
-		default:
-			probs = append(probs, fmt.Sprintf("%s: %s: unknown field (a state document has apiVersion, kind, definitions, memberships and admins)", name, key))
-			var skip json.RawMessage
-			err = dec.Decode(&skip)
-		}
-		if err != nil {
-			return fatal(err)
-		}
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return fatal(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return fatal(err)
-		}
-		return Document{}, append(probs, name+": more than one JSON value")
-	}
-	return doc, probs
-}
-
-// decodeSection reads null (absent: nil) or a list of T, one element at a
-// time, recording each element that does not decode and going on. The
-// error it returns means the stream cannot be read on.
-func decodeSection[T any](dec *json.Decoder, name, key string, probs *[]string) ([]T, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	if tok == nil {
-		return nil, nil
-	}
-	if tok != json.Delim('[') {
-		*probs = append(*probs, fmt.Sprintf("%s: %s: must be a list (or null to leave it alone), not %s", name, key, kindOf(tok)))
-		if d, ok := tok.(json.Delim); ok && d == '{' {
-			return nil, skipObject(dec)
-		}
-		return nil, nil
-	}
-	items := []T{}
-	for i := 0; dec.More(); i++ {
-		var v T
-		if err := dec.Decode(&v); err != nil {
-			if isStreamError(err) {
-				return nil, err
-			}
-			*probs = append(*probs, fmt.Sprintf("%s: %s", name, elementMessage(fmt.Sprintf("%s[%d]", key, i), err)))
-		}
-		items = append(items, v)
-	}
-	if _, err := dec.Token(); err != nil { // the closing bracket
-		return nil, err
-	}
-	return items, nil
-}
-
-// skipObject reads the rest of an object whose '{' was read.
-func skipObject(dec *json.Decoder) error {
-	for dec.More() {
-		if _, err := dec.Token(); err != nil { // the key
-			return err
-		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return err
-		}
-	}
-	_, err := dec.Token()
-	return err
-}
-
-func isStreamError(err error) bool {
-	var syntax *json.SyntaxError
-	return errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
-}
-
-// elementMessage words a failure to decode the element at path, naming the
-// field: "definitions[3].window_seconds: must be a number, not string".
-func elementMessage(path string, err error) string {
-	var typeErr *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &typeErr):
-		field := path
-		if typeErr.Field != "" {
-			field += "." + typeErr.Field
-		}
-		want := "an object"
-		if typeErr.Field != "" {
-			want = goKind(typeErr.Type)
-		}
-		return fmt.Sprintf("%s: must be %s, not %s", field, want, typeErr.Value)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return path + "." + strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`) + ": unknown field"
-	default:
-		return path + ": " + strings.TrimPrefix(err.Error(), "json: ")
-	}
-}
-
-// goKind names what JSON a Go type takes.
-func goKind(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		if t == reflect.TypeFor[json.Number]() {
-			return "a number"
-		}
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Struct:
-		if t.PkgPath() == "time" {
-			return "a time (RFC 3339)"
-		}
-		return "an object"
-	}
-	return "an object"
-}
-
-func kindOf(tok json.Token) string {
-	switch t := tok.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case float64, json.Number:
-		return "a number"
-	case string:
-		return "a string"
-	case json.Delim:
-		if t == '[' {
-			return "a list"
-		}
-		return "a mapping"
-	}
-	return fmt.Sprint(tok)
-}
-
-func quoteValue(v any) string {
-	if s, ok := v.(string); ok {
-		return fmt.Sprintf("%q", s)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // syntaxMessage words a JSON syntax error with its line and column. A

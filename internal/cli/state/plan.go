@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/applydoc"
 	"github.com/rlctl/rlctl/internal/statediff"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/client"
@@ -56,8 +57,8 @@ func fetch(ctx context.Context, c *client.Client, defs, mems, admins bool) (curr
 // planLocal computes, without the server, what an apply of l would report:
 // the client dry run. It normalizes the objects with the server's rules
 // (internal/validate, without floors, which are the server's configuration)
-// and diffs them against cur field by field with internal/statediff, as
-// POST /api/apply does. It
+// and plans them against cur with internal/applydoc, as POST /api/apply
+// does. It
 // cannot see what only the server checks: floors, refusals to quarantine
 // an administrator, and writes that land in between.
 //
@@ -78,19 +79,29 @@ func planLocal(l *Loaded, cur current, prune, quarantine bool, now time.Time) (c
 		return client.ApplyResult{}, &validate.Error{Errors: probs}
 	}
 	if defs != nil {
-		p.definitions(defs, cur.defs, prune)
+		recordPlan(&p, "definition", applydoc.PlanDefinitions(defs, cur.defs, prune))
 	}
 	if mems != nil {
-		for _, fe := range p.memberships(mems, cur.mems, prune, quarantine, now) {
-			fe.Message = l.annotate(fe.Field, fe.Message)
-			probs = append(probs, fe)
-		}
-		if len(probs) > 0 {
+		plan, err := applydoc.PlanMemberships(mems, cur.mems, applydoc.MembershipOptions{
+			Prune: prune, Quarantine: quarantine, Now: func() time.Time { return now }})
+		var qe *applydoc.QuarantineRefusedError
+		if errors.As(err, &qe) {
+			for _, fe := range qe.Refused {
+				fe.Message = l.annotate(fe.Field, fe.Message)
+				probs = append(probs, fe)
+			}
 			return client.ApplyResult{}, &validate.Error{Errors: probs}
+		}
+		if err != nil {
+			return client.ApplyResult{}, err
+		}
+		p.res.Unchanged += plan.Unchanged
+		for _, c := range plan.Changes {
+			p.recordMembership(c.ID, c.Old, c.New)
 		}
 	}
 	if admins != nil {
-		p.admins(admins, cur.admins, prune)
+		recordPlan(&p, "admin", applydoc.PlanAdmins(admins, cur.admins, prune))
 	}
 	slices.SortFunc(p.res.Changes, func(a, b client.ApplyChange) int {
 		return cmp.Or(cmp.Compare(a.ResourceType, b.ResourceType), cmp.Compare(a.ID, b.ID))
@@ -161,112 +172,12 @@ func (p *planner) recordMembership(id string, old, m *ratelimit.Membership) {
 	}
 }
 
-func (p *planner) definitions(want, cur []ratelimit.Definition, prune bool) {
-	byID := make(map[string]ratelimit.Definition, len(cur))
-	for _, d := range cur {
-		byID[d.ID] = d
-	}
-	named := make(map[string]bool, len(want))
-	for _, d := range want {
-		named[d.ID] = true
-		old, ok := byID[d.ID]
-		if !ok {
-			p.record(client.ActionCreate, "definition", d.ID, nil)
-			continue
-		}
-		if fields := statediff.Definition(old, d); len(fields) > 0 {
-			p.record(client.ActionUpdate, "definition", d.ID, clientChanges(fields))
-		} else {
-			p.res.Unchanged++
-		}
-	}
-	if prune {
-		for _, old := range cur {
-			if !named[old.ID] && !ratelimit.IsSentinel(old.ID) { // the kill switches stay
-				p.record(client.ActionDelete, "definition", old.ID, nil)
-			}
-		}
-	}
-}
-
-// memberships plans as the server's planMemberships does, and returns
-// the memberships refused for changing quarantine while it is left alone.
-func (p *planner) memberships(want, cur []ratelimit.Membership, prune, quarantine bool, now time.Time) []validate.FieldError {
-	byID := make(map[string]ratelimit.Membership, len(cur))
-	for _, m := range cur {
-		byID[m.ID] = m
-	}
-	var refused []validate.FieldError
-	named := make(map[string]bool, len(want))
-	for i, m := range want {
-		named[m.ID] = true
-		old, ok := byID[m.ID]
-		var prev *ratelimit.Membership
-		if ok {
-			prev = &old
-		}
-		if !quarantine {
-			var err error
-			if m, err = statediff.LeaveQuarantine(m, prev); err != nil {
-				field := fmt.Sprintf("memberships[%d].groups", i)
-				refused = append(refused, validate.FieldError{Field: field, Message: fmt.Sprintf("%s: %v", field, err)})
-				continue
-			}
-		}
-		m = statediff.StoredMembership(m, prev, now)
-		if !ok {
-			p.recordMembership(m.ID, nil, &m)
-			continue
-		}
-		if len(statediff.Membership(old, m)) > 0 && len(statediff.MembershipLines(prev, &m)) > 0 {
-			p.recordMembership(m.ID, prev, &m)
-		} else {
-			p.res.Unchanged++
-		}
-	}
-	if prune && len(refused) == 0 {
-		for _, old := range cur {
-			if named[old.ID] {
-				continue
-			}
-			var keep *ratelimit.Membership
-			if !quarantine {
-				keep = statediff.PruneLeavingQuarantine(old)
-			}
-			if keep == nil || len(keep.Groups) < len(old.Groups) {
-				p.recordMembership(old.ID, &old, keep)
-			}
-		}
-	}
-	return refused
-}
-
-func (p *planner) admins(want, cur []ratelimit.Admin, prune bool) {
-	byID := make(map[string]ratelimit.Admin, len(cur))
-	for _, a := range cur {
-		byID[a.Key()] = a
-	}
-	named := make(map[string]bool, len(want))
-	for _, a := range want {
-		id := a.Key()
-		named[id] = true
-		old, ok := byID[id]
-		if !ok {
-			p.record(client.ActionCreate, "admin", id, nil)
-			continue
-		}
-		if fields := statediff.Admin(old, a); len(fields) > 0 {
-			p.record(client.ActionUpdate, "admin", id, clientChanges(fields))
-		} else {
-			p.res.Unchanged++
-		}
-	}
-	if prune {
-		for _, old := range cur {
-			if id := old.Key(); !named[id] {
-				p.record(client.ActionDelete, "admin", id, nil)
-			}
-		}
+// recordPlan records a section's plan (applydoc's, the one the server
+// computes) as the server reports it.
+func recordPlan[T any](p *planner, kind string, plan applydoc.Plan[T]) {
+	p.res.Unchanged += plan.Unchanged
+	for _, c := range plan.Changes {
+		p.record(c.Action, kind, c.ID, clientChanges(c.Fields))
 	}
 }
 

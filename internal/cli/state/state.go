@@ -13,9 +13,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 
+	"github.com/rlctl/rlctl/internal/applydoc"
 	"github.com/rlctl/rlctl/internal/cli/printer"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -24,46 +23,20 @@ import (
 // The header of a state document. Both are optional on input and checked
 // when present.
 const (
-	APIVersion = "rlctl/v1"
-	Kind       = "State"
+	APIVersion = applydoc.APIVersion
+	Kind       = applydoc.Kind
 )
 
-// Document is a state file: the SDK's client.State under a header. Nil
-// sections are absent (left alone by apply); empty ones are present.
-type Document struct {
-	APIVersion  string                 `json:"apiVersion"`
-	Kind        string                 `json:"kind"`
-	Definitions []ratelimit.Definition `json:"definitions"`
-	Memberships []ratelimit.Membership `json:"memberships"`
-	Admins      []ratelimit.Admin      `json:"admins"`
-}
+// Document is a state file (applydoc.Document, the one apply document
+// type), with the CLI's writers. Nil sections are absent (left alone by
+// apply); empty ones are present.
+type Document applydoc.Document
 
-// NewDocument turns what the server lists into a document: sorted by id,
-// without the fields the server sets (id, version, timestamps, authors, a
-// definition's derived scope), so that applying it back changes nothing.
-// Nil lists become empty, present sections.
+// NewDocument turns what the server lists into a document
+// (applydoc.NewDocument): sorted by id, without the fields the server sets,
+// so that applying it back changes nothing.
 func NewDocument(defs []ratelimit.Definition, mems []ratelimit.Membership, admins []ratelimit.Admin) Document {
-	doc := Document{APIVersion: APIVersion, Kind: Kind,
-		Definitions: make([]ratelimit.Definition, len(defs)),
-		Memberships: make([]ratelimit.Membership, len(mems)),
-		Admins:      make([]ratelimit.Admin, len(admins)),
-	}
-	for i, d := range defs {
-		d.ID, d.Version, d.CreatedAt, d.UpdatedAt, d.UpdatedBy, d.Scope = "", 0, nil, nil, "", ""
-		doc.Definitions[i] = d
-	}
-	for i, m := range mems {
-		m.ID, m.Version, m.CreatedAt, m.UpdatedAt = "", 0, nil, nil
-		doc.Memberships[i] = m
-	}
-	for i, a := range admins {
-		a.CreatedAt, a.CreatedBy = nil, ""
-		doc.Admins[i] = a
-	}
-	slices.SortFunc(doc.Definitions, func(a, b ratelimit.Definition) int { return strings.Compare(a.Key(), b.Key()) })
-	slices.SortFunc(doc.Memberships, func(a, b ratelimit.Membership) int { return strings.Compare(a.Key(), b.Key()) })
-	slices.SortFunc(doc.Admins, func(a, b ratelimit.Admin) int { return strings.Compare(a.Key(), b.Key()) })
-	return doc
+	return Document(applydoc.NewDocument(defs, mems, admins))
 }
 
 // State is the document's desired state, for client.Apply.

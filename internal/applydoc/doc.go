@@ -1,0 +1,83 @@
+// Package applydoc is the declarative apply's document, shared by rlapi
+// (POST /api/apply) and rlctl (apply, diff, export): its types, its strict
+// decoder (JSON, and YAML of one or more documents) and the fields the
+// server manages, which a document never sets and a comparison ignores.
+//
+// It imports neither net/http nor pgx: the API maps its errors to HTTP,
+// and the CLI words them with the file they came from. pkg/client keeps
+// its own wire types (it imports only the standard library).
+package applydoc
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// The header of a state document. Both are optional on input and checked
+// when present.
+const (
+	APIVersion = "rlctl/v1"
+	Kind       = "State"
+)
+
+// The sections of a document, in the order the request names them.
+const (
+	SectionDefinitions = "definitions"
+	SectionMemberships = "memberships"
+	SectionAdmins      = "admins"
+)
+
+// Document is a state file, and the desired state of an apply. Nil
+// sections are absent (left alone by apply); empty ones are present (with
+// prune, everything of their kind goes).
+type Document struct {
+	APIVersion  string                 `json:"apiVersion"`
+	Kind        string                 `json:"kind"`
+	Definitions []ratelimit.Definition `json:"definitions"`
+	Memberships []ratelimit.Membership `json:"memberships"`
+	Admins      []ratelimit.Admin      `json:"admins"`
+}
+
+// Empty reports whether d has no section at all.
+func (d Document) Empty() bool {
+	return d.Definitions == nil && d.Memberships == nil && d.Admins == nil
+}
+
+// ServerFields are the JSON fields the server sets on every write (ids,
+// versions, timestamps, authors): they say nothing about what a change
+// changed, so comparisons leave them out, and a document never carries
+// them. This is the one list; rlapi's dry runs and rlctl's change lines
+// both use it.
+func ServerFields() []string {
+	return []string{"id", "version", "created_at", "created_by", "updated_at", "updated_by"}
+}
+
+// NewDocument turns what the server lists into a document: sorted by id,
+// without the fields the server sets (ServerFields, and a definition's
+// scope, derived from its name), so that applying it back changes nothing.
+// Nil lists become empty, present sections.
+func NewDocument(defs []ratelimit.Definition, mems []ratelimit.Membership, admins []ratelimit.Admin) Document {
+	doc := Document{APIVersion: APIVersion, Kind: Kind,
+		Definitions: make([]ratelimit.Definition, len(defs)),
+		Memberships: make([]ratelimit.Membership, len(mems)),
+		Admins:      make([]ratelimit.Admin, len(admins)),
+	}
+	for i, d := range defs {
+		d.ID, d.Version, d.CreatedAt, d.UpdatedAt, d.UpdatedBy, d.Scope = "", 0, nil, nil, "", ""
+		doc.Definitions[i] = d
+	}
+	for i, m := range mems {
+		m.ID, m.Version, m.CreatedAt, m.UpdatedAt = "", 0, nil, nil
+		doc.Memberships[i] = m
+	}
+	for i, a := range admins {
+		a.CreatedAt, a.CreatedBy = nil, ""
+		doc.Admins[i] = a
+	}
+	slices.SortFunc(doc.Definitions, func(a, b ratelimit.Definition) int { return strings.Compare(a.Key(), b.Key()) })
+	slices.SortFunc(doc.Memberships, func(a, b ratelimit.Membership) int { return strings.Compare(a.Key(), b.Key()) })
+	slices.SortFunc(doc.Admins, func(a, b ratelimit.Admin) int { return strings.Compare(a.Key(), b.Key()) })
+	return doc
+}
