@@ -230,6 +230,8 @@ func (s *Server) listenTokensOnce(ctx context.Context, connected func()) error {
 	}
 	connected()
 	s.tokens.invalidate()
+	s.tokensLive.Store(true)
+	defer s.tokensLive.Store(false)
 	for {
 		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
 			return err

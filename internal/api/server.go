@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -100,6 +101,9 @@ type Server struct {
 	// busy management pool cannot delay a decision's token check.
 	authStore *store.Store
 	tokens    *tokenCache
+	// tokensLive: the token listener is connected, so cached tokens hear
+	// of revocations (TokenListenerLive).
+	tokensLive atomic.Bool
 	// enforcer answers the decision endpoints; nil when rlapi serves only
 	// the management API (they then answer 503).
 	enforcer *enforce.Enforcer
@@ -138,6 +142,12 @@ func New(st *store.Store, cfg Config, opts Opts) *Server {
 	s.tokens = newTokenCache(cfg.TokenCacheTTL, maxCachedTokens)
 	return s
 }
+
+// TokenListenerLive reports whether the token change listener is
+// connected. Until it is, what the cache holds is emptied when it connects
+// (a token cached before could have missed a revocation); tests wait for it
+// so that what their first calls cache stays cached.
+func (s *Server) TokenListenerLive() bool { return s.tokensLive.Load() }
 
 // tokenListenerWait bounds how long Serve waits for the token listener's
 // first attempt before it accepts connections.

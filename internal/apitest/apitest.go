@@ -96,6 +96,15 @@ func serve(t testing.TB, st *store.Store, cfg api.Config) *Env {
 			t.Errorf("rlapi stopped with: %v", err)
 		}
 	})
+	// Serve waits for the token listener a bounded while only; on a
+	// loaded machine it may connect later and empty the token cache then,
+	// so a test's first calls would be cached in vain. Wait for it.
+	if cfg.TokenCacheTTL >= 0 {
+		deadline := time.Now().Add(30 * time.Second)
+		for !srv.TokenListenerLive() && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	return &Env{URL: "http://" + ln.Addr().String(), Store: st, Enforcer: enf}
 }
 

@@ -13,7 +13,7 @@
 // true}). A change that does not parse, or a file gone missing, is logged
 // and kept in Err; the last good state stays served, never an empty one.
 //
-// The decoder here is small and local to this package; it reads the same
-// documents as internal/cli/state (which cannot be imported by a gateway:
-// it pulls in cobra and the CLI).
+// It reads with internal/applydoc, the decoder rlctl apply and rlapi's
+// POST /api/apply use, so a file the gateway accepts is one rlctl apply
+// accepts, and its problems are worded alike.
 package filesource

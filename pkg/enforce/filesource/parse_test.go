@@ -103,11 +103,11 @@ func TestParseRefuses(t *testing.T) {
 		name, doc, want string
 	}{
 		{"unknown field in a definition", "definitions:\n  - {axis: caller, entity_type: group, name: g, window_seconds: 60, user_max_request: 30}\n",
-			"document 1: definitions[0]: user_max_request: unknown field"},
+			"document 1: definitions[0].user_max_request: unknown field"},
 		{"unknown section", "definition: []\n", "document 1: definition: unknown field"},
 		{"wrong header", "apiVersion: v2\ndefinitions: []\n", `apiVersion: must be "rlctl/v1"`},
 		{"wrong type", "definitions:\n  - {axis: caller, entity_type: group, name: g, window_seconds: sixty}\n",
-			"document 1: definitions[0]: window_seconds: must not be string"},
+			"document 1: definitions[0].window_seconds: must be an integer, not string"},
 		{"a rule", "definitions:\n  - {axis: caller, entity_type: group, name: g, window_seconds: 60, user_max_requests: 1}\n",
 			"document 1: definitions[0].user_max_requests"},
 		{"duplicate across documents", "memberships: [{subject_type: user, subject: a, groups: [g]}]\n---\nmemberships: [{subject_type: user, subject: a, groups: [g]}]\n",
@@ -116,7 +116,7 @@ func TestParseRefuses(t *testing.T) {
 			"user:root is an administrator and cannot be quarantined"},
 		{"not a mapping", "- a\n- b\n", "document 1: must be a mapping"},
 		{"bad YAML", "definitions: [\n", "document 1:"},
-		{"duplicate key", "definitions: []\ndefinitions: []\n", "already defined"},
+		{"duplicate key", "definitions: []\ndefinitions: []\n", `key "definitions" already set`},
 		{"empty file", "# nothing yet\n", "no definitions, memberships or admins section"},
 	}
 	for _, c := range cases {
