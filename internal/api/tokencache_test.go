@@ -73,7 +73,7 @@ func TestRevokedTokenIsRefusedOnEveryReplica(t *testing.T) {
 // prompt 503 with Retry-After, not a hang.
 func TestCachedTokenDecidesWhileTokenTableIsLocked(t *testing.T) {
 	t.Parallel()
-	env := apitest.Start(t, api.Config{TokenCacheTTL: time.Hour})
+	env := apitest.Start(t, api.Config{TokenCacheTTL: time.Hour, BackendTimeout: 250 * time.Millisecond})
 	admin := clientFor(t, env, env.AdminToken)
 	gw := env.Token(t, "gateway", "enforcer")
 	cold := env.Token(t, "cold", "enforcer")

@@ -72,6 +72,12 @@ func StartReplica(t testing.TB, e *Env, cfg api.Config) *Env {
 
 func serve(t testing.TB, st *store.Store, cfg api.Config) *Env {
 	t.Helper()
+	if cfg.BackendTimeout == 0 {
+		// rlapi's 250ms bound on a decision's token lookup is a production
+		// deadline; a test machine running many suites at once can miss
+		// it. Tests of that deadline set it themselves.
+		cfg.BackendTimeout = 5 * time.Second
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
