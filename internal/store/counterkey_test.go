@@ -32,8 +32,8 @@ func str(p *string) string {
 // trickyKeys are keys gateways can write, and strings that are no keys:
 // '|' and ':' inside names, unicode, NUL, the escape byte, bytes that are
 // not UTF-8, the target type marks inside names.
-func trickyKeys() []string {
-	keys := []string{
+func trickyKeys() (keys []string, built map[string]bool) {
+	keys = []string{
 		"", "|", "c", "c|", "c|60", "c|60|", "c|60|user:", "c|60|user:a", "c|060|user:a", "c|0|user:a", "c|999999999|user:a", "c|1000000000|user:a",
 		"c|60|user:x|user:alice", "c|60|agent:bot", "c|60|client:bot", "c|60|user:ünï|cødé", "c|60|user:\x00", "c|60|user:\x01", "c|60|user:\x01ff",
 		"c|60|user:\xff\xfe", "c|6\xff|user:a", "c\xff|60|user:a",
@@ -68,7 +68,38 @@ func trickyKeys() []string {
 		b.WriteString(suffixes[rng.IntN(len(suffixes))])
 		keys = append(keys, b.String())
 	}
-	return keys
+	// Keys as gateways build them, from random names.
+	name := func() string {
+		var b strings.Builder
+		for range 1 + rng.IntN(5) {
+			b.WriteString(atoms[rng.IntN(len(atoms))])
+		}
+		return b.String()
+	}
+	def := func(axis, entity string) ratelimit.Definition {
+		n, w := name(), 1+rng.IntN(86400)
+		if entity == ratelimit.EntityGroup || entity == ratelimit.EntityServerGroup {
+			n = strings.NewReplacer("|", "", ":", "").Replace(n) // group names hold neither
+		}
+		return ratelimit.Definition{ID: ratelimit.DefinitionID(axis, entity, n, w), WindowSeconds: w}
+	}
+	built = map[string]bool{}
+	for range 1000 {
+		caller := []string{"user:", "agent:"}[rng.IntN(2)] + name()
+		target := []string{"mcp_server:", "a2a_agent:", "grpc:"}[rng.IntN(3)] + name()
+		keys = append(keys,
+			enforce.CallerCounter(1+rng.IntN(86400), caller).String(),
+			enforce.CallerTargetCounter(1+rng.IntN(86400), caller, target).String(),
+			enforce.ShadowCounter(def(ratelimit.AxisCaller, ratelimit.EntityGroup), caller, "").String(),
+			enforce.ShadowCounter(def(ratelimit.AxisCallerTarget, ratelimit.EntityGroup), caller, target).String(),
+			enforce.TargetCounter(def(ratelimit.AxisTarget, ratelimit.EntityMCPServer), "").String(),
+			enforce.TargetCounter(def(ratelimit.AxisTarget, ratelimit.EntityMCPTool), "").String(),
+			enforce.TargetCounter(def(ratelimit.AxisTarget, ratelimit.EntityServerGroup), name()).String())
+	}
+	for _, k := range keys[len(keys)-7000:] {
+		built[k] = true
+	}
+	return keys, built
 }
 
 // TestCounterKeyPartsAgreeWithGo holds rl_counter_key_parts (migration 007)
@@ -78,7 +109,7 @@ func TestCounterKeyPartsAgreeWithGo(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewStore(t)
 	ctx := context.Background()
-	keys := trickyKeys()
+	keys, built := trickyKeys()
 	stored := make([]string, len(keys))
 	for i, k := range keys {
 		stored[i] = store.CounterKeyText(k)
@@ -104,6 +135,9 @@ func TestCounterKeyPartsAgreeWithGo(t *testing.T) {
 		p := got[i]
 		k, err := enforce.ParseCounterKey(raw)
 		if err != nil {
+			if built[raw] {
+				t.Errorf("key %q, as a gateway builds it, does not parse: %v", raw, err)
+			}
 			if p.Kind != nil {
 				t.Errorf("key %q: Go refuses it (%v), SQL reads kind %s caller %s target %s definition %s", raw, err, str(p.Kind), str(p.Caller), str(p.Target), str(p.Definition))
 			}
@@ -329,5 +363,4 @@ func TestCounterSelectorsUseIndexes(t *testing.T) {
 			}
 		}
 	}
-	_ = ratelimit.AxisCaller
 }

@@ -58,7 +58,8 @@ var targetMarks = []string{"|" + ratelimit.EntityMCPServer + ":", "|" + ratelimi
 // ambiguity that allows is where a caller's part ends and a target begins
 // (ct keys and caller_target shadow keys): the target begins at the first
 // "|mcp_server:" or "|a2a_agent:" after the caller's first byte, or, when
-// there is none (a target type gateways do not send), after the last '|'.
+// there is none (a target type gateways do not send), at the last '|' that
+// is followed by <type>:.
 // Callers are named by the identity provider, targets by the request path
 // a caller chooses, so the rule that reads the caller up to the first
 // target type is the one a caller cannot steer: a call to a crafted path
@@ -313,9 +314,11 @@ func splitCallerTarget(s string) (caller, target string, err error) {
 			at = from + i
 		}
 	}
-	if at < 0 {
-		if i := strings.LastIndexByte(s, '|'); i >= from {
-			at = i
+	for i := len(s) - 1; at < 0 && i >= from; i-- {
+		if s[i] == '|' {
+			if typ, _, ok := strings.Cut(s[i+1:], ":"); ok && typ != "" && !strings.Contains(typ, "|") {
+				at = i
+			}
 		}
 	}
 	if at < 0 {

@@ -67,7 +67,7 @@ func TestParseCounterKeyRefusesGarbage(t *testing.T) {
 		{"c|60|user:", `caller "user:"`},
 		{"ct|60|user:alice", `no target after the caller in "user:alice"`},
 		{"ct|60|user:|mcp_server:x", `no target after the caller`},
-		{"ct|60|user:a|:x", `target ":x": want <target type>:<name>`},
+		{"ct|60|user:a|:x", `no target after the caller in "user:a|:x"`},
 		{"ct|60|client:a|mcp_server:x", `caller in "client:a|mcp_server:x"`},
 		{"s|caller:group:g:60", "want s|<definition id>|<caller>"},
 		{"s|target:mcp_server:x:60|user:a", "a shadow counter's definition is a caller or caller_target group definition"},
