@@ -1,12 +1,13 @@
 -- Counters selectable by caller, target and definition through indexes
 -- (docs/design.md, "Counter keys").
 --
--- rl_counter_key_parts reads a stored counter key into its parts: the SQL
--- twin of enforce.ParseCounterKey (pkg/enforce/key.go), run on the text
--- store.CounterKeyText stored. That escaping changes only bytes no
--- separator is made of, so the parts it finds are the escaped parts Go
--- finds (internal/store's TestCounterKeyPartsAgreeWithGo holds them to
--- it). A string that is not a counter key has no parts (null).
+-- rl_counter_caller, _target, _definition, _kind and _window read a stored
+-- counter key's parts: the SQL twin of enforce.ParseCounterKey
+-- (pkg/enforce/key.go), run on the text store.CounterKeyText stored. That
+-- escaping changes only bytes no separator is made of, so the parts they
+-- find are the escaped parts Go finds (internal/store's
+-- TestCounterKeyPartsAgreeWithGo holds them to it). A string that is not a
+-- counter key has no parts (null).
 --
 -- Three expression indexes serve `rlctl counters get/reset`: by caller, by
 -- target and by definition. Expression indexes rather than stored
@@ -22,163 +23,127 @@
 -- for the build (docs/operations.md, "Upgrading: counters selected through
 -- indexes").
 
-create type rl_counter_key_parts as (
-    kind           text,    -- c, ct, s or t
-    window_seconds integer, -- in the key (c, ct) or the definition id's (s, t)
-    definition_id  text,    -- s, t
-    caller         text,    -- c, ct, s: user:<name> or agent:<client id>
-    target         text     -- ct, caller_target s: <type>:<name>; t: what it limits
-);
-
--- One function, without calls to others (each call from PL/pgSQL costs
--- about a microsecond): it runs for every index on every counter inserted.
+-- The functions are plain SQL expressions, which PostgreSQL inlines into
+-- the index definitions and the queries alike (no function call per row).
+-- Regular expressions only validate (a match without capture groups is
+-- cheap; one with them costs microseconds); parts are cut with strpos and
+-- substr. The parts the indexes hold are in the "C" collation, so index
+-- entries compare as bytes whatever the database's collation. A caller
+-- and target without a target type mark between them (a target type
+-- gateways do not send) fall back to a capturing expression.
 --
--- A definition id splits as ratelimit.ParseDefinitionID does:
--- <axis>:<entity type>:<name>:<window>, the name everything between the
--- second ':' and the last. <caller>|<target> splits as enforce.CounterKey
--- documents: the target begins at the first |mcp_server: or |a2a_agent:
--- after the caller name's first character, else at the last '|' followed
--- by <type>:.
-create function rl_counter_key_parts(p_key text) returns rl_counter_key_parts
-    language plpgsql immutable strict parallel safe as
+-- The grammar (enforce.CounterKey), W a window (1 to 9 digits, no leading
+-- zero), D a definition id's window (0 too, as ratelimit.ParseDefinitionID
+-- accepts), C a caller (user:<name> or agent:<client id>, name not empty):
+--
+--   c|W|C                                     caller bucket
+--   ct|W|C|<target>                           caller_target bucket
+--   s|caller:group:<name>:D|C                 shadow caller definition
+--   s|caller_target:group:<name>:D|C|<target> shadow caller_target definition
+--   t|target:<entity>:<name>:D                target definition (name may hold '|')
+--   t|target:server_group:<name>:D|<server>   server_group definition, per member
+--
+-- <caller>|<target> splits at the first |mcp_server: or |a2a_agent: after
+-- the caller name's first character, else at the last '|' followed by
+-- <type>: (the greedy capture in the fallback finds the last).
+
+-- rl_counter_caller: user:<name> or agent:<client id>, for c, ct and s keys.
+-- For ct and caller_target s keys the caller, starting after the window or
+-- definition id (length(split_part(p_key, '|', 2)) + 5 or + 4) with a
+-- prefix of 5 (user:) or 6 (agent:) characters, ends before the first
+-- target type mark found from its name's second character.
+create function rl_counter_caller(p_key text) returns text
+    language sql immutable parallel safe as
 $$
-declare
-    r        rl_counter_key_parts;
-    v_rest   text;
-    v_head   text;
-    v_id     text;    -- the definition id (s, t)
-    v_callee text;    -- <caller> or <caller>|<target> (c, ct, s)
-    v_split  boolean; -- v_callee holds a target
-    v_server text;
-    v_axis   text;
-    v_entity text;
-    v_window text;
-    v_p      integer;
-    v_at     integer;
-    v_i      integer;
-begin
-    if strpos(p_key, '|') = 0 then
-        return null;
-    end if;
-    r.kind := split_part(p_key, '|', 1);
-    v_rest := substr(p_key, length(r.kind) + 2);
-    if r.kind = 'c' or r.kind = 'ct' then
-        v_head := split_part(v_rest, '|', 1);
-        if strpos(v_rest, '|') = 0 or v_head !~ '^[1-9][0-9]{0,8}$' then
-            return null;
-        end if;
-        r.window_seconds := v_head::integer;
-        v_callee := substr(v_rest, length(v_head) + 2);
-        v_split := r.kind = 'ct';
-    elsif r.kind = 's' then
-        if strpos(v_rest, '|') = 0 then
-            return null;
-        end if;
-        v_id := split_part(v_rest, '|', 1);
-        v_callee := substr(v_rest, length(v_id) + 2);
-    elsif r.kind = 't' then
-        -- A target definition id may hold '|'; a server_group's is
-        -- followed by |<server> (group names never hold '|').
-        v_id := v_rest;
-        if starts_with(v_rest, 'target:server_group:') then
-            v_id := split_part(v_rest, '|', 1);
-            v_server := substr(v_rest, length(v_id) + 2);
-            if v_server = '' then
-                return null;
-            end if;
-        end if;
-    else
-        return null;
-    end if;
-
-    if v_id is not null then
-        v_axis := split_part(v_id, ':', 1);
-        if strpos(v_id, ':') = 0 or v_axis = '' then
-            return null;
-        end if;
-        v_rest := substr(v_id, length(v_axis) + 2);
-        v_entity := split_part(v_rest, ':', 1);
-        if strpos(v_rest, ':') = 0 or v_entity = '' then
-            return null;
-        end if;
-        v_rest := substr(v_rest, length(v_entity) + 2); -- <name>:<window>
-        if strpos(v_rest, ':') = 0 then
-            return null;
-        end if;
-        v_window := reverse(split_part(reverse(v_rest), ':', 1));
-        if v_window !~ '^(0|[1-9][0-9]{0,8})$' then
-            return null;
-        end if;
-        if r.kind = 's' then
-            if v_axis not in ('caller', 'caller_target') or v_entity <> 'group' then
-                return null;
-            end if;
-            v_split := v_axis = 'caller_target';
-        else
-            if v_axis <> 'target' then
-                return null;
-            end if;
-            r.target := case when v_server is null
-                then v_entity || ':' || left(v_rest, length(v_rest) - length(v_window) - 1)
-                else 'mcp_server:' || v_server end;
-        end if;
-        r.definition_id := v_id;
-        r.window_seconds := v_window::integer;
-    end if;
-
-    if v_callee is not null then
-        v_p := case
-            when starts_with(v_callee, 'user:') and length(v_callee) > 5 then 5
-            when starts_with(v_callee, 'agent:') and length(v_callee) > 6 then 6
-            else 0 end;
-        if v_p = 0 then
-            return null;
-        end if;
-        if not v_split then
-            r.caller := v_callee;
-            return r;
-        end if;
-        -- Search from the caller name's second character.
-        v_rest := substr(v_callee, v_p + 2);
-        v_at := least(nullif(strpos(v_rest, '|mcp_server:'), 0), nullif(strpos(v_rest, '|a2a_agent:'), 0));
-        if v_at is not null then
-            v_at := v_at + v_p + 1;
-        else
-            -- A target type gateways do not send: the last '|' followed
-            -- by <type>:.
-            v_i := length(v_callee);
-            while v_at is null and v_i >= v_p + 2 loop
-                if substr(v_callee, v_i, 1) = '|' then
-                    v_rest := substr(v_callee, v_i + 1);
-                    v_head := split_part(v_rest, ':', 1);
-                    if strpos(v_rest, ':') > 0 and v_head <> '' and strpos(v_head, '|') = 0 then
-                        v_at := v_i;
-                    end if;
-                end if;
-                v_i := v_i - 1;
-            end loop;
-        end if;
-        if v_at is null then
-            return null;
-        end if;
-        r.target := substr(v_callee, v_at + 1);
-        if strpos(r.target, ':') = 0 or split_part(r.target, ':', 1) = '' then
-            return null;
-        end if;
-        r.caller := left(v_callee, v_at - 1);
-    end if;
-    return r;
-end
+    select (case split_part(p_key, '|', 1)
+        when 'c' then case when p_key ~ '^c\|[1-9][0-9]{0,8}\|(?:user|agent):.' then substr(p_key, length(split_part(p_key, '|', 2)) + 4) end
+        when 'ct' then case when p_key ~ '^ct\|[1-9][0-9]{0,8}\|(?:user|agent):.' then coalesce(
+            substr(p_key, length(split_part(p_key, '|', 2)) + 5,
+                (case when substr(p_key, length(split_part(p_key, '|', 2)) + 5, 5) = 'user:' then 5 else 6 end)
+                + least(
+                    nullif(strpos(substr(p_key, length(split_part(p_key, '|', 2)) + 5 + 1
+                        + (case when substr(p_key, length(split_part(p_key, '|', 2)) + 5, 5) = 'user:' then 5 else 6 end)), '|mcp_server:'), 0),
+                    nullif(strpos(substr(p_key, length(split_part(p_key, '|', 2)) + 5 + 1
+                        + (case when substr(p_key, length(split_part(p_key, '|', 2)) + 5, 5) = 'user:' then 5 else 6 end)), '|a2a_agent:'), 0))),
+            substring(p_key from '^ct\|[1-9][0-9]{0,8}\|((?:user|agent):.+)\|[^|:]+:')) end
+        when 's' then case
+            when p_key ~ '^s\|caller:group:[^|]*:(?:0|[1-9][0-9]{0,8})\|(?:user|agent):.' then substr(p_key, length(split_part(p_key, '|', 2)) + 4)
+            when p_key ~ '^s\|caller_target:group:[^|]*:(?:0|[1-9][0-9]{0,8})\|(?:user|agent):.' then coalesce(
+                substr(p_key, length(split_part(p_key, '|', 2)) + 4,
+                    (case when substr(p_key, length(split_part(p_key, '|', 2)) + 4, 5) = 'user:' then 5 else 6 end)
+                    + least(
+                        nullif(strpos(substr(p_key, length(split_part(p_key, '|', 2)) + 4 + 1
+                            + (case when substr(p_key, length(split_part(p_key, '|', 2)) + 4, 5) = 'user:' then 5 else 6 end)), '|mcp_server:'), 0),
+                        nullif(strpos(substr(p_key, length(split_part(p_key, '|', 2)) + 4 + 1
+                            + (case when substr(p_key, length(split_part(p_key, '|', 2)) + 4, 5) = 'user:' then 5 else 6 end)), '|a2a_agent:'), 0))),
+                substring(p_key from '^s\|caller_target:group:[^|]*:(?:0|[1-9][0-9]{0,8})\|((?:user|agent):.+)\|[^|:]+:'))
+        end
+    end) collate "C"
 $$;
 
-create index rl_counters_caller_idx on rl_counters (((rl_counter_key_parts(key)).caller));
-create index rl_counters_target_idx on rl_counters (((rl_counter_key_parts(key)).target));
-create index rl_counters_definition_idx on rl_counters (((rl_counter_key_parts(key)).definition_id));
+-- rl_counter_target: what the counter counts calls to, <type>:<name>: a
+-- caller_target bucket's (or shadow counter's) target, a target
+-- definition's entity, a server_group member as mcp_server:<server>.
+create function rl_counter_target(p_key text) returns text
+    language sql immutable parallel safe as
+$$
+    select (case split_part(p_key, '|', 1)
+        when 'ct' then substr(p_key, length(split_part(p_key, '|', 2)) + length(rl_counter_caller(p_key)) + 6)
+        when 's' then case when starts_with(p_key, 's|caller_target:') then
+            substr(p_key, length(split_part(p_key, '|', 2)) + length(rl_counter_caller(p_key)) + 5) end
+        when 't' then case
+            when starts_with(p_key, 't|target:server_group:') then
+                case when p_key ~ '^t\|target:server_group:[^|]*:(?:0|[1-9][0-9]{0,8})\|.' then
+                    'mcp_server:' || substr(p_key, length(split_part(p_key, '|', 2)) + 4) end
+            when p_key ~ '^t\|target:[^:]+:.*:(?:0|[1-9][0-9]{0,8})$' then
+                -- <entity>:<name> is the id between target: and its last ':'
+                substr(p_key, 10, length(p_key) - 9 - strpos(reverse(p_key), ':'))
+        end
+    end) collate "C"
+$$;
+
+-- rl_counter_definition: the definition id of s and t keys.
+create function rl_counter_definition(p_key text) returns text
+    language sql immutable parallel safe as
+$$
+    select (case split_part(p_key, '|', 1)
+        when 's' then case when rl_counter_caller(p_key) is not null then split_part(p_key, '|', 2) end
+        when 't' then case when rl_counter_target(p_key) is not null then
+            case when starts_with(p_key, 't|target:server_group:') then split_part(p_key, '|', 2) else substr(p_key, 3) end
+        end
+    end) collate "C"
+$$;
+
+-- rl_counter_kind: c, ct, s or t; null for a string that is not a key.
+create function rl_counter_kind(p_key text) returns text
+    language sql immutable parallel safe as
+$$
+    select case when coalesce(rl_counter_caller(p_key), rl_counter_target(p_key)) is not null then split_part(p_key, '|', 1) end
+$$;
+
+-- rl_counter_window: the window, in the key (c, ct) or its definition id's
+-- (s, t).
+create function rl_counter_window(p_key text) returns integer
+    language sql immutable parallel safe as
+$$
+    select case rl_counter_kind(p_key)
+        when 'c' then split_part(p_key, '|', 2)::integer
+        when 'ct' then split_part(p_key, '|', 2)::integer
+        else reverse(split_part(reverse(rl_counter_definition(p_key)), ':', 1))::integer
+    end
+$$;
+
+create index rl_counters_caller_idx on rl_counters (rl_counter_caller(key));
+create index rl_counters_target_idx on rl_counters (rl_counter_target(key));
+create index rl_counters_definition_idx on rl_counters (rl_counter_definition(key));
 
 ---- create above / drop below ----
 
 drop index rl_counters_definition_idx;
 drop index rl_counters_target_idx;
 drop index rl_counters_caller_idx;
-drop function rl_counter_key_parts(text);
-drop type rl_counter_key_parts;
+drop function rl_counter_window(text);
+drop function rl_counter_kind(text);
+drop function rl_counter_definition(text);
+drop function rl_counter_target(text);
+drop function rl_counter_caller(text);

@@ -16,7 +16,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// keyParts is what rl_counter_key_parts reads from one stored key.
+// keyParts is what migration 007's functions read from one stored key.
 type keyParts struct {
 	Kind, Definition, Caller, Target *string
 	Window                           *int32
@@ -102,7 +102,7 @@ func trickyKeys() (keys []string, built map[string]bool) {
 	return keys, built
 }
 
-// TestCounterKeyPartsAgreeWithGo holds rl_counter_key_parts (migration 007)
+// TestCounterKeyPartsAgreeWithGo holds migration 007's functions
 // to enforce.ParseCounterKey: on the text CounterKeyText stores, it finds
 // the parts Go finds, escaped the same way, and refuses what Go refuses.
 func TestCounterKeyPartsAgreeWithGo(t *testing.T) {
@@ -114,8 +114,8 @@ func TestCounterKeyPartsAgreeWithGo(t *testing.T) {
 	for i, k := range keys {
 		stored[i] = store.CounterKeyText(k)
 	}
-	rows, err := s.Pool().Query(ctx, `select (p).kind, (p).window_seconds, (p).definition_id, (p).caller, (p).target
-		from unnest($1::text[]) with ordinality k(key, i), lateral (select rl_counter_key_parts(k.key) as p) x order by i`, stored)
+	rows, err := s.Pool().Query(ctx, `select rl_counter_kind(key), rl_counter_window(key), rl_counter_definition(key), rl_counter_caller(key), rl_counter_target(key)
+		from unnest($1::text[]) with ordinality k(key, i) order by i`, stored)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -310,7 +310,7 @@ func likeEscape(s string) string {
 
 // CounterSelector picks the counters of one subject. Exactly one field is
 // set, in canonical form (internal/validate normalizes names). Matching is
-// exact, on the parts rl_counter_key_parts reads from each key (the SQL twin
+// exact, on the parts migration 007's functions read from each key (the SQL twin
 // of enforce.ParseCounterKey), each served by an index: "user:al" never
 // selects the counters of "user:alice".
 type CounterSelector struct {
@@ -336,8 +336,15 @@ type CounterSelector struct {
 	Definition string
 }
 
-// keyParts is the parts of c.key (rl_counters c), as the indexes hold them.
-const keyParts = `(rl_counter_key_parts(c.key))`
+// The parts of c.key (rl_counters c) the selectors match on, as the
+// indexes of migration 007 hold them.
+const (
+	keyCaller     = `rl_counter_caller(c.key)`
+	keyTarget     = `rl_counter_target(c.key)`
+	keyDefinition = `rl_counter_definition(c.key)`
+	keyKind       = `rl_counter_kind(c.key)`
+	keyWindow     = `rl_counter_window(c.key)`
+)
 
 // where turns the selector into a predicate over c (rl_counters), adding
 // its parameters to args. Each form is an index lookup
@@ -362,13 +369,13 @@ func (s CounterSelector) where(args *[]any) (string, error) {
 		if !ok || ident == "" || (typ != "user" && typ != "agent") {
 			return "", fmt.Errorf("%w: caller %q: want user:<name> or agent:<client id>", ErrInvalid, s.Caller)
 		}
-		return keyParts + `.caller = ` + arg(CounterKeyText(s.Caller)), nil
+		return keyCaller + ` = ` + arg(CounterKeyText(s.Caller)), nil
 	case s.Target != "":
 		typ, name, ok := strings.Cut(s.Target, ":")
 		if !ok || typ == "" || name == "" {
 			return "", fmt.Errorf("%w: target %q: want <entity_type>:<name>", ErrInvalid, s.Target)
 		}
-		return keyParts + `.target = ` + arg(CounterKeyText(s.Target)), nil
+		return keyTarget + ` = ` + arg(CounterKeyText(s.Target)), nil
 	default:
 		axis, _, _, window, err := ratelimit.ParseDefinitionID(s.Definition)
 		if err != nil {
@@ -376,7 +383,7 @@ func (s CounterSelector) where(args *[]any) (string, error) {
 		}
 		switch axis {
 		case ratelimit.AxisTarget:
-			return keyParts + `.definition_id = ` + arg(CounterKeyText(s.Definition)), nil
+			return keyDefinition + ` = ` + arg(CounterKeyText(s.Definition)), nil
 		case ratelimit.AxisCaller, ratelimit.AxisCallerTarget:
 			id := arg(CounterKeyText(s.Definition))
 			kind := "c"
@@ -385,14 +392,14 @@ func (s CounterSelector) where(args *[]any) (string, error) {
 			}
 			// The callers array is computed once (an InitPlan), so the
 			// two arms are two index scans.
-			return `(` + keyParts + `.definition_id = ` + id + `
-				or (` + keyParts + `.caller = any (array(
+			return `(` + keyDefinition + ` = ` + id + `
+				or (` + keyCaller + ` = any (array(
 						select case m.subject_type when 'user' then 'user:' else 'agent:' end || m.subject
 						from rl_definitions d join rl_memberships m on m.groups @> array[d.name]
 						where d.id = ` + id + ` and d.enabled and d.mode = 'enforce'
 							and ((m.subject_type = 'user' and d.user_max_requests is not null)
 								or (m.subject_type = 'client' and d.agent_max_requests is not null))))
-					and ` + keyParts + `.kind = ` + arg(kind) + ` and ` + keyParts + `.window_seconds = ` + arg(window) + `))`, nil
+					and ` + keyKind + ` = ` + arg(kind) + ` and ` + keyWindow + ` = ` + arg(window) + `))`, nil
 		}
 		return "false", nil // the quarantine sentinels count nothing
 	}
