@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -31,7 +32,17 @@ type counter struct {
 
 func counterOf(row store.CounterRow) counter {
 	c := counter{Key: row.Key, WindowIndex: row.WindowIndex, Count: row.Count, ExpiresAt: row.ExpiresAt.UTC()}
-	c.DefinitionID, c.WindowSeconds = store.CounterKeyInfo(row.Key)
+	// The stored key is the key gateways built, escaped only where it
+	// held bytes no name has (store.CounterKeyText): its parts read the
+	// same.
+	k, err := enforce.ParseCounterKey(row.Key)
+	if err != nil {
+		return c // not a key a gateway writes: shown as it is
+	}
+	c.WindowSeconds = k.WindowSeconds
+	if k.Kind == enforce.KindShadow || k.Kind == enforce.KindTarget {
+		c.DefinitionID = k.DefinitionID
+	}
 	if c.WindowSeconds > 0 {
 		c.WindowStart = time.Unix(row.WindowIndex*int64(c.WindowSeconds), 0).UTC()
 	}

@@ -310,8 +310,9 @@ func likeEscape(s string) string {
 
 // CounterSelector picks the counters of one subject. Exactly one field is
 // set, in canonical form (internal/validate normalizes names). Matching is
-// exact: the selector names whole key segments, so "user:al" never selects
-// the counters of "user:alice".
+// exact, on the parts migration 007's functions read from each key (the SQL twin
+// of enforce.ParseCounterKey), each served by an index: "user:al" never
+// selects the counters of "user:alice".
 type CounterSelector struct {
 	// Caller is "user:<username>" or "agent:<client id>" (the caller types
 	// of the counter keys): its caller and caller_target buckets, and its
@@ -323,51 +324,36 @@ type CounterSelector struct {
 	// caller_target buckets and shadow counters on it.
 	Target string
 	// Definition is a definition id: a target definition's counter (one
-	// per member for a server group); for a caller or caller_target
-	// definition its shadow counters and the enforce buckets of its window
-	// of the callers in its group. Those buckets are shared by the
-	// definitions of one window (one bucket per caller and window), so the
-	// same bucket is listed under each such definition of the caller's.
+	// per member for a server group); a caller or caller_target
+	// definition's shadow counters, and, while it is enabled in enforce
+	// mode, the buckets it is checked against: those of its axis and
+	// window of every caller it applies to (user members of its group if
+	// it has a user limit, client members, counted as agent:<client id>,
+	// if it has an agent limit). Those buckets are shared by the enforce
+	// definitions of one axis and window (one bucket per caller, the most
+	// restrictive limit decides), so the same bucket is listed, and reset,
+	// under each such definition of the caller's.
 	Definition string
 }
 
-// The parts of a counter key the selectors match on. Keys are
-//
-//	c|<window>|<caller>                       caller bucket
-//	ct|<window>|<caller>|<target>             caller_target bucket
-//	s|<definition id>|<caller>[|<target>]     shadow caller / caller_target
-//	t|<definition id>                         target
-//	t|<definition id>|<server>                server group member
-//
-// where <caller> is user:<name> or agent:<client id> and <target> is
-// mcp_server:<name> or a2a_agent:<path>. kind is the first segment, slot the
-// second (a window, or a group or server-group definition id: group names
-// never contain '|'), rest what follows the second '|'. Identities may
-// contain '|', which is why the selectors anchor on kind and slot and
-// compare rest whole (or by a LIKE pattern anchored at both ends) instead of
-// searching the key.
-const counterParts = `cross join lateral (select split_part(c.key, '|', 1) as kind, split_part(c.key, '|', 2) as slot,
-	substr(c.key, length(split_part(c.key, '|', 1)) + length(split_part(c.key, '|', 2)) + 3) as rest) p`
+// The parts of c.key (rl_counters c) the selectors match on, as the
+// indexes of migration 007 hold them.
+const (
+	keyCaller     = `rl_counter_caller(c.key)`
+	keyTarget     = `rl_counter_target(c.key)`
+	keyDefinition = `rl_counter_definition(c.key)`
+	keyKind       = `rl_counter_kind(c.key)`
+	keyWindow     = `rl_counter_window(c.key)`
+)
 
-// counterTargetTypes are the target types a caller_target key can carry.
-var counterTargetTypes = []string{"mcp_server", "a2a_agent"}
-
-// where turns the selector into a predicate over c (rl_counters) and p
-// (counterParts), adding its parameters to args.
+// where turns the selector into a predicate over c (rl_counters), adding
+// its parameters to args. Each form is an index lookup
+// (rl_counters_caller_idx, _target_idx, _definition_idx; migration 007).
 func (s CounterSelector) where(args *[]any) (string, error) {
 	arg := func(v any) string {
 		*args = append(*args, v)
 		return "$" + strconv.Itoa(len(*args))
 	}
-	// callerThenTarget matches rest = <caller>|<target type>:...
-	callerThenTarget := func(caller string) string {
-		var or []string
-		for _, t := range counterTargetTypes {
-			or = append(or, `p.rest like `+arg(likeEscape(caller+"|"+t+":")+"%")+` escape '\'`)
-		}
-		return "(" + strings.Join(or, " or ") + ")"
-	}
-	const window = `p.slot ~ '^[1-9][0-9]*$'`
 	set := 0
 	for _, v := range []string{s.Caller, s.Target, s.Definition} {
 		if v != "" {
@@ -383,66 +369,74 @@ func (s CounterSelector) where(args *[]any) (string, error) {
 		if !ok || ident == "" || (typ != "user" && typ != "agent") {
 			return "", fmt.Errorf("%w: caller %q: want user:<name> or agent:<client id>", ErrInvalid, s.Caller)
 		}
-		c, ct := arg(s.Caller), callerThenTarget(s.Caller)
-		return `((p.kind = 'c' and ` + window + ` and p.rest = ` + c + `)
-			or (p.kind = 'ct' and ` + window + ` and ` + ct + `)
-			or (p.kind = 's' and p.slot like 'caller:%' and p.rest = ` + c + `)
-			or (p.kind = 's' and p.slot like 'caller\_target:%' escape '\' and ` + ct + `))`, nil
+		return keyCaller + ` = ` + arg(CounterKeyText(s.Caller)), nil
 	case s.Target != "":
 		typ, name, ok := strings.Cut(s.Target, ":")
 		if !ok || typ == "" || name == "" {
 			return "", fmt.Errorf("%w: target %q: want <entity_type>:<name>", ErrInvalid, s.Target)
 		}
-		// A target definition's key is t|target:<type>:<name>:<window>;
-		// the window check keeps "mcpgw" from matching a server "mcpgw:x".
-		defPrefix := "t|target:" + s.Target + ":"
-		onTarget := arg("%|" + likeEscape(s.Target))
-		pred := `((p.kind = 'ct' and ` + window + ` and p.rest like ` + onTarget + ` escape '\')
-			or (p.kind = 's' and p.slot like 'caller\_target:%' escape '\' and p.rest like ` + onTarget + ` escape '\')
-			or (c.key like ` + arg(likeEscape(defPrefix)+"%") + ` escape '\'
-				and substr(c.key, ` + arg(utf8.RuneCountInString(defPrefix)+1) + `) ~ '^[1-9][0-9]*$')`
-		if typ == "mcp_server" {
-			pred += `
-			or (p.kind = 't' and p.slot like 'target:server\_group:%' escape '\' and p.rest = ` + arg(name) + `)`
-		}
-		return pred + ")", nil
+		return keyTarget + ` = ` + arg(CounterKeyText(s.Target)), nil
 	default:
-		axis, entity, name, window, err := ratelimit.ParseDefinitionID(s.Definition)
+		axis, _, _, window, err := ratelimit.ParseDefinitionID(s.Definition)
 		if err != nil {
 			return "", fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
-		switch {
-		case axis == ratelimit.AxisTarget && entity == ratelimit.EntityServerGroup:
-			return `(p.kind = 't' and p.slot = ` + arg(s.Definition) + ` and p.rest <> '')`, nil
-		case axis == ratelimit.AxisTarget:
-			return `c.key = ` + arg("t|"+s.Definition), nil
-		case axis == ratelimit.AxisCaller || axis == ratelimit.AxisCallerTarget:
-			// Its shadow counters, and the enforce buckets of its window
-			// of every caller its group holds: those are the counts its
-			// limit is checked against (shared with the caller's other
-			// definitions of that window, the most restrictive of which
-			// decides). A user member counts as user:<name>, a client
-			// member as agent:<client id>.
-			member := `exists (select 1 from rl_memberships m
-				where m.groups @> array[` + arg(name) + `::text] and m.subject_type in ('user', 'client')
-				and %s)`
-			callerKey := `(case m.subject_type when 'user' then 'user:' else 'agent:' end || m.subject)`
-			var enforced string
-			if axis == ratelimit.AxisCaller {
-				enforced = `(p.kind = 'c' and p.slot = ` + arg(strconv.Itoa(window)) + ` and ` +
-					fmt.Sprintf(member, `p.rest = `+callerKey) + `)`
-			} else {
-				var or []string
-				for _, t := range counterTargetTypes {
-					or = append(or, `starts_with(p.rest, `+callerKey+` || '|`+t+`:')`)
-				}
-				enforced = `(p.kind = 'ct' and p.slot = ` + arg(strconv.Itoa(window)) + ` and ` +
-					fmt.Sprintf(member, "("+strings.Join(or, " or ")+")") + `)`
+		switch axis {
+		case ratelimit.AxisTarget:
+			return keyDefinition + ` = ` + arg(CounterKeyText(s.Definition)), nil
+		case ratelimit.AxisCaller, ratelimit.AxisCallerTarget:
+			id := arg(CounterKeyText(s.Definition))
+			kind := "c"
+			if axis == ratelimit.AxisCallerTarget {
+				kind = "ct"
 			}
-			return `((p.kind = 's' and p.slot = ` + arg(s.Definition) + `) or ` + enforced + `)`, nil
+			// The callers array is computed once (an InitPlan), so the
+			// two arms are two index scans.
+			return `(` + keyDefinition + ` = ` + id + `
+				or (` + keyCaller + ` = any (array(
+						select case m.subject_type when 'user' then 'user:' else 'agent:' end || m.subject
+						from rl_definitions d join rl_memberships m on m.groups @> array[d.name]
+						where d.id = ` + id + ` and d.enabled and d.mode = 'enforce'
+							and ((m.subject_type = 'user' and d.user_max_requests is not null)
+								or (m.subject_type = 'client' and d.agent_max_requests is not null))))
+					and ` + keyKind + ` = ` + arg(kind) + ` and ` + keyWindow + ` = ` + arg(window) + `))`, nil
 		}
 		return "false", nil // the quarantine sentinels count nothing
 	}
+}
+
+// countersOfSQL is CountersOf's statement.
+func countersOfSQL(sel CounterSelector, now time.Time, limit int) (string, []any, error) {
+	args := []any{now}
+	pred, err := sel.where(&args)
+	if err != nil {
+		return "", nil, err
+	}
+	var lim any // SQL null: no limit
+	if limit > 0 {
+		lim = limit
+	}
+	args = append(args, lim)
+	return `select c.key, c.window_index, c.count, c.expires_at from rl_counters c
+		where c.expires_at > $1 and c.count > 0 and ` + pred + `
+		order by c.key collate "C", c.window_index limit $` + strconv.Itoa(len(args)), args, nil
+}
+
+// resetCountersSQL is ResetCounters' statement.
+func resetCountersSQL(sel CounterSelector, now time.Time) (string, []any, error) {
+	args := []any{now}
+	pred, err := sel.where(&args)
+	if err != nil {
+		return "", nil, err
+	}
+	return `with m as (
+			select c.key, c.window_index, c.count from rl_counters c
+			where c.expires_at > $1 and c.count > 0 and ` + pred + `
+			order by c.key, c.window_index
+			for update of c)
+		update rl_counters c set count = 0 from m
+		where c.key = m.key and c.window_index = m.window_index
+		returning c.key, c.window_index, m.count, c.expires_at`, args, nil
 }
 
 // CountersOf lists the live counters (current windows, count above zero) of
@@ -450,19 +444,11 @@ func (s CounterSelector) where(args *[]any) (string, error) {
 // limit of them (0: all). A counter at
 // zero is not listed: to rl_take it is the same as no counter.
 func (q *Queries) CountersOf(ctx context.Context, sel CounterSelector, now time.Time, limit int) ([]CounterRow, error) {
-	args := []any{now}
-	pred, err := sel.where(&args)
+	sql, args, err := countersOfSQL(sel, now, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list counters: %w", err)
 	}
-	var lim any // SQL null: no limit
-	if limit > 0 {
-		lim = limit
-	}
-	args = append(args, lim)
-	rows, err := q.db.Query(ctx, `select c.key, c.window_index, c.count, c.expires_at from rl_counters c `+counterParts+`
-		where c.expires_at > $1 and c.count > 0 and `+pred+`
-		order by c.key collate "C", c.window_index limit $`+strconv.Itoa(len(args)), args...)
+	rows, err := q.db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list counters: %w", interpretError(err))
 	}
@@ -485,19 +471,11 @@ func (q *Queries) CountersOf(ctx context.Context, sel CounterSelector, now time.
 // column's collation, then window: the same ORDER BY ... FOR UPDATE), so a
 // reset and a decision never deadlock.
 func (q *Queries) ResetCounters(ctx context.Context, sel CounterSelector, now time.Time) ([]CounterRow, error) {
-	args := []any{now}
-	pred, err := sel.where(&args)
+	sql, args, err := resetCountersSQL(sel, now)
 	if err != nil {
 		return nil, fmt.Errorf("reset counters: %w", err)
 	}
-	rows, err := q.db.Query(ctx, `with m as (
-			select c.key, c.window_index, c.count from rl_counters c `+counterParts+`
-			where c.expires_at > $1 and c.count > 0 and `+pred+`
-			order by c.key, c.window_index
-			for update of c)
-		update rl_counters c set count = 0 from m
-		where c.key = m.key and c.window_index = m.window_index
-		returning c.key, c.window_index, m.count, c.expires_at`, args...)
+	rows, err := q.db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("reset counters: %w", interpretError(err))
 	}
@@ -515,38 +493,4 @@ func scanCounter(row pgx.CollectableRow) (CounterRow, error) {
 	var c CounterRow
 	err := row.Scan(&c.Key, &c.WindowIndex, &c.Count, &c.ExpiresAt)
 	return c, err
-}
-
-// CounterKeyInfo reads what a counter key names: the definition behind it
-// (empty for the caller and caller_target buckets, which the definitions of
-// one window share) and its window in seconds (0 for a key enforce does not
-// write).
-func CounterKeyInfo(key string) (definitionID string, windowSeconds int) {
-	kind, rest, _ := strings.Cut(key, "|")
-	switch kind {
-	case "c", "ct":
-		w, _, _ := strings.Cut(rest, "|")
-		n, err := strconv.Atoi(w)
-		if err != nil || n <= 0 {
-			return "", 0
-		}
-		return "", n
-	case "s":
-		definitionID, _, _ = strings.Cut(rest, "|")
-	case "t":
-		// A target definition id may itself contain '|' (server names
-		// may); only server-group keys append |<server>, and group names
-		// never contain '|'.
-		definitionID = rest
-		if strings.HasPrefix(rest, "target:server_group:") {
-			definitionID, _, _ = strings.Cut(rest, "|")
-		}
-	default:
-		return "", 0
-	}
-	_, _, _, w, err := ratelimit.ParseDefinitionID(definitionID)
-	if err != nil {
-		return "", 0
-	}
-	return definitionID, w
 }

@@ -22,7 +22,10 @@ type CounterSelector struct {
 	// caller_target buckets and shadow counters on it.
 	Target string
 	// Definition is a definition id: its target counter(s) or its shadow
-	// counters.
+	// counters, and for an enabled enforce caller or caller_target
+	// definition the buckets of its axis and window of the callers it
+	// applies to (shared with the caller's other definitions of that
+	// window).
 	Definition string
 }
 

@@ -299,7 +299,7 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, callerType, identity, user
 		// Per axis and window, the most restrictive enforce definition
 		// wins and they share one bucket per caller; shadow definitions
 		// each count on their own.
-		best := map[string]int{} // axis|window -> index in gates
+		best := map[bucketSlot]int{} // index in gates
 		for _, g := range groups {
 			for _, d := range snap.groupDefs[g] {
 				limit := d.UserMaxRequests
@@ -309,16 +309,20 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, callerType, identity, user
 				if limit == nil {
 					continue // this group does not gate this caller type
 				}
-				subject := caller
+				on := ""
 				if d.Axis == ratelimit.AxisCallerTarget {
-					subject = caller + "|" + target
+					on = target
 				}
 				if d.Mode == ratelimit.ModeShadow {
-					gates = append(gates, newGate(d, "s|"+d.ID+"|"+subject, int64(*limit), true, now))
+					gates = append(gates, newGate(d, ShadowCounter(d, caller, on).String(), int64(*limit), true, now))
 					continue
 				}
-				slot := d.Axis + "|" + strconv.Itoa(d.WindowSeconds)
-				key := axisPrefix(d.Axis) + "|" + strconv.Itoa(d.WindowSeconds) + "|" + subject
+				k := CallerCounter(d.WindowSeconds, caller)
+				if d.Axis == ratelimit.AxisCallerTarget {
+					k = CallerTargetCounter(d.WindowSeconds, caller, target)
+				}
+				slot := bucketSlot{k.Kind, d.WindowSeconds}
+				key := k.String()
 				if i, ok := best[slot]; ok {
 					fc := gates[i].failClosed || d.FailClosed
 					if int64(*limit) < gates[i].Limit {
@@ -338,11 +342,11 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, callerType, identity, user
 		}
 	}
 	for _, d := range snap.targetDefs[targetKey(c.TargetType, targetName)] {
-		addTarget(d, "t|"+d.ID)
+		addTarget(d, TargetCounter(d, "").String())
 	}
 	if c.TargetType == ratelimit.EntityMCPServer {
 		for _, d := range snap.serverGroups[targetName] {
-			addTarget(d, "t|"+d.ID+"|"+targetName)
+			addTarget(d, TargetCounter(d, targetName).String())
 		}
 	}
 	if tool := strings.TrimSpace(c.Tool); tool != "" {
@@ -351,17 +355,17 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, callerType, identity, user
 			leafType = ratelimit.EntityA2ASkill
 		}
 		for _, d := range snap.targetDefs[targetKey(leafType, targetName+":"+tool)] {
-			addTarget(d, "t|"+d.ID)
+			addTarget(d, TargetCounter(d, "").String())
 		}
 	}
 	return gates
 }
 
-func axisPrefix(axis string) string {
-	if axis == ratelimit.AxisCallerTarget {
-		return "ct"
-	}
-	return "c"
+// bucketSlot is what the enforce caller and caller_target definitions of a
+// caller share one bucket by: the axis (its key kind) and the window.
+type bucketSlot struct {
+	kind   CounterKind
+	window int
 }
 
 // callerGroups merges the groups of the caller's user and client

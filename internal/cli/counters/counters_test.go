@@ -239,3 +239,59 @@ func TestReset(t *testing.T) {
 		}
 	}
 }
+
+// TestDefinitionAndCallerAgree is the issue's report: alice, a member of
+// power-users and of developers (whose tighter limit decides her 60 s
+// bucket, which the enforce caller definitions of that window share), has
+// been counted; `counters get --definition caller:group:power-users:60`
+// must show the count `--caller user:alice` shows, and a reset by that
+// definition must reset exactly what its get showed.
+func TestDefinitionAndCallerAgree(t *testing.T) {
+	h := clitest.StartParallel(t)
+	ctx := context.Background()
+	c := h.Client()
+	tight, loose := 100, 1000
+	for _, d := range []rl.Definition{
+		{Axis: "caller", EntityType: "group", Name: "developers", WindowSeconds: 60, UserMaxRequests: &tight, Enabled: true},
+		{Axis: "caller", EntityType: "group", Name: "power-users", WindowSeconds: 60, UserMaxRequests: &loose, Enabled: true},
+	} {
+		if _, err := c.PutDefinition(ctx, d, client.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range []rl.Membership{
+		{SubjectType: "user", Subject: "alice", Groups: []string{"developers", "power-users"}},
+		{SubjectType: "user", Subject: "bob", Groups: []string{"developers"}},
+	} {
+		if _, err := c.PutMembership(ctx, m, client.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.Env.Enforcer.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"alice", "alice", "bob"} {
+		if d, err := h.Env.Enforcer.Check(ctx, enforce.Call{Username: u, TargetType: "mcp_server", TargetName: "mcpgw"}); err != nil || !d.Allowed {
+			t.Fatalf("check %s = %+v, %v", u, d, err)
+		}
+	}
+	alice := map[string]int64{"c|60|user:alice": 2}
+	if got := counts(h, "--caller", "user:alice"); !sameCounts(got, alice) {
+		t.Fatalf("--caller user:alice = %v, want %v", got, alice)
+	}
+	if got := counts(h, "--definition", "caller:group:power-users:60"); !sameCounts(got, alice) {
+		t.Errorf("--definition caller:group:power-users:60 = %v, want alice's bucket as --caller shows it, %v", got, alice)
+	}
+	if got := counts(h, "--definition", "caller:group:developers:60"); !sameCounts(got, map[string]int64{"c|60|user:alice": 2, "c|60|user:bob": 1}) {
+		t.Errorf("--definition caller:group:developers:60 = %v, want alice's 2 and bob's 1", got)
+	}
+	if out := h.Must("counters", "reset", "--definition", "caller:group:power-users:60", "--yes"); out != "definition caller:group:power-users:60: 1 counter reset\n" {
+		t.Errorf("reset by definition = %q, want the 1 counter its get showed", out)
+	}
+	if got := counts(h, "--definition", "caller:group:power-users:60"); len(got) != 0 {
+		t.Errorf("--definition caller:group:power-users:60 after its reset = %v", got)
+	}
+	if got := counts(h, "--caller", "user:bob"); !sameCounts(got, map[string]int64{"c|60|user:bob": 1}) {
+		t.Errorf("bob, no member of power-users, after its reset = %v", got)
+	}
+}

@@ -1,0 +1,332 @@
+package enforce
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// CounterKind is the first segment of a counter key: which gate it counts.
+type CounterKind string
+
+// The kinds of counter keys. The grammar (docs/design.md, "Counter keys"):
+//
+//	c|<window>|<caller>                   caller bucket (enforce)
+//	ct|<window>|<caller>|<target>         caller_target bucket (enforce)
+//	s|<definition id>|<caller>            shadow caller definition
+//	s|<definition id>|<caller>|<target>   shadow caller_target definition
+//	t|<definition id>                     target definition
+//	t|<definition id>|<server>            server_group definition, one per member
+//
+// <caller> is user:<name> or agent:<client id>, <target> is
+// <target type>:<name> (mcp_server:mcpgw, a2a_agent:/booking).
+const (
+	// KindCaller is the bucket the enforce caller definitions of one
+	// window share, per caller: the most restrictive one's limit applies.
+	KindCaller CounterKind = "c"
+	// KindCallerTarget is the caller_target counterpart: one bucket per
+	// caller, target and window.
+	KindCallerTarget CounterKind = "ct"
+	// KindShadow counts for one shadow caller or caller_target definition.
+	KindShadow CounterKind = "s"
+	// KindTarget counts for one target definition (and for a server_group
+	// definition, one per member server).
+	KindTarget CounterKind = "t"
+)
+
+// targetMarks are the target types a caller's part of a key ends before.
+var targetMarks = []string{"|" + ratelimit.EntityMCPServer + ":", "|" + ratelimit.EntityA2AAgent + ":"}
+
+// CounterKey is what a counter key names. Its string form (String) is the
+// key the counter stores hold; ParseCounterKey reads one back. The store's
+// SQL (rl_counter_key, migrations/007_counter_key.sql) mirrors
+// ParseCounterKey on the stored text, so that counters can be selected by
+// caller, target and definition through indexes.
+//
+// Which fields a key uses depends on its kind:
+//
+//	Kind              WindowSeconds     DefinitionID  Caller  Target                  Server
+//	KindCaller        in the key        -             yes     -                       -
+//	KindCallerTarget  in the key        -             yes     yes                     -
+//	KindShadow        the definition's  yes           yes     caller_target axis only -
+//	KindTarget        the definition's  yes           -       -                       server_group only
+//
+// Identities and target names may hold any bytes, '|' included. The only
+// ambiguity that allows is where a caller's part ends and a target begins
+// (ct keys and caller_target shadow keys): the target begins at the first
+// "|mcp_server:" or "|a2a_agent:" after the caller's first byte, or, when
+// there is none (a target type gateways do not send), at the last '|' that
+// is followed by <type>:.
+// Callers are named by the identity provider, targets by the request path
+// a caller chooses, so the rule that reads the caller up to the first
+// target type is the one a caller cannot steer: a call to a crafted path
+// is still listed, and reset, under its caller. A caller identity that
+// itself holds "|mcp_server:" (or "|a2a_agent:") has its caller_target
+// buckets attributed to a shorter caller; counting is not affected, only
+// which selector lists the bucket.
+type CounterKey struct {
+	Kind CounterKind
+	// WindowSeconds is the window: written in c and ct keys; for s and t
+	// keys that of the definition id (ParseCounterKey reads it from there,
+	// String ignores it).
+	WindowSeconds int
+	// DefinitionID names the definition of s and t keys.
+	DefinitionID string
+	// Caller is user:<name> or agent:<client id> (c, ct and s keys).
+	Caller string
+	// Target is <target type>:<name> (ct keys, and s keys of caller_target
+	// definitions).
+	Target string
+	// Server is the member server of a server_group definition's t key.
+	Server string
+}
+
+// CallerCounter is the caller bucket of a window.
+func CallerCounter(windowSeconds int, caller string) CounterKey {
+	return CounterKey{Kind: KindCaller, WindowSeconds: windowSeconds, Caller: caller}
+}
+
+// CallerTargetCounter is the caller_target bucket of a window.
+func CallerTargetCounter(windowSeconds int, caller, target string) CounterKey {
+	return CounterKey{Kind: KindCallerTarget, WindowSeconds: windowSeconds, Caller: caller, Target: target}
+}
+
+// ShadowCounter is a shadow definition's counter of a caller (target is
+// empty for the caller axis).
+func ShadowCounter(d ratelimit.Definition, caller, target string) CounterKey {
+	return CounterKey{Kind: KindShadow, WindowSeconds: d.WindowSeconds, DefinitionID: d.ID, Caller: caller, Target: target}
+}
+
+// TargetCounter is a target definition's counter; server names the member
+// server for a server_group definition, else it is empty.
+func TargetCounter(d ratelimit.Definition, server string) CounterKey {
+	return CounterKey{Kind: KindTarget, WindowSeconds: d.WindowSeconds, DefinitionID: d.ID, Server: server}
+}
+
+// String returns the key as the counter stores hold it. It allocates once.
+func (k CounterKey) String() string {
+	var num [20]byte
+	var window []byte
+	n := len(k.Kind) + 1
+	switch k.Kind {
+	case KindCaller, KindCallerTarget:
+		window = strconv.AppendInt(num[:0], int64(k.WindowSeconds), 10)
+		n += len(window) + 1 + len(k.Caller)
+	default:
+		n += len(k.DefinitionID)
+		if k.Caller != "" {
+			n += 1 + len(k.Caller)
+		}
+	}
+	if k.Target != "" {
+		n += 1 + len(k.Target)
+	}
+	if k.Server != "" {
+		n += 1 + len(k.Server)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(string(k.Kind))
+	b.WriteByte('|')
+	if window != nil {
+		b.Write(window)
+		b.WriteByte('|')
+		b.WriteString(k.Caller)
+	} else {
+		b.WriteString(k.DefinitionID)
+		if k.Caller != "" {
+			b.WriteByte('|')
+			b.WriteString(k.Caller)
+		}
+	}
+	if k.Target != "" {
+		b.WriteByte('|')
+		b.WriteString(k.Target)
+	}
+	if k.Server != "" {
+		b.WriteByte('|')
+		b.WriteString(k.Server)
+	}
+	return b.String()
+}
+
+// OnTarget names the target the counter counts calls to, as
+// <entity_type>:<name> (what `rlctl counters get --target` selects): a
+// caller_target bucket's target, a target definition's entity, a
+// server_group member as mcp_server:<server>. It is empty for keys that
+// count no target (caller buckets and caller shadow counters).
+func (k CounterKey) OnTarget() string {
+	switch k.Kind {
+	case KindCallerTarget, KindShadow:
+		return k.Target
+	case KindTarget:
+		if k.Server != "" {
+			return ratelimit.EntityMCPServer + ":" + k.Server
+		}
+		_, entity, name, _, err := ratelimit.ParseDefinitionID(k.DefinitionID)
+		if err != nil {
+			return ""
+		}
+		return entity + ":" + name
+	}
+	return ""
+}
+
+// CounterKeyError is a string that is not a counter key.
+type CounterKeyError struct {
+	Key    string
+	Reason string
+}
+
+func (e *CounterKeyError) Error() string {
+	return fmt.Sprintf("counter key %q: %s", e.Key, e.Reason)
+}
+
+// ParseCounterKey reads a counter key (see CounterKey for the grammar and
+// the one ambiguity it resolves). For every key k a gateway builds,
+// ParseCounterKey(k.String()) gives k back; for every s it accepts,
+// String gives s back. It refuses anything else with a *CounterKeyError
+// naming what is wrong.
+func ParseCounterKey(s string) (CounterKey, error) {
+	fail := func(format string, args ...any) (CounterKey, error) {
+		return CounterKey{}, &CounterKeyError{Key: s, Reason: fmt.Sprintf(format, args...)}
+	}
+	kind, rest, ok := strings.Cut(s, "|")
+	if !ok {
+		return fail("want <kind>|..., with kind c, ct, s or t")
+	}
+	k := CounterKey{Kind: CounterKind(kind)}
+	switch k.Kind {
+	case KindCaller, KindCallerTarget:
+		w, rest, ok := strings.Cut(rest, "|")
+		if !ok {
+			return fail("want %s|<window>|<caller>...", kind)
+		}
+		n, err := parseWindow(w)
+		if err != nil {
+			return fail("window %q: %v", w, err)
+		}
+		k.WindowSeconds = n
+		if k.Kind == KindCaller {
+			if !isCaller(rest) {
+				return fail("caller %q: want user:<name> or agent:<client id>", rest)
+			}
+			k.Caller = rest
+			return k, nil
+		}
+		if k.Caller, k.Target, err = splitCallerTarget(rest); err != nil {
+			return fail("%v", err)
+		}
+		return k, nil
+	case KindShadow:
+		id, rest, ok := strings.Cut(rest, "|")
+		if !ok {
+			return fail("want s|<definition id>|<caller>...")
+		}
+		axis, entity, _, w, err := ratelimit.ParseDefinitionID(id)
+		if err != nil {
+			return fail("%v", err)
+		}
+		if (axis != ratelimit.AxisCaller && axis != ratelimit.AxisCallerTarget) || entity != ratelimit.EntityGroup {
+			return fail("definition id %q: a shadow counter's definition is a caller or caller_target group definition", id)
+		}
+		k.DefinitionID, k.WindowSeconds = id, w
+		if axis == ratelimit.AxisCaller {
+			if !isCaller(rest) {
+				return fail("caller %q: want user:<name> or agent:<client id>", rest)
+			}
+			k.Caller = rest
+			return k, nil
+		}
+		if k.Caller, k.Target, err = splitCallerTarget(rest); err != nil {
+			return fail("%v", err)
+		}
+		return k, nil
+	case KindTarget:
+		// A target definition id may contain '|' (server names may); a
+		// server_group's is followed by |<server>, and group names never
+		// contain '|'.
+		id, server := rest, ""
+		group := strings.HasPrefix(rest, ratelimit.AxisTarget+":"+ratelimit.EntityServerGroup+":")
+		if group {
+			if id, server, ok = strings.Cut(rest, "|"); !ok || server == "" {
+				return fail("want t|<server_group definition id>|<server>")
+			}
+		}
+		axis, _, _, w, err := ratelimit.ParseDefinitionID(id)
+		if err != nil {
+			return fail("%v", err)
+		}
+		if axis != ratelimit.AxisTarget {
+			return fail("definition id %q: a target counter's definition is a target definition", id)
+		}
+		k.DefinitionID, k.WindowSeconds, k.Server = id, w, server
+		return k, nil
+	}
+	return fail("kind %q: want c, ct, s or t", kind)
+}
+
+// parseWindow accepts a window as String writes it: a positive decimal
+// number without leading zeros, at most 9 digits (as definition ids).
+func parseWindow(s string) (int, error) {
+	if s == "" || len(s) > 9 || s[0] == '0' {
+		return 0, errors.New("want a positive number of seconds without leading zeros")
+	}
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, errors.New("want a positive number of seconds without leading zeros")
+		}
+	}
+	return strconv.Atoi(s)
+}
+
+// callerPrefix returns the length of s's caller type prefix ("user:" or
+// "agent:"), 0 if it has none.
+func callerPrefix(s string) int {
+	for _, p := range []string{"user:", "agent:"} {
+		if strings.HasPrefix(s, p) {
+			return len(p)
+		}
+	}
+	return 0
+}
+
+// isCaller reports whether s is user:<name> or agent:<client id> with a
+// name of at least one byte.
+func isCaller(s string) bool {
+	p := callerPrefix(s)
+	return p > 0 && len(s) > p
+}
+
+// splitCallerTarget splits <caller>|<target> (see CounterKey for the rule).
+func splitCallerTarget(s string) (caller, target string, err error) {
+	p := callerPrefix(s)
+	if p == 0 || len(s) <= p {
+		return "", "", fmt.Errorf("caller in %q: want user:<name> or agent:<client id>, then |<target>", s)
+	}
+	from := p + 1 // the caller's name has at least one byte
+	at := -1
+	for _, m := range targetMarks {
+		if i := strings.Index(s[from:], m); i >= 0 && (at < 0 || from+i < at) {
+			at = from + i
+		}
+	}
+	for i := len(s) - 1; at < 0 && i >= from; i-- {
+		if s[i] == '|' {
+			if typ, _, ok := strings.Cut(s[i+1:], ":"); ok && typ != "" && !strings.Contains(typ, "|") {
+				at = i
+			}
+		}
+	}
+	if at < 0 {
+		return "", "", fmt.Errorf("no target after the caller in %q: want <caller>|<target type>:<name>", s)
+	}
+	caller, target = s[:at], s[at+1:]
+	if typ, _, ok := strings.Cut(target, ":"); !ok || typ == "" {
+		return "", "", fmt.Errorf("target %q: want <target type>:<name>", target)
+	}
+	return caller, target, nil
+}

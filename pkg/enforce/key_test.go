@@ -1,0 +1,191 @@
+package enforce_test
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+func def(axis, entity, name string, window int) ratelimit.Definition {
+	return ratelimit.Definition{ID: ratelimit.DefinitionID(axis, entity, name, window), Axis: axis, EntityType: entity, Name: name, WindowSeconds: window}
+}
+
+// keyExamples pin the key strings byte for byte: counters of live
+// databases were written under them and must keep counting across an
+// upgrade.
+var keyExamples = []struct {
+	key    enforce.CounterKey
+	s      string
+	target string // OnTarget
+}{
+	{enforce.CallerCounter(60, "user:alice"), "c|60|user:alice", ""},
+	{enforce.CallerCounter(3600, "agent:bot"), "c|3600|agent:bot", ""},
+	{enforce.CallerCounter(60, "user:x|user:alice"), "c|60|user:x|user:alice", ""},
+	{enforce.CallerTargetCounter(60, "user:alice", "mcp_server:mcpgw"), "ct|60|user:alice|mcp_server:mcpgw", "mcp_server:mcpgw"},
+	{enforce.CallerTargetCounter(60, "user:alice|x", "mcp_server:mcpgw"), "ct|60|user:alice|x|mcp_server:mcpgw", "mcp_server:mcpgw"},
+	{enforce.CallerTargetCounter(60, "agent:bot", "a2a_agent:/booking"), "ct|60|agent:bot|a2a_agent:/booking", "a2a_agent:/booking"},
+	{enforce.CallerTargetCounter(60, "user:auth0|123", "grpc:svc"), "ct|60|user:auth0|123|grpc:svc", "grpc:svc"},
+	{enforce.CallerTargetCounter(60, "user:alice", "mcp_server:"), "ct|60|user:alice|mcp_server:", "mcp_server:"},
+	{enforce.ShadowCounter(def("caller", "group", "developers", 3600), "user:alice", ""), "s|caller:group:developers:3600|user:alice", ""},
+	{enforce.ShadowCounter(def("caller_target", "group", "g", 60), "user:alice|x", "a2a_agent:/b"), "s|caller_target:group:g:60|user:alice|x|a2a_agent:/b", "a2a_agent:/b"},
+	{enforce.TargetCounter(def("target", "mcp_server", "mcpgw", 60), ""), "t|target:mcp_server:mcpgw:60", "mcp_server:mcpgw"},
+	{enforce.TargetCounter(def("target", "mcp_server", "a|b", 60), ""), "t|target:mcp_server:a|b:60", "mcp_server:a|b"},
+	{enforce.TargetCounter(def("target", "mcp_tool", "mcpgw:search", 60), ""), "t|target:mcp_tool:mcpgw:search:60", "mcp_tool:mcpgw:search"},
+	{enforce.TargetCounter(def("target", "server_group", "fragile", 60), "mcpgw"), "t|target:server_group:fragile:60|mcpgw", "mcp_server:mcpgw"},
+	{enforce.TargetCounter(def("target", "server_group", "fragile", 60), "a|b"), "t|target:server_group:fragile:60|a|b", "mcp_server:a|b"},
+}
+
+func TestCounterKeyStrings(t *testing.T) {
+	for _, tt := range keyExamples {
+		if got := tt.key.String(); got != tt.s {
+			t.Errorf("%+v.String() = %q, want %q", tt.key, got, tt.s)
+		}
+		k, err := enforce.ParseCounterKey(tt.s)
+		if err != nil || k != tt.key {
+			t.Errorf("ParseCounterKey(%q) = %+v, %v; want %+v", tt.s, k, err, tt.key)
+		}
+		if got := k.OnTarget(); got != tt.target {
+			t.Errorf("ParseCounterKey(%q).OnTarget() = %q, want %q", tt.s, got, tt.target)
+		}
+	}
+}
+
+func TestParseCounterKeyRefusesGarbage(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"", "want <kind>|..."},
+		{"x|60|user:a", `kind "x": want c, ct, s or t`},
+		{"c|060|user:a", `window "060"`},
+		{"c|0|user:a", `window "0"`},
+		{"c|1234567890|user:a", `window "1234567890"`},
+		{"c|6a|user:a", `window "6a"`},
+		{"c|60", "want c|<window>|<caller>"},
+		{"c|60|alice", `caller "alice": want user:<name> or agent:<client id>`},
+		{"c|60|user:", `caller "user:"`},
+		{"ct|60|user:alice", `no target after the caller in "user:alice"`},
+		{"ct|60|user:|mcp_server:x", `no target after the caller`},
+		{"ct|60|user:a|:x", `no target after the caller in "user:a|:x"`},
+		{"ct|60|client:a|mcp_server:x", `caller in "client:a|mcp_server:x"`},
+		{"s|caller:group:g:60", "want s|<definition id>|<caller>"},
+		{"s|target:mcp_server:x:60|user:a", "a shadow counter's definition is a caller or caller_target group definition"},
+		{"s|caller:group:g|user:a", `definition id "caller:group:g"`},
+		{"s|caller:group:g:60|agent:", `caller "agent:"`},
+		{"t|caller:group:g:60", "a target counter's definition is a target definition"},
+		{"t|target:server_group:g:60", "want t|<server_group definition id>|<server>"},
+		{"t|target:server_group:g:60|", "want t|<server_group definition id>|<server>"},
+		{"t|target:mcp_server:x", `definition id "target:mcp_server:x"`},
+	} {
+		k, err := enforce.ParseCounterKey(tt.in)
+		var ke *enforce.CounterKeyError
+		if !errors.As(err, &ke) || ke.Key != tt.in || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseCounterKey(%q) = %+v, %v; want an error containing %q", tt.in, k, err, tt.want)
+		}
+	}
+}
+
+// canonical says whether a key built from these parts reads back as
+// built: the caller's name holds no target type mark, and a target of a
+// type gateways do not send holds no '|'.
+func canonical(caller, target string) bool {
+	for _, m := range []string{"|mcp_server:", "|a2a_agent:"} {
+		if strings.Contains(caller, m) {
+			return false
+		}
+	}
+	if !strings.HasPrefix(target, "mcp_server:") && !strings.HasPrefix(target, "a2a_agent:") && strings.Contains(target, "|") {
+		return false
+	}
+	return true
+}
+
+// FuzzCounterKey checks both round trips: every key built from valid parts
+// parses back to itself, and every string that parses is the String of
+// what it parses to.
+func FuzzCounterKey(f *testing.F) {
+	for _, tt := range keyExamples {
+		f.Add(tt.s, "alice", "mcpgw", 60)
+	}
+	f.Add("ct|60|user:a|b|mcp_server:c|d", "a|b", "c|mcp_server:d", 1)
+	f.Add("t|target:server_group:g:60|x", "\x01\xff", "ü|:", 86400)
+	f.Fuzz(func(t *testing.T, s, name, targetName string, window int) {
+		if k, err := enforce.ParseCounterKey(s); err == nil {
+			if got := k.String(); got != s {
+				t.Fatalf("ParseCounterKey(%q) = %+v, whose String is %q", s, k, got)
+			}
+		}
+		if window < 1 || window > 86400 || name == "" {
+			return
+		}
+		var keys []enforce.CounterKey
+		for _, caller := range []string{"user:" + name, "agent:" + name} {
+			for _, target := range []string{"mcp_server:" + targetName, "a2a_agent:" + targetName, "x_y:" + targetName} {
+				if !canonical(caller, target) {
+					continue
+				}
+				keys = append(keys,
+					enforce.CallerTargetCounter(window, caller, target),
+					enforce.ShadowCounter(def("caller_target", "group", "g", window), caller, target))
+			}
+			keys = append(keys, enforce.CallerCounter(window, caller), enforce.ShadowCounter(def("caller", "group", "g.1-x", window), caller, ""))
+		}
+		if targetName != "" {
+			keys = append(keys, enforce.TargetCounter(def("target", "server_group", "g", window), targetName))
+		}
+		keys = append(keys, enforce.TargetCounter(def("target", "mcp_server", targetName, window), ""),
+			enforce.TargetCounter(def("target", "mcp_tool", targetName+":"+name, window), ""))
+		for _, k := range keys {
+			got, err := enforce.ParseCounterKey(k.String())
+			if err != nil || got != k {
+				t.Fatalf("ParseCounterKey(%q) = %+v, %v; want %+v", k.String(), got, err, k)
+			}
+		}
+	})
+}
+
+var keySink string
+
+// The key is built once per gate on every decision: one allocation, as
+// the concatenation it replaced (which took two for a caller_target key).
+func BenchmarkCounterKeyString(b *testing.B) {
+	for _, k := range []enforce.CounterKey{
+		enforce.CallerCounter(3600, "user:alice"),
+		enforce.CallerTargetCounter(60, "user:alice", "mcp_server:mcpgw"),
+		enforce.ShadowCounter(def("caller", "group", "developers", 3600), "user:alice", ""),
+	} {
+		b.Run(string(k.Kind), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				keySink = k.String()
+			}
+		})
+	}
+}
+
+// BenchmarkCounterKeyConcat is what buildGates did before CounterKey, for
+// comparison with BenchmarkCounterKeyString.
+func BenchmarkCounterKeyConcat(b *testing.B) {
+	caller, target, id := "user:alice", "mcp_server:mcpgw", "caller:group:developers:3600"
+	window := 3600
+	b.Run("c", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			keySink = "c" + "|" + strconv.Itoa(window) + "|" + caller
+		}
+	})
+	b.Run("ct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			subject := caller + "|" + target
+			keySink = "ct" + "|" + strconv.Itoa(60) + "|" + subject
+		}
+	})
+	b.Run("s", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			keySink = "s|" + id + "|" + caller
+		}
+	})
+}
