@@ -86,8 +86,8 @@ var algorithms = map[enforce.Algorithm]algorithm{
 	},
 }
 
-// Every lists every algorithm the suite knows, in its order.
-func Every() []enforce.Algorithm {
+// Algorithms lists every algorithm the suite knows, in its order.
+func Algorithms() []enforce.Algorithm {
 	names := make([]enforce.Algorithm, 0, len(algorithms))
 	for name := range algorithms {
 		names = append(names, name)
@@ -113,7 +113,7 @@ var generic = []check{
 // Opts narrow the suite for a store that does not count every algorithm
 // yet.
 type Opts struct {
-	// Algorithms are the algorithms the store counts (nil: Every()). The
+	// Algorithms are the algorithms the store counts (nil: Algorithms()). The
 	// checks of the others are skipped, and so are the mixed checks when
 	// fewer than two remain.
 	Algorithms []enforce.Algorithm
@@ -121,7 +121,7 @@ type Opts struct {
 
 func (o Opts) algorithms() []enforce.Algorithm {
 	if o.Algorithms == nil {
-		return Every()
+		return Algorithms()
 	}
 	return o.Algorithms
 }
@@ -141,7 +141,7 @@ func optsOf(opts []Opts) Opts {
 func TestCounterStore(t *testing.T, open func(t *testing.T) enforce.CounterStore, opts ...Opts) {
 	t.Helper()
 	algos := optsOf(opts).algorithms()
-	for _, name := range Every() {
+	for _, name := range Algorithms() {
 		a := algorithms[name]
 		t.Run(string(name), func(t *testing.T) {
 			if !slices.Contains(algos, name) {
