@@ -87,6 +87,52 @@ func TestSetHeadersFormat(t *testing.T) {
 				"X-RateLimit-Reset": "1772496000"},
 		},
 	}
+	// A token bucket (120 a minute, burst 30) whose missing token is due in
+	// 0.5 s, full in 15 s, beside the minute window that ends in 39.5 s.
+	bucket := enforce.Gate{DefinitionID: "caller:group:bursty:60", Algorithm: enforce.AlgorithmTokenBucket, WindowSeconds: 60,
+		Limit: 120, Burst: 30, Count: 30, Remaining: 0, Reset: now.Add(15 * time.Second), RetryAfter: 500 * time.Millisecond}
+	shadowBucket := bucket
+	shadowBucket.DefinitionID, shadowBucket.Shadow = "caller:group:trial:60", true
+	minuteDenied := minute
+	minuteDenied.RetryAfter = reset.Sub(now)
+	// A bucket full only in 50 s (after the minute's end) whose next token
+	// is due in 0.5 s: it resets last, but the minute makes the call wait.
+	slowFull := bucket
+	slowFull.Reset = now.Add(50 * time.Second)
+	cases = append(cases,
+		struct {
+			name string
+			d    enforce.Decision
+			want map[string]string
+		}{
+			name: "token bucket: the burst in the policy, shadow policies not listed",
+			d: enforce.Decision{Allowed: true, Reason: enforce.ReasonAllowed, Limit: 120, Remaining: 29, Reset: now.Add(500 * time.Millisecond),
+				Gates: []enforce.Gate{shadowBucket, func() enforce.Gate {
+					g := bucket
+					g.Count, g.Remaining, g.Reset, g.RetryAfter = 1, 29, now.Add(500*time.Millisecond), 0
+					return g
+				}()}},
+			want: map[string]string{
+				"RateLimit-Policy":  `"caller:group:bursty:60";q=120;w=60;burst=30`,
+				"RateLimit":         `"caller:group:bursty:60";r=29;t=1`,
+				"X-RateLimit-Reset": "1772409621", // 21 s into the minute: 20.5 s + 0.5 s, rounded up
+			},
+		},
+		struct {
+			name string
+			d    enforce.Decision
+			want map[string]string
+		}{
+			name: "several denying gates: the longest wait names the policy, not the latest reset",
+			d: enforce.Decision{Allowed: false, Reason: enforce.ReasonThrottled, Limit: 5, Remaining: 0, Reset: reset,
+				RetryAfter: 40 * time.Second, Gates: []enforce.Gate{slowFull, minuteDenied}, Denied: []enforce.Gate{slowFull, minuteDenied}},
+			want: map[string]string{
+				"RateLimit-Policy": `"target:mcp_server:s:60";q=5;w=60, "caller:group:bursty:60";q=120;w=60;burst=30`,
+				"RateLimit":        `"target:mcp_server:s:60";r=0;t=40`,
+				"Retry-After":      "40",
+			},
+		},
+	)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
