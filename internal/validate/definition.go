@@ -31,8 +31,9 @@ const floorWindowSeconds = 60
 // Definition checks d and returns its normalized copy: name trimmed and
 // normalized for its entity type, members normalized and de-duplicated in
 // first-seen order, Mode defaulted to enforce, Scope derived from the
-// quarantine sentinel (empty elsewhere), Description trimmed and ID set from
-// the result. On failure it returns an *Error listing every field at fault.
+// quarantine sentinel (empty elsewhere), Description trimmed, an explicit
+// fixed_window algorithm dropped (it is the default) and ID set from the
+// result. On failure it returns an *Error listing every field at fault.
 //
 // A field that does not belong to d's axis is an error rather than being
 // dropped: a max_requests on a caller group silently ignored would leave the
@@ -53,6 +54,13 @@ func Definition(d ratelimit.Definition, f Floors) (ratelimit.Definition, error) 
 
 	if out.Mode == "" {
 		out.Mode = ratelimit.ModeEnforce
+	}
+	// The default algorithm has one spelling, none: a definition that
+	// says fixed_window and one that says nothing are the same definition
+	// (apply and diff see no change), and the wire form of every
+	// definition written before algorithms existed stays as it was.
+	if out.Algorithm == ratelimit.AlgorithmFixedWindow {
+		out.Algorithm = ""
 	}
 	probs.add(check("mode", out.Mode, modeRule))
 
