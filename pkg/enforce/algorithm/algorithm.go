@@ -61,7 +61,7 @@
 //	calls in S <= limit + prev*e/W <= limit + floor(limit*(W_ms - 1)/W_ms)
 //
 // since prev <= limit (no window ever admits more than the limit: the
-// weighted term is never negative) and e <= W_ms - 1. For limits below
+// weighted term is never negative) and e <= W_ms - 1. For limits up to
 // W_ms that is 2*limit - 1: in the worst case (the previous window's
 // whole limit arriving in its last millisecond, then calls as fast as they
 // are admitted) an interval of length W holds almost twice the limit, and
