@@ -28,7 +28,8 @@ func TestSetHeadersFormat(t *testing.T) {
 				Gates: []enforce.Gate{shadow, {DefinitionID: "target:mcp_server:s:60", WindowSeconds: 60, Limit: 10, Remaining: 94 + 1, Reset: reset}, func() enforce.Gate { g := day; g.Remaining = 94; return g }()}},
 			want: map[string]string{
 				"X-RateLimit-Limit": "100", "X-RateLimit-Remaining": "94", "X-RateLimit-Reset": "1772496000",
-				"RateLimit-Policy": `"target:mcp_server:s:86400";q=100;w=86400`,
+				// Every enforce policy, the tightest first (issue 11: the list).
+				"RateLimit-Policy": `"target:mcp_server:s:86400";q=100;w=86400, "target:mcp_server:s:60";q=10;w=60`,
 				"RateLimit":        `"target:mcp_server:s:86400";r=94;t=86380`,
 				"Retry-After":      "",
 			},
@@ -39,7 +40,7 @@ func TestSetHeadersFormat(t *testing.T) {
 				RetryAfter: 40 * time.Second, Gates: []enforce.Gate{minute, day}, Denied: []enforce.Gate{minute}},
 			want: map[string]string{
 				"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1772409660",
-				"RateLimit-Policy": `"target:mcp_server:s:60";q=5;w=60`,
+				"RateLimit-Policy": `"target:mcp_server:s:60";q=5;w=60, "target:mcp_server:s:86400";q=100;w=86400`,
 				"RateLimit":        `"target:mcp_server:s:60";r=0;t=40`,
 				"Retry-After":      "40",
 			},
@@ -82,10 +83,56 @@ func TestSetHeadersFormat(t *testing.T) {
 			name: "several denying gates: the one that resets last names the policy",
 			d: enforce.Decision{Allowed: false, Reason: enforce.ReasonThrottled, Limit: 100, Remaining: 0, Reset: dayReset,
 				RetryAfter: dayReset.Sub(now), Gates: []enforce.Gate{minute, day}, Denied: []enforce.Gate{minute, day}},
-			want: map[string]string{"RateLimit-Policy": `"target:mcp_server:s:86400";q=100;w=86400`, "Retry-After": "86380",
+			want: map[string]string{"RateLimit-Policy": `"target:mcp_server:s:86400";q=100;w=86400, "target:mcp_server:s:60";q=5;w=60`, "Retry-After": "86380",
 				"X-RateLimit-Reset": "1772496000"},
 		},
 	}
+	// A token bucket (120 a minute, burst 30) whose missing token is due in
+	// 0.5 s, full in 15 s, beside the minute window that ends in 39.5 s.
+	bucket := enforce.Gate{DefinitionID: "caller:group:bursty:60", Algorithm: enforce.AlgorithmTokenBucket, WindowSeconds: 60,
+		Limit: 120, Burst: 30, Count: 30, Remaining: 0, Reset: now.Add(15 * time.Second), RetryAfter: 500 * time.Millisecond}
+	shadowBucket := bucket
+	shadowBucket.DefinitionID, shadowBucket.Shadow = "caller:group:trial:60", true
+	minuteDenied := minute
+	minuteDenied.RetryAfter = reset.Sub(now)
+	// A bucket full only in 50 s (after the minute's end) whose next token
+	// is due in 0.5 s: it resets last, but the minute makes the call wait.
+	slowFull := bucket
+	slowFull.Reset = now.Add(50 * time.Second)
+	cases = append(cases,
+		struct {
+			name string
+			d    enforce.Decision
+			want map[string]string
+		}{
+			name: "token bucket: the burst in the policy, shadow policies not listed",
+			d: enforce.Decision{Allowed: true, Reason: enforce.ReasonAllowed, Limit: 120, Remaining: 29, Reset: now.Add(500 * time.Millisecond),
+				Gates: []enforce.Gate{shadowBucket, func() enforce.Gate {
+					g := bucket
+					g.Count, g.Remaining, g.Reset, g.RetryAfter = 1, 29, now.Add(500*time.Millisecond), 0
+					return g
+				}()}},
+			want: map[string]string{
+				"RateLimit-Policy":  `"caller:group:bursty:60";q=120;w=60;burst=30`,
+				"RateLimit":         `"caller:group:bursty:60";r=29;t=1`,
+				"X-RateLimit-Reset": "1772409621", // 21 s into the minute: 20.5 s + 0.5 s, rounded up
+			},
+		},
+		struct {
+			name string
+			d    enforce.Decision
+			want map[string]string
+		}{
+			name: "several denying gates: the longest wait names the policy, not the latest reset",
+			d: enforce.Decision{Allowed: false, Reason: enforce.ReasonThrottled, Limit: 5, Remaining: 0, Reset: reset,
+				RetryAfter: 40 * time.Second, Gates: []enforce.Gate{slowFull, minuteDenied}, Denied: []enforce.Gate{slowFull, minuteDenied}},
+			want: map[string]string{
+				"RateLimit-Policy": `"target:mcp_server:s:60";q=5;w=60, "caller:group:bursty:60";q=120;w=60;burst=30`,
+				"RateLimit":        `"target:mcp_server:s:60";r=0;t=40`,
+				"Retry-After":      "40",
+			},
+		},
+	)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -120,7 +167,7 @@ func TestSetHeadersFromARealDecision(t *testing.T) {
 	want := map[string]string{
 		"X-RateLimit-Limit": "2", "X-RateLimit-Remaining": "1",
 		"X-RateLimit-Reset": "1772409660", // 2026-03-02T00:01:00Z
-		"RateLimit-Policy":  `"target:mcp_server:s:60";q=2;w=60`,
+		"RateLimit-Policy":  `"target:mcp_server:s:60";q=2;w=60, "target:mcp_server:s:3600";q=50;w=3600`,
 		"RateLimit":         `"target:mcp_server:s:60";r=1;t=40`,
 		"Retry-After":       "",
 	}
@@ -139,7 +186,7 @@ func TestSetHeadersFromARealDecision(t *testing.T) {
 	enforce.SetHeaders(h, d, f.clock.Now())
 	want = map[string]string{
 		"X-RateLimit-Limit": "2", "X-RateLimit-Remaining": "0",
-		"RateLimit-Policy": `"target:mcp_server:s:60";q=2;w=60`,
+		"RateLimit-Policy": `"target:mcp_server:s:60";q=2;w=60, "target:mcp_server:s:3600";q=50;w=3600`,
 		"RateLimit":        `"target:mcp_server:s:60";r=0;t=40`,
 		"Retry-After":      "40",
 	}

@@ -22,7 +22,11 @@ type CounterKind string
 //	t|<definition id>|<server>            server_group definition, one per member
 //
 // <caller> is user:<name> or agent:<client id>, <target> is
-// <target type>:<name> (mcp_server:mcpgw, a2a_agent:/booking).
+// <target type>:<name> (mcp_server:mcpgw, a2a_agent:/booking). A counter
+// of an algorithm other than the fixed window marks its kind: c.tb, t.sw
+// (token bucket, sliding window), so that a definition whose algorithm
+// changes starts on a counter of its new algorithm instead of reading the
+// old one's, and a fixed window's key is byte for byte what it always was.
 const (
 	// KindCaller is the bucket the enforce caller definitions of one
 	// window share, per caller: the most restrictive one's limit applies.
@@ -69,6 +73,9 @@ var targetMarks = []string{"|" + ratelimit.EntityMCPServer + ":", "|" + ratelimi
 // which selector lists the bucket.
 type CounterKey struct {
 	Kind CounterKind
+	// Algorithm is the counter's algorithm; empty and AlgorithmFixedWindow
+	// are the same (no mark in the key).
+	Algorithm Algorithm
 	// WindowSeconds is the window: written in c and ct keys; for s and t
 	// keys that of the definition id (ParseCounterKey reads it from there,
 	// String ignores it).
@@ -97,13 +104,39 @@ func CallerTargetCounter(windowSeconds int, caller, target string) CounterKey {
 // ShadowCounter is a shadow definition's counter of a caller (target is
 // empty for the caller axis).
 func ShadowCounter(d ratelimit.Definition, caller, target string) CounterKey {
-	return CounterKey{Kind: KindShadow, WindowSeconds: d.WindowSeconds, DefinitionID: d.ID, Caller: caller, Target: target}
+	return CounterKey{Kind: KindShadow, Algorithm: keyAlgorithm(algorithmOf(d)), WindowSeconds: d.WindowSeconds, DefinitionID: d.ID, Caller: caller, Target: target}
 }
 
 // TargetCounter is a target definition's counter; server names the member
 // server for a server_group definition, else it is empty.
 func TargetCounter(d ratelimit.Definition, server string) CounterKey {
-	return CounterKey{Kind: KindTarget, WindowSeconds: d.WindowSeconds, DefinitionID: d.ID, Server: server}
+	return CounterKey{Kind: KindTarget, Algorithm: keyAlgorithm(algorithmOf(d)), WindowSeconds: d.WindowSeconds, DefinitionID: d.ID, Server: server}
+}
+
+// algorithmMarks are the marks the kind of a counter key carries for
+// algorithms other than the fixed window.
+var algorithmMarks = map[Algorithm]string{AlgorithmTokenBucket: ".tb", AlgorithmSlidingWindow: ".sw"}
+
+// keyAlgorithm is a's value in a CounterKey: empty for the fixed window,
+// as ParseCounterKey reads it back.
+func keyAlgorithm(a Algorithm) Algorithm {
+	if a == AlgorithmFixedWindow {
+		return ""
+	}
+	return a
+}
+
+// kindAlgorithm splits a key's first segment into its kind and algorithm.
+func kindAlgorithm(seg string) (CounterKind, Algorithm, bool) {
+	for a, m := range algorithmMarks {
+		if k, ok := strings.CutSuffix(seg, m); ok {
+			return CounterKind(k), a, true
+		}
+	}
+	if strings.Contains(seg, ".") {
+		return "", "", false
+	}
+	return CounterKind(seg), "", true
 }
 
 // String returns the key as the counter stores hold it. It allocates once.
@@ -127,9 +160,12 @@ func (k CounterKey) String() string {
 	if k.Server != "" {
 		n += 1 + len(k.Server)
 	}
+	mark := algorithmMarks[k.Algorithm]
+	n += len(mark)
 	var b strings.Builder
 	b.Grow(n)
 	b.WriteString(string(k.Kind))
+	b.WriteString(mark)
 	b.WriteByte('|')
 	if window != nil {
 		b.Write(window)
@@ -198,7 +234,11 @@ func ParseCounterKey(s string) (CounterKey, error) {
 	if !ok {
 		return fail("want <kind>|..., with kind c, ct, s or t")
 	}
-	k := CounterKey{Kind: CounterKind(kind)}
+	kd, algo, ok := kindAlgorithm(kind)
+	if !ok {
+		return fail("kind %q: want c, ct, s or t, marked .tb or .sw for a token bucket or sliding window", kind)
+	}
+	k := CounterKey{Kind: kd, Algorithm: algo}
 	switch k.Kind {
 	case KindCaller, KindCallerTarget:
 		w, rest, ok := strings.Cut(rest, "|")

@@ -14,6 +14,16 @@ func def(axis, entity, name string, window int) ratelimit.Definition {
 	return ratelimit.Definition{ID: ratelimit.DefinitionID(axis, entity, name, window), Axis: axis, EntityType: entity, Name: name, WindowSeconds: window}
 }
 
+func withAlgorithm(d ratelimit.Definition, a string) ratelimit.Definition {
+	d.Algorithm = a
+	return d
+}
+
+func marked(k enforce.CounterKey, a enforce.Algorithm) enforce.CounterKey {
+	k.Algorithm = a
+	return k
+}
+
 // keyExamples pin the key strings byte for byte: counters of live
 // databases were written under them and must keep counting across an
 // upgrade.
@@ -37,6 +47,12 @@ var keyExamples = []struct {
 	{enforce.TargetCounter(def("target", "mcp_tool", "mcpgw:search", 60), ""), "t|target:mcp_tool:mcpgw:search:60", "mcp_tool:mcpgw:search"},
 	{enforce.TargetCounter(def("target", "server_group", "fragile", 60), "mcpgw"), "t|target:server_group:fragile:60|mcpgw", "mcp_server:mcpgw"},
 	{enforce.TargetCounter(def("target", "server_group", "fragile", 60), "a|b"), "t|target:server_group:fragile:60|a|b", "mcp_server:a|b"},
+	// Other algorithms mark the kind; the fixed window never does.
+	{enforce.TargetCounter(withAlgorithm(def("target", "mcp_server", "mcpgw", 60), "fixed_window"), ""), "t|target:mcp_server:mcpgw:60", "mcp_server:mcpgw"},
+	{enforce.TargetCounter(withAlgorithm(def("target", "mcp_server", "mcpgw", 60), "token_bucket"), ""), "t.tb|target:mcp_server:mcpgw:60", "mcp_server:mcpgw"},
+	{enforce.ShadowCounter(withAlgorithm(def("caller", "group", "g", 60), "sliding_window"), "user:alice", ""), "s.sw|caller:group:g:60|user:alice", ""},
+	{marked(enforce.CallerCounter(60, "user:alice"), enforce.AlgorithmTokenBucket), "c.tb|60|user:alice", ""},
+	{marked(enforce.CallerTargetCounter(60, "user:alice", "mcp_server:m"), enforce.AlgorithmSlidingWindow), "ct.sw|60|user:alice|mcp_server:m", "mcp_server:m"},
 }
 
 func TestCounterKeyStrings(t *testing.T) {
@@ -58,6 +74,8 @@ func TestParseCounterKeyRefusesGarbage(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{"", "want <kind>|..."},
 		{"x|60|user:a", `kind "x": want c, ct, s or t`},
+		{"c.xx|60|user:a", `kind "c.xx": want c, ct, s or t, marked .tb or .sw`},
+		{"c.tb.sw|60|user:a", `kind "c.tb.sw"`},
 		{"c|060|user:a", `window "060"`},
 		{"c|0|user:a", `window "0"`},
 		{"c|1234567890|user:a", `window "1234567890"`},

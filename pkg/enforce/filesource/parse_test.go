@@ -144,3 +144,46 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseAlgorithms: a state file's definitions carry their algorithm
+// and bursts through, and the algorithm rules refuse what they refuse in
+// the API, naming the field.
+func TestParseAlgorithms(t *testing.T) {
+	t.Parallel()
+	doc := `definitions:
+  - axis: target
+    entity_type: mcp_server
+    name: srv
+    window_seconds: 60
+    max_requests: 120
+    algorithm: token_bucket
+    burst: 30
+  - axis: caller
+    entity_type: group
+    name: devs
+    window_seconds: 10
+    user_max_requests: 30
+    algorithm: sliding_window
+`
+	st, err := filesource.Parse("state.yaml", []byte(doc), filesource.Floors{User: 20, Agent: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range st.Definitions {
+		switch d.ID {
+		case "target:mcp_server:srv:60":
+			if d.Algorithm != ratelimit.AlgorithmTokenBucket || d.Burst == nil || *d.Burst != 30 {
+				t.Errorf("%s: algorithm %q burst %v, want token_bucket 30", d.ID, d.Algorithm, d.Burst)
+			}
+		case "caller:group:devs:10":
+			if d.Algorithm != ratelimit.AlgorithmSlidingWindow {
+				t.Errorf("%s: algorithm %q, want sliding_window", d.ID, d.Algorithm)
+			}
+		}
+	}
+	bad := strings.Replace(doc, "    algorithm: token_bucket\n", "", 1)
+	if err := parse(t, bad); err == nil || !strings.Contains(err.Error(), "definitions[0].burst") ||
+		!strings.Contains(err.Error(), "not allowed with algorithm fixed_window") {
+		t.Errorf("a burst on a fixed window: %v, want definitions[0].burst refused", err)
+	}
+}

@@ -83,3 +83,55 @@ func benchRequests() [][]enforce.TakeRequest {
 	}
 	return reqs
 }
+
+// BenchmarkTakeAlgorithms is one call of three gates (a caller, a
+// caller_target and a shared target gate, as a typical decision), per
+// algorithm, from one goroutine and from GOMAXPROCS goroutines
+// (docs/performance.md).
+func BenchmarkTakeAlgorithms(b *testing.B) {
+	for _, algo := range []enforce.Algorithm{enforce.AlgorithmFixedWindow, enforce.AlgorithmSlidingWindow, enforce.AlgorithmTokenBucket} {
+		reqs := threeGateRequests(algo)
+		b.Run(string(algo), func(b *testing.B) {
+			s := memory.New()
+			ctx := context.Background()
+			i := 0
+			for b.Loop() {
+				if _, err := s.Take(ctx, reqs[i%len(reqs)], time.Time{}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+		b.Run(string(algo)+"/parallel", func(b *testing.B) {
+			s := memory.New()
+			ctx := context.Background()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					if _, err := s.Take(ctx, reqs[i%len(reqs)], time.Time{}); err != nil {
+						b.Fatal(err)
+					}
+					i++
+				}
+			})
+		})
+	}
+}
+
+// threeGateRequests is a thousand calls of distinct callers on one
+// target, three gates of algo each, at one fixed time.
+func threeGateRequests(algo enforce.Algorithm) [][]enforce.TakeRequest {
+	now := time.Unix(1_800_000_010, 0)
+	gate := func(key string) enforce.CounterGate {
+		return enforce.CounterGate{Key: key, Algorithm: algo, Window: time.Minute, Limit: 1 << 40, Burst: 1 << 40, Enforce: true}
+	}
+	reqs := make([][]enforce.TakeRequest, 1000)
+	for i := range reqs {
+		reqs[i] = []enforce.TakeRequest{{Cost: 1, Consume: true, Now: now, Gates: []enforce.CounterGate{
+			gate(fmt.Sprintf("c|60|user:u%03d", i)),
+			gate(fmt.Sprintf("ct|60|user:u%03d|mcp_server:s", i)),
+			gate("t|target:mcp_server:s:60"),
+		}}}
+	}
+	return reqs
+}
