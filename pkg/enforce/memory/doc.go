@@ -5,12 +5,18 @@
 //
 // Each call is decided all or nothing under the locks of the shards its
 // gates live in (64 shards by a hash of the key, locked in shard order),
-// so concurrent calls are exact and never deadlock. Counters are fixed
-// windows aligned on the Unix epoch, computed from TakeRequest.Now.
+// so concurrent calls are exact and never deadlock. Every algorithm is
+// counted, with pkg/enforce/algorithm's arithmetic, from TakeRequest.Now:
+// fixed and sliding windows as a count per window aligned on the Unix
+// epoch (a sliding window reads its previous window too), token buckets as
+// one theoretical arrival time per key. Gates of different algorithms mix
+// in one call, all or nothing.
 //
-// Memory is bounded: Sweep removes ended windows; a key's previous window
-// is dropped when its next one opens; and a shard that has doubled since
-// its last sweep sweeps itself by the latest time it has seen, so a
-// gateway that never calls Sweep still holds at most about twice its live
-// counters. The store passes enforcetest.TestCounterStore.
+// Memory is bounded: Sweep removes ended windows (a sliding window once
+// the window after it has ended too) and full token buckets; a key's
+// window that can no longer count is dropped when its next one opens; and
+// a shard that has doubled since its last sweep sweeps itself by the
+// latest time it has seen, so a gateway that never calls Sweep still holds
+// at most about twice its live counters. The store passes
+// enforcetest.TestCounterStore for every algorithm.
 package memory

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
 )
 
 // shardCount is how many locks the counters are spread over: enough that
@@ -50,28 +51,33 @@ type shard struct {
 	_       [32]byte // 64 bytes: one shard per cache line
 }
 
-// counterID names one fixed window of one key. Windows of different
-// lengths on one key are different counters.
+// counterID names one counter: a window of one key (fixed and sliding
+// windows; windows of different lengths on one key are different
+// counters), or a key's token bucket (window and index zero: one per key,
+// whatever its rate).
 type counterID struct {
 	key    string
+	algo   enforce.Algorithm
 	window time.Duration
 	index  int64
 }
 
 type counter struct {
 	count int64
-	// end is when the window ends, in Unix nanoseconds.
+	// end is when the counter may go, in Unix nanoseconds: a fixed
+	// window's end, a sliding window's end plus one window (it is the
+	// previous window until then), a token bucket's TAT (full by then).
 	end int64
 }
 
 // Take decides reqs in order, each all or nothing; see
 // enforce.CounterStore. The batch is checked first: a request the store
 // cannot count (an unknown algorithm, a window that is not a whole number
-// of seconds, a cost below 1, a negative limit) fails the whole batch with
-// an error wrapping enforce.ErrNotApplied, having changed nothing. A
-// deadline already passed, or a context already ended, fails it with
-// enforce.ErrTimedOut, also having changed nothing; past that check the
-// store answers without waiting on anything but its own locks.
+// of seconds, a cost below 1, a negative limit or burst) fails the whole
+// batch with an error wrapping enforce.ErrNotApplied, having changed
+// nothing. A deadline already passed, or a context already ended, fails it
+// with enforce.ErrTimedOut, also having changed nothing; past that check
+// the store answers without waiting on anything but its own locks.
 func (s *Store) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline time.Time) ([]enforce.TakeResult, error) {
 	for i, r := range reqs {
 		if err := check(r); err != nil {
@@ -97,19 +103,41 @@ func check(r enforce.TakeRequest) error {
 	}
 	for _, g := range r.Gates {
 		switch {
-		case g.Algorithm != enforce.AlgorithmFixedWindow && g.Algorithm != "":
-			return fmt.Errorf("gate %q: algorithm %q: this store counts only %q", g.Key, g.Algorithm, enforce.AlgorithmFixedWindow)
+		case algorithmOf(g) == "":
+			return fmt.Errorf("gate %q: algorithm %q: this store counts %q, %q and %q", g.Key, g.Algorithm,
+				enforce.AlgorithmFixedWindow, enforce.AlgorithmSlidingWindow, enforce.AlgorithmTokenBucket)
 		case g.Window < time.Second || g.Window%time.Second != 0:
 			return fmt.Errorf("gate %q: window %v: must be a whole number of seconds", g.Key, g.Window)
 		case g.Limit < 0:
 			return fmt.Errorf("gate %q: limit %d: must not be negative", g.Key, g.Limit)
+		case g.Burst < 0:
+			return fmt.Errorf("gate %q: burst %d: must not be negative", g.Key, g.Burst)
 		}
 	}
 	return nil
 }
 
+// algorithmOf is g's algorithm (an empty one is the fixed window), "" for
+// one this store does not know.
+func algorithmOf(g enforce.CounterGate) enforce.Algorithm {
+	switch g.Algorithm {
+	case "", enforce.AlgorithmFixedWindow:
+		return enforce.AlgorithmFixedWindow
+	case enforce.AlgorithmSlidingWindow, enforce.AlgorithmTokenBucket:
+		return g.Algorithm
+	}
+	return ""
+}
+
+// arith is the gate as pkg/enforce/algorithm sees it.
+func arith(g enforce.CounterGate, algo enforce.Algorithm) algorithm.Gate {
+	return algorithm.Gate{Algorithm: string(algo), Window: g.Window, Limit: g.Limit, Burst: g.Burst}
+}
+
 // take decides one call under the locks of every shard its gates live in,
-// taken in shard order so concurrent calls never deadlock.
+// taken in shard order so concurrent calls never deadlock: every gate is
+// decided first (pkg/enforce/algorithm), and only if every enforce gate
+// has room (and the call consumes) is each gate with room charged.
 func (s *Store) take(r enforce.TakeRequest) enforce.TakeResult {
 	n := len(r.Gates)
 	res := enforce.TakeResult{Allowed: true, Room: make([]bool, n), States: make([]enforce.GateState, n)}
@@ -124,9 +152,12 @@ func (s *Store) take(r enforce.TakeRequest) enforce.TakeResult {
 	)
 	ids, shardOf := idBuf[:0], shardBuf[:0]
 	for _, g := range r.Gates {
-		w := int64(g.Window)
-		idx := floorDiv(now, w)
-		ids = append(ids, counterID{key: g.Key, window: g.Window, index: idx})
+		algo := algorithmOf(g)
+		id := counterID{key: g.Key, algo: algo}
+		if algo != enforce.AlgorithmTokenBucket {
+			id.window, id.index = g.Window, floorDiv(now, int64(g.Window))
+		}
+		ids = append(ids, id)
 		shardOf = append(shardOf, int(maphash.String(s.seed, g.Key)%shardCount))
 	}
 	locked := append(lockedBuf[:0], shardOf...)
@@ -146,17 +177,12 @@ func (s *Store) take(r enforce.TakeRequest) enforce.TakeResult {
 		}
 	}
 
-	counters := make([]*counter, n)
 	for j, id := range ids {
-		c := s.shards[shardOf[j]].counters[id]
-		var have int64
-		if c != nil {
-			have = c.count
-		}
-		counters[j] = c
-		res.States[j].Count = have
-		res.Room[j] = have+r.Cost <= r.Gates[j].Limit
-		if !res.Room[j] && r.Gates[j].Enforce {
+		st := s.state(shardOf[j], id, now)
+		room, _ := algorithm.Decide(arith(r.Gates[j], id.algo), st, r.Now, r.Cost)
+		res.States[j] = gateState(st)
+		res.Room[j] = room
+		if !room && r.Gates[j].Enforce {
 			res.Allowed = false
 		}
 	}
@@ -167,22 +193,79 @@ func (s *Store) take(r enforce.TakeRequest) enforce.TakeResult {
 		if !res.Room[j] {
 			continue // a full shadow gate: it reports, it does not count
 		}
-		c := counters[j]
-		if c == nil {
-			// A key may appear twice in one call only by mistake; looking
-			// it up again keeps the count right even then.
-			sh := &s.shards[shardOf[j]]
-			if c = sh.counters[id]; c == nil {
-				c = &counter{end: (id.index + 1) * int64(id.window)}
-				sh.counters[id] = c
-				sh.dropPrevious(id)
-				sh.maybeSweep()
-			}
-		}
-		c.count += r.Cost
-		res.States[j].Count = c.count
+		res.States[j] = gateState(s.put(shardOf[j], id, r.Gates[j], r.Cost, now))
 	}
 	return res
+}
+
+// state reads the counter of id as of now (ns): a window's count (and,
+// for a sliding window, the previous window's), or a bucket's TAT.
+func (s *Store) state(shard int, id counterID, now int64) algorithm.State {
+	counters := s.shards[shard].counters
+	var st algorithm.State
+	switch id.algo {
+	case enforce.AlgorithmTokenBucket:
+		if c := counters[id]; c != nil && c.end > now {
+			st.TAT = time.Unix(0, c.end)
+		}
+	case enforce.AlgorithmSlidingWindow:
+		if c := counters[id]; c != nil {
+			st.Count = c.count
+		}
+		prev := id
+		prev.index--
+		if c := counters[prev]; c != nil {
+			st.Previous = c.count
+		}
+	default:
+		if c := counters[id]; c != nil {
+			st.Count = c.count
+		}
+	}
+	return st
+}
+
+// put charges cost to the counter of id (the call had room on it) and
+// returns what it holds after. A key may appear twice in one call only by
+// mistake; charging the stored counter, not the state read before, keeps
+// it right even then (it is what Decide's taken state says otherwise).
+func (s *Store) put(shard int, id counterID, g enforce.CounterGate, cost, now int64) algorithm.State {
+	sh := &s.shards[shard]
+	c := sh.counters[id]
+	if id.algo == enforce.AlgorithmTokenBucket {
+		if c == nil {
+			c = &counter{}
+			sh.counters[id] = c
+			sh.maybeSweep()
+		}
+		c.end = max(c.end, now) + cost*algorithm.Interval(g.Window, g.Limit)
+		return algorithm.State{TAT: time.Unix(0, c.end)}
+	}
+	if c == nil {
+		ends := id.index + 1
+		if id.algo == enforce.AlgorithmSlidingWindow {
+			ends++ // it is the next window's previous one until then
+		}
+		c = &counter{end: ends * int64(id.window)}
+		sh.counters[id] = c
+		sh.dropOld(id)
+		sh.maybeSweep()
+	}
+	c.count += cost
+	st := algorithm.State{Count: c.count}
+	if id.algo == enforce.AlgorithmSlidingWindow {
+		prev := id
+		prev.index--
+		if p := sh.counters[prev]; p != nil {
+			st.Previous = p.count
+		}
+	}
+	return st
+}
+
+// gateState is st as a TakeResult reports it.
+func gateState(st algorithm.State) enforce.GateState {
+	return enforce.GateState{Count: st.Count, Previous: st.Previous, TAT: st.TAT}
 }
 
 // floorDiv divides rounding toward minus infinity (times before 1970 have
@@ -195,14 +278,19 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// dropPrevious removes the window before id on the same key: once a
-// window is taken from, the one before it has ended (by the clock of the
-// call that opened it). Keys idle for longer are left to the sweeps.
-func (sh *shard) dropPrevious(id counterID) {
-	prev := id
-	prev.index--
-	if c, ok := sh.counters[prev]; ok && c.end <= sh.latest {
-		delete(sh.counters, prev)
+// dropOld removes the window of id's key that has ended once id opens:
+// for a fixed window the one before it, for a sliding window the one
+// before that (the one before it is still its previous window). Once a
+// window is taken from, those have ended (by the clock of the call that
+// opened it). Keys idle for longer are left to the sweeps.
+func (sh *shard) dropOld(id counterID) {
+	old := id
+	old.index--
+	if id.algo == enforce.AlgorithmSlidingWindow {
+		old.index--
+	}
+	if c, ok := sh.counters[old]; ok && c.end <= sh.latest {
+		delete(sh.counters, old)
 	}
 }
 

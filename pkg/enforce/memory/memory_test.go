@@ -32,7 +32,7 @@ func TestRefusesWhatItCannotCount(t *testing.T) {
 		req  enforce.TakeRequest
 	}{
 		{"unknown algorithm", enforce.TakeRequest{Cost: 1, Consume: true, Now: now, Gates: []enforce.CounterGate{
-			{Key: "k", Algorithm: "token_bucket", Window: time.Second, Limit: 1, Enforce: true}}}},
+			{Key: "k", Algorithm: "leaky_bucket", Window: time.Second, Limit: 1, Enforce: true}}}},
 		{"window of half a second", enforce.TakeRequest{Cost: 1, Consume: true, Now: now, Gates: []enforce.CounterGate{
 			{Key: "k", Algorithm: enforce.AlgorithmFixedWindow, Window: 500 * time.Millisecond, Limit: 1}}}},
 		{"cost 0", enforce.TakeRequest{Cost: 0, Consume: true, Now: now, Gates: []enforce.CounterGate{gate("k", 1)}}},
@@ -148,5 +148,102 @@ func TestHelpers(t *testing.T) {
 	h.Release()
 	if res, err := h.Take(ctx, req, time.Time{}); err != nil || res[0].States[0].Count != 2 {
 		t.Errorf("released store: %v %v, want count 2", res, err)
+	}
+}
+
+func algoGate(key string, algo enforce.Algorithm, limit int64) enforce.CounterGate {
+	return enforce.CounterGate{Key: key, Algorithm: algo, Window: time.Second, Limit: limit, Burst: limit, Enforce: true}
+}
+
+// TestMemoryStaysBoundedEveryAlgorithm: as TestMemoryStaysBounded, for
+// each algorithm: fresh keys every call, no Sweep, memory stays bounded;
+// a Sweep once every window has ended and every bucket refilled leaves
+// nothing.
+func TestMemoryStaysBoundedEveryAlgorithm(t *testing.T) {
+	t.Parallel()
+	for _, algo := range []enforce.Algorithm{enforce.AlgorithmFixedWindow, enforce.AlgorithmSlidingWindow, enforce.AlgorithmTokenBucket} {
+		t.Run(string(algo), func(t *testing.T) {
+			t.Parallel()
+			s := memory.New()
+			ctx := context.Background()
+			start := time.Unix(1_800_000_000, 0)
+			const perSecond = 500
+			for sec := range 200 {
+				for i := range perSecond {
+					now := start.Add(time.Duration(sec)*time.Second + time.Duration(i)*time.Millisecond)
+					req := enforce.TakeRequest{Cost: 1, Consume: true, Now: now, Gates: []enforce.CounterGate{
+						algoGate(fmt.Sprintf("k%d-%d", sec, i), algo, 10), algoGate("steady", algo, 1_000_000)}}
+					if _, err := s.Take(ctx, []enforce.TakeRequest{req}, time.Time{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			// Sliding windows live one window longer: two seconds of keys.
+			if n := s.Len(); n > 64*1024+2*perSecond {
+				t.Errorf("%d counters held after 100,000 one-second keys without a Sweep", n)
+			}
+			removed, err := s.Sweep(ctx, start.Add(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if algo == enforce.AlgorithmTokenBucket {
+				// "steady" took 100,000 of a million a second: full within the hour.
+				if s.Len() != 0 || removed == 0 {
+					t.Errorf("after a Sweep once every bucket is full: %d counters left, %d removed", s.Len(), removed)
+				}
+				return
+			}
+			if s.Len() != 0 || removed == 0 {
+				t.Errorf("after a Sweep past every window: %d counters left, %d removed", s.Len(), removed)
+			}
+		})
+	}
+}
+
+// TestCountersPerKey: over 50 windows one fixed-window key holds one
+// counter, a sliding-window key two (the current and the previous
+// window), a token bucket one.
+func TestCountersPerKey(t *testing.T) {
+	t.Parallel()
+	for algo, want := range map[enforce.Algorithm]int{enforce.AlgorithmFixedWindow: 1, enforce.AlgorithmSlidingWindow: 2, enforce.AlgorithmTokenBucket: 1} {
+		s := memory.New()
+		start := time.Unix(1_800_000_000, 0)
+		for sec := range 50 {
+			req := enforce.TakeRequest{Cost: 1, Consume: true, Now: start.Add(time.Duration(sec) * time.Second),
+				Gates: []enforce.CounterGate{algoGate("k", algo, 10)}}
+			if _, err := s.Take(context.Background(), []enforce.TakeRequest{req}, time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := s.Len(); n != want {
+			t.Errorf("%s: one key over 50 windows holds %d counters, want %d", algo, n, want)
+		}
+	}
+}
+
+// TestSweepEveryAlgorithm: Sweep removes a token bucket once it is full
+// and not before, and a sliding window once the window after it has
+// ended (it weighs in until then).
+func TestSweepEveryAlgorithm(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := time.Unix(1_800_000_000, 0)
+	s := memory.New()
+	tb := enforce.CounterGate{Key: "tb", Algorithm: enforce.AlgorithmTokenBucket, Window: 10 * time.Second, Limit: 10, Burst: 5, Enforce: true}
+	sw := enforce.CounterGate{Key: "sw", Algorithm: enforce.AlgorithmSlidingWindow, Window: 10 * time.Second, Limit: 10, Enforce: true}
+	req := enforce.TakeRequest{Cost: 3, Consume: true, Now: start, Gates: []enforce.CounterGate{sw, tb}}
+	if _, err := s.Take(ctx, []enforce.TakeRequest{req}, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	// The bucket is full 3 s on (3 tokens of 1 s); the sliding window's
+	// counter weighs in until 20 s on.
+	for _, c := range []struct {
+		at      time.Duration
+		removed int64
+	}{{3*time.Second - 1, 0}, {3 * time.Second, 1}, {20*time.Second - 1, 0}, {20 * time.Second, 1}} {
+		n, err := s.Sweep(ctx, start.Add(c.at))
+		if err != nil || n != c.removed {
+			t.Errorf("Sweep at %v removed %d (%v), want %d", c.at, n, err, c.removed)
+		}
 	}
 }
