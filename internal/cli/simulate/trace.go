@@ -210,8 +210,8 @@ func parseTimestamp(s string) (time.Time, error) {
 		}
 		return ts.UTC(), nil
 	}
-	whole, frac, _ := strings.Cut(s, ".")
-	if whole == "" || len(whole) > 12 || len(frac) > 9 || !digits(whole) || !digits(frac) {
+	whole, frac, dot := strings.Cut(s, ".")
+	if whole == "" || (dot && frac == "") || len(whole) > 12 || len(frac) > 9 || !digits(whole) || !digits(frac) {
 		return time.Time{}, bad
 	}
 	sec, err := strconv.ParseInt(whole, 10, 64)
