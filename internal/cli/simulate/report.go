@@ -230,7 +230,7 @@ func writeChart(io *iostreams.IOStreams, rep Report) error {
 	}
 	nRuns := len(rep.Runs)
 	barW := (term - labelW - nRuns*(countW+3)) / nRuns
-	barW = min(max(barW, 5), 40, int(max(maxCalls, 1))) // a cell per call when they fit
+	barW = min(max(barW, 5), 40, int(max(maxCalls, 1)))         // a cell per call when they fit
 	unit := max(int64(1), (maxCalls+int64(barW)-1)/int64(barW)) // calls per cell
 	colW := barW + 1 + countW
 	for _, run := range rep.Runs {
