@@ -521,3 +521,47 @@ func TestSVG(t *testing.T) {
 		t.Errorf("fixed_window has %d bars, want 4", n)
 	}
 }
+
+// TestDocsChartUpToDate: docs/algorithms/admitted.svg is what the command
+// docs/algorithms.md shows (make docs-algorithms runs it) makes today.
+func TestDocsChartUpToDate(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..", "..")
+	read := func(name string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	var cmdline string
+	for _, line := range strings.Split(read("Makefile"), "\n") {
+		if v, ok := strings.CutPrefix(line, "SIMULATE_DOCS := "); ok {
+			cmdline = strings.TrimSpace(v)
+		}
+	}
+	if cmdline == "" {
+		t.Fatal("the Makefile has no SIMULATE_DOCS line")
+	}
+	if doc := read(filepath.Join("docs", "algorithms.md")); !strings.Contains(doc, "rlctl "+cmdline+"\n") {
+		t.Errorf("docs/algorithms.md does not show the command that makes its chart: rlctl %s", cmdline)
+	}
+	args := strings.Fields(cmdline)
+	svg, committed := filepath.Join(t.TempDir(), "admitted.svg"), ""
+	for i, a := range args {
+		if i > 0 && args[i-1] == "--svg" {
+			committed, args[i] = a, svg
+		} else if strings.HasPrefix(a, "docs/") {
+			args[i] = filepath.Join(root, a)
+		}
+	}
+	clitest.New(t).Must(args...)
+	got, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != read(committed) {
+		t.Errorf("%s is stale: run make docs-algorithms", committed)
+	}
+}

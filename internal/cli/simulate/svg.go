@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 )
 
@@ -16,9 +17,9 @@ const (
 	svgWidth    = 960
 	svgLeft     = 64
 	svgRight    = 16
-	svgTop      = 64
+	svgTop      = 92
 	svgPanelH   = 120
-	svgPanelGap = 36
+	svgPanelGap = 48
 	svgBottom   = 40
 )
 
@@ -33,18 +34,19 @@ func esc(s string) string {
 	return b.String()
 }
 
-// niceCeil rounds n up to 1, 2 or 5 times a power of ten.
-func niceCeil(n int64) int64 {
-	if n <= 1 {
-		return 1
-	}
-	for p := int64(1); ; p *= 10 {
+// scale picks the y axis for a peak: a step of 1, 2 or 5 times a power
+// of ten giving at most four steps, and the top, a whole number of steps.
+func scale(peak int64) (step, top int64) {
+	step = 1
+	for p := int64(1); step*4 < peak; p *= 10 {
 		for _, m := range []int64{1, 2, 5} {
-			if m*p >= n {
-				return m * p
+			if step = m * p; step*4 >= peak {
+				break
 			}
 		}
 	}
+	top = max((peak+step-1)/step, 1) * step
+	return step, top
 }
 
 // writeSVG draws rep.
@@ -60,7 +62,7 @@ func writeSVG(w io.Writer, rep Report) error {
 			peak = max(peak, bk.Allowed+bk.Denied)
 		}
 	}
-	ymax := niceCeil(peak)
+	step, ymax := scale(peak)
 	plotW := float64(svgWidth - svgLeft - svgRight)
 	height := svgTop + len(rep.Runs)*(svgPanelH+svgPanelGap) - svgPanelGap + svgBottom
 	width, _ := time.ParseDuration(rep.Bucket)
@@ -74,7 +76,7 @@ func writeSVG(w io.Writer, rep Report) error {
 <text x="%d" y="24" font-size="15" font-weight="bold">%s</text>
 <text x="%d" y="44" fill="#444444">%s: %d calls from %s (UTC). Solid: admitted; pale red above: denied.</text>
 `, svgWidth, height, svgWidth, height, esc(title), esc(title), svgLeft, esc(title),
-		svgLeft, esc(rep.Trace.File), rep.Trace.Calls, rep.Trace.First.Format(time.RFC3339Nano))
+		svgLeft, esc(filepath.Base(rep.Trace.File)), rep.Trace.Calls, rep.Trace.First.Format(time.RFC3339Nano))
 
 	barW := plotW
 	if n > 0 {
@@ -89,13 +91,10 @@ func writeSVG(w io.Writer, rep Report) error {
 <title>%s: %d of %d calls admitted</title>
 <text x="%d" y="%.1f" font-weight="bold" fill="%s">%s</text>
 <text x="%d" y="%.1f" text-anchor="end" fill="#444444">%d of %d admitted, %.1f%% denied</text>
-`, esc(run.Name), esc(run.Name), run.Allowed, run.Calls, svgLeft, y0-8, color, esc(run.Name),
-			svgWidth-svgRight, y0-8, run.Allowed, run.Calls, 100*run.DenialRate)
-		// Axes and the scale: 0, half, full.
-		for _, v := range []int64{0, ymax / 2, ymax} {
-			if v == ymax/2 && (ymax < 2 || ymax%2 != 0) {
-				continue
-			}
+`, esc(run.Name), esc(run.Name), run.Allowed, run.Calls, svgLeft, y0-16, color, esc(run.Name),
+			svgWidth-svgRight, y0-16, run.Allowed, run.Calls, 100*run.DenialRate)
+		// The scale: a grid line per step.
+		for v := int64(0); v <= ymax; v += step {
 			y := base - float64(v)/float64(ymax)*svgPanelH
 			fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e0e0e0"/>
 <text x="%d" y="%.1f" text-anchor="end" fill="#444444">%d</text>
