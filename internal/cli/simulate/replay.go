@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -147,31 +148,37 @@ func (t *tally) add(at time.Time, allowed bool) {
 	}
 }
 
-// run is one replay in progress.
+// run is one replay in progress, on a goroutine of its own: its own
+// Enforcer, clock and histogram (every run sees the same timestamps, so
+// their buckets widen alike).
 type run struct {
 	spec  runSpec
+	clock clock
 	enf   *enforce.Enforcer
+	hist  *histogram
 	total tally
 	defs  map[string]*tally
 }
 
 // replay is a simulation in progress: every run sees every row.
 type replay struct {
-	clock clock
 	runs  []*run
-	hist  *histogram
 	rows  int64
 	first time.Time
 	last  time.Time
 }
 
+// batchRows is how many rows the reader hands the runs at a time.
+const batchRows = 512
+
 // start builds an Enforcer per run, its clock at the trace's first call.
 func start(ctx context.Context, specs []runSpec, first time.Time, bucket time.Duration) (*replay, error) {
-	r := &replay{hist: newHistogram(len(specs), bucket), first: first}
-	r.clock.set(first)
+	r := &replay{first: first}
 	for _, s := range specs {
+		run := &run{spec: s, hist: newHistogram(1, bucket), defs: map[string]*tally{}}
+		run.clock.set(first)
 		enf, err := enforce.New(ctx, enforce.Options{
-			Counters: memory.New(), Source: staticSource{st: s.state}, Now: r.clock.now,
+			Counters: memory.New(), Source: staticSource{st: s.state}, Now: run.clock.now,
 			CacheTTL: cacheTTL, SweepInterval: -1, BackendTimeout: backendTimeout, Workers: 1,
 			Logger: slog.New(slog.DiscardHandler),
 		})
@@ -179,7 +186,7 @@ func start(ctx context.Context, specs []runSpec, first time.Time, bucket time.Du
 			r.close()
 			return nil, fmt.Errorf("start the enforcer for %s: %w", s.name, err)
 		}
-		run := &run{spec: s, enf: enf, defs: map[string]*tally{}}
+		run.enf = enf
 		for _, d := range s.defs {
 			run.defs[d.ID] = &tally{}
 		}
@@ -194,39 +201,36 @@ func (r *replay) close() {
 	}
 }
 
-// decide replays one row in every run.
-func (r *replay) decide(ctx context.Context, row Row) error {
-	r.clock.set(row.Time)
-	r.rows++
-	r.last = row.Time
-	b := r.hist.index(row.Time)
-	for i, run := range r.runs {
-		d, err := run.enf.Check(ctx, row.Call)
-		if err != nil {
-			// Only a failure of the in-memory store gets here: the
-			// decision is the fail policy's, not the algorithm's.
-			return fmt.Errorf("line %d (%s): the enforcer could not decide: %w", row.Line, run.spec.name, err)
+// decide replays one row.
+func (run *run) decide(ctx context.Context, row Row) error {
+	run.clock.set(row.Time)
+	d, err := run.enf.Check(ctx, row.Call)
+	if err != nil {
+		// Only a failure of the in-memory store gets here: the decision
+		// is the fail policy's, not the algorithm's.
+		return fmt.Errorf("line %d (%s): the enforcer could not decide: %w", row.Line, run.spec.name, err)
+	}
+	run.total.add(row.Time, d.Allowed)
+	run.hist.count(0, run.hist.index(row.Time), d.Allowed)
+	// Each definition behind a gate of the call: denied when it had no
+	// room (a shadow one: when it would have denied).
+	var seen []string
+	for _, g := range d.Gates {
+		t := run.defs[g.DefinitionID]
+		if t == nil || slices.Contains(seen, g.DefinitionID) {
+			continue
 		}
-		run.total.add(row.Time, d.Allowed)
-		r.hist.count(i, b, d.Allowed)
-		// Each definition behind a gate of the call: denied when it had
-		// no room (a shadow one: when it would have denied).
-		var seen []string
-		for _, g := range d.Gates {
-			t := run.defs[g.DefinitionID]
-			if t == nil || slices.Contains(seen, g.DefinitionID) {
-				continue
-			}
-			seen = append(seen, g.DefinitionID)
-			refused := slices.ContainsFunc(d.Denied, func(x enforce.Gate) bool { return x.DefinitionID == g.DefinitionID }) ||
-				slices.ContainsFunc(d.Shadow, func(x enforce.Gate) bool { return x.DefinitionID == g.DefinitionID })
-			t.add(row.Time, !refused)
-		}
+		seen = append(seen, g.DefinitionID)
+		refused := slices.ContainsFunc(d.Denied, func(x enforce.Gate) bool { return x.DefinitionID == g.DefinitionID }) ||
+			slices.ContainsFunc(d.Shadow, func(x enforce.Gate) bool { return x.DefinitionID == g.DefinitionID })
+		t.add(row.Time, !refused)
 	}
 	return nil
 }
 
-// replayTrace reads every row of tr and decides it in every run.
+// replayTrace reads every row of tr and decides it in every run: the
+// reader hands batches of rows to a goroutine per run, through channels
+// of a few batches, so memory stays bounded and the runs use the cores.
 func replayTrace(ctx context.Context, tr *traceReader, specs []runSpec, bucket time.Duration) (*replay, error) {
 	row, err := tr.Next()
 	if errors.Is(err, io.EOF) {
@@ -240,19 +244,60 @@ func replayTrace(ctx context.Context, tr *traceReader, specs []runSpec, bucket t
 		return nil, err
 	}
 	defer r.close()
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := r.decide(ctx, row); err != nil {
-			return nil, err
-		}
-		row, err = tr.Next()
-		if errors.Is(err, io.EOF) {
-			return r, nil
-		}
-		if err != nil {
-			return nil, err
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	feeds := make([]chan []Row, len(r.runs))
+	for i, run := range r.runs {
+		feed := make(chan []Row, 4)
+		feeds[i] = feed
+		wg.Go(func() {
+			for batch := range feed {
+				for _, row := range batch {
+					if ctx.Err() != nil {
+						break
+					}
+					if err := run.decide(ctx, row); err != nil {
+						cancel(err)
+					}
+				}
+			}
+		})
+	}
+	send := func(batch []Row) {
+		for _, feed := range feeds {
+			select {
+			case feed <- batch:
+			case <-ctx.Done():
+			}
 		}
 	}
+	var readErr error
+	batch := make([]Row, 0, batchRows)
+	for ctx.Err() == nil {
+		r.rows++
+		r.last = row.Time
+		if batch = append(batch, row); len(batch) == batchRows {
+			send(batch)
+			batch = make([]Row, 0, batchRows) // the runs still read the last one
+		}
+		if row, err = tr.Next(); err != nil {
+			if !errors.Is(err, io.EOF) {
+				readErr = err
+			}
+			break
+		}
+	}
+	send(batch)
+	for _, feed := range feeds {
+		close(feed)
+	}
+	wg.Wait()
+	if readErr != nil {
+		return nil, readErr
+	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
 }

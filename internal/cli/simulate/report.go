@@ -92,12 +92,13 @@ type BucketReport struct {
 
 // report turns a finished replay into its Report.
 func (r *replay) report(file string) Report {
-	cells, origin, width := r.hist.display()
+	// Every run saw the same timestamps: their buckets are alike.
+	_, origin, width := r.runs[0].hist.display()
 	rep := Report{
 		Trace:  TraceInfo{File: file, Calls: r.rows, First: r.first, Last: r.last},
 		Bucket: width.String(), BucketSeconds: width.Seconds(),
 	}
-	for i, run := range r.runs {
+	for _, run := range r.runs {
 		rr := RunReport{Name: run.spec.name, Totals: totals(run.total), Definitions: []DefinitionReport{}}
 		for _, d := range run.spec.defs {
 			mode := d.Mode
@@ -111,8 +112,9 @@ func (r *replay) report(file string) Report {
 				Totals: totals(*run.defs[d.ID]),
 			})
 		}
-		rr.Buckets = make([]BucketReport, len(cells[i]))
-		for j, c := range cells[i] {
+		cells, _, _ := run.hist.display()
+		rr.Buckets = make([]BucketReport, len(cells[0]))
+		for j, c := range cells[0] {
 			rr.Buckets[j] = BucketReport{Start: time.Unix(0, origin+int64(j)*int64(width)).UTC(), Allowed: c.allowed, Denied: c.denied}
 		}
 		rep.Runs = append(rep.Runs, rr)

@@ -227,8 +227,8 @@ func simulateRun(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if o.Bucket != 0 && rep.hist.width != o.Bucket {
-		fmt.Fprintf(ios.ErrOut, "note: buckets of %s would be more than %d; counted in buckets of %s\n", o.Bucket, maxBuckets, rep.hist.width)
+	if w := rep.runs[0].hist.width; o.Bucket != 0 && w != o.Bucket {
+		fmt.Fprintf(ios.ErrOut, "note: buckets of %s would be more than %d; counted in buckets of %s\n", o.Bucket, maxBuckets, w)
 	}
 	doc := rep.report(name)
 	if o.SVG != "" {
