@@ -56,6 +56,44 @@ var algorithms = map[enforce.Algorithm]algorithm{
 			{"sweep removes ended windows, never a live one", fixedWindowSweep},
 		},
 	},
+	enforce.AlgorithmSlidingWindow: {
+		gate: func(key string, limit int64) enforce.CounterGate {
+			return enforce.CounterGate{Key: key, Algorithm: enforce.AlgorithmSlidingWindow,
+				Window: time.Minute, Limit: limit, Enforce: true}
+		},
+		// Inside a minute whose previous minute no key of the suite has
+		// touched: at one instant the gate admits exactly its limit.
+		start: func() time.Time { return windowStart(time.Hour).Add(10 * time.Second) },
+		checks: []check{
+			{"at most the limit across a boundary where the fixed window admits twice it", slidingAcrossBoundary},
+			{"the previous window weighs in by the part still inside the sliding window", slidingWeighs},
+			{"sweep never removes a window that still weighs in", slidingSweep},
+		},
+	},
+	enforce.AlgorithmTokenBucket: {
+		gate: func(key string, limit int64) enforce.CounterGate {
+			return enforce.CounterGate{Key: key, Algorithm: enforce.AlgorithmTokenBucket,
+				Window: time.Minute, Limit: limit, Burst: limit, Enforce: true}
+		},
+		start: func() time.Time { return windowStart(time.Hour).Add(10 * time.Second) },
+		checks: []check{
+			{"burst then deny at a frozen clock, Retry-After the missing tokens' time", bucketBurstThenDeny},
+			{"refills at the sustained rate, a cost needs whole tokens", bucketRefill},
+			{"never above the burst however long it idles", bucketNeverAboveBurst},
+			{"burst 0 is the limit; the emission interval rounds up", bucketDefaults},
+			{"sweep removes full buckets only", bucketSweep},
+		},
+	},
+}
+
+// Every lists every algorithm the suite knows, in its order.
+func Every() []enforce.Algorithm {
+	names := make([]enforce.Algorithm, 0, len(algorithms))
+	for name := range algorithms {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // generic are the checks every algorithm runs.
@@ -72,19 +110,43 @@ var generic = []check{
 	{"an empty batch is answered empty", emptyBatch},
 }
 
+// Opts narrow the suite for a store that does not count every algorithm
+// yet.
+type Opts struct {
+	// Algorithms are the algorithms the store counts (nil: Every()). The
+	// checks of the others are skipped, and so are the mixed checks when
+	// fewer than two remain.
+	Algorithms []enforce.Algorithm
+}
+
+func (o Opts) algorithms() []enforce.Algorithm {
+	if o.Algorithms == nil {
+		return Every()
+	}
+	return o.Algorithms
+}
+
+func optsOf(opts []Opts) Opts {
+	if len(opts) > 0 {
+		return opts[0]
+	}
+	return Opts{}
+}
+
 // TestCounterStore runs the conformance suite against the stores open
 // builds: one fresh, empty store per subtest (open registers its own
-// cleanup with t). Subtests run in parallel.
-func TestCounterStore(t *testing.T, open func(t *testing.T) enforce.CounterStore) {
+// cleanup with t). Subtests run in parallel. Every algorithm is checked
+// (the generic checks and its own), then gates of different algorithms
+// mixed in one call; opts (at most one) may narrow the algorithms.
+func TestCounterStore(t *testing.T, open func(t *testing.T) enforce.CounterStore, opts ...Opts) {
 	t.Helper()
-	names := make([]enforce.Algorithm, 0, len(algorithms))
-	for name := range algorithms {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	algos := optsOf(opts).algorithms()
+	for _, name := range Every() {
 		a := algorithms[name]
 		t.Run(string(name), func(t *testing.T) {
+			if !slices.Contains(algos, name) {
+				t.Skipf("the store does not count %s (enforcetest.Opts)", name)
+			}
 			t.Parallel()
 			for _, c := range append(slices.Clone(generic), a.checks...) {
 				t.Run(c.name, func(t *testing.T) {
@@ -94,6 +156,18 @@ func TestCounterStore(t *testing.T, open func(t *testing.T) enforce.CounterStore
 			}
 		})
 	}
+	t.Run("mixed", func(t *testing.T) {
+		if len(algos) < 2 {
+			t.Skip("the store counts one algorithm: nothing to mix")
+		}
+		t.Parallel()
+		for _, c := range mixed {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				c.run(t, open(t), algos)
+			})
+		}
+	})
 }
 
 // windowStart is the start of the window of length w after the current
@@ -103,8 +177,15 @@ func windowStart(w time.Duration) time.Time {
 	return time.Unix((time.Now().Unix()/s+1)*s, 0)
 }
 
+// outcome is one call's TakeResult with what each gate has used at the
+// call's instant (see used).
+type outcome struct {
+	enforce.TakeResult
+	used []int64
+}
+
 // take calls s.Take with a deadline that only bounds a hang.
-func take(t *testing.T, s enforce.CounterStore, reqs ...enforce.TakeRequest) []enforce.TakeResult {
+func take(t *testing.T, s enforce.CounterStore, reqs ...enforce.TakeRequest) []outcome {
 	t.Helper()
 	res, err := s.Take(context.Background(), reqs, time.Now().Add(hangBound))
 	if err != nil {
@@ -113,12 +194,36 @@ func take(t *testing.T, s enforce.CounterStore, reqs ...enforce.TakeRequest) []e
 	if len(res) != len(reqs) {
 		t.Fatalf("Take answered %d results for %d calls", len(res), len(reqs))
 	}
+	out := make([]outcome, len(res))
 	for i, r := range res {
 		if len(r.States) != len(reqs[i].Gates) || len(r.Room) != len(reqs[i].Gates) {
 			t.Fatalf("call %d: %d states and %d rooms for %d gates", i, len(r.States), len(r.Room), len(reqs[i].Gates))
 		}
+		out[i] = outcome{TakeResult: r, used: make([]int64, len(r.States))}
+		for j, st := range r.States {
+			out[i].used[j] = used(reqs[i].Gates[j], st, reqs[i].Now)
+		}
 	}
-	return res
+	return out
+}
+
+// used is what a gate's state says is used at now, in units: a window's
+// count (the current window's), or a token bucket's missing tokens,
+// rounded up (at one instant, what the calls took from a full bucket).
+func used(g enforce.CounterGate, st enforce.GateState, now time.Time) int64 {
+	if g.Algorithm != enforce.AlgorithmTokenBucket {
+		return st.Count
+	}
+	if st.TAT.IsZero() || !st.TAT.After(now) {
+		return 0
+	}
+	T := interval(g)
+	return (int64(st.TAT.Sub(now)) + T - 1) / T
+}
+
+// interval is a token bucket's emission interval, ceil(Window / Limit) ns.
+func interval(g enforce.CounterGate) int64 {
+	return (int64(g.Window) + g.Limit - 1) / g.Limit
 }
 
 // call builds a consuming request over gates (sorted by key, as the
@@ -139,25 +244,17 @@ func peekOf(now time.Time, cost int64, gates ...enforce.CounterGate) enforce.Tak
 // countOf peeks at one gate and returns its count.
 func countOf(t *testing.T, s enforce.CounterStore, now time.Time, g enforce.CounterGate) int64 {
 	t.Helper()
-	return take(t, s, peekOf(now, 1, g))[0].States[0].Count
+	return take(t, s, peekOf(now, 1, g))[0].used[0]
 }
 
-// result is what a test expects of one call.
-func expect(t *testing.T, what string, got enforce.TakeResult, allowed bool, counts []int64, room []bool) {
+// expect checks what a test expects of one call: allowed, what each gate
+// has used (a window's count, a bucket's missing tokens) and its room.
+func expect(t *testing.T, what string, got outcome, allowed bool, counts []int64, room []bool) {
 	t.Helper()
-	if c := countsOf(got); got.Allowed != allowed || !slices.Equal(c, counts) || !slices.Equal(got.Room, room) {
-		t.Errorf("%s: allowed=%v counts=%v room=%v, want allowed=%v counts=%v room=%v",
-			what, got.Allowed, c, got.Room, allowed, counts, room)
+	if got.Allowed != allowed || !slices.Equal(got.used, counts) || !slices.Equal(got.Room, room) {
+		t.Errorf("%s: allowed=%v used=%v room=%v, want allowed=%v used=%v room=%v",
+			what, got.Allowed, got.used, got.Room, allowed, counts, room)
 	}
-}
-
-// countsOf lists the Count of every gate state of r.
-func countsOf(r enforce.TakeResult) []int64 {
-	out := make([]int64, len(r.States))
-	for i, st := range r.States {
-		out[i] = st.Count
-	}
-	return out
 }
 
 // admitsLimit: a gate admits exactly Limit unit calls, each reporting its
@@ -357,7 +454,7 @@ func pastDeadline(t *testing.T, s enforce.CounterStore, a algorithm) {
 	g := a.gate("deadline", 10)
 	res, err := s.Take(context.Background(), []enforce.TakeRequest{call(now, 3, g)}, time.Now().Add(-time.Second))
 	if err == nil {
-		if len(res) != 1 || len(res[0].States) != 1 || res[0].States[0].Count != 3 {
+		if len(res) != 1 || len(res[0].States) != 1 || used(g, res[0].States[0], now) != 3 {
 			t.Fatalf("Take past its deadline answered %+v, want either ErrTimedOut or the normal answer", res)
 		}
 		t.Log("the store answered a Take whose deadline had passed (allowed: it answered in time for itself)")

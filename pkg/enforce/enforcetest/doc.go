@@ -12,12 +12,20 @@
 //	}
 //
 // The suite drives Take and Sweep directly, choosing every TakeRequest.Now,
-// so windows roll over without waiting. Checks that hold for any algorithm
-// (cost, all or nothing, shadow gates, peek, batches, concurrency, keys,
-// deadlines) run once per entry of the algorithms table; each entry adds
-// the checks of its own notion of time (for the fixed window: roll-over at
-// the epoch-aligned boundary, and Sweep). A new algorithm is one entry
-// there, and every store that claims it runs its cases.
+// so windows roll over and buckets refill without waiting. Checks that
+// hold for any algorithm (cost, all or nothing, shadow gates, peek,
+// batches, concurrency, keys, deadlines) run once per entry of the
+// algorithms table; each entry adds the checks of its own notion of time
+// (the fixed window: roll-over at the epoch-aligned boundary, and Sweep;
+// the sliding window: the boundary where the fixed window admits twice its
+// limit, the previous window's weight, and Sweep; the token bucket: burst
+// then deny at a frozen clock, refill, never above the burst, the rounding
+// of its emission interval, and Sweep), every value exact as
+// pkg/enforce/algorithm computes it. Then gates of different algorithms
+// are mixed in one call: all or nothing, shadow, batches, concurrency. A
+// new algorithm is one entry there, and every store runs its cases; a
+// store that does not count every algorithm yet says which it does
+// (Opts.Algorithms) and the others are skipped.
 //
 // For the fail policies of an Enforcer: Failing and Hanging wrap a store
 // so it errors or answers nothing, StaticSource is an in-memory
