@@ -109,18 +109,35 @@ const (
 type Gate struct {
 	// DefinitionID is the definition behind the gate. For the caller and
 	// caller_target axes, where the most restrictive definition of each
-	// window wins, it is that definition.
-	DefinitionID  string `json:"definition_id"`
-	Axis          string `json:"axis"`
-	EntityType    string `json:"entity_type"`
-	WindowSeconds int    `json:"window_seconds"`
-	Limit         int64  `json:"limit"`
-	// Count is the gate's count after the decision.
+	// window and algorithm wins, it is that definition.
+	DefinitionID string `json:"definition_id"`
+	Axis         string `json:"axis"`
+	EntityType   string `json:"entity_type"`
+	// Algorithm is how the gate counts (never empty: fixed_window by
+	// default).
+	Algorithm     Algorithm `json:"algorithm"`
+	WindowSeconds int       `json:"window_seconds"`
+	// Limit is what the gate admits per window (the token bucket's
+	// sustained rate, Limit per WindowSeconds).
+	Limit int64 `json:"limit"`
+	// Burst is the token bucket's capacity (0 for the windows).
+	Burst int64 `json:"burst,omitempty"`
+	// Count is the gate's count after the decision: the current window's
+	// count, or for a token bucket the tokens missing from a full bucket
+	// (rounded up).
 	Count int64 `json:"count"`
-	// Remaining is what is left in the window after the decision.
-	Remaining int64     `json:"remaining"`
-	Reset     time.Time `json:"reset"`
-	Shadow    bool      `json:"shadow,omitempty"`
+	// Remaining is what a call of cost 1 could still take after the
+	// decision: what is left in the window, the sliding window's room, or
+	// the bucket's whole tokens (reference 001's r).
+	Remaining int64 `json:"remaining"`
+	// Reset is when the gate is back to its full limit: the window's end,
+	// the end of the window after which the sliding window weighs nothing,
+	// or when the bucket is full.
+	Reset  time.Time `json:"reset"`
+	Shadow bool      `json:"shadow,omitempty"`
+	// RetryAfter, on a gate that had no room, is how long until it has
+	// room for the call (exact, not rounded; 0 when it had room).
+	RetryAfter time.Duration `json:"retry_after,omitempty"`
 
 	key        string
 	failClosed bool
@@ -137,13 +154,15 @@ type Decision struct {
 	// Gates lists every gate checked.
 	Gates []Gate `json:"gates,omitempty"`
 	// Limit, Remaining and Reset describe the tightest enforce gate (on a
-	// denial, the denying gate that resets last): what rate-limit headers
-	// carry. Limit is 0 when no gate applied.
+	// denial, the denying gate that must wait longest): what rate-limit
+	// headers carry. Limit is 0 when no gate applied.
 	Limit     int64     `json:"limit"`
 	Remaining int64     `json:"remaining"`
 	Reset     time.Time `json:"reset"`
-	// RetryAfter is when the call can pass at the earliest: the latest
-	// reset among the denying gates, at least one second.
+	// RetryAfter is when the call can pass at the earliest: the longest
+	// wait among the denying gates (their RetryAfter: a window's end, the
+	// missing tokens' time, the sliding window's first millisecond with
+	// room), rounded up to whole seconds, at least one second.
 	RetryAfter time.Duration `json:"retry_after"`
 	// QuarantineScope is "caller" or "target" for quarantine denials.
 	QuarantineScope string `json:"quarantine_scope,omitempty"`

@@ -24,6 +24,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -296,15 +297,16 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, callerType, identity, user
 	target := c.TargetType + ":" + targetName
 	if !admin {
 		groups := callerGroups(snap, userKey, clientKey)
-		// Per axis and window, the most restrictive enforce definition
-		// wins and they share one bucket per caller; shadow definitions
-		// each count on their own.
-		best := map[string]int{} // axis|window -> index in gates
+		// Per axis, window and algorithm, the most restrictive enforce
+		// definition wins (the lowest limit, then the lowest burst) and
+		// they share one bucket per caller; shadow definitions each count
+		// on their own.
+		best := map[string]int{} // axis|window|algorithm -> index in gates
 		for _, g := range groups {
 			for _, d := range snap.groupDefs[g] {
-				limit := d.UserMaxRequests
+				limit, burst := d.UserMaxRequests, d.UserBurst
 				if callerType == "agent" {
-					limit = d.AgentMaxRequests
+					limit, burst = d.AgentMaxRequests, d.AgentBurst
 				}
 				if limit == nil {
 					continue // this group does not gate this caller type
@@ -314,35 +316,37 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, callerType, identity, user
 					subject = caller + "|" + target
 				}
 				if d.Mode == ratelimit.ModeShadow {
-					gates = append(gates, newGate(d, "s|"+d.ID+"|"+subject, int64(*limit), true, now))
+					gates = append(gates, newGate(d, counterKey("s", d, d.ID+"|"+subject), int64(*limit), burst, true, now))
 					continue
 				}
-				slot := d.Axis + "|" + strconv.Itoa(d.WindowSeconds)
-				key := axisPrefix(d.Axis) + "|" + strconv.Itoa(d.WindowSeconds) + "|" + subject
+				algo := algorithmOf(d)
+				slot := d.Axis + "|" + strconv.Itoa(d.WindowSeconds) + "|" + string(algo)
+				key := counterKey(axisPrefix(d.Axis), d, strconv.Itoa(d.WindowSeconds)+"|"+subject)
+				gate := newGate(d, key, int64(*limit), burst, false, now)
 				if i, ok := best[slot]; ok {
 					fc := gates[i].failClosed || d.FailClosed
-					if int64(*limit) < gates[i].Limit {
-						gates[i] = newGate(d, key, int64(*limit), false, now)
+					if gate.Limit < gates[i].Limit || (gate.Limit == gates[i].Limit && gate.Burst < gates[i].Burst) {
+						gates[i] = gate
 					}
 					gates[i].failClosed = fc
 					continue
 				}
 				best[slot] = len(gates)
-				gates = append(gates, newGate(d, key, int64(*limit), false, now))
+				gates = append(gates, gate)
 			}
 		}
 	}
-	addTarget := func(d ratelimit.Definition, key string) {
+	addTarget := func(d ratelimit.Definition, rest string) {
 		if d.MaxRequests != nil {
-			gates = append(gates, newGate(d, key, int64(*d.MaxRequests), d.Mode == ratelimit.ModeShadow, now))
+			gates = append(gates, newGate(d, counterKey("t", d, rest), int64(*d.MaxRequests), d.Burst, d.Mode == ratelimit.ModeShadow, now))
 		}
 	}
 	for _, d := range snap.targetDefs[targetKey(c.TargetType, targetName)] {
-		addTarget(d, "t|"+d.ID)
+		addTarget(d, d.ID)
 	}
 	if c.TargetType == ratelimit.EntityMCPServer {
 		for _, d := range snap.serverGroups[targetName] {
-			addTarget(d, "t|"+d.ID+"|"+targetName)
+			addTarget(d, d.ID+"|"+targetName)
 		}
 	}
 	if tool := strings.TrimSpace(c.Tool); tool != "" {
@@ -351,7 +355,7 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, callerType, identity, user
 			leafType = ratelimit.EntityA2ASkill
 		}
 		for _, d := range snap.targetDefs[targetKey(leafType, targetName+":"+tool)] {
-			addTarget(d, "t|"+d.ID)
+			addTarget(d, d.ID)
 		}
 	}
 	return gates
@@ -382,23 +386,80 @@ func callerGroups(snap *snapshot, userKey, clientKey string) []string {
 	return groups
 }
 
-// newGate builds a fixed-window gate. Reset is the end of the window now
-// is in (windows are aligned on the epoch: index floor(unix/window)), as
-// the counter store computes it from the same now.
-func newGate(d ratelimit.Definition, key string, limit int64, shadow bool, now time.Time) Gate {
+// counterKey is the key of a counter of kind (c, ct, s, t) for d, rest
+// being what follows the kind. A fixed window's key is byte for byte what
+// it has always been; the other algorithms mark the kind (c.tb, t.sw, ...)
+// so that a definition whose algorithm changes starts on a counter of its
+// new algorithm instead of reading the old one's.
+func counterKey(kind string, d ratelimit.Definition, rest string) string {
+	switch algorithmOf(d) {
+	case AlgorithmTokenBucket:
+		kind += ".tb"
+	case AlgorithmSlidingWindow:
+		kind += ".sw"
+	}
+	return kind + "|" + rest
+}
+
+// algorithmOf is d's algorithm, fixed_window when it names none.
+func algorithmOf(d ratelimit.Definition) Algorithm {
+	return Algorithm(d.AlgorithmOrDefault())
+}
+
+// newGate builds a gate of d's algorithm. Reset is, until the decision
+// says otherwise, the end of the window now is in (windows are aligned on
+// the epoch: index floor(unix/window)), as the counter store computes it
+// from the same now. A token bucket's burst defaults to its limit; the
+// windows have none.
+func newGate(d ratelimit.Definition, key string, limit int64, burst *int, shadow bool, now time.Time) Gate {
 	w := int64(d.WindowSeconds)
 	idx := now.Unix() / w
-	return Gate{
-		DefinitionID: d.ID, Axis: d.Axis, EntityType: d.EntityType, WindowSeconds: d.WindowSeconds,
+	g := Gate{
+		DefinitionID: d.ID, Axis: d.Axis, EntityType: d.EntityType, Algorithm: algorithmOf(d), WindowSeconds: d.WindowSeconds,
 		Limit: limit, Reset: time.Unix((idx+1)*w, 0), Shadow: shadow,
 		key: key, failClosed: d.FailClosed,
 	}
+	if g.Algorithm == AlgorithmTokenBucket {
+		g.Burst = limit
+		if burst != nil {
+			g.Burst = int64(*burst)
+		}
+	}
+	return g
 }
 
 // counterGate is what the counter store sees of a gate.
 func (g Gate) counterGate() CounterGate {
-	return CounterGate{Key: g.key, Algorithm: AlgorithmFixedWindow, Window: time.Duration(g.WindowSeconds) * time.Second,
-		Limit: g.Limit, Enforce: !g.Shadow}
+	return CounterGate{Key: g.key, Algorithm: g.Algorithm, Window: time.Duration(g.WindowSeconds) * time.Second,
+		Limit: g.Limit, Burst: g.Burst, Enforce: !g.Shadow}
+}
+
+// arith is the gate as pkg/enforce/algorithm sees it.
+func (g Gate) arith() algorithm.Gate {
+	return algorithm.Gate{Algorithm: string(g.Algorithm), Window: time.Duration(g.WindowSeconds) * time.Second,
+		Limit: g.Limit, Burst: g.Burst}
+}
+
+// describe fills the gate's Count, Remaining, Reset and (without room)
+// RetryAfter from its state after the decision, in its algorithm's terms.
+func (g *Gate) describe(st GateState, room bool, cost int64, now time.Time) {
+	s := algorithm.State{Count: st.Count, Previous: st.Previous, TAT: st.TAT}
+	a := g.arith()
+	remaining, reset := algorithm.Describe(a, s, now)
+	g.Remaining = remaining
+	g.Count = st.Count
+	switch g.Algorithm {
+	case AlgorithmTokenBucket:
+		T := algorithm.Interval(a.Window, a.Limit)
+		g.Count = (int64(reset) + T - 1) / T
+		g.Reset = now.Add(reset)
+	case AlgorithmSlidingWindow:
+		g.Reset = now.Add(reset)
+	}
+	g.RetryAfter = 0
+	if !room {
+		g.RetryAfter = algorithm.RetryAfter(a, s, now, cost)
+	}
 }
 
 // take runs the counter round trip and turns its answer into a decision.
@@ -425,8 +486,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, c
 	tightest := -1
 	for i := range gates {
 		g := &gates[i]
-		g.Count = res.States[i].Count
-		g.Remaining = max(g.Limit-g.Count, 0)
+		g.describe(res.States[i], res.Room[i], cost, now)
 		e.metrics.gateChecks.WithLabelValues(axisLabel(g.Axis), g.EntityType, outcome(res.Room[i])).Inc()
 		if !res.Room[i] {
 			if g.Shadow {
@@ -446,15 +506,12 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, c
 	}
 	if !d.Allowed {
 		d.Reason = ReasonThrottled
-		// The call can pass only once every denying gate has reset.
-		latest := d.Denied[0]
-		for _, g := range d.Denied[1:] {
-			if g.Reset.After(latest.Reset) {
-				latest = g
-			}
-		}
+		// The call can pass only once every denying gate has room: room
+		// only grows while nothing is taken, so at the longest of their
+		// waits.
+		latest := longestWait(d.Denied, now)
 		d.Limit, d.Remaining, d.Reset = latest.Limit, latest.Remaining, latest.Reset
-		d.RetryAfter = retryAfter(latest.Reset.Sub(now))
+		d.RetryAfter = retryAfter(latest.wait(now))
 		e.metrics.checks.WithLabelValues("throttled").Inc()
 		if consume {
 			e.events.record(event{reason: eventThrottled, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
@@ -487,6 +544,27 @@ func (e *Enforcer) backendFailed(c Call, gates []Gate, err error) (Decision, err
 	}
 	e.metrics.checks.WithLabelValues("fail_open").Inc()
 	return Decision{Allowed: true, Reason: ReasonFailOpen, Gates: gates}, err
+}
+
+// wait is how long the gate needs before the call has room on it: its
+// RetryAfter, or (a gate without one, as a hand-made Decision's) its
+// reset.
+func (g Gate) wait(now time.Time) time.Duration {
+	if g.RetryAfter > 0 {
+		return g.RetryAfter
+	}
+	return g.Reset.Sub(now)
+}
+
+// longestWait is the first of the gates whose wait is longest.
+func longestWait(gates []Gate, now time.Time) Gate {
+	latest := gates[0]
+	for _, g := range gates[1:] {
+		if g.wait(now) > latest.wait(now) {
+			latest = g
+		}
+	}
+	return latest
 }
 
 // retryAfter rounds a wait up to whole seconds, at least one: a client

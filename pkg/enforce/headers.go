@@ -26,16 +26,28 @@ const (
 //	X-RateLimit-Limit: 60
 //	X-RateLimit-Remaining: 0
 //	X-RateLimit-Reset: 1767225660        (Unix seconds, as the reference)
-//	RateLimit-Policy: "caller:group:developers:60";q=60;w=60
+//	RateLimit-Policy: "caller:group:developers:60";q=60;w=60, "target:mcp_server:s:60";q=100;w=60;burst=20
 //	RateLimit: "caller:group:developers:60";r=0;t=42
 //	Retry-After: 42                      (only when the call is refused)
 //
-// The numbers describe the tightest gate (on a throttle, the denying gate
-// that resets last) and the policy is named after that gate's definition
+// RateLimit and the X-RateLimit-* trio describe the tightest gate (on a
+// throttle, the denying gate that must wait longest; else the enforce
+// gate with the least room) and RateLimit names it after its definition
 // id ("rlctl", without w, for a hand-made Decision that does not list its
-// gates). t and Retry-After are whole seconds rounded up, so a client that
-// waits them never arrives before the window has turned; Retry-After is at
-// least 1. now is the time the decision was made (the Enforcer's clock).
+// gates). RateLimit-Policy lists every enforce policy that applied to the
+// call, the tightest first, then the others in the order of d.Gates; shadow
+// gates are not listed (they limit nobody). A token bucket's policy adds
+// its capacity as burst=<n>: the draft lets a policy carry parameters it
+// does not define, and its q and w are the sustained rate (q per w
+// seconds). For a token bucket r is the whole tokens left and t the
+// seconds until the bucket is full, 0 when it is (reference 001's
+// rounding); for the windows r is what is left and t the seconds until
+// the window's count is back to zero. t and Retry-After are whole seconds
+// rounded up, so a client that waits them never arrives early; Retry-After
+// is at least 1, and is the earliest moment the call can pass (its
+// missing tokens, the window's end, the sliding window's first moment with
+// room). X-RateLimit-Reset is rounded up to the next whole second too.
+// now is the time the decision was made (the Enforcer's clock).
 //
 // A decision without gates (Limit 0) carries no rate headers, and neither
 // does a quarantine: it is an access decision, not a rate, and a client must
@@ -61,34 +73,70 @@ func SetHeaders(h http.Header, d Decision, now time.Time) {
 	remaining := max(d.Remaining, 0)
 	h.Set(HeaderLimit, strconv.FormatInt(d.Limit, 10))
 	h.Set(HeaderRemaining, strconv.FormatInt(remaining, 10))
-	h.Set(HeaderReset, strconv.FormatInt(d.Reset.Unix(), 10))
+	reset := d.Reset.Unix()
+	if d.Reset.Nanosecond() != 0 {
+		reset++
+	}
+	h.Set(HeaderReset, strconv.FormatInt(reset, 10))
 
-	name, window := "rlctl", 0
-	if g, ok := headlineGate(d); ok {
-		name, window = g.DefinitionID, g.WindowSeconds
+	name := "rlctl"
+	var b strings.Builder
+	head, ok := headlineGate(d, now)
+	if ok {
+		name = head.DefinitionID
+		writePolicy(&b, head.Gate)
+		for i, g := range d.Gates {
+			if g.Shadow || i == head.index {
+				continue
+			}
+			b.WriteString(", ")
+			writePolicy(&b, g)
+		}
+	} else {
+		b.WriteString(sfString(name) + ";q=" + strconv.FormatInt(d.Limit, 10))
 	}
-	policy := sfString(name) + ";q=" + strconv.FormatInt(d.Limit, 10)
-	if window > 0 {
-		policy += ";w=" + strconv.Itoa(window)
-	}
-	h.Set(HeaderPolicy, policy)
+	h.Set(HeaderPolicy, b.String())
 	h.Set(HeaderRateLimit, sfString(name)+";r="+strconv.FormatInt(remaining, 10)+
 		";t="+strconv.FormatInt(max(ceilSeconds(d.Reset.Sub(now)), 0), 10))
 }
 
+// writePolicy writes one member of RateLimit-Policy for g.
+func writePolicy(b *strings.Builder, g Gate) {
+	b.WriteString(sfString(g.DefinitionID))
+	b.WriteString(";q=")
+	b.WriteString(strconv.FormatInt(g.Limit, 10))
+	if g.WindowSeconds > 0 {
+		b.WriteString(";w=")
+		b.WriteString(strconv.Itoa(g.WindowSeconds))
+	}
+	if g.Algorithm == AlgorithmTokenBucket && g.Burst > 0 {
+		b.WriteString(";burst=")
+		b.WriteString(strconv.FormatInt(g.Burst, 10))
+	}
+}
+
+// indexedGate is a gate of d.Gates with its index there.
+type indexedGate struct {
+	Gate
+	index int
+}
+
 // headlineGate finds the gate whose numbers d.Limit, d.Remaining and
 // d.Reset carry, by the rule the Enforcer picks them with: on a throttle
-// the denying gate that resets last, else the enforce gate with the least
-// room (the first of equals, in the order of d.Gates).
-func headlineGate(d Decision) (Gate, bool) {
+// the denying gate that must wait longest (the first of equals), else the
+// enforce gate with the least room (the first of equals, in the order of
+// d.Gates). index is its place in d.Gates (-1 when it is not there).
+func headlineGate(d Decision, now time.Time) (indexedGate, bool) {
 	if !d.Allowed && len(d.Denied) > 0 {
-		latest := d.Denied[0]
-		for _, g := range d.Denied[1:] {
-			if g.Reset.After(latest.Reset) {
-				latest = g
+		latest := longestWait(d.Denied, now)
+		index := -1
+		for i, g := range d.Gates {
+			if g.key == latest.key && g.DefinitionID == latest.DefinitionID && g.WindowSeconds == latest.WindowSeconds {
+				index = i
+				break
 			}
 		}
-		return latest, true
+		return indexedGate{latest, index}, true
 	}
 	found := -1
 	for i, g := range d.Gates {
@@ -97,9 +145,9 @@ func headlineGate(d Decision) (Gate, bool) {
 		}
 	}
 	if found < 0 || d.Gates[found].Limit != d.Limit {
-		return Gate{}, false
+		return indexedGate{}, false
 	}
-	return d.Gates[found], true
+	return indexedGate{d.Gates[found], found}, true
 }
 
 // ceilSeconds rounds d up to whole seconds.

@@ -28,7 +28,8 @@ func TestSetHeadersFormat(t *testing.T) {
 				Gates: []enforce.Gate{shadow, {DefinitionID: "target:mcp_server:s:60", WindowSeconds: 60, Limit: 10, Remaining: 94 + 1, Reset: reset}, func() enforce.Gate { g := day; g.Remaining = 94; return g }()}},
 			want: map[string]string{
 				"X-RateLimit-Limit": "100", "X-RateLimit-Remaining": "94", "X-RateLimit-Reset": "1772496000",
-				"RateLimit-Policy": `"target:mcp_server:s:86400";q=100;w=86400`,
+				// Every enforce policy, the tightest first (issue 11: the list).
+				"RateLimit-Policy": `"target:mcp_server:s:86400";q=100;w=86400, "target:mcp_server:s:60";q=10;w=60`,
 				"RateLimit":        `"target:mcp_server:s:86400";r=94;t=86380`,
 				"Retry-After":      "",
 			},
@@ -39,7 +40,7 @@ func TestSetHeadersFormat(t *testing.T) {
 				RetryAfter: 40 * time.Second, Gates: []enforce.Gate{minute, day}, Denied: []enforce.Gate{minute}},
 			want: map[string]string{
 				"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1772409660",
-				"RateLimit-Policy": `"target:mcp_server:s:60";q=5;w=60`,
+				"RateLimit-Policy": `"target:mcp_server:s:60";q=5;w=60, "target:mcp_server:s:86400";q=100;w=86400`,
 				"RateLimit":        `"target:mcp_server:s:60";r=0;t=40`,
 				"Retry-After":      "40",
 			},
@@ -82,7 +83,7 @@ func TestSetHeadersFormat(t *testing.T) {
 			name: "several denying gates: the one that resets last names the policy",
 			d: enforce.Decision{Allowed: false, Reason: enforce.ReasonThrottled, Limit: 100, Remaining: 0, Reset: dayReset,
 				RetryAfter: dayReset.Sub(now), Gates: []enforce.Gate{minute, day}, Denied: []enforce.Gate{minute, day}},
-			want: map[string]string{"RateLimit-Policy": `"target:mcp_server:s:86400";q=100;w=86400`, "Retry-After": "86380",
+			want: map[string]string{"RateLimit-Policy": `"target:mcp_server:s:86400";q=100;w=86400, "target:mcp_server:s:60";q=5;w=60`, "Retry-After": "86380",
 				"X-RateLimit-Reset": "1772496000"},
 		},
 	}
@@ -120,7 +121,7 @@ func TestSetHeadersFromARealDecision(t *testing.T) {
 	want := map[string]string{
 		"X-RateLimit-Limit": "2", "X-RateLimit-Remaining": "1",
 		"X-RateLimit-Reset": "1772409660", // 2026-03-02T00:01:00Z
-		"RateLimit-Policy":  `"target:mcp_server:s:60";q=2;w=60`,
+		"RateLimit-Policy":  `"target:mcp_server:s:60";q=2;w=60, "target:mcp_server:s:3600";q=50;w=3600`,
 		"RateLimit":         `"target:mcp_server:s:60";r=1;t=40`,
 		"Retry-After":       "",
 	}
@@ -139,7 +140,7 @@ func TestSetHeadersFromARealDecision(t *testing.T) {
 	enforce.SetHeaders(h, d, f.clock.Now())
 	want = map[string]string{
 		"X-RateLimit-Limit": "2", "X-RateLimit-Remaining": "0",
-		"RateLimit-Policy": `"target:mcp_server:s:60";q=2;w=60`,
+		"RateLimit-Policy": `"target:mcp_server:s:60";q=2;w=60, "target:mcp_server:s:3600";q=50;w=3600`,
 		"RateLimit":        `"target:mcp_server:s:60";r=0;t=40`,
 		"Retry-After":      "40",
 	}

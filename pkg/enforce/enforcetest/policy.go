@@ -24,9 +24,15 @@ type BuildEnforcer func(t *testing.T, opts enforce.Options, counters enforce.Cou
 // mcp_server "s" limited to 100 calls a minute (fail_closed as given) and
 // a target "other" with the same limit, never fail_closed.
 func PolicyState(definitionFailClosed bool) enforce.State {
+	return policyState(enforce.AlgorithmFixedWindow, definitionFailClosed)
+}
+
+// policyState is PolicyState with both definitions counting with algo.
+func policyState(algo enforce.Algorithm, definitionFailClosed bool) enforce.State {
 	limit := 100
 	s := ratelimit.Definition{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityMCPServer, Name: "s",
-		WindowSeconds: 60, MaxRequests: &limit, Enabled: true, Mode: ratelimit.ModeEnforce, FailClosed: definitionFailClosed}
+		WindowSeconds: 60, MaxRequests: &limit, Enabled: true, Mode: ratelimit.ModeEnforce, FailClosed: definitionFailClosed,
+		Algorithm: string(algo)}
 	other := s
 	other.Name, other.FailClosed = "other", false
 	s.ID, other.ID = s.Key(), other.Key()
@@ -49,8 +55,20 @@ func policyCall(target string) enforce.Call {
 //     repaired the same call is allowed by its counters;
 //   - a store that hangs: the BackendTimeout ends the wait and the fail
 //     policy decides, the same way; once released, calls are counted.
-func TestFailPolicies(t *testing.T, newStore func(t *testing.T) enforce.CounterStore, build BuildEnforcer) {
+//
+// Every case runs once per algorithm (both definitions counting with it;
+// opts, at most one, may narrow the algorithms as for TestCounterStore).
+func TestFailPolicies(t *testing.T, newStore func(t *testing.T) enforce.CounterStore, build BuildEnforcer, opts ...Opts) {
 	t.Helper()
+	for _, algo := range optsOf(opts).algorithms() {
+		t.Run(string(algo), func(t *testing.T) {
+			t.Parallel()
+			testFailPolicies(t, algo, newStore, build)
+		})
+	}
+}
+
+func testFailPolicies(t *testing.T, algo enforce.Algorithm, newStore func(t *testing.T) enforce.CounterStore, build BuildEnforcer) {
 	cases := []struct {
 		name           string
 		globalClosed   bool
@@ -83,7 +101,7 @@ func TestFailPolicies(t *testing.T, newStore func(t *testing.T) enforce.CounterS
 					ctx := context.Background()
 					store, repair := fault.wrap(newStore(t))
 					e := build(t, enforce.Options{FailClosed: c.globalClosed, BackendTimeout: 50 * time.Millisecond},
-						store, StaticSource(PolicyState(c.definitionFail)))
+						store, StaticSource(policyState(algo, c.definitionFail)))
 					got, err := boundedCheck(t, e, policyCall("s"))
 					if err == nil {
 						t.Error("the store's failure was not returned with the decision")
