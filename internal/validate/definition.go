@@ -3,6 +3,7 @@ package validate
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -173,8 +174,8 @@ func checkLimits(probs *problems, d ratelimit.Definition, f Floors) {
 			probs.add(fieldError("user_max_requests",
 				"required unless agent_max_requests is set; the %s axis needs at least one of them", d.Axis))
 		}
-		probs.add(groupLimit("user_max_requests", "user", d.UserMaxRequests, f.User, d.WindowSeconds))
-		probs.add(groupLimit("agent_max_requests", "agent", d.AgentMaxRequests, f.Agent, d.WindowSeconds))
+		probs.add(groupLimit("user_max_requests", "user", d.UserMaxRequests, f.User, d.WindowSeconds, d.AlgorithmOrDefault()))
+		probs.add(groupLimit("agent_max_requests", "agent", d.AgentMaxRequests, f.Agent, d.WindowSeconds, d.AlgorithmOrDefault()))
 	case ratelimit.AxisTarget:
 		const useMax = "not allowed on the target axis; use max_requests"
 		probs.add(misplaced("user_max_requests", d.UserMaxRequests, useMax))
@@ -190,6 +191,51 @@ func checkLimits(probs *problems, d ratelimit.Definition, f Floors) {
 		probs.add(misplaced("user_max_requests", d.UserMaxRequests, noRate))
 		probs.add(misplaced("agent_max_requests", d.AgentMaxRequests, noRate))
 	}
+	checkAlgorithm(probs, d)
+}
+
+// checkAlgorithm checks the algorithm and the bursts: a known algorithm
+// (empty is fixed_window), bursts only on a token bucket, each on the axis
+// that has its limit, at least 1.
+func checkAlgorithm(probs *problems, d ratelimit.Definition) {
+	algo := d.AlgorithmOrDefault()
+	if !slices.Contains(ratelimit.Algorithms(), algo) {
+		probs.add(fieldError("algorithm", "must be one of %s (got %q)", strings.Join(ratelimit.Algorithms(), ", "), d.Algorithm))
+		return
+	}
+	if d.Axis == ratelimit.AxisQuarantine {
+		if algo != ratelimit.AlgorithmFixedWindow {
+			probs.add(fieldError("algorithm", "not allowed on the quarantine axis; quarantine blocks outright and counts nothing (got %q)", d.Algorithm))
+		}
+		const noRate = "not allowed on the quarantine axis; quarantine blocks outright and carries no rate"
+		probs.add(misplaced("burst", d.Burst, noRate))
+		probs.add(misplaced("user_burst", d.UserBurst, noRate))
+		probs.add(misplaced("agent_burst", d.AgentBurst, noRate))
+		return
+	}
+	bursts := []struct {
+		field string
+		burst *int
+		limit *int
+		of    string
+	}{{"burst", d.Burst, d.MaxRequests, "max_requests"}, {"user_burst", d.UserBurst, d.UserMaxRequests, "user_max_requests"},
+		{"agent_burst", d.AgentBurst, d.AgentMaxRequests, "agent_max_requests"}}
+	for _, b := range bursts {
+		switch {
+		case b.burst == nil:
+		case b.field == "burst" && d.Axis != ratelimit.AxisTarget:
+			probs.add(fieldError(b.field, "not allowed on the %s axis; use user_burst and/or agent_burst", d.Axis))
+		case b.field != "burst" && d.Axis == ratelimit.AxisTarget:
+			probs.add(fieldError(b.field, "not allowed on the target axis; use burst"))
+		case algo != ratelimit.AlgorithmTokenBucket:
+			probs.add(fieldError(b.field, "not allowed with algorithm %s; a burst is the capacity of a %s (set algorithm: %s, or drop %s)",
+				algo, ratelimit.AlgorithmTokenBucket, ratelimit.AlgorithmTokenBucket, b.field))
+		case b.limit == nil:
+			probs.add(fieldError(b.field, "not allowed without %s: it is the capacity of that limit's bucket", b.of))
+		default:
+			probs.add(check(b.field, *b.burst, limitRule))
+		}
+	}
 }
 
 // misplaced reports a limit that is set on an axis that does not take it.
@@ -203,19 +249,50 @@ func misplaced(field string, limit *int, format string, args ...any) *FieldError
 // groupLimit checks an optional per-caller-type limit and its floor. The
 // floor message carries the fix, because the floor is server configuration
 // the user cannot see.
-func groupLimit(field, callerType string, limit *int, floor, window int) *FieldError {
+//
+// The floors apply to windows of 60 s or less, and to the limit (the
+// sustained rate), never to a token bucket's burst. A fixed window must
+// admit the floor within each window (the reference's rule: a window
+// shorter than a minute is not a way around it). A sliding window and a
+// token bucket spread their limit over the window, so what must reach the
+// floor is their sustained rate, limit per window scaled to a minute, and
+// the message says that rate.
+func groupLimit(field, callerType string, limit *int, floor, window int, algo string) *FieldError {
 	if limit == nil {
 		return nil
 	}
 	if fe := check(field, *limit, limitRule); fe != nil {
 		return fe
 	}
-	if window > floorWindowSeconds || *limit >= floor {
+	if window > floorWindowSeconds {
 		return nil
 	}
+	if algo == ratelimit.AlgorithmFixedWindow {
+		if *limit >= floor {
+			return nil
+		}
+		return &FieldError{Field: field, Message: fmt.Sprintf(
+			"%s %d is below the %s floor of %d/min for windows <= %ds; raise it to at least %d or use a window longer than %ds",
+			field, *limit, callerType, floor, floorWindowSeconds, floor, floorWindowSeconds)}
+	}
+	// limit per window >= floor per minute, in integers.
+	if int64(*limit)*60 >= int64(floor)*int64(window) {
+		return nil
+	}
+	least := (int64(floor)*int64(window) + 59) / 60
 	return &FieldError{Field: field, Message: fmt.Sprintf(
-		"%s %d is below the %s floor of %d/min for windows <= %ds; raise it to at least %d or use a window longer than %ds",
-		field, *limit, callerType, floor, floorWindowSeconds, floor, floorWindowSeconds)}
+		"%s %d per %ds is a sustained rate of %s/min, below the %s floor of %d/min for windows <= %ds; raise it to at least %d or use a window longer than %ds",
+		field, *limit, window, perMinute(*limit, window), callerType, floor, floorWindowSeconds, least, floorWindowSeconds)}
+}
+
+// perMinute renders limit per window seconds as a rate per minute, to one
+// decimal where it is not whole.
+func perMinute(limit, window int) string {
+	tenths := (int64(limit)*600 + int64(window)/2) / int64(window)
+	if tenths%10 == 0 {
+		return strconv.FormatInt(tenths/10, 10)
+	}
+	return strconv.FormatInt(tenths/10, 10) + "." + strconv.FormatInt(tenths%10, 10)
 }
 
 // members normalizes a server_group's member list. A server listed twice,
