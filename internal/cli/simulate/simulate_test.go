@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -86,24 +87,8 @@ func buckets(run simulate.RunReport) []bucket {
 	return out
 }
 
-// requireAlgorithms skips a test whose answers need the Enforcer to
-// build sliding-window and token-bucket gates, while pkg/enforce on this
-// branch builds fixed windows only: a token bucket of 3 per 10 s then
-// admits the fourth call of boundaryTrace (at 13:00:10), which a real one
-// denies (see TestAlgorithmsAcrossAWindowBoundary).
-func requireAlgorithms(t *testing.T) {
-	t.Helper()
-	limits := write(t, "probe.yaml", threePer10s)
-	trace := write(t, "probe.csv", boundaryTrace)
-	rep := simulateJSON(t, "-f", limits, "--algorithms", "token_bucket", "--bucket", "1s", trace)
-	if rep.Runs[0].Buckets[1].Allowed > 0 {
-		t.Skip("pkg/enforce builds fixed-window gates only on this branch (the gate building of issue 11's core is not merged)")
-	}
-}
-
 func TestAlgorithmsAcrossAWindowBoundary(t *testing.T) {
 	t.Parallel()
-	requireAlgorithms(t)
 	limits := write(t, "limits.yaml", threePer10s)
 	trace := write(t, "trace.csv", boundaryTrace)
 	rep := simulateJSON(t, "-f", limits, "--algorithms", "all", "--bucket", "1s", trace)
@@ -194,7 +179,6 @@ Calls per 1s (UTC), from 2026-12-01T13:00:09Z: █ allowed, ░ denied
 	}
 
 	// On a terminal: aligned, a column per run.
-	requireAlgorithms(t)
 	res := r.MustWith(clitest.Opts{TTY: true}, "simulate", "-f", limits, "--algorithms", "fixed_window,token_bucket", "--bucket", "1s", trace)
 	for _, line := range []string{
 		"RUN           DEFINITION                   ALGORITHM     LIMIT      CALLS  ALLOWED  DENIED  DENIED%  FIRST DENIAL",
@@ -265,6 +249,37 @@ func TestJSONShape(t *testing.T) {
 	check("bucket", run["buckets"].([]any)[0], "start", "allowed", "denied")
 	if run["bucket_seconds"] != nil || doc["bucket"] != "100ms" {
 		t.Errorf("bucket %v: want 100ms, the narrowest nice width with at most 60 buckets over 4.334 s", doc["bucket"])
+	}
+}
+
+// TestBurstKeptByTokenBucket: switching a token bucket with a burst to a
+// window drops the burst; the token bucket keeps it.
+func TestBurstKeptByTokenBucket(t *testing.T) {
+	t.Parallel()
+	limits := write(t, "limits.yaml", `definitions:
+  - {axis: target, entity_type: mcp_server, name: github, window_seconds: 10, max_requests: 3, burst: 5, algorithm: token_bucket, enabled: true}
+`)
+	// Six calls 100 ms apart. A fixed window of 3 admits 3. The bucket
+	// (T = ceil(10 s / 3) = 3.333333334 s, tau = 5T) starts full: call k
+	// (from 0) at 9.0 + 0.1k passes iff 9.0 + (k+1)T - now <= 5T, that is
+	// (k+1)T - 0.1k <= 5T: k = 0..4 pass, k = 5 needs T <= 0.5 s: denied.
+	var trace strings.Builder
+	trace.WriteString("timestamp,caller,target\n")
+	for k := range 6 {
+		fmt.Fprintf(&trace, "2026-12-01T13:00:09.%dZ,user:alice,mcp_server:github\n", k)
+	}
+	tr := write(t, "trace.csv", trace.String())
+	rep := simulateJSON(t, "-f", limits, "--algorithms", "fixed_window,token_bucket", tr)
+	fixed, tb := rep.Runs[0], rep.Runs[1]
+	if fixed.Allowed != 3 || fixed.Definitions[0].Burst != nil {
+		t.Errorf("fixed_window: %d allowed, burst %v; want 3 and none", fixed.Allowed, fixed.Definitions[0].Burst)
+	}
+	if tb.Allowed != 5 || tb.Definitions[0].Burst == nil || *tb.Definitions[0].Burst != 5 || !tb.FirstDenial.Equal(at("09.5")) {
+		t.Errorf("token_bucket: %d allowed, burst %v, first denial %v; want 5, 5 and 13:00:09.5", tb.Allowed, tb.Definitions[0].Burst, tb.FirstDenial)
+	}
+	// As written: the file's one algorithm names the run.
+	if rep := simulateJSON(t, "-f", limits, tr); rep.Runs[0].Name != "token_bucket" || rep.Runs[0].Allowed != 5 {
+		t.Errorf("as written: run %q allowed %d, want token_bucket and 5", rep.Runs[0].Name, rep.Runs[0].Allowed)
 	}
 }
 
@@ -384,6 +399,17 @@ func TestBadDefinitions(t *testing.T) {
 	}
 	// Without the floors the same file replays.
 	r.Must("simulate", "--no-floors", "-f", limits, trace)
+
+	// The algorithm rules of rlapi, every problem named.
+	bad := write(t, "bad.yaml", `definitions:
+  - {axis: target, entity_type: mcp_server, name: github, window_seconds: 10, max_requests: 3, burst: 5, enabled: true}
+  - {axis: target, entity_type: mcp_server, name: gitlab, window_seconds: 10, max_requests: 3, algorithm: leaky, enabled: true}
+`)
+	res = r.Run("simulate", "-f", bad, trace)
+	if res.Code != cmdutil.ExitUsage || !strings.Contains(res.ErrOut, "definitions[0].burst: not allowed with algorithm fixed_window") ||
+		!strings.Contains(res.ErrOut, `definitions[1].algorithm: must be one of fixed_window, sliding_window, token_bucket (got "leaky")`) || res.Out != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q: want 2 and both problems", res.Code, res.Out, res.ErrOut)
+	}
 }
 
 func TestFlags(t *testing.T) {
