@@ -27,8 +27,6 @@ var niceWidths = []time.Duration{
 // cell is one bucket of one run.
 type cell struct{ allowed, denied int64 }
 
-func (c cell) calls() int64 { return c.allowed + c.denied }
-
 // histogram counts allowed and denied calls per time bucket, for every
 // run at once. Buckets are aligned on the Unix epoch (as fixed windows
 // are), so a bucket of the window's length is one window.

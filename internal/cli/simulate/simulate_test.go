@@ -283,6 +283,20 @@ func TestBurstKeptByTokenBucket(t *testing.T) {
 	}
 }
 
+// TestQuarantineDenies: the file's quarantine applies, as on a gateway:
+// a denial of the call that no definition made.
+func TestQuarantineDenies(t *testing.T) {
+	t.Parallel()
+	limits := write(t, "limits.yaml", threePer10s+`memberships:
+  - {subject_type: user, subject: mallory, groups: [quarantine-callers], quarantine_reason: abuse}
+`)
+	trace := write(t, "trace.csv", "timestamp,caller,target\n1796130000,user:mallory,mcp_server:github\n1796130001,user:alice,mcp_server:github\n")
+	run := simulateJSON(t, "-f", limits, trace).Runs[0]
+	if d := run.Definitions[0]; run.Allowed != 1 || run.Denied != 1 || d.Calls != 1 || d.Denied != 0 {
+		t.Errorf("run %+v, definition %+v: want mallory's call denied by quarantine, alice's allowed by the limit", run.Totals, d.Totals)
+	}
+}
+
 // TestCallerLimitsPerCaller: a group limit counts per caller, only for
 // its members, and the table credits it.
 func TestCallerLimitsPerCaller(t *testing.T) {
