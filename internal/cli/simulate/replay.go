@@ -168,6 +168,9 @@ type replay struct {
 	last  time.Time
 }
 
+// errNoCalls: the trace holds no row (a bad input, as a bad row is).
+var errNoCalls = errors.New("the trace has no calls")
+
 // batchRows is how many rows the reader hands the runs at a time.
 const batchRows = 512
 
@@ -234,7 +237,7 @@ func (run *run) decide(ctx context.Context, row Row) error {
 func replayTrace(ctx context.Context, tr *traceReader, specs []runSpec, bucket time.Duration) (*replay, error) {
 	row, err := tr.Next()
 	if errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: the trace has no calls", tr.name)
+		return nil, fmt.Errorf("%s: %w", tr.name, errNoCalls)
 	}
 	if err != nil {
 		return nil, err

@@ -86,7 +86,8 @@ rate and the first denial, as time since the trace's first call) and a chart of 
 against denied calls per time bucket; -o json (or yaml) prints the same as one document.
 --svg writes a chart of admitted calls over time, one panel per run.
 
-A bad row stops the replay with its line and field (exit 2, as a bad file does).`,
+A bad row stops the replay with its line and field, and an empty trace is refused (exit 2,
+as a bad file is).`,
 		Example: `  rlctl simulate -f limits.yaml trace.csv
   rlctl simulate -f limits.yaml --algorithms all --bucket 1s trace.jsonl
   rlctl simulate -f limits.yaml --algorithms fixed_window,token_bucket -o json trace.csv | jq '.runs[] | {name, denied}'
@@ -221,7 +222,7 @@ func simulateRun(ctx context.Context, o *Options) error {
 	defer r.Close()
 	rep, err := replayTrace(ctx, newTraceReader(r, name, o.Format), runs, o.Bucket)
 	var re *RowError
-	if errors.As(err, &re) {
+	if errors.As(err, &re) || errors.Is(err, errNoCalls) {
 		return &cmdutil.FlagError{Err: err}
 	}
 	if err != nil {

@@ -194,10 +194,26 @@ func (t *traceReader) check(raw rawRow) (Row, error) {
 	return row, nil
 }
 
+// The range of timestamps a trace may hold: the Unix epoch to a time
+// well inside what nanoseconds since the epoch can hold in an int64 (the
+// year 2262), which the counters' arithmetic needs.
+var (
+	minTime = time.Unix(0, 0).UTC()
+	maxTime = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
 // parseTimestamp reads RFC 3339 (fractions allowed) or Unix seconds with
 // an optional fraction of up to nine digits, read exactly (no floating
-// point).
+// point), from 1970 to 2200.
 func parseTimestamp(s string) (time.Time, error) {
+	t, err := parseTime(s)
+	if err == nil && (t.Before(minTime) || !t.Before(maxTime)) {
+		return time.Time{}, fmt.Errorf("must be from 1970 to 2199 (got %q)", strings.TrimSpace(s))
+	}
+	return t, err
+}
+
+func parseTime(s string) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	bad := fmt.Errorf("must be RFC 3339 (2026-12-01T13:00:00.25Z) or Unix seconds (1796130000.25) (got %q)", s)
 	if s == "" {

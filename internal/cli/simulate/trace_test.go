@@ -28,7 +28,7 @@ func TestParseTimestamp(t *testing.T) {
 			t.Errorf("parseTimestamp(%q) = %v, %v; want %v in UTC", tt.in, got, err, tt.want)
 		}
 	}
-	for _, bad := range []string{"", "-1", "1e9", "1.", ".5", "1.0000000001", "2026-12-01", "13:00:09", "0x10", "1_000"} {
+	for _, bad := range []string{"", "-1", "1e9", "9999-12-31T23:59:59Z", "1969-12-31T23:59:59Z", "99999999999", "7258118400", "1.", ".5", "1.0000000001", "2026-12-01", "13:00:09", "0x10", "1_000"} {
 		if _, err := parseTimestamp(bad); err == nil {
 			t.Errorf("parseTimestamp(%q): no error", bad)
 		}
