@@ -26,8 +26,10 @@ import (
 // but the round trips to the in-memory store.
 const (
 	// cacheTTL keeps the one snapshot trusted for the whole trace (the
-	// Enforcer distrusts a snapshot older than three TTLs by its clock).
-	cacheTTL = 50 * 365 * day
+	// Enforcer distrusts a snapshot older than three TTLs by its clock):
+	// three are 270 years, more than a trace can span (1970 to 2199),
+	// less than a time.Duration holds.
+	cacheTTL = 90 * 365 * day
 	// backendTimeout bounds a round trip to the in-memory store, which
 	// answers in microseconds: only a stalled process meets it.
 	backendTimeout = time.Minute

@@ -1,11 +1,14 @@
 package simulate
 
 import (
+	"context"
 	"errors"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlctl/rlctl/pkg/enforce/filesource"
 )
 
 func TestParseTimestamp(t *testing.T) {
@@ -115,6 +118,41 @@ func FuzzTrace(f *testing.F) {
 				t.Fatalf("row %+v after %v", row, last)
 			}
 			last = row.Time
+		}
+	})
+}
+
+// FuzzReplay: whatever the trace, a replay through the Enforcer ends with
+// a report, a *RowError or the empty-trace error; never a panic.
+func FuzzReplay(f *testing.F) {
+	st, err := filesource.Parse("limits.yaml", []byte(`definitions:
+  - {axis: target, entity_type: mcp_server, name: x, window_seconds: 10, max_requests: 3, enabled: true}
+  - {axis: caller, entity_type: group, name: g, window_seconds: 3600, user_max_requests: 2, enabled: true}
+memberships:
+  - {subject_type: user, subject: a, groups: [g]}
+`), filesource.Floors{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("1796130000,user:a,mcp_server:x\n1796130009.999,user:a,mcp_server:x\n2199-12-31T23:59:59.999999999Z,user:a,mcp_server:x,t,1000000\n")
+	f.Add(`{"timestamp": 0, "caller": "agent:b", "target": "a2a_agent:x/y"}` + "\n")
+	f.Fuzz(func(t *testing.T, data string) {
+		for _, algos := range [][]string{nil, {"token_bucket", "sliding_window"}} {
+			rep, err := replayTrace(context.Background(), newTraceReader(strings.NewReader(data), "f", ""), specs(st, algos), 0)
+			var re *RowError
+			switch {
+			case err == nil:
+				doc := rep.report("f")
+				if doc.Runs[0].Calls != rep.rows || len(doc.Runs[0].Buckets) > autoBuckets {
+					t.Fatalf("report %+v of %d rows", doc, rep.rows)
+				}
+				if err := writeSVG(io.Discard, doc); err != nil {
+					t.Fatal(err)
+				}
+			case errors.As(err, &re), errors.Is(err, errNoCalls):
+			default:
+				t.Fatalf("error %v (%T)", err, err)
+			}
 		}
 	})
 }
