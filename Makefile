@@ -76,3 +76,11 @@ completions: ## regenerate the shell completion scripts in completions/
 .PHONY: docs
 docs: ## regenerate the CLI reference in docs/cli/ from the command tree
 	$(GO) run ./cmd/rlctl-gen -docs docs/cli
+
+# The chart of docs/algorithms.md, made by rlctl simulate itself (a test
+# in internal/cli/simulate fails when the committed SVG is stale).
+SIMULATE_DOCS := simulate -f docs/algorithms/limits.yaml --algorithms all --bucket 1s --svg docs/algorithms/admitted.svg docs/algorithms/bursty.csv
+
+.PHONY: docs-algorithms
+docs-algorithms: ## regenerate docs/algorithms/admitted.svg with rlctl simulate
+	$(GO) run ./cmd/rlctl $(SIMULATE_DOCS) >/dev/null

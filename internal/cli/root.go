@@ -23,6 +23,7 @@ import (
 	"github.com/rlctl/rlctl/internal/cli/printer"
 	"github.com/rlctl/rlctl/internal/cli/quarantine"
 	"github.com/rlctl/rlctl/internal/cli/ratelimitcmd"
+	"github.com/rlctl/rlctl/internal/cli/simulate"
 	"github.com/rlctl/rlctl/internal/cli/state"
 	"github.com/rlctl/rlctl/internal/cli/status"
 	"github.com/rlctl/rlctl/internal/cli/token"
@@ -130,6 +131,7 @@ func addMoreCommands(root *cobra.Command, f *cmdutil.Factory) {
 	root.AddCommand(counters.NewCmdCounters(f))
 	root.AddCommand(dash.NewCmdDashboard(f))
 	root.AddCommand(state.NewCmdExport(f, nil), state.NewCmdDiff(f, nil), state.NewCmdApply(f, nil))
+	root.AddCommand(simulate.NewCmdSimulate(f, nil))
 }
 
 // newCmdExitCodes is a help topic: `rlctl help exit-codes`.
