@@ -27,7 +27,7 @@ type SetOptions struct {
 func NewCmdSet(f *cmdutil.Factory, runF func(*SetOptions) error) *cobra.Command {
 	opts := &SetOptions{Factory: f}
 	var (
-		maxReq, userMax, agentMax     int
+		maxReq, userMax, agentMax    int
 		burst, userBurst, agentBurst int
 		members                      string
 		disabled                     bool
