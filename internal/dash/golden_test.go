@@ -42,7 +42,11 @@ var scenes = []struct {
 	{"limits_confirm", func(t *testing.T, w, h int) Model { return apply(t, loaded(t, w, h), typed("je")) }},
 	{"limits_algorithms", func(t *testing.T, w, h int) Model { return loadedAlgorithms(t, w, h) }},
 	{"limits_algorithms_detail", func(t *testing.T, w, h int) Model {
-		return apply(t, loadedAlgorithms(t, w, h), typed("j<enter>"))
+		return apply(t, loadedAlgorithms(t, w, h), steps(typed("jjjjjj<enter>"), answer(resDetail, func(r reply) tea.Msg {
+			return detailMsg{reply: r, id: "target:mcp_server:github-mcp:60", countersOK: true,
+				counters: []client.Counter{{Key: "t.tb|target:mcp_server:github-mcp:60", WindowSeconds: 60, Algorithm: "token_bucket",
+					FullAt: ptr(clock.Add(3 * time.Second)), Tokens: ptr(int64(47)), Burst: 50, ExpiresAt: clock.Add(3 * time.Second)}}}
+		})))
 	}},
 	{"limits_edit", func(t *testing.T, w, h int) Model { return apply(t, loadedAlgorithms(t, w, h), typed("jc")) }},
 	{"limits_edit_invalid", func(t *testing.T, w, h int) Model {

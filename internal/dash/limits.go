@@ -281,6 +281,18 @@ func (v limitsView) detailView(w, h int) string {
 		case det.countersOK:
 			lines = append(lines, st.Label.Render(fmt.Sprintf("live counters: %d", len(det.counters))))
 			for _, c := range det.counters[:min(len(det.counters), maxPaneItems)] {
+				if c.Algorithm == ratelimit.AlgorithmTokenBucket {
+					tokens := "bucket"
+					if c.Tokens != nil {
+						tokens = fmt.Sprintf("%d/%d tokens", *c.Tokens, c.Burst)
+					}
+					full := "full now"
+					if c.FullAt != nil {
+						full = "full " + formatUntil(v.now(), c.FullAt)
+					}
+					lines = append(lines, fmt.Sprintf("  %s  %s  (%s)", clean(c.Key), tokens, full))
+					continue
+				}
 				lines = append(lines, fmt.Sprintf("  %s  %d  (window %s, resets %s)", clean(c.Key), c.Count,
 					formatWindow(c.WindowSeconds), formatUntil(v.now(), &c.ExpiresAt)))
 			}
