@@ -224,3 +224,16 @@ func TestLimitFormHiddenForViewers(t *testing.T) {
 	}
 	wantNotScreen(t, m, "c change")
 }
+
+// algorithm: filters by the algorithm, by its name or the table's word.
+func TestFilterByAlgorithm(t *testing.T) {
+	t.Parallel()
+	for _, q := range []string{"algorithm:token_bucket", "algorithm:bucket"} {
+		m := apply(t, loadedAlgorithms(t, 120, 40), typed("/"+q+"<enter>"))
+		wantRows(t, m, 2)
+	}
+	m := apply(t, loadedAlgorithms(t, 120, 40), typed("/algorithm:fixed<enter>"))
+	wantRows(t, m, 3) // the word the table shows; the kill switches show none
+	m = apply(t, loadedAlgorithms(t, 120, 40), typed("/algorithm:fixed_window<enter>"))
+	wantRows(t, m, 5) // the kill switches are fixed windows
+}
