@@ -28,9 +28,19 @@ type counter struct {
 	// definitions of one window, so they name none (a definition selector
 	// still finds them, through its group's members).
 	DefinitionID string `json:"definition_id,omitempty"`
+	// Algorithm is sliding_window or token_bucket; absent for a fixed
+	// window (counter_state.go).
+	Algorithm string `json:"algorithm,omitempty"`
+	// FullAt is when a token bucket is full again (its TAT); absent when
+	// it is full.
+	FullAt *time.Time `json:"full_at,omitempty"`
+	// Tokens is the whole tokens a token bucket has left, of Burst, when
+	// the counter names the definition it counts for.
+	Tokens *int64 `json:"tokens,omitempty"`
+	Burst  int64  `json:"burst,omitempty"`
 }
 
-func counterOf(row store.CounterRow) counter {
+func counterOf(row store.CounterRow, now time.Time) counter {
 	c := counter{Key: row.Key, WindowIndex: row.WindowIndex, Count: row.Count, ExpiresAt: row.ExpiresAt.UTC()}
 	// The stored key is the key gateways built, escaped only where it
 	// held bytes no name has (store.CounterKeyText): its parts read the
@@ -43,9 +53,14 @@ func counterOf(row store.CounterRow) counter {
 	if k.Kind == enforce.KindShadow || k.Kind == enforce.KindTarget {
 		c.DefinitionID = k.DefinitionID
 	}
+	algorithm := ratelimit.AlgorithmFixedWindow
+	if k.Algorithm != "" {
+		algorithm = string(k.Algorithm)
+	}
 	if c.WindowSeconds > 0 {
 		c.WindowStart = time.Unix(row.WindowIndex*int64(c.WindowSeconds), 0).UTC()
 	}
+	describeCounter(&c, algorithm, rowState(row, algorithm), 0, 0, now)
 	return c
 }
 
@@ -57,10 +72,10 @@ type counterList struct {
 	Truncated bool `json:"truncated,omitempty"`
 }
 
-func counterListOf(rows []store.CounterRow) counterList {
+func counterListOf(rows []store.CounterRow, now time.Time) counterList {
 	l := counterList{Counters: make([]counter, len(rows))}
 	for i, r := range rows {
-		l.Counters[i] = counterOf(r)
+		l.Counters[i] = counterOf(r, now)
 	}
 	return l
 }
@@ -158,7 +173,8 @@ func (s *Server) handleListCounters() http.Handler {
 		if limit == 0 {
 			limit = maxCounterList
 		}
-		rows, err := s.store.CountersOf(r.Context(), sel, s.now(), limit+1)
+		now := s.now()
+		rows, err := s.store.CountersOf(r.Context(), sel, now, limit+1)
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
@@ -167,7 +183,8 @@ func (s *Server) handleListCounters() http.Handler {
 		if truncated {
 			rows = rows[:limit]
 		}
-		out := counterListOf(rows)
+		out := counterListOf(rows, now)
+		s.describeBuckets(r.Context(), rows, &out, now)
 		out.Truncated = truncated
 		encode(w, http.StatusOK, out)
 	})
@@ -192,7 +209,7 @@ func (s *Server) handleResetCounters() http.Handler {
 				return change{}, err
 			}
 			removed = len(rows)
-			ch := change{action: "reset", resourceType: "counters", id: id, before: counterListOf(rows)}
+			ch := change{action: "reset", resourceType: "counters", id: id, before: counterListOf(rows, now)}
 			if removed == 0 {
 				ch.action, ch.before = "unchanged", nil
 			}

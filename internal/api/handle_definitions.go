@@ -33,8 +33,24 @@ func (s *Server) handleGetDefinition() http.Handler {
 			return
 		}
 		setETag(w, d.Version)
-		encode(w, http.StatusOK, d)
+		encode(w, http.StatusOK, shown(d))
 	})
+}
+
+// shown is a definition as every response shows it: with its algorithm
+// always named (fixed_window when it names none), so a client never has to
+// know the default.
+func shown(d ratelimit.Definition) ratelimit.Definition {
+	d.Algorithm = d.AlgorithmOrDefault()
+	return d
+}
+
+// shownAll is shown of each of defs, in place.
+func shownAll(defs []ratelimit.Definition) []ratelimit.Definition {
+	for i := range defs {
+		defs[i] = shown(defs[i])
+	}
+	return defs
 }
 
 func (s *Server) handlePutDefinition() http.Handler {
@@ -70,7 +86,7 @@ func (s *Server) handlePutDefinition() http.Handler {
 			return putChange("definition", d.Key(), res), nil
 		})
 		s.answer(w, r, ch, dry, err, func() {
-			writePut(w, r, "/api/rate-limits/", d.Key(), res.After.Version, res.Created() && !res.Unchanged, res.After)
+			writePut(w, r, "/api/rate-limits/", d.Key(), res.After.Version, res.Created() && !res.Unchanged, shown(res.After))
 		})
 	})
 }
@@ -163,7 +179,7 @@ func (s *Server) handleSetEnabled() http.Handler {
 		})
 		s.answer(w, r, ch, dry, err, func() {
 			setETag(w, after.Version)
-			encode(w, http.StatusOK, after)
+			encode(w, http.StatusOK, shown(after))
 		})
 	})
 }
@@ -215,7 +231,8 @@ func (s *Server) handleListDefinitions() http.Handler {
 		}
 		streamList(s, w, r, "definitions", limit, f.After, func(after string, n int) ([]ratelimit.Definition, error) {
 			f.After, f.Limit = after, n
-			return s.store.ListDefinitions(r.Context(), f)
+			defs, err := s.store.ListDefinitions(r.Context(), f)
+			return shownAll(defs), err
 		}, func(d ratelimit.Definition) string { return d.ID })
 	})
 }
@@ -355,6 +372,7 @@ func (s *Server) handleStatus() http.Handler {
 		}
 		seen := map[string]bool{}
 		add := func(d ratelimit.Definition) error {
+			d = shown(d)
 			if !seen[d.ID] {
 				seen[d.ID] = true
 				res.Definitions = append(res.Definitions, d)

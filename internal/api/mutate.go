@@ -10,6 +10,7 @@ import (
 	"github.com/rlctl/rlctl/internal/applydoc"
 	"github.com/rlctl/rlctl/internal/statediff"
 	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // change describes what a mutation did, for the audit log and dry runs.
@@ -118,6 +119,17 @@ type dryRunReport struct {
 }
 
 func writeDryRun(w http.ResponseWriter, ch change) {
+	// A definition shows its algorithm here as in every other answer.
+	for _, v := range []*any{&ch.before, &ch.after} {
+		switch d := (*v).(type) {
+		case ratelimit.Definition:
+			*v = shown(d)
+		case *ratelimit.Definition:
+			if d != nil {
+				*v = shown(*d)
+			}
+		}
+	}
 	encode(w, http.StatusOK, dryRunReport{
 		DryRun: true, Action: ch.action, ResourceType: ch.resourceType, ID: ch.id,
 		Before: ch.before, After: ch.after, Changes: diffFields(ch.before, ch.after),

@@ -56,7 +56,8 @@ func ServerFields() []string {
 
 // NewDocument turns what the server lists into a document: sorted by id,
 // without the fields the server sets (ServerFields, and a definition's
-// scope, derived from its name), so that applying it back changes nothing.
+// scope, derived from its name; and the algorithm when it is the default,
+// fixed_window), so that applying it back changes nothing.
 // Nil lists become empty, present sections.
 func NewDocument(defs []ratelimit.Definition, mems []ratelimit.Membership, admins []ratelimit.Admin) Document {
 	doc := Document{APIVersion: APIVersion, Kind: Kind,
@@ -66,6 +67,11 @@ func NewDocument(defs []ratelimit.Definition, mems []ratelimit.Membership, admin
 	}
 	for i, d := range defs {
 		d.ID, d.Version, d.CreatedAt, d.UpdatedAt, d.UpdatedBy, d.Scope = "", 0, nil, nil, "", ""
+		if d.AlgorithmOrDefault() == ratelimit.AlgorithmFixedWindow {
+			// The default goes unsaid, as in the files written before
+			// algorithms existed: they export byte for byte as they did.
+			d.Algorithm = ""
+		}
 		doc.Definitions[i] = d
 	}
 	for i, m := range mems {

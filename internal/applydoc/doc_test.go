@@ -33,3 +33,29 @@ func TestNewDocumentLeavesOutServerFields(t *testing.T) {
 		}
 	}
 }
+
+// NewDocument names an algorithm only when it is not the default: an
+// export of definitions that are all fixed windows is what it was before
+// algorithms existed, and a token bucket keeps its algorithm and bursts.
+func TestNewDocumentAlgorithm(t *testing.T) {
+	t.Parallel()
+	limit, burst := 5, 9
+	doc := applydoc.NewDocument([]ratelimit.Definition{
+		{Axis: "caller", EntityType: "group", Name: "a", WindowSeconds: 60, UserMaxRequests: &limit, Algorithm: ratelimit.AlgorithmFixedWindow},
+		{Axis: "caller", EntityType: "group", Name: "b", WindowSeconds: 60, UserMaxRequests: &limit, Algorithm: ratelimit.AlgorithmTokenBucket, UserBurst: &burst},
+		{Axis: "caller", EntityType: "group", Name: "c", WindowSeconds: 60, UserMaxRequests: &limit, Algorithm: ratelimit.AlgorithmSlidingWindow},
+	}, nil, nil)
+	var got []string
+	for _, d := range doc.Definitions {
+		raw, _ := json.Marshal(d)
+		got = append(got, string(raw))
+	}
+	want := []string{
+		`{"axis":"caller","entity_type":"group","name":"a","window_seconds":60,"user_max_requests":5,"fail_closed":false,"enabled":false}`,
+		`{"axis":"caller","entity_type":"group","name":"b","window_seconds":60,"user_max_requests":5,"algorithm":"token_bucket","user_burst":9,"fail_closed":false,"enabled":false}`,
+		`{"axis":"caller","entity_type":"group","name":"c","window_seconds":60,"user_max_requests":5,"algorithm":"sliding_window","fail_closed":false,"enabled":false}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("definitions:\n got %q\nwant %q", got, want)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -20,6 +21,7 @@ import (
 type API interface {
 	ListAllDefinitions(ctx context.Context, f client.DefinitionFilter) ([]ratelimit.Definition, error)
 	SetDefinitionEnabled(ctx context.Context, id string, enabled bool, o client.WriteOptions) (ratelimit.Definition, *client.DryRunReport, error)
+	PutDefinition(ctx context.Context, d ratelimit.Definition, o client.WriteOptions) (client.PutResult[ratelimit.Definition], error)
 	ListAllMemberships(ctx context.Context, f client.MembershipFilter) ([]ratelimit.Membership, error)
 	ListMemberships(ctx context.Context, f client.MembershipFilter) (client.MembershipPage, error)
 	ListQuarantine(ctx context.Context) (client.QuarantineList, error)
@@ -138,6 +140,9 @@ type action struct {
 	verb     string   // "disable caller:group:dev:60", for the status line
 	run      func(ctx context.Context, api API) (string, error)
 	refresh  []resource
+	// edit is the limit form that made the change: a refusal as invalid
+	// reopens it, with the server's problems under their fields.
+	edit *limitForm
 }
 
 // fetch runs load with a deadline and wraps the answer in a message.
@@ -275,6 +280,48 @@ func toggleAction(d ratelimit.Definition) action {
 			return fmt.Sprintf("%sd %s (now enabled=%s, version %d)", verb, id, yesNo(got.Enabled), got.Version), nil
 		},
 	}
+}
+
+// editAction changes a definition to what the limit form holds; changed
+// is false when that is what is stored. The write names the version the
+// form was opened on, so a change made meanwhile is refused, not undone.
+func editAction(f limitForm) (act action, changed bool) {
+	old, d := f.def, f.Definition()
+	id := definitionID(old)
+	shownOld := old
+	shownOld.Algorithm = old.AlgorithmOrDefault()
+	changes := cmdutil.Changes(shownOld, d)
+	if len(changes) == 0 {
+		return action{}, false
+	}
+	details := make([]string, 0, len(changes)+1)
+	for _, c := range changes {
+		details = append(details, cmdutil.FormatChanges([]cmdutil.FieldChange{c}))
+	}
+	details = append(details, "The gateways count with it at once.")
+	return action{
+		question: "Change " + id + "?",
+		details:  details,
+		verb:     "change " + id,
+		refresh:  []resource{resDefinitions, resDetail, resAudit},
+		edit:     &f,
+		run: func(ctx context.Context, api API) (string, error) {
+			res, err := api.PutDefinition(ctx, d, client.WriteOptions{IfVersion: old.Version})
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("changed %s (%s, version %d)", id, limitSummary(res.Value), res.Value.Version), nil
+		},
+	}, true
+}
+
+// limitSummary is a definition's limits and algorithm in a few words.
+func limitSummary(d ratelimit.Definition) string {
+	s := cmdutil.LimitText(d) + " " + d.AlgorithmOrDefault()
+	if d.AlgorithmOrDefault() == ratelimit.AlgorithmTokenBucket {
+		s += " burst " + cmdutil.BurstText(d)
+	}
+	return s
 }
 
 // sentinelAction switches one half of quarantine on or off.

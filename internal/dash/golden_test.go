@@ -16,6 +16,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/rlctl/rlctl/pkg/client"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -39,6 +40,21 @@ var scenes = []struct {
 		})))
 	}},
 	{"limits_confirm", func(t *testing.T, w, h int) Model { return apply(t, loaded(t, w, h), typed("je")) }},
+	{"limits_algorithms", func(t *testing.T, w, h int) Model { return loadedAlgorithms(t, w, h) }},
+	{"limits_algorithms_detail", func(t *testing.T, w, h int) Model {
+		return apply(t, loadedAlgorithms(t, w, h), steps(typed("jjjjjj<enter>"), answer(resDetail, func(r reply) tea.Msg {
+			return detailMsg{reply: r, id: "target:mcp_server:github-mcp:60", countersOK: true,
+				counters: []client.Counter{{Key: "t.tb|target:mcp_server:github-mcp:60", WindowSeconds: 60, Algorithm: "token_bucket",
+					FullAt: ptr(clock.Add(3 * time.Second)), Tokens: ptr(int64(47)), Burst: 50, ExpiresAt: clock.Add(3 * time.Second)}}}
+		})))
+	}},
+	{"limits_edit", func(t *testing.T, w, h int) Model { return apply(t, loadedAlgorithms(t, w, h), typed("jc")) }},
+	{"limits_edit_invalid", func(t *testing.T, w, h int) Model {
+		return apply(t, loaded(t, w, h), typed("jjjjjjct<tab><backspace><backspace><backspace>lots<tab>0<enter>"))
+	}},
+	{"limits_edit_confirm", func(t *testing.T, w, h int) Model {
+		return apply(t, loaded(t, w, h), typed("jjjjjjct<tab><backspace><backspace><backspace>600<tab>50<enter>"))
+	}},
 	{"members", func(t *testing.T, w, h int) Model { return apply(t, loaded(t, w, h), typed("2")) }},
 	{"quarantine", func(t *testing.T, w, h int) Model { return apply(t, loaded(t, w, h), typed("3")) }},
 	{"quarantine_form", func(t *testing.T, w, h int) Model {
@@ -62,6 +78,20 @@ var scenes = []struct {
 }
 
 var sizes = [][2]int{{80, 24}, {120, 40}}
+
+// loadedAlgorithms is loaded with the developers group a token bucket with
+// an agent burst, partners a sliding window and github-mcp a token bucket
+// of burst 50.
+func loadedAlgorithms(t *testing.T, w, h int) Model {
+	t.Helper()
+	defs := fixtureDefinitions()
+	defs[0].Algorithm, defs[0].AgentBurst = ratelimit.AlgorithmTokenBucket, ptr(10)
+	defs[1].Algorithm = ratelimit.AlgorithmSlidingWindow
+	defs[3].Algorithm, defs[3].Burst = ratelimit.AlgorithmTokenBucket, ptr(50)
+	m := loaded(t, w, h)
+	m.limits.SetDefinitions(defs)
+	return m
+}
 
 // TestGolden compares each scene, rendered without colour, with its golden
 // file. Run with -update to rewrite them after a deliberate change.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,6 +130,30 @@ func (f *fakeAPI) SetDefinitionEnabled(ctx context.Context, id string, enabled b
 		return ratelimit.Definition{}, nil, f.writeErr
 	}
 	return ratelimit.Definition{ID: id, Enabled: enabled, Version: 9}, nil, nil
+}
+
+func (f *fakeAPI) PutDefinition(ctx context.Context, d ratelimit.Definition, o client.WriteOptions) (client.PutResult[ratelimit.Definition], error) {
+	f.record("PutDefinition %s %s %s if-version=%d", d.Key(), d.AlgorithmOrDefault(), limitsOf(d), o.IfVersion)
+	if f.writeErr != nil {
+		return client.PutResult[ratelimit.Definition]{}, f.writeErr
+	}
+	d.ID, d.Version = d.Key(), o.IfVersion+1
+	return client.PutResult[ratelimit.Definition]{Value: d}, nil
+}
+
+// limitsOf spells a definition's limits and bursts for a recorded call.
+func limitsOf(d ratelimit.Definition) string {
+	var parts []string
+	for _, l := range []struct {
+		name string
+		v    *int
+	}{{"max", d.MaxRequests}, {"burst", d.Burst}, {"user", d.UserMaxRequests}, {"user_burst", d.UserBurst},
+		{"agent", d.AgentMaxRequests}, {"agent_burst", d.AgentBurst}} {
+		if l.v != nil {
+			parts = append(parts, fmt.Sprintf("%s=%d", l.name, *l.v))
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 func (f *fakeAPI) ListAllMemberships(ctx context.Context, fl client.MembershipFilter) ([]ratelimit.Membership, error) {

@@ -2,6 +2,7 @@ package dash
 
 import (
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -60,6 +61,23 @@ func (m Model) handleKey(k tea.KeyMsg) (Model, tea.Cmd) {
 		case formCanceled:
 			m.formOpen = false
 			m.status = status{text: "canceled: quarantine"}
+		}
+		return m, cmd
+	case m.editOpen:
+		var cmd tea.Cmd
+		m.edit, cmd = m.edit.Update(k)
+		switch m.edit.State() {
+		case formSubmitted:
+			m.editOpen = false
+			act, changed := editAction(m.edit)
+			if !changed {
+				m.status = status{text: "nothing to change in " + definitionID(m.edit.def)}
+				break
+			}
+			m.openConfirm(act)
+		case formCanceled:
+			m.editOpen = false
+			m.status = status{text: "canceled: change " + definitionID(m.edit.def)}
 		}
 		return m, cmd
 	case m.showHelp:
@@ -136,6 +154,17 @@ func (m *Model) handleActionKey(k tea.KeyMsg) (tea.Cmd, bool) {
 			}
 			return nil, true
 		}
+		if key.Matches(k, m.keys.Edit) {
+			d, ok := m.limits.Selected()
+			switch {
+			case !ok:
+				return nil, true
+			case !editable(d):
+				m.status = status{text: "a quarantine kill switch carries no limits: e turns it on or off", err: true}
+				return nil, true
+			}
+			return m.openEdit(newLimitForm(d, m.keys, m.styles)), true
+		}
 	case tabMembers:
 		if key.Matches(k, m.keys.Jump) {
 			g, ok := m.members.SelectedGroup()
@@ -175,6 +204,22 @@ func (m *Model) handleActionKey(k tea.KeyMsg) (tea.Cmd, bool) {
 	return nil, false
 }
 
+// openEditKeeping opens the limit form as it was, its focus set by focus.
+func (m *Model) openEditKeeping(f limitForm, focus tea.Cmd) tea.Cmd {
+	m.edit = f
+	m.edit.SetSize(m.width, m.height)
+	m.editOpen = true
+	return focus
+}
+
+// openEdit opens the limit form, focused on its first field.
+func (m *Model) openEdit(f limitForm) tea.Cmd {
+	m.edit = f
+	m.edit.SetSize(m.width, m.height)
+	m.editOpen = true
+	return m.edit.setFocus(m.edit.focus)
+}
+
 func (m *Model) openConfirm(act action) {
 	m.confirm = newConfirm(act, m.keys, m.styles)
 	m.confirm.SetSize(m.width, m.height)
@@ -194,6 +239,19 @@ func (m *Model) finishMutation(msg mutationMsg) tea.Cmd {
 			return m.stop(msg.err)
 		}
 		text := msg.act.verb + ": " + errorText(msg.err)
+		var apiErr *client.APIError
+		if msg.act.edit != nil && errors.As(msg.err, &apiErr) && apiErr.StatusCode == http.StatusBadRequest {
+			// Refused as invalid (a floor, say): back to the form, with
+			// each problem under its field.
+			f := *msg.act.edit
+			problems := make([]fieldProblem, len(apiErr.Errors))
+			for i, fe := range apiErr.Errors {
+				problems[i] = fieldProblem{fe.Field, fe.Message}
+			}
+			focus := f.SetErrors(problems, errorText(msg.err))
+			m.status = status{text: text, err: true}
+			return m.openEditKeeping(f, focus)
+		}
 		if isRoleRefusal(msg.err) {
 			m.setViewer()
 			text += " (read-only from now on)"

@@ -31,6 +31,7 @@ type KeyMap struct {
 	Jump   key.Binding // enter on Members
 
 	Toggle        key.Binding // e: enable/disable a definition
+	Edit          key.Binding // c: change a definition's algorithm, limits and bursts
 	Add           key.Binding // a: quarantine a subject
 	Remove        key.Binding // d: release a subject
 	ToggleCallers key.Binding // t: the callers sentinel
@@ -69,6 +70,7 @@ func DefaultKeyMap() KeyMap {
 		Jump:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "group's limits")),
 
 		Toggle:        key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "enable/disable")),
+		Edit:          key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "change")),
 		Add:           key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "quarantine…")),
 		Remove:        key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "release")),
 		ToggleCallers: key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "callers on/off")),
@@ -87,7 +89,7 @@ func DefaultKeyMap() KeyMap {
 // SetReadOnly disables (or enables again) every binding that changes
 // something on the server.
 func (k *KeyMap) SetReadOnly(ro bool) {
-	for _, b := range []*key.Binding{&k.Toggle, &k.Add, &k.Remove, &k.ToggleCallers, &k.ToggleTargets, &k.Enforcement} {
+	for _, b := range []*key.Binding{&k.Toggle, &k.Edit, &k.Add, &k.Remove, &k.ToggleCallers, &k.ToggleTargets, &k.Enforcement} {
 		b.SetEnabled(!ro)
 	}
 }
@@ -106,7 +108,7 @@ func (h viewHelp) ShortHelp() []key.Binding {
 	out := []key.Binding{k.Help, k.Quit, k.Filter}
 	switch h.tab {
 	case tabLimits:
-		out = append(out, k.Detail, k.Toggle, k.Sort)
+		out = append(out, k.Detail, k.Toggle, k.Sort, k.Edit)
 	case tabMembers:
 		out = append(out, k.Jump, k.Sort)
 	case tabQuarantine:
@@ -122,7 +124,7 @@ func (h viewHelp) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Tabs, k.NextTab, k.PrevTab, k.Refresh, k.Enforcement, k.Help, k.Quit},
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.Filter, k.Back, k.Sort, k.Detail, k.Jump, k.Toggle, k.Add, k.Remove, k.ToggleCallers, k.ToggleTargets},
+		{k.Filter, k.Back, k.Sort, k.Detail, k.Jump, k.Toggle, k.Edit, k.Add, k.Remove, k.ToggleCallers, k.ToggleTargets},
 	}
 }
 

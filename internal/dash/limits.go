@@ -24,11 +24,14 @@ var limitsSpec = &listSpec[ratelimit.Definition]{
 		{Title: "NAME", Min: 12, Weight: 6},
 		{Title: "WINDOW", Min: 6, Right: true},
 		{Title: "LIMITS", Min: 12, Max: 24, Weight: 2},
+		{Title: "ALGO", Min: 7},
+		{Title: "BURST", Min: 5, Max: 20, Weight: 2},
 		{Title: "MODE", Min: 7},
 		{Title: "ENABLED", Min: 7},
 	},
 	cells: func(d ratelimit.Definition) []string {
-		return []string{d.Axis, d.EntityType, d.Name, formatWindow(d.WindowSeconds), cmdutil.LimitText(d), d.Mode, yesNo(d.Enabled)}
+		return []string{d.Axis, d.EntityType, d.Name, formatWindow(d.WindowSeconds), cmdutil.LimitText(d),
+			algorithmShort(d), cmdutil.BurstText(d), d.Mode, yesNo(d.Enabled)}
 	},
 	key: definitionID,
 	text: func(d ratelimit.Definition) string {
@@ -40,6 +43,9 @@ var limitsSpec = &listSpec[ratelimit.Definition]{
 		"entity": func(d ratelimit.Definition, v string) bool { return strings.EqualFold(d.EntityType, v) },
 		"name":   func(d ratelimit.Definition, v string) bool { return strings.EqualFold(d.Name, v) },
 		"mode":   func(d ratelimit.Definition, v string) bool { return strings.EqualFold(d.Mode, v) },
+		"algorithm": func(d ratelimit.Definition, v string) bool {
+			return strings.EqualFold(d.AlgorithmOrDefault(), v) || strings.EqualFold(algorithmShort(d), v)
+		},
 		"window": func(d ratelimit.Definition, v string) bool {
 			return v == strconv.Itoa(d.WindowSeconds) || v == strconv.Itoa(d.WindowSeconds)+"s" || v == formatWindow(d.WindowSeconds)
 		},
@@ -74,6 +80,24 @@ var limitsSpec = &listSpec[ratelimit.Definition]{
 		{name: "enabled", cmp: func(a, b ratelimit.Definition) int { return cmp.Compare(yesNo(a.Enabled), yesNo(b.Enabled)) }},
 		{name: "mode", cmp: func(a, b ratelimit.Definition) int { return cmp.Compare(a.Mode, b.Mode) }},
 	},
+}
+
+// algorithmShort names a definition's algorithm in the table's few cells:
+// fixed, sliding or bucket.
+func algorithmShort(d ratelimit.Definition) string {
+	if d.Axis == ratelimit.AxisQuarantine {
+		return "-" // a kill switch counts nothing
+	}
+	switch a := d.AlgorithmOrDefault(); a {
+	case ratelimit.AlgorithmFixedWindow:
+		return "fixed"
+	case ratelimit.AlgorithmSlidingWindow:
+		return "sliding"
+	case ratelimit.AlgorithmTokenBucket:
+		return "bucket"
+	default:
+		return a
+	}
 }
 
 // definitionID is the definition's id, from its body when the server left
@@ -210,6 +234,13 @@ func (v limitsView) detailView(w, h int) string {
 			"  "+field(st, "mode", d.Mode),
 		field(st, "limits", cmdutil.LimitText(d))+"  "+field(st, "enabled", yesNo(d.Enabled))+"  "+field(st, "fail-closed", yesNo(d.FailClosed)),
 	)
+	if d.Axis != ratelimit.AxisQuarantine {
+		alg := field(st, "algorithm", d.AlgorithmOrDefault())
+		if d.AlgorithmOrDefault() == ratelimit.AlgorithmTokenBucket {
+			alg += "  " + field(st, "burst", cmdutil.BurstText(d))
+		}
+		lines = append(lines, alg)
+	}
 	upd := field(st, "version", strconv.FormatInt(d.Version, 10))
 	if d.UpdatedAt != nil || d.UpdatedBy != "" {
 		upd += "  " + field(st, "updated", formatStampPtr(d.UpdatedAt, loc))
@@ -250,6 +281,18 @@ func (v limitsView) detailView(w, h int) string {
 		case det.countersOK:
 			lines = append(lines, st.Label.Render(fmt.Sprintf("live counters: %d", len(det.counters))))
 			for _, c := range det.counters[:min(len(det.counters), maxPaneItems)] {
+				if c.Algorithm == ratelimit.AlgorithmTokenBucket {
+					tokens := "bucket"
+					if c.Tokens != nil {
+						tokens = fmt.Sprintf("%d/%d tokens", *c.Tokens, c.Burst)
+					}
+					full := "full now"
+					if c.FullAt != nil {
+						full = "full " + formatUntil(v.now(), c.FullAt)
+					}
+					lines = append(lines, fmt.Sprintf("  %s  %s  (%s)", clean(c.Key), tokens, full))
+					continue
+				}
 				lines = append(lines, fmt.Sprintf("  %s  %d  (window %s, resets %s)", clean(c.Key), c.Count,
 					formatWindow(c.WindowSeconds), formatUntil(v.now(), &c.ExpiresAt)))
 			}

@@ -130,6 +130,8 @@ type Model struct {
 
 	formOpen    bool
 	form        quarantineForm
+	editOpen    bool
+	edit        limitForm
 	confirmOpen bool
 	confirm     confirmDialog
 	showHelp    bool
@@ -276,7 +278,7 @@ var resourceNames = [numResources]string{"definitions", "memberships", "quaranti
 func (m *Model) setViewer() {
 	m.role = roleViewer
 	m.keys.SetReadOnly(true)
-	m.formOpen, m.confirmOpen = false, false
+	m.formOpen, m.editOpen, m.confirmOpen = false, false, false
 }
 
 // readOnly reports whether mutations are hidden.

@@ -21,6 +21,9 @@ func (m *Model) layout() {
 	if m.formOpen {
 		m.form.SetSize(m.width, h)
 	}
+	if m.editOpen {
+		m.edit.SetSize(m.width, h)
+	}
 	if m.confirmOpen {
 		m.confirm.SetSize(m.width, h)
 	}
@@ -179,6 +182,8 @@ func (m Model) bodyView() string {
 		return placeCenter(m.confirm.View(), m.width, h)
 	case m.formOpen:
 		return placeCenter(m.form.View(), m.width, h)
+	case m.editOpen:
+		return placeCenter(m.edit.View(), m.width, h)
 	case m.showHelp:
 		hm := m.help
 		hm.ShowAll = true
@@ -248,7 +253,7 @@ func (m Model) footerView() string {
 		return st.Dim.Render(truncate("r retry now · q quit", m.width))
 	case m.confirmOpen:
 		return st.Dim.Render(truncate("y confirm · n/esc cancel", m.width))
-	case m.formOpen:
+	case m.formOpen, m.editOpen:
 		return st.Dim.Render(truncate("tab next field · enter submit on the last field · esc cancel", m.width))
 	case m.activeFiltering():
 		return st.Dim.Render(truncate("type to filter · enter keep filter · esc clear · ↑/↓ move", m.width))

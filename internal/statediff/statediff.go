@@ -29,13 +29,19 @@ type Change struct {
 // empty when old already matches d.
 func Definition(old, d ratelimit.Definition) []Change {
 	var c changes
+	c.add("agent_burst", intValue(old.AgentBurst), intValue(d.AgentBurst), equalInt(old.AgentBurst, d.AgentBurst))
 	c.add("agent_max_requests", intValue(old.AgentMaxRequests), intValue(d.AgentMaxRequests), equalInt(old.AgentMaxRequests, d.AgentMaxRequests))
+	// No algorithm is a fixed window: a file that names none diffs as
+	// unchanged against a stored fixed_window definition.
+	c.add("algorithm", old.AlgorithmOrDefault(), d.AlgorithmOrDefault(), old.AlgorithmOrDefault() == d.AlgorithmOrDefault())
+	c.add("burst", intValue(old.Burst), intValue(d.Burst), equalInt(old.Burst, d.Burst))
 	c.add("description", textValue(old.Description), textValue(d.Description), old.Description == d.Description)
 	c.add("enabled", old.Enabled, d.Enabled, old.Enabled == d.Enabled)
 	c.add("fail_closed", old.FailClosed, d.FailClosed, old.FailClosed == d.FailClosed)
 	c.add("max_requests", intValue(old.MaxRequests), intValue(d.MaxRequests), equalInt(old.MaxRequests, d.MaxRequests))
 	c.add("members", listValue(old.Members), listValue(d.Members), slices.Equal(old.Members, d.Members))
 	c.add("mode", textValue(old.Mode), textValue(d.Mode), old.Mode == d.Mode)
+	c.add("user_burst", intValue(old.UserBurst), intValue(d.UserBurst), equalInt(old.UserBurst, d.UserBurst))
 	c.add("user_max_requests", intValue(old.UserMaxRequests), intValue(d.UserMaxRequests), equalInt(old.UserMaxRequests, d.UserMaxRequests))
 	return c
 }

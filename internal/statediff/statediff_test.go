@@ -42,6 +42,38 @@ func TestDefinition(t *testing.T) {
 	}
 }
 
+// The algorithm fields are compared as the server means them: no
+// algorithm is a fixed window.
+func TestDefinitionAlgorithm(t *testing.T) {
+	old := ratelimit.Definition{Axis: ratelimit.AxisCaller, EntityType: ratelimit.EntityGroup, Name: "devs", WindowSeconds: 60,
+		UserMaxRequests: ptr(100), AgentMaxRequests: ptr(10), Algorithm: ratelimit.AlgorithmFixedWindow}
+	unnamed := old
+	unnamed.Algorithm = ""
+	if got := Definition(old, unnamed); len(got) != 0 {
+		t.Errorf("no algorithm against a stored fixed_window: %v", got)
+	}
+	if got := Definition(unnamed, old); len(got) != 0 {
+		t.Errorf("fixed_window against a stored definition naming none: %v", got)
+	}
+	d := unnamed
+	d.Algorithm, d.UserBurst, d.AgentBurst = ratelimit.AlgorithmTokenBucket, ptr(200), ptr(5)
+	want := []Change{
+		{Field: "agent_burst", From: nil, To: 5},
+		{Field: "algorithm", From: ratelimit.AlgorithmFixedWindow, To: ratelimit.AlgorithmTokenBucket},
+		{Field: "user_burst", From: nil, To: 200},
+	}
+	if got := Definition(unnamed, d); !reflect.DeepEqual(got, want) {
+		t.Errorf("to a token bucket:\n got %#v\nwant %#v", got, want)
+	}
+	target := ratelimit.Definition{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityMCPServer, Name: "kb", WindowSeconds: 60,
+		MaxRequests: ptr(10), Algorithm: ratelimit.AlgorithmTokenBucket, Burst: ptr(3)}
+	more := target
+	more.Burst = ptr(4)
+	if got, want := Definition(target, more), []Change{{Field: "burst", From: 3, To: 4}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("burst change:\n got %#v\nwant %#v", got, want)
+	}
+}
+
 func TestMembership(t *testing.T) {
 	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.FixedZone("X", 3600))
 	old := ratelimit.Membership{SubjectType: ratelimit.SubjectUser, Subject: "eve", Groups: []string{ratelimit.GroupQuarantineCallers},

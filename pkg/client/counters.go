@@ -59,7 +59,9 @@ func (s CounterSelector) query() (url.Values, error) {
 	return url.Values{name: {value}}, nil
 }
 
-// Counter is one enforcement counter: a gate's count in one fixed window.
+// Counter is one enforcement counter: a gate's count in one window, or a
+// token bucket's state (Algorithm token_bucket: FullAt and, when the
+// server knows the bucket's definition, Tokens of Burst; Count is 0).
 type Counter struct {
 	Key string `json:"key"`
 	// WindowIndex is floor(epoch seconds / WindowSeconds).
@@ -72,6 +74,15 @@ type Counter struct {
 	// empty for caller and caller_target buckets, which the definitions of
 	// one window share.
 	DefinitionID string `json:"definition_id,omitempty"`
+	// Algorithm is "sliding_window" or "token_bucket"; empty for a fixed
+	// window.
+	Algorithm string `json:"algorithm,omitempty"`
+	// FullAt is when a token bucket is full again; nil when it is full.
+	FullAt *time.Time `json:"full_at,omitempty"`
+	// Tokens is the whole tokens a token bucket has left, of Burst; nil
+	// when the server does not say (caller buckets).
+	Tokens *int64 `json:"tokens,omitempty"`
+	Burst  int64  `json:"burst,omitempty"`
 }
 
 // counterList is the wire shape of a list of counters.

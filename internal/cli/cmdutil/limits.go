@@ -26,3 +26,20 @@ func LimitText(d ratelimit.Definition) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// BurstText renders a token bucket's capacities like LimitText its limits,
+// each defaulting to its limit ("50", "user=200 agent=10"); "-" for the
+// windows, which have none.
+func BurstText(d ratelimit.Definition) string {
+	if d.AlgorithmOrDefault() != ratelimit.AlgorithmTokenBucket {
+		return "-"
+	}
+	or := func(burst, limit *int) *int {
+		if burst != nil {
+			return burst
+		}
+		return limit
+	}
+	return LimitText(ratelimit.Definition{MaxRequests: or(d.Burst, d.MaxRequests),
+		UserMaxRequests: or(d.UserBurst, d.UserMaxRequests), AgentMaxRequests: or(d.AgentBurst, d.AgentMaxRequests)})
+}

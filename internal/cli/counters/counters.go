@@ -25,13 +25,26 @@ var Columns = []printer.Column[client.Counter]{
 		return strconv.Itoa(c.WindowSeconds) + "s"
 	}},
 	{Header: "WINDOW-START", Value: func(c client.Counter) string { return printer.Time(&c.WindowStart) }},
-	{Header: "COUNT", Value: func(c client.Counter) string { return strconv.FormatInt(c.Count, 10) }},
+	{Header: "COUNT", Value: countText},
 	{Header: "EXPIRES", Value: func(c client.Counter) string { return printer.Time(&c.ExpiresAt) }},
 	{Header: "DEFINITION", Wide: true, Value: func(c client.Counter) string { return c.DefinitionID }},
 	{Header: "WINDOW-INDEX", Wide: true, Value: func(c client.Counter) string { return strconv.FormatInt(c.WindowIndex, 10) }},
 }
 
 func keyOf(c client.Counter) string { return c.Key }
+
+// countText is the COUNT column: a window's count, or a token bucket's
+// tokens left of its burst ("7/10 tokens"; "bucket" when the server does
+// not know them). EXPIRES is then when the bucket is full again.
+func countText(c client.Counter) string {
+	if c.Algorithm != "token_bucket" {
+		return strconv.FormatInt(c.Count, 10)
+	}
+	if c.Tokens == nil {
+		return "bucket"
+	}
+	return strconv.FormatInt(*c.Tokens, 10) + "/" + strconv.FormatInt(c.Burst, 10) + " tokens"
+}
 
 // NewCmdCounters builds `rlctl counters`.
 func NewCmdCounters(f *cmdutil.Factory) *cobra.Command {
@@ -43,6 +56,12 @@ func NewCmdCounters(f *cmdutil.Factory) *cobra.Command {
 per window, a (caller, target) pair's, a target's, a shadow definition's. These
 commands show the live counters of one subject, or set them back to zero so that
 its current windows start afresh.
+
+A sliding window's counters (key kind c.sw, t.sw, ...) are counts per window too. A
+token bucket (c.tb, t.tb, ...) is one counter per key: COUNT shows the whole tokens it
+has left of its burst when the server knows the definition it counts for ("bucket"
+otherwise) and EXPIRES when it is full again; -o json has full_at, tokens and burst.
+A reset fills a bucket.
 
 Select exactly one subject:
   --caller user:<name> | agent:<client id>   its caller, caller_target and shadow counters

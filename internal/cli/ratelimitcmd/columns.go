@@ -19,7 +19,9 @@ var Columns = []printer.Column[ratelimit.Definition]{
 	{Header: "ENTITY", Value: func(d ratelimit.Definition) string { return d.EntityType }},
 	{Header: "NAME", Value: func(d ratelimit.Definition) string { return d.Name }},
 	{Header: "WINDOW", Value: func(d ratelimit.Definition) string { return strconv.Itoa(d.WindowSeconds) + "s" }},
-	{Header: "LIMIT", Value: cmdutil.LimitText},
+	{Header: "LIMIT", Value: limitText},
+	{Header: "ALGORITHM", Wide: true, Value: func(d ratelimit.Definition) string { return d.AlgorithmOrDefault() }},
+	{Header: "BURST", Wide: true, Value: cmdutil.BurstText},
 	{Header: "MODE", Value: func(d ratelimit.Definition) string { return d.Mode }},
 	{Header: "ENABLED", Value: func(d ratelimit.Definition) string { return strconv.FormatBool(d.Enabled) }},
 	{Header: "FAIL-CLOSED", Wide: true, Value: func(d ratelimit.Definition) string { return strconv.FormatBool(d.FailClosed) }},
@@ -30,3 +32,19 @@ var Columns = []printer.Column[ratelimit.Definition]{
 }
 
 func idOf(d ratelimit.Definition) string { return d.ID }
+
+// limitText is the LIMIT column: the limits, and for an algorithm other
+// than the fixed window its name and bursts, so the narrow table says how
+// a limit counts without changing for the definitions that count as
+// before (scripts read its columns).
+func limitText(d ratelimit.Definition) string {
+	text := cmdutil.LimitText(d)
+	switch a := d.AlgorithmOrDefault(); a {
+	case ratelimit.AlgorithmFixedWindow:
+		return text
+	case ratelimit.AlgorithmTokenBucket:
+		return text + " (" + a + ", burst " + cmdutil.BurstText(d) + ")"
+	default:
+		return text + " (" + a + ")"
+	}
+}

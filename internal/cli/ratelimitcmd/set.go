@@ -27,9 +27,10 @@ type SetOptions struct {
 func NewCmdSet(f *cmdutil.Factory, runF func(*SetOptions) error) *cobra.Command {
 	opts := &SetOptions{Factory: f}
 	var (
-		maxReq, userMax, agentMax int
-		members                   string
-		disabled                  bool
+		maxReq, userMax, agentMax    int
+		burst, userBurst, agentBurst int
+		members                      string
+		disabled                     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "set",
@@ -38,7 +39,13 @@ func NewCmdSet(f *cmdutil.Factory, runF func(*SetOptions) error) *cobra.Command 
 (as in the reference CLI): flags not given are absent from the new definition.
 
 The id is <axis>:<entity_type>:<name>:<window_seconds>; a burst cap and a daily cap on
-the same group are two definitions with different --window-seconds.`,
+the same group are two definitions with different --window-seconds.
+
+--algorithm is how the limits count: fixed_window (the default), sliding_window, or
+token_bucket, which reads each limit as a sustained rate (limit per window) and takes a
+capacity beside it: --burst beside --max-requests, --user-burst and --agent-burst beside
+--user-max-requests and --agent-max-requests, each defaulting to its limit. The algorithm
+is not part of the id: setting another one replaces the same definition.`,
 		Example: `  # humans 60/min, agents 30/min for members of "power-users"
   rlctl rate-limit set --axis caller --entity-type group --name power-users \
     --user-max-requests 60 --agent-max-requests 30 --window-seconds 60
@@ -49,7 +56,11 @@ the same group are two definitions with different --window-seconds.`,
 
   # 100/min to each server of a group, individually
   rlctl rate-limit set --axis target --entity-type server_group --name fragile-backends \
-    --max-requests 100 --window-seconds 60 --members airegistry-tools,aws-kb`,
+    --max-requests 100 --window-seconds 60 --members airegistry-tools,aws-kb
+
+  # 600/min sustained to aws-kb, in bursts of at most 50
+  rlctl rate-limit set --axis target --entity-type mcp_server --name aws-kb \
+    --max-requests 600 --window-seconds 60 --algorithm token_bucket --burst 50`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d := &opts.Definition
@@ -65,6 +76,15 @@ the same group are two definitions with different --window-seconds.`,
 			}
 			if fl.Changed("agent-max-requests") {
 				d.AgentMaxRequests = &agentMax
+			}
+			for _, b := range []struct {
+				flag string
+				v    *int
+				dst  **int
+			}{{"burst", &burst, &d.Burst}, {"user-burst", &userBurst, &d.UserBurst}, {"agent-burst", &agentBurst, &d.AgentBurst}} {
+				if fl.Changed(b.flag) {
+					*b.dst = b.v
+				}
 			}
 			if fl.Changed("members") {
 				for _, m := range strings.Split(members, ",") {
@@ -88,6 +108,10 @@ the same group are two definitions with different --window-seconds.`,
 	fl.IntVar(&maxReq, "max-requests", 0, "limit per window (target axis)")
 	fl.IntVar(&userMax, "user-max-requests", 0, "limit per window for human callers (caller and caller_target axes)")
 	fl.IntVar(&agentMax, "agent-max-requests", 0, "limit per window for agent callers (caller and caller_target axes)")
+	fl.StringVar(&opts.Definition.Algorithm, "algorithm", "", "fixed_window (the default), sliding_window or token_bucket")
+	fl.IntVar(&burst, "burst", 0, "token bucket capacity beside --max-requests (default: the limit)")
+	fl.IntVar(&userBurst, "user-burst", 0, "token bucket capacity beside --user-max-requests (default: the limit)")
+	fl.IntVar(&agentBurst, "agent-burst", 0, "token bucket capacity beside --agent-max-requests (default: the limit)")
 	fl.StringVar(&members, "members", "", "comma-separated server names (server_group only)")
 	fl.BoolVar(&opts.Definition.FailClosed, "fail-closed", false, "deny when the counter store fails (default: allow)")
 	fl.BoolVar(&disabled, "disabled", false, "store the definition disabled")
@@ -97,6 +121,7 @@ the same group are two definitions with different --window-seconds.`,
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "validate and show what would change, storing nothing")
 	_ = cmd.RegisterFlagCompletionFunc("axis", cobra.FixedCompletions([]string{"caller", "target", "caller_target", "quarantine"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("entity-type", CompleteEntityTypes)
+	_ = cmd.RegisterFlagCompletionFunc("algorithm", cobra.FixedCompletions(ratelimit.Algorithms(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"enforce", "shadow"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
