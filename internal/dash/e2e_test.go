@@ -376,7 +376,7 @@ func TestDashboardEditsALimit(t *testing.T) {
 	})
 	term.keys("y")
 	term.waitFor("the refusal under the field", func(s string) bool {
-		return strings.Contains(s, "Change caller:group:e2e-gamma:60") && strings.Contains(s, "user_max_requests 5 is below the user floor") &&
+		return strings.Contains(s, "Change caller:group:e2e-gamma:60") && strings.Contains(s, "user_max_requests 5 per 60s is a sustained rate of 5/min, below the user") &&
 			strings.Contains(s, "(*) sliding_window")
 	})
 	if got, err := c.GetDefinition(ctx, "caller:group:e2e-gamma:60"); err != nil || *got.UserMaxRequests != 100 || got.Version != 1 {
