@@ -222,8 +222,8 @@ func (b *batcher) round(ctx context.Context, reqs []*takeRequest) ([]TakeResult,
 			return nil, fmt.Errorf("counter store answered %d of %d calls: %w", len(res), len(tr), ErrOutcomeUnknown)
 		}
 		for i, r := range res {
-			if n := len(tr[i].Gates); len(r.Counts) != n || len(r.Room) != n {
-				return nil, fmt.Errorf("counter store answered %d counts and %d rooms for %d gates: %w", len(r.Counts), len(r.Room), n, ErrOutcomeUnknown)
+			if n := len(tr[i].Gates); len(r.States) != n || len(r.Room) != n {
+				return nil, fmt.Errorf("counter store answered %d states and %d rooms for %d gates: %w", len(r.States), len(r.Room), n, ErrOutcomeUnknown)
 			}
 		}
 	}

@@ -425,7 +425,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, c
 	tightest := -1
 	for i := range gates {
 		g := &gates[i]
-		g.Count = res.Counts[i]
+		g.Count = res.States[i].Count
 		g.Remaining = max(g.Limit-g.Count, 0)
 		e.metrics.gateChecks.WithLabelValues(axisLabel(g.Axis), g.EntityType, outcome(res.Room[i])).Inc()
 		if !res.Room[i] {

@@ -24,8 +24,17 @@ type Algorithm string
 const (
 	// AlgorithmFixedWindow counts calls per window of Window length
 	// aligned on the Unix epoch: window index floor(now / Window). It is
-	// every definition's algorithm today.
+	// the default: a gate with an empty Algorithm is a fixed window.
 	AlgorithmFixedWindow Algorithm = "fixed_window"
+	// AlgorithmSlidingWindow is the weighted two-window counter: the
+	// previous fixed window's count, weighted by the part of it still
+	// inside the sliding window of length Window, plus the current one
+	// (pkg/enforce/algorithm states its error bound).
+	AlgorithmSlidingWindow Algorithm = "sliding_window"
+	// AlgorithmTokenBucket is a token bucket of capacity Burst refilled at
+	// Limit per Window, kept as a GCRA theoretical arrival time (one
+	// timestamp per key). A new bucket starts full.
+	AlgorithmTokenBucket Algorithm = "token_bucket"
 )
 
 // CounterGate is one counter a take checks, as a counter store sees it:
@@ -36,12 +45,15 @@ type CounterGate struct {
 	// keeping distinct keys distinct.
 	Key       string
 	Algorithm Algorithm
-	// Window is the fixed window's length (whole seconds).
+	// Window is the window's length (whole seconds); for the token
+	// bucket, the period its sustained rate is given per.
 	Window time.Duration
-	// Limit is how much the gate admits per window.
+	// Limit is how much the gate admits per window (the token bucket's
+	// sustained rate: Limit per Window).
 	Limit int64
-	// Burst is the capacity of algorithms that have one (0: Limit).
-	// Fixed windows ignore it.
+	// Burst is the token bucket's capacity (>= 1; the gate builder fills
+	// it, defaulting to Limit; a store reads 0 as Limit). The windows
+	// ignore it.
 	Burst int64
 	// Enforce is false for shadow gates: they count while they have room
 	// and report when they would deny, never deny.
@@ -67,10 +79,23 @@ type TakeResult struct {
 	// Allowed: every enforce gate had room, and (when consuming) the cost
 	// was taken from every gate with room. A denied call took nothing.
 	Allowed bool
-	// Counts per gate, after the decision.
-	Counts []int64
 	// Room per gate: whether it had room for the call.
 	Room []bool
+	// States per gate: its counter after the decision.
+	States []GateState
+}
+
+// GateState is a gate's counter after the decision, in its algorithm's
+// terms.
+type GateState struct {
+	// Count is the current window's count (fixed_window, sliding_window).
+	Count int64
+	// Previous is the previous window's count (sliding_window: window
+	// index - 1).
+	Previous int64
+	// TAT is the token bucket's theoretical arrival time after the
+	// decision (GCRA); zero or not after now means the bucket is full.
+	TAT time.Time
 }
 
 // CounterStore counts. Take decides a batch of calls in one round trip

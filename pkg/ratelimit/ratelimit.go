@@ -47,6 +47,25 @@ const (
 	SentinelTargets = "quarantine:group:quarantine-targets:1"
 )
 
+// Algorithms a definition counts with (Definition.Algorithm). An empty
+// algorithm is AlgorithmFixedWindow: every definition stored before
+// algorithms existed keeps its meaning.
+const (
+	// AlgorithmFixedWindow counts per window aligned on the Unix epoch.
+	AlgorithmFixedWindow = "fixed_window"
+	// AlgorithmSlidingWindow approximates "at most the limit in any
+	// window of that length" with a weighted two-window counter.
+	AlgorithmSlidingWindow = "sliding_window"
+	// AlgorithmTokenBucket refills at the limit per window (the sustained
+	// rate) up to a burst (the capacity, defaulting to the limit).
+	AlgorithmTokenBucket = "token_bucket"
+)
+
+// Algorithms lists the algorithms, the default first.
+func Algorithms() []string {
+	return []string{AlgorithmFixedWindow, AlgorithmSlidingWindow, AlgorithmTokenBucket}
+}
+
 // Modes of a definition.
 const (
 	ModeEnforce = "enforce" // deny when over the limit
@@ -65,17 +84,28 @@ const (
 // field may change without changing the identity.
 //
 // Limits are pointers because "absent" and "zero" differ: a group without
-// agent_max_requests does not gate agents at all.
+// agent_max_requests does not gate agents at all. The algorithm is not part
+// of the identity: changing it changes how the definition counts, not which
+// definition it is.
 type Definition struct {
-	ID               string   `json:"id,omitempty" yaml:"id,omitempty"`
-	Axis             string   `json:"axis" yaml:"axis"`
-	EntityType       string   `json:"entity_type" yaml:"entity_type"`
-	Name             string   `json:"name" yaml:"name"`
-	WindowSeconds    int      `json:"window_seconds" yaml:"window_seconds"`
-	MaxRequests      *int     `json:"max_requests,omitempty" yaml:"max_requests,omitempty"`
-	UserMaxRequests  *int     `json:"user_max_requests,omitempty" yaml:"user_max_requests,omitempty"`
-	AgentMaxRequests *int     `json:"agent_max_requests,omitempty" yaml:"agent_max_requests,omitempty"`
-	Members          []string `json:"members,omitempty" yaml:"members,omitempty"`
+	ID               string `json:"id,omitempty" yaml:"id,omitempty"`
+	Axis             string `json:"axis" yaml:"axis"`
+	EntityType       string `json:"entity_type" yaml:"entity_type"`
+	Name             string `json:"name" yaml:"name"`
+	WindowSeconds    int    `json:"window_seconds" yaml:"window_seconds"`
+	MaxRequests      *int   `json:"max_requests,omitempty" yaml:"max_requests,omitempty"`
+	UserMaxRequests  *int   `json:"user_max_requests,omitempty" yaml:"user_max_requests,omitempty"`
+	AgentMaxRequests *int   `json:"agent_max_requests,omitempty" yaml:"agent_max_requests,omitempty"`
+	// Algorithm is how the limits count (Algorithm*; empty is
+	// fixed_window).
+	Algorithm string `json:"algorithm,omitempty" yaml:"algorithm,omitempty"`
+	// Burst, UserBurst and AgentBurst are a token bucket's capacities
+	// beside MaxRequests, UserMaxRequests and AgentMaxRequests (each
+	// defaulting to its limit); only token_bucket definitions have them.
+	Burst      *int     `json:"burst,omitempty" yaml:"burst,omitempty"`
+	UserBurst  *int     `json:"user_burst,omitempty" yaml:"user_burst,omitempty"`
+	AgentBurst *int     `json:"agent_burst,omitempty" yaml:"agent_burst,omitempty"`
+	Members    []string `json:"members,omitempty" yaml:"members,omitempty"`
 	// Scope is the reference's field for the quarantine axis ("caller" or
 	// "target"). It is derived from the sentinel name and accepted on input
 	// only when it agrees with it.
@@ -96,6 +126,15 @@ type Definition struct {
 // Key returns the definition's identifier built from its body.
 func (d Definition) Key() string {
 	return DefinitionID(d.Axis, d.EntityType, d.Name, d.WindowSeconds)
+}
+
+// AlgorithmOrDefault is the definition's algorithm, fixed_window when it
+// names none.
+func (d Definition) AlgorithmOrDefault() string {
+	if d.Algorithm == "" {
+		return AlgorithmFixedWindow
+	}
+	return d.Algorithm
 }
 
 // IsSentinel reports whether id names one of the two quarantine sentinels.

@@ -114,8 +114,8 @@ func take(t *testing.T, s enforce.CounterStore, reqs ...enforce.TakeRequest) []e
 		t.Fatalf("Take answered %d results for %d calls", len(res), len(reqs))
 	}
 	for i, r := range res {
-		if len(r.Counts) != len(reqs[i].Gates) || len(r.Room) != len(reqs[i].Gates) {
-			t.Fatalf("call %d: %d counts and %d rooms for %d gates", i, len(r.Counts), len(r.Room), len(reqs[i].Gates))
+		if len(r.States) != len(reqs[i].Gates) || len(r.Room) != len(reqs[i].Gates) {
+			t.Fatalf("call %d: %d states and %d rooms for %d gates", i, len(r.States), len(r.Room), len(reqs[i].Gates))
 		}
 	}
 	return res
@@ -139,16 +139,25 @@ func peekOf(now time.Time, cost int64, gates ...enforce.CounterGate) enforce.Tak
 // countOf peeks at one gate and returns its count.
 func countOf(t *testing.T, s enforce.CounterStore, now time.Time, g enforce.CounterGate) int64 {
 	t.Helper()
-	return take(t, s, peekOf(now, 1, g))[0].Counts[0]
+	return take(t, s, peekOf(now, 1, g))[0].States[0].Count
 }
 
 // result is what a test expects of one call.
 func expect(t *testing.T, what string, got enforce.TakeResult, allowed bool, counts []int64, room []bool) {
 	t.Helper()
-	if got.Allowed != allowed || !slices.Equal(got.Counts, counts) || !slices.Equal(got.Room, room) {
+	if c := countsOf(got); got.Allowed != allowed || !slices.Equal(c, counts) || !slices.Equal(got.Room, room) {
 		t.Errorf("%s: allowed=%v counts=%v room=%v, want allowed=%v counts=%v room=%v",
-			what, got.Allowed, got.Counts, got.Room, allowed, counts, room)
+			what, got.Allowed, c, got.Room, allowed, counts, room)
 	}
+}
+
+// countsOf lists the Count of every gate state of r.
+func countsOf(r enforce.TakeResult) []int64 {
+	out := make([]int64, len(r.States))
+	for i, st := range r.States {
+		out[i] = st.Count
+	}
+	return out
 }
 
 // admitsLimit: a gate admits exactly Limit unit calls, each reporting its
@@ -348,7 +357,7 @@ func pastDeadline(t *testing.T, s enforce.CounterStore, a algorithm) {
 	g := a.gate("deadline", 10)
 	res, err := s.Take(context.Background(), []enforce.TakeRequest{call(now, 3, g)}, time.Now().Add(-time.Second))
 	if err == nil {
-		if len(res) != 1 || len(res[0].Counts) != 1 || res[0].Counts[0] != 3 {
+		if len(res) != 1 || len(res[0].States) != 1 || res[0].States[0].Count != 3 {
 			t.Fatalf("Take past its deadline answered %+v, want either ErrTimedOut or the normal answer", res)
 		}
 		t.Log("the store answered a Take whose deadline had passed (allowed: it answered in time for itself)")

@@ -97,7 +97,7 @@ func check(r enforce.TakeRequest) error {
 	}
 	for _, g := range r.Gates {
 		switch {
-		case g.Algorithm != enforce.AlgorithmFixedWindow:
+		case g.Algorithm != enforce.AlgorithmFixedWindow && g.Algorithm != "":
 			return fmt.Errorf("gate %q: algorithm %q: this store counts only %q", g.Key, g.Algorithm, enforce.AlgorithmFixedWindow)
 		case g.Window < time.Second || g.Window%time.Second != 0:
 			return fmt.Errorf("gate %q: window %v: must be a whole number of seconds", g.Key, g.Window)
@@ -112,7 +112,7 @@ func check(r enforce.TakeRequest) error {
 // taken in shard order so concurrent calls never deadlock.
 func (s *Store) take(r enforce.TakeRequest) enforce.TakeResult {
 	n := len(r.Gates)
-	res := enforce.TakeResult{Allowed: true, Counts: make([]int64, n), Room: make([]bool, n)}
+	res := enforce.TakeResult{Allowed: true, Room: make([]bool, n), States: make([]enforce.GateState, n)}
 	if n == 0 {
 		return res
 	}
@@ -154,7 +154,7 @@ func (s *Store) take(r enforce.TakeRequest) enforce.TakeResult {
 			have = c.count
 		}
 		counters[j] = c
-		res.Counts[j] = have
+		res.States[j].Count = have
 		res.Room[j] = have+r.Cost <= r.Gates[j].Limit
 		if !res.Room[j] && r.Gates[j].Enforce {
 			res.Allowed = false
@@ -180,7 +180,7 @@ func (s *Store) take(r enforce.TakeRequest) enforce.TakeResult {
 			}
 		}
 		c.count += r.Cost
-		res.Counts[j] = c.count
+		res.States[j].Count = c.count
 	}
 	return res
 }

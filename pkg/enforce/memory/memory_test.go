@@ -133,7 +133,7 @@ func TestHelpers(t *testing.T) {
 		t.Errorf("failing store: err = %v", err)
 	}
 	f.Repair()
-	if res, err := f.Take(ctx, req, time.Time{}); err != nil || res[0].Counts[0] != 1 {
+	if res, err := f.Take(ctx, req, time.Time{}); err != nil || res[0].States[0].Count != 1 {
 		t.Errorf("repaired store: %v %v, want count 1 (the failed call took nothing)", res, err)
 	}
 	h := enforcetest.Hanging(mem)
@@ -146,7 +146,7 @@ func TestHelpers(t *testing.T) {
 		t.Errorf("hanging store: err = %v, want ErrOutcomeUnknown", err)
 	}
 	h.Release()
-	if res, err := h.Take(ctx, req, time.Time{}); err != nil || res[0].Counts[0] != 2 {
+	if res, err := h.Take(ctx, req, time.Time{}); err != nil || res[0].States[0].Count != 2 {
 		t.Errorf("released store: %v %v, want count 2", res, err)
 	}
 }

@@ -118,7 +118,11 @@ func (c *CounterStore) Take(ctx context.Context, reqs []enforce.TakeRequest, dea
 	}
 	out := make([]enforce.TakeResult, len(res))
 	for i, r := range res {
-		out[i] = enforce.TakeResult{Allowed: r.Allowed, Counts: r.Counts, Room: r.Room}
+		states := make([]enforce.GateState, len(r.Counts))
+		for j, n := range r.Counts {
+			states[j].Count = n
+		}
+		out[i] = enforce.TakeResult{Allowed: r.Allowed, Room: r.Room, States: states}
 	}
 	return out, nil
 }
