@@ -46,6 +46,7 @@ drop function rl_take_decide(int[], bigint[], boolean[], bigint[], boolean[], in
 ---- create above / drop below ----
 
 drop function rl_take(int[], text[], bigint[], bigint[], boolean[], timestamptz[], bigint[], boolean[], text[], bigint[], bigint[], bigint[]);
+drop function rl_take_gates(int[], text[], bigint[], bigint[], boolean[], timestamptz[], bigint[], boolean[], text[], bigint[], bigint[], bigint[], int);
 
 {{ template "shared/rl_take_006.sql" . }}
 
