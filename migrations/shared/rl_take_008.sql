@@ -50,9 +50,7 @@ from (
                     then a.lim * a.w_ms - a.prev * (a.w_ms - (a.now_ns / 1000000 - a.win * a.w_ms)) end as x
         from (
             select g.ord::int as ord, g.call, g.key, g.win, g.lim, g.enf, g.exp, g.alg, g.burst, g.cost, g.consume, g.now_ns,
-                   c.count as snap,
-                   coalesce((select pv.count from rl_counters pv
-                             where g.alg = 'sliding_window' and pv.key = g.key and pv.window_index = g.win - 1), 0) as prev,
+                   c.count as snap, coalesce(pv.count, 0) as prev,
                    -- T = ceil(window / limit), the token bucket's emission interval
                    case when g.alg = 'token_bucket' then greatest((g.wns + g.lim - 1) / g.lim, 1) end as t_ns,
                    g.wns / 1000000 as w_ms
@@ -66,6 +64,11 @@ from (
                 where p_only = 0 or g.call = p_only
             ) g
             left join rl_counters c on c.key = g.key and c.window_index = g.win
+            -- (offset 0 keeps the lookup a subquery that only a sliding
+            -- window runs)
+            left join lateral (select pv.count from rl_counters pv
+                               where g.alg = 'sliding_window' and pv.key = g.key and pv.window_index = g.win - 1
+                               offset 0) pv on true
         ) a
     ) a
 ) b
@@ -153,6 +156,7 @@ create or replace function rl_take(p_call int[], p_keys text[], p_windows bigint
     -- figures). Without sequential scans the cached plans are index
     -- lookups whatever the statistics said when they were made.
     set enable_seqscan = off
+    set enable_bitmapscan = off
     set plan_cache_mode = force_generic_plan
 as
 $$
@@ -192,29 +196,14 @@ begin
         with g as (
             select * from rl_take_gates(p_call, p_keys, p_windows, p_limits, p_enforce, p_expires, p_costs, p_consume,
                                         p_algorithms, p_window_ns, p_bursts, p_now, greatest(v_only, 1))
-        ), phase1 as (
-            select bool_and(g.fits or not g.enf) as fits,
-                   bool_and(g.consume) and bool_and(g.fits or not g.enf) as candidate,
-                   bool_or(g.fits and g.snap is null) as missing
-            from g
-        ), ins as (
-            -- The first call of a window (or of a full bucket) creates its
-            -- rows, and runs again to lock them: nothing is locked yet.
-            insert into rl_counters (key, window_index, count, expires_at)
-            select g.key, g.win, 0,
-                   case when g.alg = 'token_bucket'
-                        then timestamptz 'epoch' + (g.now_ns + g.tau) / 1000 * interval '1 microsecond'
-                        else g.exp end
-            from g
-            where g.fits and g.snap is null and (select p.candidate and p.missing from phase1 p)
-            order by g.key, g.win
-            on conflict (key, window_index) do nothing
         ), lk as (
             select c.key, c.window_index, c.count, g.ord, g.enf, g.thr, g.inc, g.flo, g.alg,
                    c.count <= g.thr as has_room
             from g
             join rl_counters c on c.key = g.key and c.window_index = g.win
-            where g.fits and (select p.candidate and not p.missing from phase1 p)
+            -- a candidate (consuming, every enforce gate with room) whose
+            -- rows all exist
+            where g.fits and (select bool_and(g.consume and (g.fits or not g.enf) and not (g.fits and g.snap is null)) from g)
             order by c.key, c.window_index
             for update of c
         ), ok as (
@@ -228,11 +217,11 @@ begin
             from lk
             where c.key = lk.key and c.window_index = lk.window_index and lk.has_room and (select ok.ok from ok)
         )
-        select case when not p.candidate then 'done'
-                    when p.missing then 'missing'
-                    when ok.locked < (select count(*) from g where g.fits) then 'missing' -- removed since phase 1
+        select case when not bool_and(g.consume and (g.fits or not g.enf)) then 'done' -- denied on phase 1, or a peek
+                    when bool_or(g.fits and g.snap is null) then 'missing'
+                    when min(ok.locked) < count(*) filter (where g.fits) then 'missing' -- removed since phase 1
                     else 'done' end,
-               array[p.fits and (not p.candidate or ok.ok)],
+               array[bool_and(g.fits or not g.enf) and (not bool_and(g.consume) or bool_and(ok.ok))],
                array_agg(case when lk.key is null then coalesce(g.snap, 0)
                               when ok.ok and lk.has_room then greatest(lk.count + lk.inc, lk.flo + lk.inc)
                               else lk.count end order by g.ord),
@@ -242,9 +231,22 @@ begin
         into v_st, a_allowed, a_counts, a_room, a_prev, a_ord
         from g
         left join lk on lk.ord = g.ord
-        cross join phase1 p
-        cross join ok
-        group by p.fits, p.candidate, p.missing, ok.ok, ok.locked;
+        cross join ok;
+        if v_st = 'missing' then
+            -- The first call of a window (or of a full bucket) creates its
+            -- rows, and runs again to lock them. Nothing is locked yet, so
+            -- this insert never waits holding a lock someone waits for.
+            insert into rl_counters (key, window_index, count, expires_at)
+            select g.key, g.win, 0,
+                   case when g.alg = 'token_bucket'
+                        then timestamptz 'epoch' + (g.now_ns + g.tau) / 1000 * interval '1 microsecond'
+                        else g.exp end
+            from rl_take_gates(p_call, p_keys, p_windows, p_limits, p_enforce, p_expires, p_costs, p_consume,
+                               p_algorithms, p_window_ns, p_bursts, p_now, greatest(v_only, 1)) g
+            where g.fits and g.snap is null
+            order by g.key, g.win
+            on conflict (key, window_index) do nothing;
+        end if;
         else
         -- A batch: decide every call at once, if it can (see above).
         with b as (
