@@ -22,20 +22,25 @@ create or replace function rl_take_gates(p_call int[], p_keys text[], p_windows 
     stable
 as
 $$
-select b.ord, b.call, b.key, b.win, b.enf, b.exp, b.alg, b.consume, b.now_ns, b.tau, b.snap, b.prev, b.thr, b.inc0,
+select b.ord, b.call, b.key, b.win, b.enf, b.exp, b.alg, b.consume, b.now_ns, b.tau, b.snap, b.prev,
+       case when b.alg = 'token_bucket' then b.cap else b.cap - b.cost end, b.inc0,
        case when b.alg = 'token_bucket' then b.now_ns end,
-       coalesce(b.snap, 0) <= b.thr
+       -- (count + cost as written: a cost that overflows a count is refused
+       -- by PostgreSQL, that call alone, as before 008)
+       case when b.alg = 'token_bucket' then coalesce(b.snap, 0) <= b.cap else coalesce(b.snap, 0) + b.cost <= b.cap end
 from (
     select a.*,
            case a.alg
                when 'token_bucket' then
-                   -- room iff max(TAT, now) + cost * T - now <= tau
+                   -- room iff max(TAT, now) + cost * T - now <= tau, i.e.
+                   -- TAT <= now + tau - cost * T (the threshold itself)
                    case when a.cost <= a.burst then a.now_ns + a.tau - a.inc0 else -1 end
                when 'sliding_window' then
-                   -- room iff prev * (W - e) + (count + cost) * W <= limit * W
-                   case when a.x >= 0 then a.x / a.w_ms else -((a.w_ms - 1 - a.x) / a.w_ms) end - a.cost
-               else a.lim - a.cost -- room iff count + cost <= limit
-           end as thr
+                   -- room iff prev * (W - e) + (count + cost) * W <= limit * W,
+                   -- i.e. count + cost <= floor((limit * W - prev * (W - e)) / W)
+                   case when a.x >= 0 then a.x / a.w_ms else -((a.w_ms - 1 - a.x) / a.w_ms) end
+               else a.lim -- room iff count + cost <= limit
+           end as cap
     from (
         select a.*,
                -- cost * T and tau = burst * T, saturating far beyond any clock
