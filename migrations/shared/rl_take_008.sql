@@ -171,6 +171,8 @@ declare
     -- The calls the statement decides: 0 for all of them, d for call d.
     v_only int := 0;
     v_multi boolean := m > 1;
+    -- Whether the batch statement decides (calls share counters).
+    v_batch boolean := false;
     v_st text;
     a_allowed boolean[];
     a_counts bigint[];
@@ -251,6 +253,93 @@ begin
             where g.fits and g.snap is null
             order by g.key, g.win
             on conflict (key, window_index) do nothing;
+        end if;
+        elsif not v_batch then
+        -- A batch whose calls share no counter (calls on different keys):
+        -- each call is decided on its own rows.
+        -- Lock the rows of the gates with room of the calls that look
+        -- allowed, in key order, check each call on them, and take for the
+        -- calls that still fit, in the same statement.
+        -- (No joins between the statement's own row sets: a generic plan
+        -- guesses one row for each and would nest loops over them.)
+        with g as (
+            select g.*,
+                   bool_and(g.fits or not g.enf) over (partition by g.call) as call_fits,
+                   bool_and(g.consume and (g.fits or not g.enf)) over (partition by g.call) as candidate
+            from rl_take_gates(p_call, p_keys, p_windows, p_limits, p_enforce, p_expires, p_costs, p_consume,
+                               p_algorithms, p_window_ns, p_bursts, p_now, v_only) g
+        ), status as (
+            select case when bool_or(g.candidate and g.fits and g.snap is null) then 'missing'
+                        when v_only = 0 and v_multi
+                             and count(*) filter (where g.candidate and g.fits)
+                                 <> count(distinct (g.key, g.win)) filter (where g.candidate and g.fits) then 'shared'
+                        else 'lock' end as st,
+                   count(*) filter (where g.candidate and g.fits) as takes
+            from g
+        ), lk as (
+            select c.key, c.window_index, c.count, g.ord, g.call, g.call_fits, g.enf, g.thr, g.inc, g.flo, g.alg, g.prev,
+                   c.count <= g.thr as has_room
+            from g
+            join rl_counters c on c.key = g.key and c.window_index = g.win
+            where g.candidate and g.fits and (select status.st from status) = 'lock'
+            order by c.key, c.window_index
+            for update of c
+        ), lk2 as (
+            select lk.*, bool_and(lk.has_room or not lk.enf) over (partition by lk.call) as call_ok from lk
+        ), up as (
+            update rl_counters c
+            set count = greatest(lk2.count + lk2.inc, lk2.flo + lk2.inc),
+                expires_at = case when lk2.alg = 'token_bucket'
+                                  then timestamptz 'epoch' + (greatest(lk2.count + lk2.inc, lk2.flo + lk2.inc) + 999) / 1000 * interval '1 microsecond'
+                                  else c.expires_at end
+            from lk2
+            where c.key = lk2.key and c.window_index = lk2.window_index and lk2.has_room and lk2.call_ok
+        ), r as (
+            -- every gate once: as locked, or as read
+            select lk2.ord, lk2.call, lk2.call_fits, true as candidate, lk2.call_ok,
+                   case when lk2.call_ok and lk2.has_room then greatest(lk2.count + lk2.inc, lk2.flo + lk2.inc)
+                        else lk2.count end as val,
+                   lk2.has_room as room, lk2.alg, lk2.prev
+            from lk2
+            union all
+            select g.ord, g.call, g.call_fits, g.candidate, null, coalesce(g.snap, 0), g.fits, g.alg, g.prev
+            from g
+            where not (g.candidate and g.fits and (select status.st from status) = 'lock')
+        )
+        select case when (select status.st from status) <> 'lock' then (select status.st from status)
+                    -- a row removed since phase 1 (the sweep): again
+                    when (select status.takes from status) > (select count(*) from lk2) then 'missing'
+                    else 'done' end,
+               -- per call; a call without gates is allowed
+               (select array_agg(coalesce(x.ok, true) order by cs.call)
+                from generate_series(1, m) cs(call)
+                left join (select r.call, bool_and(r.call_fits) and (not bool_or(r.candidate) or coalesce(bool_and(r.call_ok), true)) as ok
+                           from r group by r.call) x on x.call = cs.call
+                where v_only = 0 or cs.call = v_only),
+               array_agg(r.val order by r.ord),
+               array_agg(r.room order by r.ord),
+               array_agg(case when r.alg = 'sliding_window' then r.prev else 0 end order by r.ord),
+               array_agg(r.ord order by r.ord)
+        into v_st, a_allowed, a_counts, a_room, a_prev, a_ord
+        from r;
+        if v_st = 'missing' then
+            -- The first call of a window (or of a full bucket) creates its
+            -- rows, and runs again to lock them. Nothing is locked yet, so
+            -- this insert never waits holding a lock someone waits for.
+            insert into rl_counters (key, window_index, count, expires_at)
+            select distinct on (g.key, g.win) g.key, g.win, 0,
+                   case when g.alg = 'token_bucket'
+                        then timestamptz 'epoch' + (g.now_ns + g.tau) / 1000 * interval '1 microsecond'
+                        else g.exp end
+            from (select g.*, bool_and(g.consume and (g.fits or not g.enf)) over (partition by g.call) as candidate
+                  from rl_take_gates(p_call, p_keys, p_windows, p_limits, p_enforce, p_expires, p_costs, p_consume,
+                                     p_algorithms, p_window_ns, p_bursts, p_now, v_only) g) g
+            where g.candidate and g.fits and g.snap is null
+            order by g.key, g.win
+            on conflict (key, window_index) do nothing;
+        elsif v_st = 'shared' then
+            v_batch := true;
+            continue;
         end if;
         else
         -- A batch: decide every call at once, if it can (see above).
@@ -387,6 +476,7 @@ begin
             room := array_fill(false, array[n]);
             previous := array_fill(0::bigint, array[n]);
             v_only := 1;
+            v_batch := false;
             continue;
         end if;
         if v_st is null then

@@ -237,6 +237,23 @@ func TestBatchesDecideInOrder(t *testing.T) {
 		}
 	}
 
+	// Calls on different counters: each decided on its own rows in one
+	// statement, a full bucket's call denied without touching the others'.
+	full, free, win := bucket("batch|full", 60, time.Minute, 1), bucket("batch|free", 60, time.Minute, 2),
+		sliding("batch|win", 5, time.Minute)
+	takeAll(t, s, takeOne(now, 1, full))
+	res = takeAll(t, s, takeOne(now, 1, full, win), takeOne(now, 1, free), enforce.TakeRequest{Gates: []enforce.CounterGate{win},
+		Cost: 5, Now: now})
+	if res[0].Allowed || res[0].Room[0] || !res[0].Room[1] || res[0].States[1].Count != 0 {
+		t.Fatalf("a call on a full bucket beside a window: %+v, want denied and the window untouched", res[0])
+	}
+	if !res[1].Allowed || !res[1].States[0].TAT.Equal(now.Add(time.Second)) {
+		t.Fatalf("a call on a free bucket in the same batch: %+v, want allowed, TAT now+1s", res[1])
+	}
+	if !res[2].Allowed || res[2].States[0].Count != 0 {
+		t.Fatalf("a peek of cost 5 on the window: %+v, want allowed and nothing taken", res[2])
+	}
+
 	// Across a boundary: two calls at the end of a window, then one at the
 	// start of the next, on a sliding window of 2 per 10 s: the third sees
 	// the first two as its previous window (weight 1 at e = 0) and is
