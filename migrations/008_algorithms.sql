@@ -15,8 +15,10 @@
 -- Rows of rl_counters keep their columns: a sliding window's row is a fixed
 -- window's (key, window index, count); a token bucket's row has window
 -- index 0, its TAT in nanoseconds since the epoch as its count, and expires
--- at its TAT (a full bucket needs no row). A reset, which sets counts to 0,
--- fills a bucket.
+-- once the bucket is full again (a full bucket needs no row): at the latest
+-- tau (a whole burst's refill) after its TAT, its expiry moved on only when
+-- the TAT passes it, so that most takes stay HOT updates. A reset, which
+-- sets counts to 0, fills a bucket.
 
 alter table rl_definitions
     add column algorithm   text    not null default 'fixed_window',

@@ -204,7 +204,7 @@ begin
             select * from rl_take_gates(p_call, p_keys, p_windows, p_limits, p_enforce, p_expires, p_costs, p_consume,
                                         p_algorithms, p_window_ns, p_bursts, p_now, greatest(v_only, 1))
         ), lk as (
-            select c.key, c.window_index, c.count, g.ord, g.enf, g.thr, g.inc, g.flo, g.alg,
+            select c.key, c.window_index, c.count, g.ord, g.enf, g.thr, g.inc, g.flo, g.alg, g.tau,
                    c.count <= g.thr as has_room
             from g
             join rl_counters c on c.key = g.key and c.window_index = g.win
@@ -218,8 +218,12 @@ begin
         ), up as (
             update rl_counters c
             set count = greatest(lk.count + lk.inc, lk.flo + lk.inc),
-                expires_at = case when lk.alg = 'token_bucket'
-                                  then timestamptz 'epoch' + (greatest(lk.count + lk.inc, lk.flo + lk.inc) + 999) / 1000 * interval '1 microsecond'
+                -- a bucket's row expires once it is full again: moved on
+                -- (to TAT + tau) only when the TAT passes it, so most takes
+                -- change no indexed column and stay HOT updates
+                expires_at = case when lk.alg = 'token_bucket' and c.expires_at
+                                       < timestamptz 'epoch' + greatest(lk.count + lk.inc, lk.flo + lk.inc) / 1000 * interval '1 microsecond'
+                                  then timestamptz 'epoch' + (greatest(lk.count + lk.inc, lk.flo + lk.inc) + lk.tau) / 1000 * interval '1 microsecond'
                                   else c.expires_at end
             from lk
             where c.key = lk.key and c.window_index = lk.window_index and lk.has_room and (select ok.ok from ok)
@@ -277,7 +281,7 @@ begin
                    count(*) filter (where g.candidate and g.fits) as takes
             from g
         ), lk as (
-            select c.key, c.window_index, c.count, g.ord, g.call, g.call_fits, g.enf, g.thr, g.inc, g.flo, g.alg, g.prev,
+            select c.key, c.window_index, c.count, g.ord, g.call, g.call_fits, g.enf, g.thr, g.inc, g.flo, g.alg, g.tau, g.prev,
                    c.count <= g.thr as has_room
             from g
             join rl_counters c on c.key = g.key and c.window_index = g.win
@@ -289,8 +293,12 @@ begin
         ), up as (
             update rl_counters c
             set count = greatest(lk2.count + lk2.inc, lk2.flo + lk2.inc),
-                expires_at = case when lk2.alg = 'token_bucket'
-                                  then timestamptz 'epoch' + (greatest(lk2.count + lk2.inc, lk2.flo + lk2.inc) + 999) / 1000 * interval '1 microsecond'
+                -- a bucket's row expires once it is full again: moved on
+                -- (to TAT + tau) only when the TAT passes it, so most takes
+                -- change no indexed column and stay HOT updates
+                expires_at = case when lk2.alg = 'token_bucket' and c.expires_at
+                                       < timestamptz 'epoch' + greatest(lk2.count + lk2.inc, lk2.flo + lk2.inc) / 1000 * interval '1 microsecond'
+                                  then timestamptz 'epoch' + (greatest(lk2.count + lk2.inc, lk2.flo + lk2.inc) + lk2.tau) / 1000 * interval '1 microsecond'
                                   else c.expires_at end
             from lk2
             where c.key = lk2.key and c.window_index = lk2.window_index and lk2.has_room and lk2.call_ok
@@ -395,7 +403,7 @@ begin
             order by s.key, s.win
             on conflict (key, window_index) do nothing
         ), cn as (
-            select distinct on (s.key, s.win) s.key, s.win, s.alg, s.thr_all, s.inc_all, s.flo_all
+            select distinct on (s.key, s.win) s.key, s.win, s.alg, s.tau, s.thr_all, s.inc_all, s.flo_all
             from s
             where s.inc_all > 0
             order by s.key, s.win
@@ -426,8 +434,9 @@ begin
         ), up as (
             update rl_counters c
             set count = greatest(v.v0 + v.inc_all, v.flo_all),
-                expires_at = case when v.alg = 'token_bucket'
-                                  then timestamptz 'epoch' + (greatest(v.v0 + v.inc_all, v.flo_all) + 999) / 1000 * interval '1 microsecond'
+                expires_at = case when v.alg = 'token_bucket' and c.expires_at
+                                       < timestamptz 'epoch' + greatest(v.v0 + v.inc_all, v.flo_all) / 1000 * interval '1 microsecond'
+                                  then timestamptz 'epoch' + (greatest(v.v0 + v.inc_all, v.flo_all) + v.tau) / 1000 * interval '1 microsecond'
                                   else c.expires_at end
             from v
             where c.key = v.key and c.window_index = v.win and (select dec.d from dec) = 'take'

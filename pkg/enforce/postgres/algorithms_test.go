@@ -100,8 +100,9 @@ func TestTokenBucketBurstRefillNeverAbove(t *testing.T) {
 	}
 }
 
-// TestTokenBucketRowExpiresWhenFull: one row per key, removed by the sweep
-// once the bucket is full again, never before.
+// TestTokenBucketRowExpiresWhenFull: one row per key, never removed by the
+// sweep before the bucket is full again (its TAT), and removed at the
+// latest one refill of the burst (tau, here 5 s) after.
 func TestTokenBucketRowExpiresWhenFull(t *testing.T) {
 	t.Parallel()
 	st := pgtest.NewStore(t)
@@ -119,10 +120,10 @@ func TestTokenBucketRowExpiresWhenFull(t *testing.T) {
 	if n, err := s.Sweep(ctx, now.Add(4*time.Second-time.Microsecond)); err != nil || n != 0 {
 		t.Fatalf("sweep before the bucket is full removed %d (%v)", n, err)
 	}
-	if n, err := s.Sweep(ctx, now.Add(4*time.Second)); err != nil || n != 1 {
-		t.Fatalf("sweep once the bucket is full removed %d (%v), want 1", n, err)
+	if n, err := s.Sweep(ctx, now.Add(9*time.Second)); err != nil || n != 1 {
+		t.Fatalf("sweep a burst's refill after the bucket is full removed %d (%v), want 1", n, err)
 	}
-	if r := takeAll(t, s, takeOne(now.Add(5*time.Second), 5, g))[0]; !r.Allowed {
+	if r := takeAll(t, s, takeOne(now.Add(9*time.Second), 5, g))[0]; !r.Allowed {
 		t.Fatal("a full bucket (its row swept) did not admit its burst")
 	}
 }
