@@ -119,33 +119,29 @@ $$;
 --   token_bucket    T = ceil(window_ns / limit), tau = burst * T:
 --                   room iff max(TAT, now) + cost * T - now <= tau;
 --                   taking stores TAT = max(TAT, now) + cost * T
--- Each is written here as "the value before the call is at most a
--- threshold" (thr) and "taking sets v to greatest(v + inc, flo + inc)"
--- (flo: now for a token bucket, none for the windows), so that a run of
--- calls on one counter composes: after takes 1..k the value is
--- greatest(v0 + A_k, B_k), A_k the sum of the increments, B_k the
--- greatest of flo_j + (the increments from j on). That lets one statement
--- decide a whole batch on the rows as it locked them.
+-- Each is written as "the value before the call is at most a threshold"
+-- (thr) and "taking sets the value v to greatest(v + inc, flo + inc)"
+-- (flo: now for a token bucket, none for the windows): rl_take_gates
+-- computes the numbers, and the decisions below are the same for every
+-- algorithm.
 --
--- The statement, in order:
 -- 1. Read every gate without locks (phase 1). Values only move towards
 --    "no room" while a call waits (counts grow, a TAT only moves later; a
 --    reset, which gives room, is the exception), so a gate found without
 --    room stays so: a call denied here takes no lock and writes nothing.
 -- 2. If a counter the calls would take is missing, insert it (count 0; a
---    token bucket's TAT 0, a full bucket) and run again: the second run
---    sees it. Nothing is locked before that insert, so inserts never wait
---    while holding a lock another decision waits for.
--- 3. Lock the counters the calls would take, in (key, window) order, so
---    concurrent decisions never deadlock, and check on the locked values
---    that every call of the batch is allowed. If so, write every counter
---    once (its value after all the calls) in the same statement: the
---    common case is one statement and one write per counter. A lone call
---    that fails the check is denied, writing nothing.
--- 4. A batch that fails the check (some call lost a race, or the calls
---    interfere: a sliding window reading as its previous window a counter
---    the batch writes) keeps its locks and decides its calls one at a time
---    by the same statement, each seeing the ones before.
+--    token bucket's TAT 0, a full bucket) and start again. Nothing is
+--    locked before that insert, so it never waits holding a lock another
+--    decision waits for.
+-- 3. One call: lock the counters it would take, in (key, window) order (so
+--    concurrent decisions never deadlock), check them, and write them in the
+--    same statement, or write nothing.
+-- 4. A batch: lock the union of the counters its calls would take, once, in
+--    key order, decide the calls one after another on the locked values
+--    (each sees those before), and write each counter once. A sliding
+--    window whose previous window the batch itself writes (calls on both
+--    sides of a boundary) read it too early: such a batch keeps its locks
+--    and decides its calls one at a time with the one-call statement.
 --
 -- Shadow gates count on their own counters while they have room and never
 -- change what the enforce gates take. A peek is decided on phase 1's values.
@@ -170,9 +166,9 @@ declare
     m int := coalesce(array_length(p_costs, 1), 0);
     -- The calls the statement decides: 0 for all of them, d for call d.
     v_only int := 0;
-    v_multi boolean := m > 1;
-    -- Whether the batch statement decides (calls share counters).
-    v_batch boolean := false;
+    -- Whether the batch path decides (more than one call, until it
+    -- hands the calls to the one-call path one at a time).
+    v_batch boolean := m > 1;
     v_st text;
     a_allowed boolean[];
     a_counts bigint[];
@@ -181,6 +177,28 @@ declare
     a_ord int[];
     tries int := 0;
     i int;
+    j int;
+    d int;
+    s0 int;
+    ok boolean;
+    -- the batch path's per-gate numbers, per-call phase 1, and counters
+    b_thr bigint[];
+    b_inc bigint[];
+    b_flo bigint[];
+    b_fits boolean[];
+    b_snap bigint[];
+    b_prev bigint[];
+    b_alg text[];
+    b_tau bigint[];
+    b_cand boolean[];
+    b_take boolean[];
+    b_slot int[];
+    u_keys text[];
+    u_wins bigint[];
+    u_vals bigint[];
+    u_orig bigint[];
+    u_alg text[];
+    u_tau bigint[];
 begin
     if n = 0 then
         allowed := array_fill(true, array[greatest(m, 1)]);
@@ -196,7 +214,7 @@ begin
     -- stays logged: it survives restarts and reaches replicas.
     perform set_config('synchronous_commit', 'off', true);
     loop
-        if v_only > 0 or not v_multi then
+        if not v_batch then
         -- One call (call v_only, or the only one): lock the counters of the
         -- gates with room in key order, check them, and take in the same
         -- statement, or write nothing.
@@ -258,208 +276,130 @@ begin
             order by g.key, g.win
             on conflict (key, window_index) do nothing;
         end if;
-        elsif not v_batch then
-        -- A batch whose calls share no counter (calls on different keys):
-        -- each call is decided on its own rows.
-        -- Lock the rows of the gates with room of the calls that look
-        -- allowed, in key order, check each call on them, and take for the
-        -- calls that still fit, in the same statement.
-        -- (No joins between the statement's own row sets: a generic plan
-        -- guesses one row for each and would nest loops over them.)
-        with g as (
-            select g.*,
-                   bool_and(g.fits or not g.enf) over (partition by g.call) as call_fits,
-                   bool_and(g.consume and (g.fits or not g.enf)) over (partition by g.call) as candidate
-            from rl_take_gates(p_call, p_keys, p_windows, p_limits, p_enforce, p_expires, p_costs, p_consume,
-                               p_algorithms, p_window_ns, p_bursts, p_now, v_only) g
-        ), status as (
-            select case when bool_or(g.candidate and g.fits and g.snap is null) then 'missing'
-                        when v_only = 0 and v_multi
-                             and count(*) filter (where g.candidate and g.fits)
-                                 <> count(distinct (g.key, g.win)) filter (where g.candidate and g.fits) then 'shared'
-                        else 'lock' end as st,
-                   count(*) filter (where g.candidate and g.fits) as takes
-            from g
-        ), lk as (
-            select c.key, c.window_index, c.count, g.ord, g.call, g.call_fits, g.enf, g.thr, g.inc, g.flo, g.alg, g.tau, g.prev,
-                   c.count <= g.thr as has_room
-            from g
-            join rl_counters c on c.key = g.key and c.window_index = g.win
-            where g.candidate and g.fits and (select status.st from status) = 'lock'
-            order by c.key, c.window_index
-            for update of c
-        ), lk2 as (
-            select lk.*, bool_and(lk.has_room or not lk.enf) over (partition by lk.call) as call_ok from lk
-        ), up as (
-            update rl_counters c
-            set count = greatest(lk2.count + lk2.inc, lk2.flo + lk2.inc),
-                -- a bucket's row expires once it is full again: moved on
-                -- (to TAT + tau) only when the TAT passes it, so most takes
-                -- change no indexed column and stay HOT updates
-                expires_at = case when lk2.alg = 'token_bucket' and c.expires_at
-                                       < timestamptz 'epoch' + greatest(lk2.count + lk2.inc, lk2.flo + lk2.inc) / 1000 * interval '1 microsecond'
-                                  then timestamptz 'epoch' + (greatest(lk2.count + lk2.inc, lk2.flo + lk2.inc) + lk2.tau) / 1000 * interval '1 microsecond'
-                                  else c.expires_at end
-            from lk2
-            where c.key = lk2.key and c.window_index = lk2.window_index and lk2.has_room and lk2.call_ok
-        ), r as (
-            -- every gate once: as locked, or as read
-            select lk2.ord, lk2.call, lk2.call_fits, true as candidate, lk2.call_ok,
-                   case when lk2.call_ok and lk2.has_room then greatest(lk2.count + lk2.inc, lk2.flo + lk2.inc)
-                        else lk2.count end as val,
-                   lk2.has_room as room, lk2.alg, lk2.prev
-            from lk2
-            union all
-            select g.ord, g.call, g.call_fits, g.candidate, null, coalesce(g.snap, 0), g.fits, g.alg, g.prev
-            from g
-            where not (g.candidate and g.fits and (select status.st from status) = 'lock')
-        )
-        select case when (select status.st from status) <> 'lock' then (select status.st from status)
-                    -- a row removed since phase 1 (the sweep): again
-                    when (select status.takes from status) > (select count(*) from lk2) then 'missing'
-                    else 'done' end,
-               -- per call; a call without gates is allowed
-               (select array_agg(coalesce(x.ok, true) order by cs.call)
-                from generate_series(1, m) cs(call)
-                left join (select r.call, bool_and(r.call_fits) and (not bool_or(r.candidate) or coalesce(bool_and(r.call_ok), true)) as ok
-                           from r group by r.call) x on x.call = cs.call
-                where v_only = 0 or cs.call = v_only),
-               array_agg(r.val order by r.ord),
-               array_agg(r.room order by r.ord),
-               array_agg(case when r.alg = 'sliding_window' then r.prev else 0 end order by r.ord),
-               array_agg(r.ord order by r.ord)
-        into v_st, a_allowed, a_counts, a_room, a_prev, a_ord
-        from r;
+        else
+        -- A batch: read every gate's numbers,
+        -- lock the counters the calls that look allowed would take, once,
+        -- in key order, decide the calls one after another on the locked
+        -- values, and write each counter once.
+        select array_agg(g.thr order by g.ord), array_agg(g.inc order by g.ord), array_agg(g.flo order by g.ord),
+               array_agg(g.fits order by g.ord), array_agg(g.snap order by g.ord), array_agg(g.prev order by g.ord),
+               array_agg(g.alg order by g.ord), array_agg(g.tau order by g.ord)
+        into b_thr, b_inc, b_flo, b_fits, b_snap, b_prev, b_alg, b_tau
+        from rl_take_gates(p_call, p_keys, p_windows, p_limits, p_enforce, p_expires, p_costs, p_consume,
+                           p_algorithms, p_window_ns, p_bursts, p_now, 0) g;
+        -- Phase 1 per call: a candidate consumes and every enforce gate fits.
+        b_cand := array_fill(false, array[m]);
+        b_take := array_fill(false, array[n]);
+        allowed := array_fill(true, array[m]);
+        for i in 1..n loop
+            if p_enforce[i] and not b_fits[i] then
+                allowed[p_call[i]] := false;
+            end if;
+        end loop;
+        v_st := 'done';
+        for i in 1..n loop
+            b_cand[p_call[i]] := allowed[p_call[i]] and p_consume[p_call[i]];
+        end loop;
+        for i in 1..n loop
+            b_take[i] := b_cand[p_call[i]] and b_fits[i];
+            if b_take[i] and b_snap[i] is null then
+                v_st := 'missing';
+            end if;
+        end loop;
+        -- A sliding window whose previous window the batch writes read it
+        -- before the batch's own takes: decide one call at a time.
+        if v_st = 'done' and 'sliding_window' = any (b_alg) and exists (
+                select 1 from unnest(p_keys, p_windows, b_alg) as x(key, win, alg)
+                join unnest(p_keys, p_windows, b_take) as y(key, win, take) on y.key = x.key and y.win = x.win - 1
+                where x.alg = 'sliding_window' and y.take) then
+            v_st := 'slow';
+        end if;
         if v_st = 'missing' then
-            -- The first call of a window (or of a full bucket) creates its
-            -- rows, and runs again to lock them. Nothing is locked yet, so
-            -- this insert never waits holding a lock someone waits for.
             insert into rl_counters (key, window_index, count, expires_at)
             select distinct on (g.key, g.win) g.key, g.win, 0,
-                   case when g.alg = 'token_bucket'
-                        then timestamptz 'epoch' + (g.now_ns + g.tau) / 1000 * interval '1 microsecond'
+                   case when g.alg = 'token_bucket' then timestamptz 'epoch' + (t.now + g.tau) / 1000 * interval '1 microsecond'
                         else g.exp end
-            from (select g.*, bool_and(g.consume and (g.fits or not g.enf)) over (partition by g.call) as candidate
-                  from rl_take_gates(p_call, p_keys, p_windows, p_limits, p_enforce, p_expires, p_costs, p_consume,
-                                     p_algorithms, p_window_ns, p_bursts, p_now, v_only) g) g
-            where g.candidate and g.fits and g.snap is null
+            from unnest(p_keys, p_windows, p_expires, b_alg, b_tau, b_take, b_snap, p_call)
+                 as g(key, win, exp, alg, tau, take, snap, call)
+            cross join lateral (select coalesce(p_now[g.call], 0) as now) t
+            where g.take and g.snap is null
             order by g.key, g.win
             on conflict (key, window_index) do nothing;
-        elsif v_st = 'shared' then
-            v_batch := true;
-            continue;
+        elsif v_st = 'done' then
+            -- Lock the counters to take, in key order; number them, and map
+            -- every gate to its counter's slot.
+            with l as (
+                select c.key, c.window_index, c.count from rl_counters c
+                join (select distinct x.key, x.win from unnest(p_keys, p_windows, b_take) as x(key, win, take) where x.take) u
+                  on c.key = u.key and c.window_index = u.win
+                order by c.key, c.window_index
+                for update of c
+            ), nl as (
+                select l.*, row_number() over (order by l.key, l.window_index)::int as slot from l
+            )
+            select array_agg(nl.key order by nl.slot), array_agg(nl.window_index order by nl.slot),
+                   array_agg(nl.count order by nl.slot),
+                   (select array_agg(y.slot order by x.o)
+                    from unnest(p_keys, p_windows) with ordinality as x(key, win, o)
+                    left join nl y on y.key = x.key and y.window_index = x.win)
+            into u_keys, u_wins, u_vals, b_slot
+            from nl;
+            u_orig := u_vals;
+            u_alg := array_fill(null::text, array[greatest(coalesce(array_length(u_keys, 1), 0), 1)]);
+            u_tau := array_fill(null::bigint, array[greatest(coalesce(array_length(u_keys, 1), 0), 1)]);
+            a_counts := array_fill(0::bigint, array[n]);
+            a_room := array_fill(false, array[n]);
+            a_prev := array_fill(0::bigint, array[n]);
+            a_allowed := allowed;
+            i := 1;
+            for d in 1..m loop
+                s0 := i;
+                while i <= n and p_call[i] = d loop
+                    if b_take[i] and b_slot[i] is null then
+                        v_st := 'missing'; -- removed since phase 1 (the sweep): again
+                    end if;
+                    i := i + 1;
+                end loop;
+                exit when v_st <> 'done';
+                ok := b_cand[d];
+                for j in s0..i - 1 loop
+                    if b_take[j] and p_enforce[j] and u_vals[b_slot[j]] > b_thr[j] then
+                        ok := false;
+                    end if;
+                end loop;
+                if b_cand[d] then
+                    a_allowed[d] := ok;
+                end if;
+                for j in s0..i - 1 loop
+                    if b_alg[j] = 'sliding_window' then
+                        a_prev[j] := b_prev[j];
+                    end if;
+                    if not b_take[j] then
+                        a_counts[j] := coalesce(b_snap[j], 0);
+                        a_room[j] := b_fits[j];
+                        continue;
+                    end if;
+                    a_room[j] := u_vals[b_slot[j]] <= b_thr[j];
+                    if ok and a_room[j] then
+                        u_vals[b_slot[j]] := greatest(u_vals[b_slot[j]] + b_inc[j], b_flo[j] + b_inc[j]);
+                        u_alg[b_slot[j]] := b_alg[j];
+                        u_tau[b_slot[j]] := b_tau[j];
+                    end if;
+                    a_counts[j] := u_vals[b_slot[j]];
+                end loop;
+            end loop;
+            if v_st = 'done' then
+                update rl_counters c
+                set count = u.val,
+                    expires_at = case when u.alg = 'token_bucket' and c.expires_at
+                                           < timestamptz 'epoch' + u.val / 1000 * interval '1 microsecond'
+                                      then timestamptz 'epoch' + (u.val + u.tau) / 1000 * interval '1 microsecond'
+                                      else c.expires_at end
+                from unnest(u_keys, u_wins, u_vals, u_orig, u_alg, u_tau) as u(key, win, val, orig, alg, tau)
+                where c.key = u.key and c.window_index = u.win and u.val <> u.orig;
+                a_ord := null;
+            end if;
         end if;
-        else
-        -- A batch: decide every call at once, if it can (see above).
-        with b as (
-            select * from rl_take_gates(p_call, p_keys, p_windows, p_limits, p_enforce, p_expires, p_costs, p_consume,
-                                        p_algorithms, p_window_ns, p_bursts, p_now, 0)
-        ), cl as (
-            select b.*, bool_and(b.fits or not b.enf) over (partition by b.call) as call_fits
-            from b
-        ), t as (
-            -- What each gate would do if every call that fits on phase 1
-            -- is allowed: take (inc, flo) or not, against threshold th.
-            select cl.*, case when cl.take then cl.inc else 0 end as inc_t,
-                   case when cl.take then cl.flo end as tflo, case when cl.take then cl.thr end as th
-            from (select cl.*, cl.consume and cl.call_fits and cl.fits as take from cl) cl
-        ), u as (
-            select t.*, coalesce(sum(t.inc_t) over w1, 0)::bigint as a_prev
-            from t
-            window w1 as (partition by t.key, t.win order by t.ord rows between unbounded preceding and 1 preceding)
-        ), s as (
-            -- Per gate: F = greatest(flo_j - A_{j-1}) over the takes up to
-            -- it (before it: f_prev; with it: f_incl); per counter: the
-            -- threshold its locked value must meet (thr_all), its
-            -- increment (inc_all) and floor (flo_all) after every take.
-            select u.*,
-                   max(u.tflo - u.a_prev) over w1 as f_prev,
-                   max(u.tflo - u.a_prev) over w2 as f_incl,
-                   min(u.th - u.a_prev) over wc as thr_all,
-                   (sum(u.inc_t) over wc)::bigint as inc_all,
-                   (sum(u.inc_t) over wc)::bigint + max(u.tflo - u.a_prev) over wc as flo_all
-            from u
-            window w1 as (partition by u.key, u.win order by u.ord rows between unbounded preceding and 1 preceding),
-                   w2 as (partition by u.key, u.win order by u.ord rows between unbounded preceding and current row),
-                   wc as (partition by u.key, u.win)
-        ), status as (
-            select case
-                       when bool_or(s.inc_all > 0 and s.snap is null) then 'missing'
-                       when v_multi and v_only = 0 and (
-                           not bool_and(s.th is null or s.f_prev is null or s.a_prev + s.f_prev <= s.th)
-                           or exists (select 1 from s x join s y on y.key = x.key and y.win = x.win - 1
-                                      where x.alg = 'sliding_window' and y.inc_t > 0)) then 'slow'
-                       else 'lock'
-                   end as st
-            from s
-        ), ins as (
-            insert into rl_counters (key, window_index, count, expires_at)
-            select distinct on (s.key, s.win) s.key, s.win, 0,
-                   case when s.alg = 'token_bucket'
-                        then timestamptz 'epoch' + (s.now_ns + s.tau) / 1000 * interval '1 microsecond'
-                        else s.exp end
-            from s
-            where s.inc_all > 0 and s.snap is null and (select status.st from status) = 'missing'
-            order by s.key, s.win
-            on conflict (key, window_index) do nothing
-        ), cn as (
-            select distinct on (s.key, s.win) s.key, s.win, s.alg, s.tau, s.thr_all, s.inc_all, s.flo_all
-            from s
-            where s.inc_all > 0
-            order by s.key, s.win
-        ), lk as (
-            -- Phase 2: lock what the calls take, in key order.
-            select c.key, c.window_index, c.count
-            from rl_counters c
-            join cn on c.key = cn.key and c.window_index = cn.win
-            where (select status.st from status) = 'lock'
-            order by c.key, c.window_index
-            for update of c
-        ), v as (
-            -- Every counter the calls take, with its locked value.
-            select cn.*, lk.count as v0, lk.count is not null as locked,
-                   lk.count is not null and (cn.thr_all is null or lk.count <= cn.thr_all) as ok
-            from cn left join lk on lk.key = cn.key and lk.window_index = cn.win
-        ), dec as (
-            select case
-                       when (select status.st from status) <> 'lock' then (select status.st from status)
-                       when not coalesce(bool_and(v.locked), true) then 'missing' -- removed since phase 1
-                       when coalesce(bool_and(v.ok), true)
-                            and (select coalesce(bool_and(s.th is null or s.f_prev is null or s.a_prev + s.f_prev <= s.th), true) from s)
-                           then 'take'
-                       when v_multi and v_only = 0 then 'slow'
-                       else 'deny'
-                   end as d
-            from v
-        ), up as (
-            update rl_counters c
-            set count = greatest(v.v0 + v.inc_all, v.flo_all),
-                expires_at = case when v.alg = 'token_bucket' and c.expires_at
-                                       < timestamptz 'epoch' + greatest(v.v0 + v.inc_all, v.flo_all) / 1000 * interval '1 microsecond'
-                                  then timestamptz 'epoch' + (greatest(v.v0 + v.inc_all, v.flo_all) + v.tau) / 1000 * interval '1 microsecond'
-                                  else c.expires_at end
-            from v
-            where c.key = v.key and c.window_index = v.win and (select dec.d from dec) = 'take'
-        )
-        select dec.d,
-               -- per call; a call without gates is allowed
-               (select array_agg(coalesce(x.ok, true) order by cs.call)
-                from generate_series(1, m) cs(call)
-                left join (select s.call, bool_and(s.call_fits) and not (dec.d = 'deny' and bool_and(s.consume)) as ok
-                           from s group by s.call) x on x.call = cs.call
-                where v_only = 0 or cs.call = v_only),
-               array_agg(case when not s.take or v.v0 is null then coalesce(s.snap, 0)
-                              when dec.d = 'take' then greatest(v.v0 + s.a_prev + s.inc_t, s.a_prev + s.inc_t + s.f_incl)
-                              else greatest(v.v0 + s.a_prev, s.a_prev + s.f_prev) end order by s.ord),
-               array_agg(case when not s.take or dec.d = 'take' then s.fits
-                              else v.v0 is not null and greatest(v.v0 + s.a_prev, s.a_prev + s.f_prev) <= s.th end order by s.ord),
-               array_agg(case when s.alg = 'sliding_window' then s.prev else 0 end order by s.ord),
-               array_agg(s.ord order by s.ord)
-        into v_st, a_allowed, a_counts, a_room, a_prev, a_ord
-        from s
-        left join v on v.key = s.key and v.win = s.win
-        cross join dec
-        group by dec.d;
         end if;
 
         if v_st = 'missing' then
