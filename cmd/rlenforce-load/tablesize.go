@@ -49,6 +49,11 @@ func runTableSize(ctx context.Context, st *store.Store, cfg config) error {
 		for w := range tableWindows {
 			at = start.Add(time.Duration(w)*time.Hour + time.Second)
 			clock.Store(at.UnixNano())
+			// The snapshot is as old as the clock says: reload it at the
+			// new time, or the Enforcer would count it stale.
+			if err := enf.Refresh(ctx); err != nil {
+				return err
+			}
 			var next atomic.Int64
 			var failed atomic.Int64
 			var wg sync.WaitGroup
