@@ -93,7 +93,7 @@ $$;
 --                         sustained rate is p_limits per p_window_ns)
 --   p_enforce             false for shadow gates: they count and report, never deny
 --   p_expires             when a window's row may be removed (a token
---                         bucket's row expires at its TAT instead)
+--                         bucket's row expires once the bucket is full)
 --   p_costs, p_consume    per call: what it consumes on every gate, and
 --                         whether to consume at all (false for a peek)
 --   p_algorithms          per gate: 'fixed_window' (null, or the argument
@@ -140,8 +140,9 @@ $$;
 --    key order, decide the calls one after another on the locked values
 --    (each sees those before), and write each counter once. A sliding
 --    window whose previous window the batch itself writes (calls on both
---    sides of a boundary) read it too early: such a batch keeps its locks
---    and decides its calls one at a time with the one-call statement.
+--    sides of a boundary) read it too early: such a batch locks the
+--    counters of its consuming calls in key order, then decides its calls
+--    one at a time with the one-call statement, each seeing those before.
 --
 -- Shadow gates count on their own counters while they have room and never
 -- change what the enforce gates take. A peek is decided on phase 1's values.
