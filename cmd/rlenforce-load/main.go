@@ -6,9 +6,15 @@
 //
 //	go run ./cmd/rlenforce-load -dsn "$DATABASE_URL" -duration 10s
 //
+// -algorithm runs the table once per algorithm (fixed_window,
+// sliding_window, token_bucket; comma-separated), switching the load's
+// definitions between them, and prints each one's ratio to the fixed window.
+//
 // With -sweep-rate it measures the counter sweeper instead: a paced load on
 // one-second windows, the table's rows sampled every five seconds during the
-// load and for -sweep-after beyond it (docs/performance.md).
+// load and for -sweep-after beyond it (docs/performance.md). With
+// -table-size it runs -keys callers through ten windows at a simulated
+// clock, once per algorithm, and reports the counter table's rows and size.
 //
 // It needs a database it may fill: it applies the migrations, writes its own
 // definitions and memberships (prefix "load-"), and drops its baseline table
@@ -53,6 +59,7 @@ type config struct {
 	maxConns    int
 	modes       []string
 	shapes      []string
+	algorithms  []string
 }
 
 func run() error {
@@ -71,6 +78,8 @@ func run() error {
 	workers := flag.Int("workers", 0, "enforce.Options.Workers (0: the default)")
 	flag.StringVar(&modes, "modes", "ours,baseline", "implementations to run")
 	flag.StringVar(&shapes, "shapes", "spread,hot", "key shapes to run")
+	algorithms := flag.String("algorithm", ratelimit.AlgorithmFixedWindow, "algorithms to run the load's definitions with, comma-separated: "+strings.Join(ratelimit.Algorithms(), ", "))
+	tableSize := flag.Bool("table-size", false, "instead of the table: run -keys callers through ten windows per algorithm at a simulated clock and report the counter table's size")
 	var sweep sweepConfig
 	flag.IntVar(&sweep.rate, "sweep-rate", 0, "instead of the table: pace this many decisions/s on one-second windows, sweeper on, and watch the counter table")
 	flag.DurationVar(&sweep.after, "sweep-after", 2*time.Minute, "with -sweep-rate: how long to watch the table after the load")
@@ -89,6 +98,13 @@ func run() error {
 	cfg.maxConns = maxConn
 	cfg.modes = strings.Split(modes, ",")
 	cfg.shapes = strings.Split(shapes, ",")
+	for _, a := range strings.Split(*algorithms, ",") {
+		a = strings.TrimSpace(a)
+		if !slices.Contains(ratelimit.Algorithms(), a) {
+			return fmt.Errorf("-algorithm: %q is not one of %s", a, strings.Join(ratelimit.Algorithms(), ", "))
+		}
+		cfg.algorithms = append(cfg.algorithms, a)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -108,6 +124,9 @@ func run() error {
 	if err := seed(ctx, st.Pool(), cfg.keys); err != nil {
 		return err
 	}
+	if *tableSize {
+		return runTableSize(ctx, st, cfg)
+	}
 	base, err := newBaseline(ctx, st.Pool())
 	if err != nil {
 		return err
@@ -122,59 +141,85 @@ func run() error {
 
 	fmt.Printf("machine: %d CPUs (GOMAXPROCS %d), %s; pool %d connections; three gates per decision; %s per run\n\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), cfg.maxConns, cfg.duration)
-	fmt.Printf("%-9s %-7s %5s %12s %10s %10s %10s %8s\n", "impl", "keys", "gor", "decisions/s", "p50", "p99", "max", "errors")
-	// Warm up: one pass over every key for each implementation, so the
-	// runs measure steady state (rows exist, plans are cached), not the
-	// first call of a window.
-	fmt.Fprintf(os.Stderr, "warming up %d keys...\n", cfg.keys)
-	for i := range cfg.keys {
-		c := callFor("spread", i, cfg.keys)
-		if _, err := enf.Check(ctx, c); err != nil {
-			return err
-		}
-		if err := base.decide(ctx, c); err != nil {
-			return err
-		}
-	}
+	fmt.Printf("%-14s %-9s %-7s %5s %12s %10s %10s %10s %8s\n", "algorithm", "impl", "keys", "gor", "decisions/s", "p50", "p99", "max", "errors")
 	results := map[string]result{}
-	for _, shape := range cfg.shapes {
-		for _, n := range cfg.concurrency {
-			for _, mode := range cfg.modes {
-				if ctx.Err() != nil {
-					return ctx.Err()
+	for ai, alg := range cfg.algorithms {
+		if err := useAlgorithm(ctx, st.Pool(), enf, alg); err != nil {
+			return err
+		}
+		// Warm up: one pass over every key for each implementation, so the
+		// runs measure steady state (rows exist, plans are cached), not the
+		// first call of a window.
+		fmt.Fprintf(os.Stderr, "%s: warming up %d keys...\n", alg, cfg.keys)
+		for i := range cfg.keys {
+			c := callFor("spread", i, cfg.keys)
+			if _, err := enf.Check(ctx, c); err != nil {
+				return err
+			}
+			if ai == 0 {
+				if err := base.decide(ctx, c); err != nil {
+					return err
 				}
-				var decide func(context.Context, int) error
-				switch mode {
-				case "ours":
-					decide = func(ctx context.Context, i int) error {
-						_, err := enf.Check(ctx, callFor(shape, i, cfg.keys))
-						return err
+			}
+		}
+		for _, shape := range cfg.shapes {
+			for _, n := range cfg.concurrency {
+				for _, mode := range cfg.modes {
+					if ctx.Err() != nil {
+						return ctx.Err()
 					}
-				case "baseline":
-					decide = func(ctx context.Context, i int) error {
-						return base.decide(ctx, callFor(shape, i, cfg.keys))
+					if mode == "baseline" && ai > 0 {
+						continue // the baseline counts fixed windows only: once is enough
 					}
-				default:
-					return fmt.Errorf("-modes: unknown %q", mode)
+					var decide func(context.Context, int) error
+					switch mode {
+					case "ours":
+						decide = func(ctx context.Context, i int) error {
+							_, err := enf.Check(ctx, callFor(shape, i, cfg.keys))
+							return err
+						}
+					case "baseline":
+						decide = func(ctx context.Context, i int) error {
+							return base.decide(ctx, callFor(shape, i, cfg.keys))
+						}
+					default:
+						return fmt.Errorf("-modes: unknown %q", mode)
+					}
+					r := measure(ctx, n, cfg.duration, decide)
+					results[fmt.Sprintf("%s/%s/%s/%d", alg, mode, shape, n)] = r
+					fmt.Printf("%-14s %-9s %-7s %5d %12.0f %10s %10s %10s %8d\n", alg, mode, shape, n, r.rate,
+						r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.max.Round(time.Microsecond), r.errors)
 				}
-				r := measure(ctx, n, cfg.duration, decide)
-				results[fmt.Sprintf("%s/%s/%d", mode, shape, n)] = r
-				fmt.Printf("%-9s %-7s %5d %12.0f %10s %10s %10s %8d\n", mode, shape, n, r.rate,
-					r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.max.Round(time.Microsecond), r.errors)
 			}
 		}
 	}
 	fmt.Println()
-	for _, shape := range cfg.shapes {
-		for _, n := range cfg.concurrency {
-			o, ok1 := results[fmt.Sprintf("ours/%s/%d", shape, n)]
-			b, ok2 := results[fmt.Sprintf("baseline/%s/%d", shape, n)]
-			if ok1 && ok2 && b.rate > 0 {
-				fmt.Printf("ratio ours/baseline, %s keys, %d goroutines: %.1fx\n", shape, n, o.rate/b.rate)
+	fixed := cfg.algorithms[0]
+	for _, alg := range cfg.algorithms {
+		for _, shape := range cfg.shapes {
+			for _, n := range cfg.concurrency {
+				o, ok1 := results[fmt.Sprintf("%s/ours/%s/%d", alg, shape, n)]
+				b, ok2 := results[fmt.Sprintf("%s/baseline/%s/%d", fixed, shape, n)]
+				if ok1 && ok2 && b.rate > 0 {
+					fmt.Printf("ratio %s ours/baseline, %s keys, %d goroutines: %.1fx\n", alg, shape, n, o.rate/b.rate)
+				}
+				f, ok3 := results[fmt.Sprintf("%s/ours/%s/%d", fixed, shape, n)]
+				if alg != fixed && ok1 && ok3 && f.rate > 0 {
+					fmt.Printf("ratio %s/%s, %s keys, %d goroutines: %.2fx\n", alg, fixed, shape, n, o.rate/f.rate)
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// useAlgorithm switches the load's definitions to alg (their bursts, for
+// the token bucket, default to their limits) and waits for enf to see it.
+func useAlgorithm(ctx context.Context, pool *pgxpool.Pool, enf *enforce.Enforcer, alg string) error {
+	if _, err := pool.Exec(ctx, `update rl_definitions set algorithm = $1 where name in ('load-callers', 'load-servers')`, alg); err != nil {
+		return fmt.Errorf("switch the load's definitions to %s: %w", alg, err)
+	}
+	return enf.Refresh(ctx)
 }
 
 // callFor returns the i-th call of a run: spread over keys distinct callers

@@ -17,29 +17,58 @@ import (
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
+// Algorithms a Gate counts with (rl_take's p_algorithms; "" is
+// AlgorithmFixedWindow).
+const (
+	AlgorithmFixedWindow   = "fixed_window"
+	AlgorithmSlidingWindow = "sliding_window"
+	AlgorithmTokenBucket   = "token_bucket"
+)
+
 // Gate is one counter a decision checks: a key, its window, its limit.
 type Gate struct {
-	Key         string
+	Key string
+	// Algorithm is AlgorithmFixedWindow ("" too), AlgorithmSlidingWindow
+	// or AlgorithmTokenBucket.
+	Algorithm string
+	// WindowIndex is floor(now / window) for the windows, 0 for a token
+	// bucket (one row per key).
 	WindowIndex int64
-	Limit       int64
+	// Window is the window's length: the sliding window weighs the
+	// previous window by it, and a token bucket refills Limit per Window.
+	// Fixed windows need only WindowIndex.
+	Window time.Duration
+	Limit  int64
+	// Burst is a token bucket's capacity (0: Limit).
+	Burst int64
 	// Enforce is false for shadow gates: they count but never deny.
-	Enforce   bool
+	Enforce bool
+	// ExpiresAt is when a window's row may be removed; a token bucket's
+	// row expires at its TAT.
 	ExpiresAt time.Time
 }
 
 // TakeRequest is one call to decide: its gates, sorted by (Key,
-// WindowIndex), its cost, and whether to consume (false: a peek).
+// WindowIndex), its cost, whether to consume (false: a peek), and its time
+// (the sliding window and the token bucket count from it).
 type TakeRequest struct {
 	Gates   []Gate
 	Cost    int64
 	Consume bool
+	Now     time.Time
 }
 
 // TakeResult is what rl_take decided for one call.
 type TakeResult struct {
 	Allowed bool
-	Counts  []int64 // per gate, after the decision
-	Room    []bool  // per gate: whether it had room for the call
+	// Counts per gate, after the decision: the window's count, or a token
+	// bucket's TAT in nanoseconds since the epoch (0: full).
+	Counts []int64
+	Room   []bool // per gate: whether it had room for the call
+	// Previous per gate: a sliding window's previous window count (0 for
+	// the other algorithms); nil when no gate of the call is a sliding
+	// window.
+	Previous []int64
 }
 
 // ErrNotApplied marks a TakeBatch failure after which no counter was
@@ -56,10 +85,10 @@ var ErrNotApplied = errors.New("no counter was changed")
 // fault.
 var ErrTimedOut = errors.New("out of time")
 
-// TakeBatch decides calls in one round trip (the rl_take function): each
-// all or nothing, denials read-only, the batch's rows locked once in key
-// order. Calls are decided in the order given; calls sharing a counter see
-// each other's effect.
+// TakeBatch decides calls in one round trip (the rl_take function, every
+// algorithm): each all or nothing, denials read-only, the batch's rows
+// locked once in key order. Calls are decided in the order given; calls
+// sharing a counter see each other's effect.
 //
 // deadline (when not zero) bounds the statement on the server: it runs with
 // statement_timeout set to what is left of it once a connection is in hand,
@@ -79,15 +108,27 @@ func (s *Store) TakeBatch(ctx context.Context, reqs []TakeRequest, deadline time
 		limits  []int64
 		enforce []bool
 		expires []time.Time
+		algs    []string
+		wns     []int64
+		bursts  []int64
 		costs   = make([]int64, len(reqs))
 		consume = make([]bool, len(reqs))
+		nows    = make([]int64, len(reqs))
 	)
 	for i, r := range reqs {
 		costs[i], consume[i] = r.Cost, r.Consume
+		if !r.Now.IsZero() {
+			nows[i] = r.Now.UnixNano()
+		}
 		for _, g := range r.Gates {
+			alg := g.Algorithm
+			if alg == "" {
+				alg = AlgorithmFixedWindow
+			}
 			calls = append(calls, int32(i+1))
 			keys, windows, limits = append(keys, CounterKeyText(g.Key)), append(windows, g.WindowIndex), append(limits, g.Limit)
 			enforce, expires = append(enforce, g.Enforce), append(expires, g.ExpiresAt)
+			algs, wns, bursts = append(algs, alg), append(wns, int64(g.Window)), append(bursts, g.Burst)
 		}
 	}
 	actx, cancel := ctx, context.CancelFunc(func() {})
@@ -113,13 +154,14 @@ func (s *Store) TakeBatch(ctx context.Context, reqs []TakeRequest, deadline time
 		b.Queue(`select set_config('statement_timeout', $1, true)`, strconv.FormatInt(int64(ms), 10))
 	}
 	var (
-		allowed []bool
-		counts  []int64
-		room    []bool
+		allowed  []bool
+		counts   []int64
+		room     []bool
+		previous []int64
 	)
-	b.Queue(`select allowed, counts, room from rl_take($1, $2, $3, $4, $5, $6, $7, $8)`,
-		calls, keys, windows, limits, enforce, expires, costs, consume).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&allowed, &counts, &room)
+	b.Queue(`select allowed, counts, room, previous from rl_take($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		calls, keys, windows, limits, enforce, expires, costs, consume, algs, wns, bursts, nows).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&allowed, &counts, &room, &previous)
 	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		var pgErr *pgconn.PgError
@@ -131,7 +173,7 @@ func (s *Store) TakeBatch(ctx context.Context, reqs []TakeRequest, deadline time
 		}
 		return nil, fmt.Errorf("take counters: no answer, the statement may have committed: %w", interpretError(err))
 	}
-	if len(allowed) < len(reqs) || len(counts) < len(keys) || len(room) < len(keys) {
+	if len(allowed) < len(reqs) || len(counts) < len(keys) || len(room) < len(keys) || len(previous) < len(keys) {
 		return nil, fmt.Errorf("take counters: short answer (%d calls, %d counts for %d gates)", len(allowed), len(counts), len(keys))
 	}
 	out := make([]TakeResult, len(reqs))
@@ -139,6 +181,12 @@ func (s *Store) TakeBatch(ctx context.Context, reqs []TakeRequest, deadline time
 	for i, r := range reqs {
 		n := len(r.Gates)
 		out[i] = TakeResult{Allowed: allowed[i], Counts: counts[at : at+n], Room: room[at : at+n]}
+		for _, g := range r.Gates {
+			if g.Algorithm == AlgorithmSlidingWindow {
+				out[i].Previous = previous[at : at+n]
+				break
+			}
+		}
 		at += n
 	}
 	return out, nil

@@ -13,26 +13,42 @@ import (
 
 const definitionColumns = `id, axis, entity_type, name, window_seconds, max_requests, user_max_requests,
 	agent_max_requests, members, fail_closed, enabled, mode, description, created_at, updated_at,
-	updated_by, version`
+	updated_by, version, algorithm, burst, user_burst, agent_burst`
 
 func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	var (
-		d                   ratelimit.Definition
-		maxR, userR, agentR *int32
+		d                    ratelimit.Definition
+		maxR, userR, agentR  *int32
+		burst, userB, agentB *int32
 	)
 	err := row.Scan(&d.ID, &d.Axis, &d.EntityType, &d.Name, &d.WindowSeconds, &maxR, &userR, &agentR,
 		&d.Members, &d.FailClosed, &d.Enabled, &d.Mode, &d.Description, &d.CreatedAt, &d.UpdatedAt,
-		&d.UpdatedBy, &d.Version)
+		&d.UpdatedBy, &d.Version, &d.Algorithm, &burst, &userB, &agentB)
 	if err != nil {
 		return d, err
 	}
 	d.MaxRequests, d.UserMaxRequests, d.AgentMaxRequests = intPtr(maxR), intPtr(userR), intPtr(agentR)
+	d.Burst, d.UserBurst, d.AgentBurst = intPtr(burst), intPtr(userB), intPtr(agentB)
+	d.Algorithm = algorithmRead(d.Algorithm)
 	if d.Axis == ratelimit.AxisQuarantine {
 		d.Scope = strings.TrimPrefix(d.Name, "quarantine-")
 		d.Scope = strings.TrimSuffix(d.Scope, "s")
 	}
 	return d, nil
 }
+
+// algorithmRead is a stored algorithm as a Definition carries it: the
+// default, fixed_window, as "" (every definition stored before algorithms
+// existed reads, encodes and exports as it did).
+func algorithmRead(a string) string {
+	if a == ratelimit.AlgorithmFixedWindow {
+		return ""
+	}
+	return a
+}
+
+// algorithmColumn is what the algorithm column stores for d.
+func algorithmColumn(d ratelimit.Definition) string { return d.AlgorithmOrDefault() }
 
 func intPtr(v *int32) *int {
 	if v == nil {
@@ -184,12 +200,17 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 	}
 	res.After, err = scanDefinition(q.db.QueryRow(ctx, `
 		insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests,
-			user_max_requests, agent_max_requests, members, fail_closed, enabled, mode, description, updated_by)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+			user_max_requests, agent_max_requests, members, fail_closed, enabled, mode, description, updated_by,
+			algorithm, burst, user_burst, agent_burst)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 		on conflict (id) do update set
 			max_requests = excluded.max_requests,
 			user_max_requests = excluded.user_max_requests,
 			agent_max_requests = excluded.agent_max_requests,
+			algorithm = excluded.algorithm,
+			burst = excluded.burst,
+			user_burst = excluded.user_burst,
+			agent_burst = excluded.agent_burst,
 			members = excluded.members,
 			fail_closed = excluded.fail_closed,
 			enabled = excluded.enabled,
@@ -200,7 +221,8 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 			version = rl_definitions.version + 1
 		returning `+definitionColumns,
 		id, d.Axis, d.EntityType, d.Name, d.WindowSeconds, d.MaxRequests, d.UserMaxRequests,
-		d.AgentMaxRequests, members, d.FailClosed, d.Enabled, mode, d.Description, w.Actor))
+		d.AgentMaxRequests, members, d.FailClosed, d.Enabled, mode, d.Description, w.Actor,
+		algorithmColumn(d), d.Burst, d.UserBurst, d.AgentBurst))
 	if err != nil {
 		return res, fmt.Errorf("put definition %q: %w", id, interpretError(err))
 	}
@@ -215,7 +237,9 @@ func sameDefinition(a, b ratelimit.Definition) bool {
 	}
 	return equalInt(a.MaxRequests, b.MaxRequests) && equalInt(a.UserMaxRequests, b.UserMaxRequests) &&
 		equalInt(a.AgentMaxRequests, b.AgentMaxRequests) && slices.Equal(a.Members, b.Members) &&
-		a.FailClosed == b.FailClosed && a.Enabled == b.Enabled && a.Mode == modeB && a.Description == b.Description
+		a.FailClosed == b.FailClosed && a.Enabled == b.Enabled && a.Mode == modeB && a.Description == b.Description &&
+		a.AlgorithmOrDefault() == b.AlgorithmOrDefault() && equalInt(a.Burst, b.Burst) &&
+		equalInt(a.UserBurst, b.UserBurst) && equalInt(a.AgentBurst, b.AgentBurst)
 }
 
 func equalInt(a, b *int) bool {

@@ -1,6 +1,7 @@
 // Package postgres is pkg/enforce's PostgreSQL backend: a CounterStore
 // over the rl_counters table (the rl_take function: a batch of calls in one
-// round trip, each all or nothing) and a Source over the definitions,
+// round trip, each all or nothing, fixed windows, sliding windows and token
+// buckets alike) and a Source over the definitions,
 // memberships, admins and master switch, with LISTEN/NOTIFY for change
 // notices. Every replica on the same database enforces one limit.
 //
@@ -89,28 +90,25 @@ func NewCounterStore(pool *pgxpool.Pool) *CounterStore {
 
 var _ enforce.CounterStore = (*CounterStore)(nil)
 
-// Take decides reqs in one rl_take round trip. Window indexes are
-// floor(unix(Now) / Window) and counters expire one window after theirs
-// ends. Errors wrap enforce.ErrNotApplied when nothing was changed,
-// enforce.ErrTimedOut as well when that was for the deadline, and
-// enforce.ErrOutcomeUnknown when the statement may have committed.
+// Take decides reqs in one rl_take round trip, every algorithm in the same
+// statement. Window indexes (fixed and sliding windows) are
+// floor(unix(Now) / Window) and their rows expire one window after theirs
+// ends; a token bucket has one row per key, expiring at its TAT. Errors
+// wrap enforce.ErrNotApplied when nothing was changed, enforce.ErrTimedOut
+// as well when that was for the deadline, and enforce.ErrOutcomeUnknown
+// when the statement may have committed.
 func (c *CounterStore) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline time.Time) ([]enforce.TakeResult, error) {
 	sreqs := make([]store.TakeRequest, len(reqs))
 	for i, r := range reqs {
 		gates := make([]store.Gate, len(r.Gates))
 		for j, g := range r.Gates {
-			if g.Algorithm != enforce.AlgorithmFixedWindow && g.Algorithm != "" {
-				return nil, fmt.Errorf("take counters: algorithm %q: %w", g.Algorithm, enforce.ErrNotApplied)
+			sg, err := storeGate(g, r.Now)
+			if err != nil {
+				return nil, fmt.Errorf("take counters: %w: %w", err, enforce.ErrNotApplied)
 			}
-			w := int64(g.Window / time.Second)
-			if w <= 0 {
-				return nil, fmt.Errorf("take counters: window %s is not whole seconds: %w", g.Window, enforce.ErrNotApplied)
-			}
-			idx := floorDiv(r.Now.Unix(), w)
-			gates[j] = store.Gate{Key: g.Key, WindowIndex: idx, Limit: g.Limit, Enforce: g.Enforce,
-				ExpiresAt: time.Unix((idx+2)*w, 0)}
+			gates[j] = sg
 		}
-		sreqs[i] = store.TakeRequest{Gates: gates, Cost: r.Cost, Consume: r.Consume}
+		sreqs[i] = store.TakeRequest{Gates: gates, Cost: r.Cost, Consume: r.Consume, Now: r.Now}
 	}
 	res, err := c.st.TakeBatch(ctx, sreqs, deadline)
 	if err != nil {
@@ -120,11 +118,50 @@ func (c *CounterStore) Take(ctx context.Context, reqs []enforce.TakeRequest, dea
 	for i, r := range res {
 		states := make([]enforce.GateState, len(r.Counts))
 		for j, n := range r.Counts {
-			states[j].Count = n
+			switch reqs[i].Gates[j].Algorithm {
+			case enforce.AlgorithmTokenBucket:
+				if n > 0 {
+					states[j].TAT = time.Unix(0, n)
+				}
+			case enforce.AlgorithmSlidingWindow:
+				states[j].Count = n
+				if r.Previous != nil {
+					states[j].Previous = r.Previous[j]
+				}
+			default:
+				states[j].Count = n
+			}
 		}
 		out[i] = enforce.TakeResult{Allowed: r.Allowed, Room: r.Room, States: states}
 	}
 	return out, nil
+}
+
+// storeGate is g as rl_take counts it at now.
+func storeGate(g enforce.CounterGate, now time.Time) (store.Gate, error) {
+	sg := store.Gate{Key: g.Key, Limit: g.Limit, Burst: g.Burst, Enforce: g.Enforce, Window: g.Window}
+	switch g.Algorithm {
+	case enforce.AlgorithmTokenBucket:
+		if g.Window <= 0 || g.Limit < 1 {
+			return sg, fmt.Errorf("token bucket of %d per %s: the rate must be positive", g.Limit, g.Window)
+		}
+		sg.Algorithm, sg.ExpiresAt = store.AlgorithmTokenBucket, now
+		return sg, nil
+	case enforce.AlgorithmFixedWindow, "", enforce.AlgorithmSlidingWindow:
+	default:
+		return sg, fmt.Errorf("algorithm %q", g.Algorithm)
+	}
+	w := int64(g.Window / time.Second)
+	if w <= 0 || (g.Algorithm == enforce.AlgorithmSlidingWindow && g.Window%time.Second != 0) {
+		return sg, fmt.Errorf("window %s is not whole seconds", g.Window)
+	}
+	idx := floorDiv(now.Unix(), w)
+	sg.WindowIndex, sg.ExpiresAt = idx, time.Unix((idx+2)*w, 0)
+	sg.Algorithm = store.AlgorithmFixedWindow
+	if g.Algorithm == enforce.AlgorithmSlidingWindow {
+		sg.Algorithm = store.AlgorithmSlidingWindow
+	}
+	return sg, nil
 }
 
 // mapTakeError puts the enforce sentinels on a TakeBatch error, keeping the
