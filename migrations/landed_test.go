@@ -18,9 +18,13 @@ var landed = map[string]string{
 	"004_change_notify.sql":            "794ba3db0e520deed719c8c7ee59c137a8320586776db4c3321f9cf993f2214d",
 	"005_case_insensitive_targets.sql": "7b62361978f84ed47c0e4b4f7c065a093b06d0303fce466fb127531f56d5ead4",
 	"006_take_arithmetic.sql":          "a0bbd81f4f6f45f2cb6e817ea5ad8b3e81f8bd0bb3a529393b4c424bd23a1d56",
+	"007_counter_key.sql":              "cc1eae3be6de246f2b847779d641c40daf349345d5f9c040e48141d42dd096ea",
+	"008_algorithms.sql":               "aa07d514d90cc275623bbcecbcd734b870b24428c8496fa4df2f33f2f00dab24",
+	"009_counter_key_algorithms.sql":   "24abc1e24bd40207e88e5b28deb647111128879f150ac4e969b2d02271992ebb",
 	// Templates a landed migration includes are frozen with it.
 	"shared/rl_take_002.sql": "a4894629da2988fbd9bab877f29d23901b49b5a62f3cf247e7c85019700ee5c3",
 	"shared/rl_take_006.sql": "821557b32a97007f66cf905b120a840e415e62ed868a22c53a5859d67d35fe41",
+	"shared/rl_take_008.sql": "53c2729a38ab91d92068750229db2aed0b37d7d04f90f10e87e4bb3d00854a67",
 }
 
 func TestLandedMigrationsUnchanged(t *testing.T) {

@@ -16,10 +16,11 @@ import (
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// keyParts is what migration 007's functions read from one stored key.
+// keyParts is what migration 007's functions (009's, for keys of every
+// algorithm) read from one stored key.
 type keyParts struct {
-	Kind, Definition, Caller, Target *string
-	Window                           *int32
+	Kind, Definition, Caller, Target, Algorithm *string
+	Window                                      *int32
 }
 
 func str(p *string) string {
@@ -50,12 +51,16 @@ func trickyKeys() (keys []string, built map[string]bool) {
 		"t|target:a2a_skill:/b:find:60", "t|target:server_group:fragile:60|mcpgw", "t|target:server_group:fragile:60|a|b",
 		"t|target:server_group:fragile:60", "t|target:server_group:fragile:60|", "t|caller:group:g:60", "t|target:mcp_server:x",
 		"t|target:mcp_server:ü\xff:60", "t|target:mcp_server:\x01:60", "x|60|user:a",
+		// Algorithm marks (009): known ones parse, others never do.
+		"c.tb|60|user:a", "ct.sw|60|user:a|mcp_server:b", "s.tb|caller:group:g:60|user:a", "t.sw|target:mcp_server:x:60",
+		"c.xx|60|user:a", "c.tb.sw|60|user:a", "c.|60|user:a", ".tb|60|user:a", "c.TB|60|user:a", "t.tb|", "ct.tb|60|user:a",
 	}
 	// Random keys over an alphabet of separators, marks and odd bytes.
 	rng := rand.New(rand.NewPCG(7, 11))
 	atoms := []string{"|", ":", "a", "ü", "\x00", "\x01", "\xff", "ff", "0", "60", "|mcp_server:", "|a2a_agent:", "mcp_server:", "user:", "agent:",
 		"caller:group:g:60", "caller_target:group:g:60", "target:server_group:g:60", "target:mcp_server:x:60"}
 	prefixes := []string{"c|60|", "ct|60|", "s|", "t|", "", "c|60|user:", "c|3600|agent:", "ct|60|user:", "ct|1|agent:",
+		"c.tb|60|user:", "ct.sw|60|user:", "s.sw|caller:group:g:60|user:", "t.tb|target:mcp_server:",
 		"s|caller:group:g:60|user:", "s|caller_target:group:g:60|agent:", "s|caller_target:group:g:60|user:",
 		"t|target:server_group:g:60|", "t|target:mcp_server:", "t|target:mcp_tool:"}
 	suffixes := []string{"", "", "|mcp_server:x", "|a2a_agent:/y", "|grpc:z", ":60", "|x"}
@@ -83,18 +88,30 @@ func trickyKeys() (keys []string, built map[string]bool) {
 		}
 		return ratelimit.Definition{ID: ratelimit.DefinitionID(axis, entity, n, w), WindowSeconds: w}
 	}
+	algorithms := []string{"", ratelimit.AlgorithmFixedWindow, ratelimit.AlgorithmSlidingWindow, ratelimit.AlgorithmTokenBucket}
+	algo := func() string { return algorithms[rng.IntN(len(algorithms))] }
+	withAlgo := func(d ratelimit.Definition) ratelimit.Definition {
+		d.Algorithm = algo()
+		return d
+	}
+	marked := func(k enforce.CounterKey) enforce.CounterKey {
+		if a := algo(); a != ratelimit.AlgorithmFixedWindow {
+			k.Algorithm = enforce.Algorithm(a)
+		}
+		return k
+	}
 	built = map[string]bool{}
 	for range 1000 {
 		caller := []string{"user:", "agent:"}[rng.IntN(2)] + name()
 		target := []string{"mcp_server:", "a2a_agent:", "grpc:"}[rng.IntN(3)] + name()
 		keys = append(keys,
-			enforce.CallerCounter(1+rng.IntN(86400), caller).String(),
-			enforce.CallerTargetCounter(1+rng.IntN(86400), caller, target).String(),
-			enforce.ShadowCounter(def(ratelimit.AxisCaller, ratelimit.EntityGroup), caller, "").String(),
-			enforce.ShadowCounter(def(ratelimit.AxisCallerTarget, ratelimit.EntityGroup), caller, target).String(),
-			enforce.TargetCounter(def(ratelimit.AxisTarget, ratelimit.EntityMCPServer), "").String(),
-			enforce.TargetCounter(def(ratelimit.AxisTarget, ratelimit.EntityMCPTool), "").String(),
-			enforce.TargetCounter(def(ratelimit.AxisTarget, ratelimit.EntityServerGroup), name()).String())
+			marked(enforce.CallerCounter(1+rng.IntN(86400), caller)).String(),
+			marked(enforce.CallerTargetCounter(1+rng.IntN(86400), caller, target)).String(),
+			enforce.ShadowCounter(withAlgo(def(ratelimit.AxisCaller, ratelimit.EntityGroup)), caller, "").String(),
+			enforce.ShadowCounter(withAlgo(def(ratelimit.AxisCallerTarget, ratelimit.EntityGroup)), caller, target).String(),
+			enforce.TargetCounter(withAlgo(def(ratelimit.AxisTarget, ratelimit.EntityMCPServer)), "").String(),
+			enforce.TargetCounter(withAlgo(def(ratelimit.AxisTarget, ratelimit.EntityMCPTool)), "").String(),
+			enforce.TargetCounter(withAlgo(def(ratelimit.AxisTarget, ratelimit.EntityServerGroup)), name()).String())
 	}
 	for _, k := range keys[len(keys)-7000:] {
 		built[k] = true
@@ -114,7 +131,8 @@ func TestCounterKeyPartsAgreeWithGo(t *testing.T) {
 	for i, k := range keys {
 		stored[i] = store.CounterKeyText(k)
 	}
-	rows, err := s.Pool().Query(ctx, `select rl_counter_kind(key), rl_counter_window(key), rl_counter_definition(key), rl_counter_caller(key), rl_counter_target(key)
+	rows, err := s.Pool().Query(ctx, `select rl_counter_kind(key), rl_counter_window(key), rl_counter_definition(key), rl_counter_caller(key), rl_counter_target(key),
+			rl_counter_algorithm(key)
 		from unnest($1::text[]) with ordinality k(key, i) order by i`, stored)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +140,7 @@ func TestCounterKeyPartsAgreeWithGo(t *testing.T) {
 	var got []keyParts
 	for rows.Next() {
 		var p keyParts
-		if err := rows.Scan(&p.Kind, &p.Window, &p.Definition, &p.Caller, &p.Target); err != nil {
+		if err := rows.Scan(&p.Kind, &p.Window, &p.Definition, &p.Caller, &p.Target, &p.Algorithm); err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, p)
@@ -138,7 +156,7 @@ func TestCounterKeyPartsAgreeWithGo(t *testing.T) {
 			if built[raw] {
 				t.Errorf("key %q, as a gateway builds it, does not parse: %v", raw, err)
 			}
-			if p.Kind != nil {
+			if p.Kind != nil || p.Algorithm != nil {
 				t.Errorf("key %q: Go refuses it (%v), SQL reads kind %s caller %s target %s definition %s", raw, err, str(p.Kind), str(p.Caller), str(p.Target), str(p.Definition))
 			}
 			continue
@@ -150,13 +168,17 @@ func TestCounterKeyPartsAgreeWithGo(t *testing.T) {
 			}
 			return fmt.Sprintf("%q", store.CounterKeyText(s))
 		}
-		want := fmt.Sprintf("kind %q window %d definition %s caller %s target %s",
-			k.Kind, k.WindowSeconds, opt(k.DefinitionID), opt(k.Caller), opt(k.OnTarget()))
+		algorithm := string(k.Algorithm)
+		if algorithm == "" {
+			algorithm = ratelimit.AlgorithmFixedWindow
+		}
+		want := fmt.Sprintf("kind %q window %d definition %s caller %s target %s algorithm %q",
+			k.Kind, k.WindowSeconds, opt(k.DefinitionID), opt(k.Caller), opt(k.OnTarget()), algorithm)
 		window := -1
 		if p.Window != nil {
 			window = int(*p.Window)
 		}
-		have := fmt.Sprintf("kind %s window %d definition %s caller %s target %s", str(p.Kind), window, str(p.Definition), str(p.Caller), str(p.Target))
+		have := fmt.Sprintf("kind %s window %d definition %s caller %s target %s algorithm %s", str(p.Kind), window, str(p.Definition), str(p.Caller), str(p.Target), str(p.Algorithm))
 		if have != want {
 			t.Errorf("key %q:\n SQL %s\n Go  %s", raw, have, want)
 		}

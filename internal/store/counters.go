@@ -380,18 +380,20 @@ type CounterSelector struct {
 	// if it has an agent limit). Those buckets are shared by the enforce
 	// definitions of one axis and window (one bucket per caller, the most
 	// restrictive limit decides), so the same bucket is listed, and reset,
-	// under each such definition of the caller's.
+	// under each such definition of the caller's (buckets of the
+	// definition's own algorithm only: each algorithm has its own).
 	Definition string
 }
 
 // The parts of c.key (rl_counters c) the selectors match on, as the
-// indexes of migration 007 hold them.
+// indexes of migration 007 hold them (009: for keys of every algorithm).
 const (
 	keyCaller     = `rl_counter_caller(c.key)`
 	keyTarget     = `rl_counter_target(c.key)`
 	keyDefinition = `rl_counter_definition(c.key)`
 	keyKind       = `rl_counter_kind(c.key)`
 	keyWindow     = `rl_counter_window(c.key)`
+	keyAlgorithm  = `rl_counter_algorithm(c.key)`
 )
 
 // where turns the selector into a predicate over c (rl_counters), adding
@@ -447,7 +449,8 @@ func (s CounterSelector) where(args *[]any) (string, error) {
 						where d.id = ` + id + ` and d.enabled and d.mode = 'enforce'
 							and ((m.subject_type = 'user' and d.user_max_requests is not null)
 								or (m.subject_type = 'client' and d.agent_max_requests is not null))))
-					and ` + keyKind + ` = ` + arg(kind) + ` and ` + keyWindow + ` = ` + arg(window) + `))`, nil
+					and ` + keyKind + ` = ` + arg(kind) + ` and ` + keyWindow + ` = ` + arg(window) + `
+					and ` + keyAlgorithm + ` = (select d.algorithm from rl_definitions d where d.id = ` + id + `)))`, nil
 		}
 		return "false", nil // the quarantine sentinels count nothing
 	}
