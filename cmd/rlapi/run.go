@@ -360,7 +360,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	enf, err := postgres.New(ctx, decisions.Pool(), enforce.Options{
 		Registerer: registry,
 		FailClosed: *failClosed, QuarantineFailClosed: *quarantineFailClosed,
-		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log,
+		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log, IPv6Prefix: *ipv6Prefix,
 	})
 	if err != nil {
 		return fmt.Errorf("start enforcement: %w", err)
