@@ -218,3 +218,27 @@ func TestNetworkValidation(t *testing.T) {
 		t.Errorf("get network membership: %+v, %v", m, err)
 	}
 }
+
+// rlapi's --ipv6-prefix (Config.IPv6Prefix) reaches the decisions: with
+// /48, two /64s of one /48 are one anonymous caller.
+func TestIPv6PrefixConfig(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, api.Config{IPv6Prefix: 48})
+	admin := clientFor(t, env, env.AdminToken)
+	gw := env.Token(t, "gateway", "enforcer")
+	hc := contractHTTPClient(t)
+	awayFromWindowEdge(t, 120)
+	define(t, env, admin, group("anonymous", 120, 1, 0))
+	if _, err := admin.PutMembership(t.Context(), ratelimit.Membership{SubjectType: ratelimit.SubjectNetwork, Subject: "2001:db8::/32",
+		Groups: []string{"anonymous"}}, client.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refresh(t, env)
+	for i, s := range []struct{ ip, reason string }{
+		{"2001:db8:1:1::1", "allowed"}, {"2001:db8:1:2::1", "throttled"}, {"2001:db8:2::1", "allowed"},
+	} {
+		if r := checkIP(t, hc, env, gw, "", s.ip); r.Reason != s.reason {
+			t.Errorf("step %d, anonymous from %s: %+v, want %s", i+1, s.ip, r, s.reason)
+		}
+	}
+}
