@@ -2,6 +2,8 @@ package validate
 
 import (
 	"errors"
+	"net/netip"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -57,4 +59,35 @@ func TestNetworkMembership(t *testing.T) {
 	if id, err := MembershipID("network:2001:DB8::/48"); err != nil || id != "network:2001:db8::/48" {
 		t.Errorf("MembershipID(network:2001:DB8::/48) = %q, %v", id, err)
 	}
+}
+
+// FuzzNetworkCIDR: what the network rule accepts is a masked prefix in
+// canonical form that it accepts unchanged, never an IPv4-mapped one, and
+// it fits the database's check (hex digits, dots, colons, a slash and a
+// length).
+func FuzzNetworkCIDR(f *testing.F) {
+	for _, s := range []string{"10.1.0.0/16", "10.1.0.1/16", "2001:DB8::/48", "::/0", "::ffff:1.2.3.0/120", "1.2.3.4",
+		"fe80::%x/64", "10.0.0.0/33", " 10.0.0.0/8 ", "1.2.3.4/032", "::1.2.3.4/128"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out, fe := networkCIDR("subject", s)
+		if fe != nil {
+			if !strings.HasPrefix(fe.Message, "subject: ") {
+				t.Fatalf("message %q does not name the field", fe.Message)
+			}
+			return
+		}
+		again, fe := networkCIDR("subject", out)
+		if fe != nil || again != out {
+			t.Fatalf("%q -> %q -> %q, %v: not canonical", s, out, again, fe)
+		}
+		p, err := netip.ParsePrefix(out)
+		if err != nil || p.Masked() != p || p.Addr().Is4In6() || p.Addr().Zone() != "" {
+			t.Fatalf("%q -> %q: not a masked prefix (%v)", s, out, err)
+		}
+		if !regexp.MustCompile(`^[0-9a-f.:]+/[0-9]{1,3}$`).MatchString(out) {
+			t.Fatalf("%q -> %q: the database's check refuses it", s, out)
+		}
+	})
 }
