@@ -301,3 +301,30 @@ func BenchmarkCheckNetworks(b *testing.B) {
 		e.Close()
 	}
 }
+
+// An anonymous call with an address is a caller like any other: target
+// limits count it and target quarantine refuses it, even in no network;
+// without an address it is still allowed and counted nowhere.
+func TestAnonymousCallerMeetsTargetLimits(t *testing.T) {
+	t.Parallel()
+	f := newMemFixture(t, target("mcp_server", "srv", 60, 1))
+	f.member(ratelimit.SubjectServer, "closed", ratelimit.GroupQuarantineTargets)
+	if d := f.check(anonymous("192.0.2.1")); !d.Allowed || len(d.Gates) != 1 {
+		t.Fatalf("first anonymous call: %+v", d)
+	}
+	if d := f.check(anonymous("192.0.2.2")); d.Allowed || d.Reason != enforce.ReasonThrottled {
+		t.Errorf("second anonymous call on a target limit of 1: %+v, want throttled", d)
+	}
+	c := anonymous("192.0.2.3")
+	c.TargetName = "closed"
+	if d := f.check(c); d.Reason != enforce.ReasonQuarantined || d.QuarantineScope != "target" {
+		t.Errorf("anonymous call to a quarantined target: %+v", d)
+	}
+	c.ClientIP = ""
+	if d := f.check(c); !d.Allowed || len(d.Gates) != 0 {
+		t.Errorf("anonymous call without an address: %+v, want allowed and counted nowhere, as before", d)
+	}
+	if d := f.check(anonymous("")); !d.Allowed || len(d.Gates) != 0 {
+		t.Errorf("anonymous call without an address on srv: %+v", d)
+	}
+}
