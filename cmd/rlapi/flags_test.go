@@ -32,6 +32,8 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 		"RLAPI_TOKEN_CACHE_TTL":        {"3s", "3s"},
 		"RLAPI_DECISION_MAX_CONNS":     {"6", "6"},
 		"RLAPI_MAX_CLIENT_CONNS":       {"100", "100"},
+		"RLAPI_CLIENT_IP_HEADER":       {"Forwarded", `"Forwarded"`},
+		"RLAPI_IPV6_PREFIX":            {"56", "56"},
 	}
 	// Read on purpose without showing them as defaults: a secret, and the
 	// database URL (which may hold a password).
@@ -44,8 +46,8 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 	if code := run(context.Background(), []string{"serve", "-h"}, func(k string) string { return env[k] }, &out, &errOut); code != 0 {
 		t.Fatalf("serve -h: exit %d: %s", code, errOut.String())
 	}
-	flagLine := regexp.MustCompile(`^  -([a-z-]+)`)
-	envName := regexp.MustCompile(`\((RLAPI_[A-Z_]+|DATABASE_URL)`)
+	flagLine := regexp.MustCompile(`^  -([a-z0-9-]+)`)
+	envName := regexp.MustCompile(`\((RLAPI_[A-Z0-9_]+|DATABASE_URL)`)
 	lines := strings.Split(errOut.String(), "\n")
 	flags := 0
 	for i, line := range lines {

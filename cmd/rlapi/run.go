@@ -24,6 +24,7 @@ import (
 	"github.com/rlctl/rlctl/internal/token"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/internal/version"
+	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -235,7 +236,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	shutdown := fs.Duration("shutdown-timeout", durations["RLAPI_SHUTDOWN_TIMEOUT"], "how long SIGTERM waits for in-flight requests (RLAPI_SHUTDOWN_TIMEOUT)")
 	proxies := fs.String("trusted-proxies", getenv("RLAPI_TRUSTED_PROXIES"),
-		"comma-separated CIDRs whose X-Forwarded-For is believed (RLAPI_TRUSTED_PROXIES)")
+		"comma-separated CIDRs whose forwarding header (--client-ip-header) is believed (RLAPI_TRUSTED_PROXIES)")
+	clientIPHeader := fs.String("client-ip-header", getenv("RLAPI_CLIENT_IP_HEADER"),
+		"the forwarding header believed from trusted proxies: X-Forwarded-For (default), Forwarded or X-Real-IP; only that one is read (RLAPI_CLIENT_IP_HEADER)")
+	ipv6PrefixDef, err := envInt(getenv, "RLAPI_IPV6_PREFIX", clientip.DefaultIPv6Prefix)
+	if err != nil {
+		return err
+	}
+	ipv6Prefix := fs.Int("ipv6-prefix", ipv6PrefixDef, "prefix length IPv6 client addresses are keyed by: anonymous calls' ip callers (RLAPI_IPV6_PREFIX)")
 	gatewaySecret := fs.String("gateway-secret", "",
 		"secret a trusted proxy sends as X-Gateway-Secret on GET /api/validate; empty turns it off (RLAPI_GATEWAY_SECRET, preferred: flags show in ps)")
 	tokenCacheDef, err := envDuration(getenv, "RLAPI_TOKEN_CACHE_TTL", 10*time.Second)
@@ -293,6 +301,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	header, err := clientip.ParseHeader(*clientIPHeader)
+	if err != nil {
+		return fmt.Errorf("%w: --client-ip-header: %v", errUsage, err)
+	}
+	if !clientip.ValidIPv6Prefix(*ipv6Prefix) {
+		return fmt.Errorf("%w: --ipv6-prefix: must be between 1 and 128 (got %d)", errUsage, *ipv6Prefix)
+	}
 	if *decisionConns < 4 || *decisionConns > 1000 {
 		return fmt.Errorf("%w: --decision-max-conns must be between 4 and 1000 (got %d): the enforcer's workers, its change listener and the token listener each hold one", errUsage, *decisionConns)
 	}
@@ -345,7 +360,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	enf, err := postgres.New(ctx, decisions.Pool(), enforce.Options{
 		Registerer: registry,
 		FailClosed: *failClosed, QuarantineFailClosed: *quarantineFailClosed,
-		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log,
+		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log, IPv6Prefix: *ipv6Prefix,
 	})
 	if err != nil {
 		return fmt.Errorf("start enforcement: %w", err)
@@ -353,6 +368,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	defer enf.Close()
 	srv := api.New(st, api.Config{
 		Floors: floors, ShutdownTimeout: *shutdown, TrustedProxies: trusted, GatewaySecret: *gatewaySecret,
+		ClientIPHeader: header, IPv6Prefix: *ipv6Prefix,
 		AuthMaxFailures: *authFailures, AuthWindow: *authWindow, AuthLockout: *authLockout,
 		BackendTimeout: *backendTimeout, TokenCacheTTL: *tokenCacheTTL, MaxClientConns: maxConns,
 	}, api.Opts{Logger: log, Enforcer: enf, Registry: registry, AuthStore: decisions})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/token"
+	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -245,66 +245,11 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, detail str
 	s.writeProblem(w, r, errorf(http.StatusUnauthorized, "unauthorized", "Unauthorized", detail))
 }
 
-// clientIP is the peer's address, or, when the peer is a trusted proxy, the
-// right-most address in X-Forwarded-For that is not itself a trusted proxy:
-// the left-most entries are whatever the client chose to send.
-func (s *Server) clientIP(r *http.Request) netip.Addr {
-	peer := remoteAddr(r)
-	if !s.trusted(peer) {
-		return peer
-	}
-	var hops []string
-	for _, h := range r.Header.Values("X-Forwarded-For") {
-		hops = append(hops, strings.Split(h, ",")...)
-	}
-	for i := len(hops) - 1; i >= 0; i-- {
-		a, ok := parseHop(hops[i])
-		if !ok {
-			break
-		}
-		if !s.trusted(a) {
-			return a
-		}
-	}
-	return peer
-}
+// clientIP is the request's client address (clientip.Resolver: the peer,
+// or, when the peer is a trusted proxy, the right-most hop of the believed
+// forwarding header that is not itself a trusted proxy).
+func (s *Server) clientIP(r *http.Request) netip.Addr { return s.clientIPs.FromRequest(r) }
 
-// parseHop reads one X-Forwarded-For entry: an address, or an address with
-// a port as some proxies write it (10.0.0.77:1234, [2001:db8::1]:443), or a
-// bracketed IPv6 address. The port is dropped.
-func parseHop(h string) (netip.Addr, bool) {
-	h = strings.TrimSpace(h)
-	if a, err := netip.ParseAddr(h); err == nil {
-		return a.Unmap(), true
-	}
-	if ap, err := netip.ParseAddrPort(h); err == nil {
-		return ap.Addr().Unmap(), true
-	}
-	if len(h) > 2 && h[0] == '[' && h[len(h)-1] == ']' {
-		if a, err := netip.ParseAddr(h[1 : len(h)-1]); err == nil {
-			return a.Unmap(), true
-		}
-	}
-	return netip.Addr{}, false
-}
+func (s *Server) trusted(a netip.Addr) bool { return s.clientIPs.Trusted(a) }
 
-func (s *Server) trusted(a netip.Addr) bool {
-	for _, p := range s.cfg.TrustedProxies {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-func remoteAddr(r *http.Request) netip.Addr {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.Addr{}
-	}
-	return a.Unmap()
-}
+func remoteAddr(r *http.Request) netip.Addr { return clientip.Peer(r) }

@@ -181,6 +181,13 @@ func (s *Server) handleValidate() http.Handler {
 			TargetType: targetType,
 			TargetName: targetName,
 		}
+		// The client's address, from the forwarding header nginx sets
+		// (the peer is nginx, a trusted proxy). An address that is itself
+		// a trusted proxy (no header, or none past the proxies) is no
+		// client: anonymous calls would all share its bucket.
+		if ip := s.clientIP(r); ip.IsValid() && !s.trusted(ip) {
+			c.ClientIP = ip.String()
+		}
 		// ClassifyURI gives a known target type and there is no cost, so
 		// only the target name can be refused; an odd path is decided like
 		// any other, on the name as given. A decision the fail policy made

@@ -23,6 +23,7 @@ import (
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/pkg/client"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // nginxBinary finds nginx, or ends the test: it fails under CI=true (the
@@ -375,6 +376,83 @@ func TestNginxPathVariantsAreThrottled(t *testing.T) {
 			t.Errorf("%s through nginx: %d, want 200 (or nginx's own 400)", p, got)
 		} else {
 			t.Logf("%s through nginx: %d", p, got)
+		}
+	}
+}
+
+// TestNginxClientIP runs docs/nginx/rlctl.conf with rlapi trusting nginx
+// (127.0.0.1) only, and clients on other loopback addresses: the client
+// address rlapi decides on is the one nginx saw, whatever the client
+// writes in X-Forwarded-For; a quarantined network is refused with 403,
+// and anonymous calls are limited per address by their network's group.
+func TestNginxClientIP(t *testing.T) {
+	t.Parallel()
+	bin := nginxBinary(t)
+	const secret = "nginx-test-secret-clientip"
+	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.1/32"), GatewaySecret: secret})
+	admin := clientFor(t, env, env.AdminToken)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(backend.Close)
+	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+
+	// from sends a call to the MCP server srv from the loopback address
+	// local, with X-Forwarded-For xff when not empty.
+	from := func(local, user, xff string) int {
+		t.Helper()
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+		req, err := http.NewRequest(http.MethodPost, gw+"/srv/mcp", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if user != "" {
+			req.Header.Set("X-Auth-Username", user)
+		}
+		if xff != "" {
+			req.Header.Set("X-Forwarded-For", xff)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("call from %s: %v", local, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	awayFromWindowEdge(t, 120)
+	define(t, env, admin, group("anonymous", 120, 2, 0))
+	if _, err := admin.PutMembership(t.Context(), ratelimit.Membership{SubjectType: ratelimit.SubjectNetwork, Subject: "127.0.0.0/24",
+		Groups: []string{"anonymous"}}, client.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Quarantine(t.Context(), ratelimit.SubjectNetwork, "127.0.0.66/32", client.QuarantineRequest{Reason: "nginx test"}, client.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refresh(t, env)
+
+	steps := []struct {
+		local, user, xff string
+		status           int
+	}{
+		{"127.0.0.66", "alice", "", http.StatusForbidden},                    // quarantined network, users included
+		{"127.0.0.66", "alice", "203.0.113.9", http.StatusForbidden},         // a spoofed hop changes nothing
+		{"127.0.0.2", "", "127.0.0.66", http.StatusOK},                       // nor does claiming a quarantined address
+		{"127.0.0.2", "", "198.51.100.1", http.StatusTooManyRequests},        // 127.0.0.2's second and third
+		{"127.0.0.3", "", "127.0.0.2", http.StatusOK},                        // another address: its own bucket
+		{"127.0.0.3", "", "", http.StatusOK},                                 //
+		{"127.0.0.3", "", "10.9.9.9, 127.0.0.4", http.StatusTooManyRequests}, // spoofing another address does not help
+		{"127.0.0.3", "bob", "", http.StatusOK},                              // a user keeps their identity
+	}
+	// 127.0.0.2's first call is the third step's; send its second here.
+	for i, s := range steps {
+		if i == 3 {
+			if got := from("127.0.0.2", "", ""); got != http.StatusOK {
+				t.Fatalf("127.0.0.2's second anonymous call: %d, want 200", got)
+			}
+		}
+		if got := from(s.local, s.user, s.xff); got != s.status {
+			t.Errorf("step %d: from %s as %q with X-Forwarded-For %q: %d, want %d", i+1, s.local, s.user, s.xff, got, s.status)
 		}
 	}
 }

@@ -16,14 +16,23 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
 )
 
 // Config is what an operator tunes; zero values take the defaults.
 type Config struct {
 	Floors validate.Floors
-	// TrustedProxies are the peers whose X-Forwarded-For is believed.
+	// TrustedProxies are the peers whose forwarding header (ClientIPHeader)
+	// is believed: by the auth lockout, GET /api/validate and POST
+	// /api/check's client_ip default.
 	TrustedProxies []netip.Prefix
+	// ClientIPHeader is the forwarding header believed from trusted
+	// proxies (clientip.Headers; default X-Forwarded-For).
+	ClientIPHeader string
+	// IPv6Prefix is the prefix length IPv6 client addresses are keyed by
+	// (default 64): decisions' anonymous ip callers and network lookups.
+	IPv6Prefix int
 	// GatewaySecret is what a gateway (nginx) sends as X-Gateway-Secret on
 	// GET /api/validate, which answers only trusted proxies that send it;
 	// empty refuses every /api/validate call.
@@ -87,6 +96,9 @@ func (c *Config) setDefaults() {
 	if c.MaxClientConns == 0 {
 		c.MaxClientConns = DefaultMaxClientConns
 	}
+	if c.IPv6Prefix == 0 {
+		c.IPv6Prefix = clientip.DefaultIPv6Prefix
+	}
 }
 
 // Server serves the API.
@@ -107,6 +119,9 @@ type Server struct {
 	// enforcer answers the decision endpoints; nil when rlapi serves only
 	// the management API (they then answer 503).
 	enforcer *enforce.Enforcer
+	// clientIPs finds a request's client address (pkg/clientip), the one
+	// resolver of the lockout and the decision endpoints.
+	clientIPs *clientip.Resolver
 }
 
 // Opts are optional dependencies of New.
@@ -132,6 +147,14 @@ func New(st *store.Store, cfg Config, opts Opts) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	ips, err := clientip.New(cfg.TrustedProxies, cfg.ClientIPHeader)
+	if err != nil {
+		// rlapi's flags are checked before New; a Config built in code
+		// falls back to the default header rather than failing.
+		s.log.Error("client IP header refused; believing X-Forwarded-For", "err", err)
+		ips, _ = clientip.New(cfg.TrustedProxies, "")
+	}
+	s.clientIPs = ips
 	s.metrics = newMetrics(st.Pool(), opts.Registry)
 	s.authThrottle = newAuthThrottle(cfg.AuthMaxFailures, cfg.AuthWindow, cfg.AuthLockout, s.log)
 	s.metrics.registry.MustRegister(s.authThrottle.lockouts)

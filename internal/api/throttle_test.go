@@ -149,29 +149,6 @@ func TestAuthThrottleLogsLockoutAndRelease(t *testing.T) {
 	}
 }
 
-func TestParseHop(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct{ in, want string }{
-		{"10.0.0.77", "10.0.0.77"},
-		{" 10.0.0.77:1234 ", "10.0.0.77"},
-		{"[2001:db8::1]:443", "2001:db8::1"},
-		{"[2001:db8::1]", "2001:db8::1"},
-		{"2001:db8::1", "2001:db8::1"},
-		{"::ffff:10.0.0.1", "10.0.0.1"},
-		{"unknown", ""},
-		{"10.0.0.77:", ""},
-	} {
-		a, ok := parseHop(c.in)
-		got := ""
-		if ok {
-			got = a.String()
-		}
-		if got != c.want {
-			t.Errorf("parseHop(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
 // The reproduction at the real capacity: 100,001 failures from
 // fresh addresses used to clear every lockout.
 func TestAuthThrottleSprayAtFullCapacity(t *testing.T) {

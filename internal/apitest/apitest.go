@@ -87,7 +87,7 @@ func serve(t testing.TB, st *store.Store, cfg api.Config) *Env {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	registry := prometheus.NewRegistry()
-	enf, err := postgres.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry})
+	enf, err := postgres.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry, IPv6Prefix: cfg.IPv6Prefix})
 	if err != nil {
 		t.Fatal(err)
 	}

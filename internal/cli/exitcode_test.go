@@ -254,3 +254,36 @@ func TestMemberSetGroups(t *testing.T) {
 		t.Errorf("server group with a repeated member: exit %d, stderr %q", res.Code, res.ErrOut)
 	}
 }
+
+// TestNetworkCommands: member set --network and quarantine add/remove
+// --network against a real rlapi; --network with --subject-type is a usage
+// error; a bad CIDR is the server's refusal naming the subject.
+func TestNetworkCommands(t *testing.T) {
+	t.Parallel()
+	r := clitest.Start(t)
+	r.Must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "anonymous", "--user-max-requests", "60", "--window-seconds", "60")
+	if got := r.Must("member", "set", "--network", "2001:DB8:42::/48", "--groups", "anonymous"); got != "membership/network:2001:db8:42::/48 created\n" {
+		t.Errorf("member set --network said %q", got)
+	}
+	if got := r.Must("member", "get", "network:2001:db8:42::/48", "-o", "json"); !strings.Contains(got, `"subject_type": "network"`) || !strings.Contains(got, `"anonymous"`) {
+		t.Errorf("member get of a network: %s", got)
+	}
+	if got := r.Must("member", "list"); !strings.Contains(got, "network:2001:db8:42::/48") {
+		t.Errorf("member list lacks the network:\n%s", got)
+	}
+	if got := r.Must("quarantine", "add", "--network", "203.0.113.0/24", "--reason", "scanner", "--yes"); got != "network:203.0.113.0/24 quarantined\n" {
+		t.Errorf("quarantine add --network said %q", got)
+	}
+	if got := r.Must("quarantine", "list"); !strings.Contains(got, "caller\tnetwork:203.0.113.0/24\tscanner") {
+		t.Errorf("quarantine list:\n%s", got)
+	}
+	if got := r.Must("quarantine", "remove", "--network", "203.0.113.0/24", "--yes"); got != "network:203.0.113.0/24 released from quarantine\n" {
+		t.Errorf("quarantine remove --network said %q", got)
+	}
+	if res := r.Run("quarantine", "add", "--network", "10.0.0.0/8", "--subject-type", "user", "--yes"); res.Code != 2 || !strings.Contains(res.ErrOut, "give one or the other") {
+		t.Errorf("--network with --subject-type: exit %d, stderr %q", res.Code, res.ErrOut)
+	}
+	if res := r.Run("member", "set", "--network", "10.1.0.1/16", "--groups", "anonymous"); res.Code != 5 || !strings.Contains(res.ErrOut, "subject: has host bits set: the network is 10.1.0.0/16") {
+		t.Errorf("member set of a host-bits network: exit %d, stderr %q", res.Code, res.ErrOut)
+	}
+}

@@ -23,7 +23,7 @@ func (r memberRow) subjectID() string { return ratelimit.MembershipID(r.m.Subjec
 var membersSpec = &listSpec[memberRow]{
 	noun: "memberships",
 	columns: []Column{
-		{Title: "TYPE", Min: 6},
+		{Title: "TYPE", Min: 7}, // "network" whole
 		{Title: "SUBJECT", Min: 12, Weight: 3},
 		{Title: "GROUP", Min: 12, Weight: 2},
 		{Title: "GROUPS", Min: 6, Right: true},

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -97,6 +98,8 @@ func normalizeSubject(subjectType, subject string) (string, *FieldError) {
 		return serverName("subject", subject)
 	case ratelimit.SubjectAgent:
 		return agentPath("subject", subject)
+	case ratelimit.SubjectNetwork:
+		return networkCIDR("subject", subject)
 	}
 	return "", check("subject_type", subjectType, subjectTypeRule)
 }
@@ -169,4 +172,45 @@ func text(field, raw string, multiline bool) (string, *FieldError) {
 // isReservedGroup reports whether name is one of the quarantine groups.
 func isReservedGroup(name string) bool {
 	return name == ratelimit.GroupQuarantineCallers || name == ratelimit.GroupQuarantineTargets
+}
+
+// networkCIDR reads a network subject: a CIDR in canonical masked form
+// (10.1.0.0/16, 2001:db8::/48). Spelling is normalized (2001:DB8::/48 is
+// 2001:db8::/48); host bits, a bare address, a zone and an IPv4-mapped
+// IPv6 network are refused, each with the form to write instead.
+func networkCIDR(field, s string) (string, *FieldError) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", fieldError(field, "must be a network in CIDR form, such as 10.1.0.0/16 or 2001:db8::/48")
+	}
+	if len(s) > 64 {
+		return "", fieldError(field, "must be a network in CIDR form, such as 10.1.0.0/16 or 2001:db8::/48 (got %d characters)", len(s))
+	}
+	if !strings.Contains(s, "/") {
+		if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
+			a = a.Unmap()
+			return "", fieldError(field, "must be a network in CIDR form: write %s for the one address (got %q)", netip.PrefixFrom(a, a.BitLen()), s)
+		}
+		return "", fieldError(field, "must be a network in CIDR form, such as 10.1.0.0/16 or 2001:db8::/48 (got %q)", s)
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		addr, bits, _ := strings.Cut(s, "/")
+		if a, aerr := netip.ParseAddr(addr); aerr == nil && a.Zone() == "" {
+			return "", fieldError(field, "prefix length %q: must be a number from 0 to %d for an IPv%d network (got %q)", bits, a.BitLen(), map[bool]int{true: 4, false: 6}[a.Is4()], s)
+		}
+		return "", fieldError(field, "must be a network in CIDR form, such as 10.1.0.0/16 or 2001:db8::/48 (got %q)", s)
+	}
+	if p.Addr().Is4In6() {
+		a := p.Addr().Unmap()
+		hint := "an IPv4 network"
+		if p.Bits() >= 96 {
+			hint = netip.PrefixFrom(a, p.Bits()-96).Masked().String()
+		}
+		return "", fieldError(field, "an IPv4-mapped IPv6 network: write it as IPv4 (%s): client addresses are unmapped before matching (got %q)", hint, s)
+	}
+	if m := p.Masked(); m != p {
+		return "", fieldError(field, "has host bits set: the network is %s (got %q)", m, s)
+	}
+	return p.String(), nil
 }

@@ -26,7 +26,7 @@ const (
 	limitRule       = "min=1,max=1000000000"
 	modeRule        = "oneof=" + ratelimit.ModeEnforce + " " + ratelimit.ModeShadow
 	subjectTypeRule = "oneof=" + ratelimit.SubjectUser + " " + ratelimit.SubjectClient + " " +
-		ratelimit.SubjectServer + " " + ratelimit.SubjectAgent
+		ratelimit.SubjectServer + " " + ratelimit.SubjectAgent + " " + ratelimit.SubjectNetwork
 	// Admins are callers that bypass caller limits; servers and agents are
 	// targets and never call, so they cannot be admins.
 	adminSubjectTypeRule = "oneof=" + ratelimit.SubjectUser + " " + ratelimit.SubjectClient

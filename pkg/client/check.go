@@ -35,6 +35,11 @@ type CheckRequest struct {
 	Tool string `json:"tool,omitempty"`
 	// Cost is what the call takes from each gate; zero means 1.
 	Cost int64 `json:"cost,omitempty"`
+	// ClientIP is the client's address as the gateway resolved it
+	// (pkg/clientip): network quarantine applies, and an anonymous call
+	// (no Username, no ClientID) is the caller ip:<key>, limited through
+	// its network's groups.
+	ClientIP string `json:"client_ip,omitempty"`
 }
 
 // CheckResult is the server's decision. Times are Unix seconds on the wire;

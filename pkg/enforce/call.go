@@ -29,6 +29,14 @@ type Call struct {
 	Tool string `json:"tool"`
 	// Cost is what the call consumes on each gate (default 1).
 	Cost int64 `json:"cost"`
+	// ClientIP is the client's address (IPv4 or IPv6; an IPv4-mapped
+	// IPv6 address is unmapped), as the gateway resolved it from its peer
+	// and the trusted proxies' forwarding headers (pkg/clientip). It
+	// selects the networks whose quarantine denies the call, and makes an
+	// anonymous call (no user, no client) the caller ip:<key> (IPv4 by the
+	// address, IPv6 by its /64 or Options.IPv6Prefix), limited through
+	// the groups of its network. Empty: no client address is known.
+	ClientIP string `json:"client_ip"`
 }
 
 // MaxCost bounds what one call may take from a gate: a cost near the range
@@ -86,6 +94,13 @@ func (c Call) Normalize() (Call, error) {
 		fields = append(fields, FieldError{Field: "cost", Message: fmt.Sprintf("cost: must not be negative (got %d)", c.Cost)})
 	case c.Cost > MaxCost:
 		fields = append(fields, FieldError{Field: "cost", Message: fmt.Sprintf("cost: must be at most %d (got %d)", MaxCost, c.Cost)})
+	}
+	if c.ClientIP != "" {
+		if a, problem := normalizeClientIP(c.ClientIP); problem != "" {
+			fields = append(fields, FieldError{Field: "client_ip", Message: "client_ip: " + problem})
+		} else {
+			c.ClientIP = a
+		}
 	}
 	if len(fields) > 0 {
 		return c, &CallError{Fields: fields}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -77,8 +78,12 @@ type Options struct {
 	// 27,000 and 8 gave 18,000 (docs/performance.md). Keep it below the pool
 	// size: one connection listens for changes.
 	Workers int
-	Now     func() time.Time
-	Logger  *slog.Logger
+	// IPv6Prefix is the prefix length an anonymous call's IPv6 client
+	// address is keyed by (default 64: clientip.DefaultIPv6Prefix); IPv4
+	// addresses are keyed by the address.
+	IPv6Prefix int
+	Now        func() time.Time
+	Logger     *slog.Logger
 	// Registerer receives the metrics (nil: not registered).
 	Registerer prometheus.Registerer
 }
@@ -130,6 +135,9 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = max(runtime.GOMAXPROCS(0), 2)
+	}
+	if !clientip.ValidIPv6Prefix(opts.IPv6Prefix) {
+		opts.IPv6Prefix = clientip.DefaultIPv6Prefix
 	}
 	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now,
 		kick: make(chan struct{}, 1)}
@@ -193,10 +201,15 @@ func (e *Enforcer) Peek(ctx context.Context, c Call) (Decision, error) {
 var allowedNoGates = Decision{Allowed: true, Reason: ReasonAllowed}
 
 func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, error) {
-	// Control-plane calls and anonymous calls are not ours to limit (the
-	// reference's data-plane rule: limits key on an identity; a gateway
-	// that lets anonymous calls through has no one to limit or quarantine).
-	if c.TargetType == "" || (c.Username == "" && c.ClientID == "") {
+	// Control-plane calls are not ours to limit, nor anonymous calls
+	// without a client address: limits key on an identity, and such a
+	// call has no one to limit or quarantine. An anonymous call with a
+	// client address is the caller ip:<key> (reference 001: "so
+	// unauthenticated calls never share one bucket and never borrow a
+	// principal's bucket").
+	ip := clientAddr(c.ClientIP)
+	anonymous := c.Username == "" && c.ClientID == ""
+	if c.TargetType == "" || (anonymous && !ip.IsValid()) {
 		e.metrics.checks.WithLabelValues("skipped").Inc()
 		return allowedNoGates, nil
 	}
@@ -220,9 +233,16 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		targetName = c.TargetName
 	}
 	callerType, identity := ratelimit.SubjectUser, c.Username
-	if c.ClientID != "" {
+	switch {
+	case c.ClientID != "":
 		callerType, identity = "agent", c.ClientID
+	case anonymous:
+		callerType, identity = CallerIP, clientip.Key(ip, e.opts.IPv6Prefix)
 	}
+	// The most specific network holding the client address: its
+	// quarantine denies every call from it, its groups limit anonymous
+	// callers.
+	_, network, inNetwork := snap.networks.lookup(ip)
 	userKey, clientKey := "", ""
 	if c.Username != "" {
 		userKey = ratelimit.MembershipID(ratelimit.SubjectUser, c.Username)
@@ -245,9 +265,16 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 				return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient}[i], c, targetName), nil
 			}
 		}
+		if inNetwork && network.quarantinedAt(now) {
+			return e.quarantined("caller", ratelimit.SubjectNetwork, c, targetName), nil
+		}
 	}
 	// 3-5. Caller, caller_target and target gates.
-	gates := e.buildGates(snap, c, callerType, identity, userKey, clientKey, targetName, admin, now)
+	var netGroups *member
+	if anonymous && inNetwork {
+		netGroups = &network
+	}
+	gates := e.buildGates(snap, c, callerType, identity, userKey, clientKey, netGroups, targetName, admin, now)
 	if len(gates) == 0 {
 		e.metrics.checks.WithLabelValues("allowed").Inc()
 		return allowedNoGates, nil
@@ -291,12 +318,18 @@ func (e *Enforcer) noSnapshot(c Call) (Decision, error) {
 }
 
 // buildGates lists the gates of a call, in the reference's order of axes.
-func (e *Enforcer) buildGates(snap *snapshot, c Call, callerType, identity, userKey, clientKey, targetName string, admin bool, now time.Time) []Gate {
+//
+// An anonymous caller (ip:<key>) takes the groups of its network (network
+// non-nil) and is gated by their user limits, as an unauthenticated user.
+func (e *Enforcer) buildGates(snap *snapshot, c Call, callerType, identity, userKey, clientKey string, network *member, targetName string, admin bool, now time.Time) []Gate {
 	var gates []Gate
 	caller := callerType + ":" + identity
 	target := c.TargetType + ":" + targetName
 	if !admin {
 		groups := callerGroups(snap, userKey, clientKey)
+		if network != nil {
+			groups = appendGroups(groups, network.groups)
+		}
 		// Per axis, window and algorithm, the most restrictive enforce
 		// definition wins (the lowest limit, then the lowest burst) and
 		// they share one bucket per caller; shadow definitions each count
@@ -382,14 +415,26 @@ func callerGroups(snap *snapshot, userKey, clientKey string) []string {
 			continue
 		}
 		m, _ := snap.members.get(k)
-		for _, g := range m.groups {
-			if g != ratelimit.GroupQuarantineCallers && g != ratelimit.GroupQuarantineTargets && !slices.Contains(groups, g) {
-				groups = append(groups, g)
-			}
+		groups = appendGroups(groups, m.groups)
+	}
+	return groups
+}
+
+// appendGroups adds the groups of more that groups lacks, leaving out the
+// quarantine groups.
+func appendGroups(groups, more []string) []string {
+	for _, g := range more {
+		if g != ratelimit.GroupQuarantineCallers && g != ratelimit.GroupQuarantineTargets && !slices.Contains(groups, g) {
+			groups = append(groups, g)
 		}
 	}
 	return groups
 }
+
+// CallerIP is the caller type of an anonymous call keyed by its client
+// address: its counters' caller is ip:<key> (ip:203.0.113.7,
+// ip:2001:db8:1:2::/64).
+const CallerIP = "ip"
 
 // algorithmOf is d's algorithm, fixed_window when it names none.
 func algorithmOf(d ratelimit.Definition) Algorithm {

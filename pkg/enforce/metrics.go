@@ -3,6 +3,7 @@ package enforce
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -136,6 +137,12 @@ func (e *Enforcer) quarantineCount(ctx context.Context, now time.Time) (callers,
 			}
 		}
 	}
+	s.networks.each(func(_ netip.Prefix, m member) bool {
+		if m.quarantinedAt(now) {
+			callers++
+		}
+		return true
+	})
 	return callers, targets, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+
+	"github.com/rlctl/rlctl/pkg/clientip"
 )
 
 // MiddlewareOptions tune Middleware; the zero value is ready to use.
@@ -19,6 +21,13 @@ type MiddlewareOptions struct {
 	// fail policy (nil: they are not logged here; the Enforcer's own
 	// Logger still sees them).
 	ErrorLog *slog.Logger
+	// ClientIPs, when set, gives a call its ClientIP (when classify left
+	// it empty): the request's client address as the resolver finds it
+	// from the peer and the trusted proxies' forwarding header
+	// (clientip.New(trustedProxies, header)). Anonymous calls are then
+	// limited by client address (Call.ClientIP) and network quarantine
+	// applies; the IPv6 key prefix is the Enforcer's (Options.IPv6Prefix).
+	ClientIPs *clientip.Resolver
 }
 
 // Middleware enforces e on the requests classify recognizes as data-plane
@@ -47,6 +56,11 @@ func Middleware(e *Enforcer, classify func(*http.Request) (Call, bool), opts Mid
 			if !ok {
 				next.ServeHTTP(w, r)
 				return
+			}
+			if c.ClientIP == "" && opts.ClientIPs != nil {
+				if a := opts.ClientIPs.FromRequest(r); a.IsValid() {
+					c.ClientIP = a.String()
+				}
 			}
 			d, err := e.Check(r.Context(), c)
 			if err != nil && opts.ErrorLog != nil {

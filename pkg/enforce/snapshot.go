@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -26,8 +27,10 @@ type snapshot struct {
 	// serverGroups: member server name -> enabled server_group definitions.
 	serverGroups map[string][]ratelimit.Definition
 
-	// members: "<subject_type>:<subject>" -> membership.
+	// members: "<subject_type>:<subject>" -> membership, networks apart.
 	members memberIndex
+	// networks: the network memberships, for longest-prefix match.
+	networks networkIndex
 	// admins: "<subject_type>:<subject>" of administrators.
 	admins map[string]bool
 
@@ -308,20 +311,44 @@ func loadChanges(ctx context.Context, src Source, prev *snapshot, ch changes, no
 	if !ch.members.empty() {
 		if ch.members.all {
 			idx := newMemberIndex()
+			nets := map[netip.Prefix]*member{}
 			for _, m := range rows.Memberships {
-				idx.put(memberID(m), memberOf(m))
+				mem := memberOf(m)
+				if m.SubjectType == ratelimit.SubjectNetwork {
+					if p, ok := networkPrefix(m.Key()); ok {
+						nets[p] = &mem
+					}
+					continue
+				}
+				idx.put(memberID(m), mem)
 			}
 			s.members = idx
+			s.networks = newNetworkIndex().with(nets)
 		} else {
 			patch := make(map[string]*member, len(ch.members.ids))
+			nets := map[netip.Prefix]*member{}
 			for id := range ch.members.ids {
-				patch[id] = nil // gone unless read
+				// gone unless read
+				if p, ok := networkPrefix(id); ok {
+					nets[p] = nil
+				} else if !isNetworkID(id) {
+					patch[id] = nil
+				}
 			}
 			for _, m := range rows.Memberships {
 				mem := memberOf(m)
+				if m.SubjectType == ratelimit.SubjectNetwork {
+					if p, ok := networkPrefix(m.Key()); ok {
+						nets[p] = &mem
+					}
+					continue
+				}
 				patch[memberID(m)] = &mem
 			}
 			s.members = prev.members.with(patch)
+			if len(nets) > 0 {
+				s.networks = prev.networks.with(nets)
+			}
 		}
 		n.memberships = len(rows.Memberships)
 	}

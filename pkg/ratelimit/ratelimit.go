@@ -34,6 +34,11 @@ const (
 	SubjectClient = "client"
 	SubjectServer = "server"
 	SubjectAgent  = "agent"
+	// SubjectNetwork is a network of client addresses, named by its CIDR
+	// in canonical masked form (10.1.0.0/16, 2001:db8::/48): a call takes
+	// the groups and the quarantine of the most specific network holding
+	// its client IP.
+	SubjectNetwork = "network"
 )
 
 // The reserved quarantine groups and their sentinel definitions. Putting a

@@ -148,3 +148,20 @@ func UnknownCommandError(cmd *cobra.Command, name string) error {
 	}
 	return FlagErrorf("%s\n\nRun '%s --help' for usage", msg, cmd.CommandPath())
 }
+
+// NetworkSubject applies --network CIDR, the shorthand of --subject-type
+// network --subject CIDR: with network set, it fills the two and refuses
+// them given as well; without, it requires them as RequireFlags would.
+func NetworkSubject(cmd *cobra.Command, network string, subjectType, subject *string) error {
+	if !cmd.Flags().Changed("network") {
+		return RequireFlags(cmd, "subject-type", "subject")
+	}
+	if cmd.Flags().Changed("subject-type") || cmd.Flags().Changed("subject") {
+		return FlagErrorf("--network is --subject-type network --subject CIDR: give one or the other")
+	}
+	if strings.TrimSpace(network) == "" {
+		return FlagErrorf("--network: must be a network in CIDR form, such as 10.1.0.0/16 or 2001:db8::/48")
+	}
+	*subjectType, *subject = "network", strings.TrimSpace(network)
+	return nil
+}

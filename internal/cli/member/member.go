@@ -1,5 +1,5 @@
 // Package member holds the membership commands: which groups a subject
-// (user, client, server, agent) belongs to.
+// (user, client, server, agent, network) belongs to.
 package member
 
 import (
@@ -42,7 +42,7 @@ func NewCmdMember(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "member <command>",
 		Aliases: []string{"members", "membership"},
-		Short:   "Manage group memberships of users, clients, servers and agents",
+		Short:   "Manage group memberships of users, clients, servers, agents and networks",
 		GroupID: "core",
 	}
 	cmd.AddCommand(NewCmdSet(f, nil), NewCmdList(f, nil), NewCmdGet(f, nil), NewCmdDelete(f, false, nil))
@@ -69,23 +69,33 @@ type SetOptions struct {
 // NewCmdSet builds `member set`: replace a subject's groups.
 func NewCmdSet(f *cmdutil.Factory, runF func(*SetOptions) error) *cobra.Command {
 	opts := &SetOptions{Factory: f}
-	var groups string
+	var groups, network string
 	cmd := &cobra.Command{
 		Use:   "set",
-		Short: "Set the groups of a user, client, server or agent (replaces its groups)",
+		Short: "Set the groups of a user, client, server, agent or network (replaces its groups)",
 		Long: `Set the groups of a subject, replacing the ones it had. A group that no definition
 uses is accepted (define it later) with a warning, since it is often a typo.
 
 --groups "" sets no groups, as in the reference CLI: a subject in no group is the
 same as one without a membership, so the membership is deleted (and nothing
 happens when there is none). A quarantined subject is refused: release it with
-rlctl quarantine remove first.`,
+rlctl quarantine remove first.
+
+A network (--network CIDR, or --subject-type network --subject CIDR) holds client
+addresses: an anonymous call (no user, no client) from an address inside it is the
+caller ip:<address> (IPv6: its /64) and gets the user limits of the network's
+groups; the most specific network holding an address is the one that counts.
+Users and clients keep their own groups wherever they call from.`,
 		Example: `  rlctl member set --subject-type user --subject alice --groups power-users
   rlctl member set --subject-type client --subject my-agent-client-id --groups power-users,batch
-  rlctl member set --subject-type user --subject alice --groups ""`,
+  rlctl member set --subject-type user --subject alice --groups ""
+  rlctl member set --network 2001:db8:42::/48 --groups anonymous-partners`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cmdutil.RequireFlags(cmd, "subject-type", "subject", "groups"); err != nil {
+			if err := cmdutil.NetworkSubject(cmd, network, &opts.Membership.SubjectType, &opts.Membership.Subject); err != nil {
+				return err
+			}
+			if err := cmdutil.RequireFlags(cmd, "groups"); err != nil {
 				return err
 			}
 			opts.Membership.Groups = splitList(groups)
@@ -96,13 +106,15 @@ rlctl quarantine remove first.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Membership.SubjectType, "subject-type", "", "user, client, server or agent")
-	fl.StringVar(&opts.Membership.Subject, "subject", "", "username, client id, server name or agent path")
+	fl.StringVar(&opts.Membership.SubjectType, "subject-type", "", "user, client, server, agent or network")
+	fl.StringVar(&opts.Membership.Subject, "subject", "", "username, client id, server name, agent path or network CIDR")
+	fl.StringVar(&network, "network", "", "a network of client addresses in CIDR form (10.1.0.0/16, 2001:db8::/48): --subject-type network --subject CIDR")
 	fl.StringVar(&groups, "groups", "", "comma-separated group names")
 	fl.Int64Var(&opts.IfVersion, "if-version", 0, "replace only if the stored version is this one")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "validate and show what would change, storing nothing")
-	_ = cmd.RegisterFlagCompletionFunc("subject-type", cobra.FixedCompletions([]string{"user", "client", "server", "agent"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("subject-type", cobra.FixedCompletions([]string{"user", "client", "server", "agent", "network"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("groups", CompleteGroups(f))
+	_ = cmd.RegisterFlagCompletionFunc("network", CompleteNetworks(f))
 	return cmd
 }
 
@@ -312,4 +324,25 @@ func CompleteSubjects(f *cmdutil.Factory) func(*cobra.Command, []string, string)
 		}
 		return out, nil
 	})
+}
+
+// CompleteNetworks completes the network subjects (CIDRs) the server has
+// memberships for.
+func CompleteNetworks(f *cmdutil.Factory) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return cmdutil.CompleteFromServer(f, toComplete, cobra.ShellCompDirectiveNoFileComp,
+			func(ctx context.Context, c *client.Client, toComplete string) ([]string, error) {
+				ms, err := c.ListAllMemberships(ctx, client.MembershipFilter{SubjectType: rl.SubjectNetwork})
+				if err != nil {
+					return nil, err
+				}
+				var out []string
+				for _, m := range ms {
+					if strings.HasPrefix(m.Subject, toComplete) {
+						out = append(out, m.Subject+"\tin "+strings.Join(m.Groups, ","))
+					}
+				}
+				return out, nil
+			})
+	}
 }

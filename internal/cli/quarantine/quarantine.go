@@ -68,6 +68,8 @@ type SubjectOptions struct {
 	Yes         bool
 	DryRun      bool
 	Flat        bool
+	// Network is --network CIDR (--subject-type network --subject CIDR).
+	Network string
 }
 
 // subjectFlags adds --subject-type, --subject and --dry-run. --subject
@@ -76,16 +78,21 @@ type SubjectOptions struct {
 // membership for add.
 func subjectFlags(cmd *cobra.Command, opts *SubjectOptions, quarantined bool) {
 	fl := cmd.Flags()
-	fl.StringVar(&opts.SubjectType, "subject-type", "", "user, client (callers), server or agent (targets)")
-	fl.StringVar(&opts.Subject, "subject", "", "username, client id, server name or agent path")
+	fl.StringVar(&opts.SubjectType, "subject-type", "", "user, client, network (callers), server or agent (targets)")
+	fl.StringVar(&opts.Subject, "subject", "", "username, client id, network CIDR, server name or agent path")
+	fl.StringVar(&opts.Network, "network", "", "a network of client addresses in CIDR form (10.1.0.0/16, 2001:db8::/48): --subject-type network --subject CIDR")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change, changing nothing")
-	_ = cmd.RegisterFlagCompletionFunc("subject-type", cobra.FixedCompletions([]string{"user", "client", "server", "agent"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("subject", completeSubjects(opts.Factory, quarantined))
+	_ = cmd.RegisterFlagCompletionFunc("subject-type", cobra.FixedCompletions([]string{"user", "client", "network", "server", "agent"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("subject", completeSubjects(opts.Factory, quarantined, ""))
+	_ = cmd.RegisterFlagCompletionFunc("network", completeSubjects(opts.Factory, quarantined, rl.SubjectNetwork))
 }
 
-func completeSubjects(f *cmdutil.Factory, quarantined bool) cobra.CompletionFunc {
+func completeSubjects(f *cmdutil.Factory, quarantined bool, only string) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		typ, _ := cmd.Flags().GetString("subject-type")
+		if only != "" {
+			typ = only
+		}
 		return cmdutil.CompleteFromServer(f, toComplete, cobra.ShellCompDirectiveNoFileComp,
 			func(ctx context.Context, c *client.Client, toComplete string) ([]string, error) {
 				var out []string
@@ -122,8 +129,8 @@ func completeSubjects(f *cmdutil.Factory, quarantined bool) cobra.CompletionFunc
 	}
 }
 
-func requireSubject(cmd *cobra.Command) error {
-	return cmdutil.RequireFlags(cmd, "subject-type", "subject")
+func requireSubject(cmd *cobra.Command, opts *SubjectOptions) error {
+	return cmdutil.NetworkSubject(cmd, opts.Network, &opts.SubjectType, &opts.Subject)
 }
 
 // NewCmdAdd builds `quarantine add`. The grouped verb asks for
@@ -136,12 +143,19 @@ func NewCmdAdd(f *cmdutil.Factory, flat bool, runF func(*SubjectOptions) error) 
 		Long: `Quarantine a subject: every data-plane call from a quarantined caller (user, client)
 or to a quarantined target (server, agent) is denied with 403 until it is removed or
 its --for duration ends. Administrators can never be quarantined; the server refuses
-(exit code 5).`,
+(exit code 5).
+
+A quarantined network (--network CIDR) is an IP deny list: every call whose client
+address is inside it is denied, users' and agents' included, unless a more specific
+network holding the address is not quarantined. Networks are never administrators,
+so quarantining one is never refused; an administrator calling from inside it is
+still let through (administrators are never quarantined).`,
 		Example: `  rlctl quarantine add --subject-type client --subject leaked-agent --reason "key leak" --for 2h
-  rlctl quarantine add --subject-type server --subject mcpgw --yes`,
+  rlctl quarantine add --subject-type server --subject mcpgw --yes
+  rlctl quarantine add --network 2001:db8:bad::/48 --reason "credential stuffing" --for 24h --yes`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireSubject(cmd); err != nil {
+			if err := requireSubject(cmd, opts); err != nil {
 				return err
 			}
 			if opts.For < 0 || (opts.For > 0 && opts.For < time.Second) {
@@ -213,10 +227,11 @@ func NewCmdRemove(f *cmdutil.Factory, flat bool, runF func(*SubjectOptions) erro
 		Aliases: []string{"rm"},
 		Short:   "Release a subject from quarantine",
 		Example: `  rlctl quarantine remove --subject-type client --subject leaked-agent
-  rlctl quarantine remove --subject-type user --subject mallory --yes`,
+  rlctl quarantine remove --subject-type user --subject mallory --yes
+  rlctl quarantine remove --network 2001:db8:bad::/48 --yes`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireSubject(cmd); err != nil {
+			if err := requireSubject(cmd, opts); err != nil {
 				return err
 			}
 			if runF != nil {
