@@ -22,6 +22,7 @@ var landed = map[string]string{
 	"008_algorithms.sql":               "aa07d514d90cc275623bbcecbcd734b870b24428c8496fa4df2f33f2f00dab24",
 	"009_counter_key_algorithms.sql":   "24abc1e24bd40207e88e5b28deb647111128879f150ac4e969b2d02271992ebb",
 	"010_network_subjects.sql":         "cde6783156a4ab2c58508b79a385621d13b8f1e87d8bc7014b0f3d7c91890b39",
+	"011_counter_key_ip_callers.sql":   "aa0fb0b91feae5cdf0eecebf465423f0118555eb5fd5cfc52ce7070c257f7d2e",
 	// Templates a landed migration includes are frozen with it.
 	"shared/rl_take_002.sql": "a4894629da2988fbd9bab877f29d23901b49b5a62f3cf247e7c85019700ee5c3",
 	"shared/rl_take_006.sql": "821557b32a97007f66cf905b120a840e415e62ed868a22c53a5859d67d35fe41",

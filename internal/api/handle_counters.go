@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -112,7 +113,7 @@ func counterSelector(r *http.Request) (store.CounterSelector, string, error) {
 	var sel store.CounterSelector
 	switch name {
 	case "":
-		return store.CounterSelector{}, "", badRequest("give exactly one of caller (user:<name> or agent:<client id>), target (<entity_type>:<name>) or definition (<id>)")
+		return store.CounterSelector{}, "", badRequest("give exactly one of caller (user:<name>, agent:<client id> or ip:<address>), target (<entity_type>:<name>) or definition (<id>)")
 	case "caller":
 		typ, ident, ok := strings.Cut(value, ":")
 		subjectType := typ
@@ -122,11 +123,21 @@ func counterSelector(r *http.Request) (store.CounterSelector, string, error) {
 			// Counters say agent for a caller with a client id;
 			// memberships say client. Either selects it.
 			typ, subjectType = "agent", ratelimit.SubjectClient
+		case enforce.CallerIP:
+			if !ok {
+				break
+			}
+			key, err := ipCallerKey(ident)
+			if err != nil {
+				return fail("%v", err)
+			}
+			sel.Caller = enforce.CallerIP + ":" + key
+			return sel, "caller=" + sel.Caller, nil
 		default:
 			ok = false
 		}
 		if !ok {
-			return fail("must be user:<name> or agent:<client id> (got %q)", value)
+			return fail("must be user:<name> or agent:<client id>, or ip:<address> for an anonymous caller (got %q)", value)
 		}
 		ident, err := validate.Subject(subjectType, ident)
 		if err != nil {
@@ -219,4 +230,31 @@ func (s *Server) handleResetCounters() http.Handler {
 			encode(w, http.StatusOK, countersReset{Reset: true, Removed: removed})
 		})
 	})
+}
+
+// ipCallerKey reads the address of an ip:<address> caller selector as the
+// gateways' resolver keys anonymous callers (clientip.Key): an IPv4
+// address (an IPv4-mapped IPv6 one unmapped), or an IPv6 network in CIDR
+// form, host bits masked (ip:2001:db8:1:2::5/64 selects the /64 that holds
+// it). An IPv6 address without a prefix names no bucket: the gateways key
+// IPv6 by a prefix (/64 unless rlapi's --ipv6-prefix says otherwise).
+func ipCallerKey(s string) (string, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return "", fmt.Errorf("ip:%s: want an IPv4 address or an IPv6 network such as 2001:db8:1:2::/64", s)
+		}
+		if p.Addr().Is4() || p.Addr().Is4In6() {
+			return "", fmt.Errorf("ip:%s: an IPv4 caller is its address, without a prefix (ip:%s)", s, p.Addr().Unmap())
+		}
+		return p.Masked().String(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return "", fmt.Errorf("ip:%s: want an IPv4 address or an IPv6 network such as 2001:db8:1:2::/64", s)
+	}
+	if a = a.Unmap(); a.Is6() {
+		return "", fmt.Errorf("ip:%s: an IPv6 caller is its network, e.g. ip:%s/64 (the gateways' IPv6 prefix, /64 by default)", s, a)
+	}
+	return a.String(), nil
 }

@@ -54,6 +54,19 @@ func trickyKeys() (keys []string, built map[string]bool) {
 		// Algorithm marks (009): known ones parse, others never do.
 		"c.tb|60|user:a", "ct.sw|60|user:a|mcp_server:b", "s.tb|caller:group:g:60|user:a", "t.sw|target:mcp_server:x:60",
 		"c.xx|60|user:a", "c.tb.sw|60|user:a", "c.|60|user:a", ".tb|60|user:a", "c.TB|60|user:a", "t.tb|", "ct.tb|60|user:a",
+		// Anonymous callers keyed by their client address (011): IPv4,
+		// IPv6 networks with "::" and a prefix, forms the resolver never
+		// emits (mapped, uncompressed, bare IPv6, zones) that still parse
+		// as callers, and prefixes that are no caller type.
+		"c|60|ip:203.0.113.7", "c|60|ip:2001:db8:1:2::/64", "c|60|ip:::/0", "c|60|ip::", "c|60|ip:", "c|60|ip", "c|60|ipv6:1", "c|60|IP:1.2.3.4",
+		"c|60|ip:::ffff:203.0.113.7", "c|60|ip:::ffff:cb00:7107/128", "c|60|ip:2001:0db8:0001:0002:0000:0000:0000:0000/64", "c|60|ip:fe80::1%eth0",
+		"c.tb|60|ip:2001:db8:1:2::/64", "c.sw|60|ip:10.0.0.1",
+		"ct|60|ip:203.0.113.7|mcp_server:mcpgw", "ct|60|ip:2001:db8:1:2::/64|mcp_server:mcpgw", "ct|60|ip:2001:db8::/64|a2a_agent:/booking",
+		"ct|60|ip:::|mcp_server:x", "ct|60|ip:|mcp_server:x", "ct|60|ip:|mcp_server:x|mcp_server:y", "ct|60|ip:::/0|grpc:svc",
+		"ct|60|ip:::ffff:1.2.3.4|mcp_server::", "ct|60|ip:1.2.3.4", "ct|60|ip:1.2.3.4|", "ct|60|ip:1.2.3.4|:x", "ct.sw|60|ip:::1/128|mcp_server:m",
+		"s|caller:group:anon:60|ip:203.0.113.7", "s|caller:group:anon:60|ip:", "s.tb|caller:group:anon:60|ip:2001:db8:1:2::/64",
+		"s|caller_target:group:anon:60|ip:2001:db8:1:2::/64|mcp_server:mcpgw", "s|caller_target:group:anon:60|ip:2001:db8:1:2::/64",
+		"s|caller_target:group:anon:60|ip:1.2.3.4|x:y|z:w",
 	}
 	// Random keys over an alphabet of separators, marks and odd bytes.
 	rng := rand.New(rand.NewPCG(7, 11))
@@ -71,6 +84,20 @@ func trickyKeys() (keys []string, built map[string]bool) {
 			b.WriteString(atoms[rng.IntN(len(atoms))])
 		}
 		b.WriteString(suffixes[rng.IntN(len(suffixes))])
+		keys = append(keys, b.String())
+	}
+	// Random ip caller keys (011), from a generator of their own so the
+	// keys above stay what they were.
+	rip := rand.New(rand.NewPCG(13, 17))
+	ipAtoms := []string{":", "::", "/", "/64", "/128", ".", "1", "db8", "ffff", "2001", "0", "|", "|mcp_server:", "|a2a_agent:", "a"}
+	ipPrefixes := []string{"c|60|ip:", "ct|60|ip:", "c.tb|60|ip:", "ct.sw|3600|ip:", "s|caller:group:g:60|ip:", "s|caller_target:group:g:60|ip:"}
+	for range 600 {
+		var b strings.Builder
+		b.WriteString(ipPrefixes[rip.IntN(len(ipPrefixes))])
+		for range rip.IntN(8) {
+			b.WriteString(ipAtoms[rip.IntN(len(ipAtoms))])
+		}
+		b.WriteString(suffixes[rip.IntN(len(suffixes))])
 		keys = append(keys, b.String())
 	}
 	// Keys as gateways build them, from random names.
@@ -101,6 +128,7 @@ func trickyKeys() (keys []string, built map[string]bool) {
 		return k
 	}
 	built = map[string]bool{}
+	first := len(keys)
 	for range 1000 {
 		caller := []string{"user:", "agent:"}[rng.IntN(2)] + name()
 		target := []string{"mcp_server:", "a2a_agent:", "grpc:"}[rng.IntN(3)] + name()
@@ -113,7 +141,18 @@ func trickyKeys() (keys []string, built map[string]bool) {
 			enforce.TargetCounter(withAlgo(def(ratelimit.AxisTarget, ratelimit.EntityMCPTool)), "").String(),
 			enforce.TargetCounter(withAlgo(def(ratelimit.AxisTarget, ratelimit.EntityServerGroup)), name()).String())
 	}
-	for _, k := range keys[len(keys)-7000:] {
+	// Anonymous callers' keys as the resolver writes them (clientip.Key).
+	ips := []string{"203.0.113.7", "10.0.0.1", "2001:db8:1:2::/64", "2001:db8::/64", "::/64", "fe80::/10", "::1/128", "2001:db8:0:0:1::/80"}
+	for range 200 {
+		caller := "ip:" + ips[rip.IntN(len(ips))]
+		target := []string{"mcp_server:", "a2a_agent:", "grpc:"}[rip.IntN(3)] + name()
+		keys = append(keys,
+			marked(enforce.CallerCounter(1+rip.IntN(86400), caller)).String(),
+			marked(enforce.CallerTargetCounter(1+rip.IntN(86400), caller, target)).String(),
+			enforce.ShadowCounter(withAlgo(def(ratelimit.AxisCaller, ratelimit.EntityGroup)), caller, "").String(),
+			enforce.ShadowCounter(withAlgo(def(ratelimit.AxisCallerTarget, ratelimit.EntityGroup)), caller, target).String())
+	}
+	for _, k := range keys[first:] {
 		built[k] = true
 	}
 	return keys, built

@@ -362,8 +362,10 @@ func likeEscape(s string) string {
 // of enforce.ParseCounterKey), each served by an index: "user:al" never
 // selects the counters of "user:alice".
 type CounterSelector struct {
-	// Caller is "user:<username>" or "agent:<client id>" (the caller types
-	// of the counter keys): its caller and caller_target buckets, and its
+	// Caller is "user:<username>", "agent:<client id>" or "ip:<address>"
+	// (the caller types of the counter keys; an anonymous caller's address
+	// as the gateway's resolver keys it, ip:203.0.113.7 or
+	// ip:2001:db8:1:2::/64): its caller and caller_target buckets, and its
 	// shadow counters.
 	Caller string
 	// Target is "<entity_type>:<name>" ("mcp_server:mcpgw",
@@ -382,6 +384,16 @@ type CounterSelector struct {
 	// restrictive limit decides), so the same bucket is listed, and reset,
 	// under each such definition of the caller's (buckets of the
 	// definition's own algorithm only: each algorithm has its own).
+	//
+	// Network members are not enumerated: a network member limits the
+	// anonymous callers inside it (by its user limit), each counted as
+	// ip:<address>, and which addresses have called is known only from
+	// the keys themselves. Finding them would mean reading every ip
+	// caller's bucket of the window and testing its address against the
+	// definition's networks (an inet test no index of 007/011 serves), a
+	// scan that grows with the anonymous traffic, so a definition
+	// selector lists no ip caller's bucket; select those by caller
+	// (ip:<address>). Its shadow counters are listed whatever the caller.
 	Definition string
 }
 
@@ -416,8 +428,8 @@ func (s CounterSelector) where(args *[]any) (string, error) {
 	switch {
 	case s.Caller != "":
 		typ, ident, ok := strings.Cut(s.Caller, ":")
-		if !ok || ident == "" || (typ != "user" && typ != "agent") {
-			return "", fmt.Errorf("%w: caller %q: want user:<name> or agent:<client id>", ErrInvalid, s.Caller)
+		if !ok || ident == "" || (typ != "user" && typ != "agent" && typ != "ip") {
+			return "", fmt.Errorf("%w: caller %q: want user:<name>, agent:<client id> or ip:<address>", ErrInvalid, s.Caller)
 		}
 		return keyCaller + ` = ` + arg(CounterKeyText(s.Caller)), nil
 	case s.Target != "":
@@ -441,7 +453,9 @@ func (s CounterSelector) where(args *[]any) (string, error) {
 				kind = "ct"
 			}
 			// The callers array is computed once (an InitPlan), so the
-			// two arms are two index scans.
+			// two arms are two index scans. Network members are left out
+			// (see CounterSelector.Definition): their callers are
+			// addresses, not the member's CIDR.
 			return `(` + keyDefinition + ` = ` + id + `
 				or (` + keyCaller + ` = any (array(
 						select case m.subject_type when 'user' then 'user:' else 'agent:' end || m.subject

@@ -14,8 +14,9 @@ import (
 // Exactly one field must be set.
 type CounterSelector struct {
 	// Caller is "user:<name>" or "agent:<client id>" ("client:<client id>"
-	// also works): its caller and caller_target buckets and its shadow
-	// counters.
+	// also works), or "ip:<address>" for an anonymous caller keyed by its
+	// client address ("ip:203.0.113.7", "ip:2001:db8:1:2::/64"): its caller
+	// and caller_target buckets and its shadow counters.
 	Caller string
 	// Target is "<entity_type>:<name>" (mcp_server, a2a_agent, mcp_tool,
 	// a2a_skill): its target and server-group counters and every caller's

@@ -297,7 +297,7 @@ func (e *Enforcer) quarantined(scope, entityType string, c Call, target string) 
 	e.metrics.checks.WithLabelValues("quarantined").Inc()
 	e.metrics.quarantineDenied.WithLabelValues(scope, entityType).Inc()
 	e.events.record(event{reason: eventQuarantined, scope: scope, username: c.Username, clientID: c.ClientID,
-		targetType: c.TargetType, target: target})
+		targetType: c.TargetType, target: target, caller: e.eventCaller(c)})
 	return Decision{Allowed: false, Reason: ReasonQuarantined, QuarantineScope: scope}
 }
 
@@ -550,14 +550,14 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, c
 		e.metrics.checks.WithLabelValues("throttled").Inc()
 		if consume {
 			e.events.record(event{reason: eventThrottled, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-				target: c.TargetName, gate: latest.DefinitionID, limit: latest.Limit, retryAfter: d.RetryAfter})
+				target: c.TargetName, gate: latest.DefinitionID, limit: latest.Limit, retryAfter: d.RetryAfter, caller: e.eventCaller(c)})
 		}
 	} else {
 		e.metrics.checks.WithLabelValues("allowed").Inc()
 	}
 	if len(d.Shadow) > 0 && consume {
 		e.events.record(event{reason: eventShadow, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-			target: c.TargetName, gate: d.Shadow[0].DefinitionID})
+			target: c.TargetName, gate: d.Shadow[0].DefinitionID, caller: e.eventCaller(c)})
 	}
 	return d, nil
 }

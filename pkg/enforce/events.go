@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/rlctl/rlctl/pkg/clientip"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // The hot path logs nothing per decision: throttles, quarantine denials,
@@ -28,6 +31,9 @@ const (
 type event struct {
 	reason                                 string
 	username, clientID, targetType, target string
+	// caller is the caller the counters count (user:alice, agent:bot,
+	// ip:203.0.113.7 for an anonymous call keyed by its address).
+	caller string
 
 	scope      string // quarantined: caller or target
 	gate       string // throttled, shadow: the definition
@@ -39,14 +45,14 @@ type event struct {
 
 // eventKey is what one line is kept per.
 type eventKey struct {
-	reason, username, clientID, targetType, target string
+	reason, username, clientID, targetType, target, caller string
 }
 
 func (ev *event) key() eventKey {
-	k := eventKey{reason: ev.reason, username: ev.username, clientID: ev.clientID, targetType: ev.targetType, target: ev.target}
+	k := eventKey{reason: ev.reason, username: ev.username, clientID: ev.clientID, targetType: ev.targetType, target: ev.target, caller: ev.caller}
 	if ev.reason == eventBackend {
 		// A store outage fails every call: one line for all of them.
-		k.username, k.clientID, k.targetType, k.target = "", "", "", ""
+		k.username, k.clientID, k.targetType, k.target, k.caller = "", "", "", "", ""
 	}
 	return k
 }
@@ -144,14 +150,14 @@ func (l *eventLog) writeLocked() {
 		ev := &c.last
 		switch ev.reason {
 		case eventThrottled:
-			l.log.Info("calls throttled", "count", c.count, "period_s", period, "username", ev.username, "client_id", ev.clientID,
+			l.log.Info("calls throttled", "count", c.count, "period_s", period, "caller", ev.caller, "username", ev.username, "client_id", ev.clientID,
 				"target_type", ev.targetType, "target", ev.target, "gate", ev.gate, "limit", ev.limit,
 				"retry_after_s", ev.retryAfter.Seconds())
 		case eventShadow:
-			l.log.Info("shadow limit would deny", "count", c.count, "period_s", period, "username", ev.username, "client_id", ev.clientID,
+			l.log.Info("shadow limit would deny", "count", c.count, "period_s", period, "caller", ev.caller, "username", ev.username, "client_id", ev.clientID,
 				"target", ev.target, "gate", ev.gate)
 		case eventQuarantined:
-			l.log.Warn("calls denied: quarantined", "count", c.count, "period_s", period, "scope", ev.scope, "username", ev.username,
+			l.log.Warn("calls denied: quarantined", "count", c.count, "period_s", period, "scope", ev.scope, "caller", ev.caller, "username", ev.username,
 				"client_id", ev.clientID, "target_type", ev.targetType, "target", ev.target)
 		case eventBackend:
 			l.log.Warn("counter store failed; applied the fail policy", "count", c.count, "period_s", period,
@@ -164,6 +170,22 @@ func (l *eventLog) writeLocked() {
 				slog.String("reason", reason), slog.Int64("count", n), slog.Float64("period_s", period), slog.Int("max_keys", l.maxKeys))
 		}
 	}
+}
+
+// eventCaller is the caller c's counters count, for the log lines: an
+// anonymous call with a client address is ip:<key>, as its buckets are
+// (its username and client_id are empty). Only the event paths call it.
+func (e *Enforcer) eventCaller(c Call) string {
+	switch {
+	case c.ClientID != "":
+		return "agent:" + c.ClientID
+	case c.Username != "":
+		return ratelimit.SubjectUser + ":" + c.Username
+	}
+	if ip := clientAddr(c.ClientIP); ip.IsValid() {
+		return CallerIP + ":" + clientip.Key(ip, e.opts.IPv6Prefix)
+	}
+	return ""
 }
 
 // flush writes each interval's lines even when no event arrives to

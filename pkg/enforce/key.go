@@ -21,7 +21,9 @@ type CounterKind string
 //	t|<definition id>                     target definition
 //	t|<definition id>|<server>            server_group definition, one per member
 //
-// <caller> is user:<name> or agent:<client id>, <target> is
+// <caller> is user:<name>, agent:<client id> or ip:<address> (an
+// anonymous call's client address, IPv6 keyed by its prefix:
+// ip:203.0.113.7, ip:2001:db8:1:2::/64), <target> is
 // <target type>:<name> (mcp_server:mcpgw, a2a_agent:/booking). A counter
 // of an algorithm other than the fixed window marks its kind: c.tb, t.sw
 // (token bucket, sliding window), so that a definition whose algorithm
@@ -82,7 +84,8 @@ type CounterKey struct {
 	WindowSeconds int
 	// DefinitionID names the definition of s and t keys.
 	DefinitionID string
-	// Caller is user:<name> or agent:<client id> (c, ct and s keys).
+	// Caller is user:<name>, agent:<client id> or ip:<address> (c, ct and
+	// s keys).
 	Caller string
 	// Target is <target type>:<name> (ct keys, and s keys of caller_target
 	// definitions).
@@ -252,7 +255,7 @@ func ParseCounterKey(s string) (CounterKey, error) {
 		k.WindowSeconds = n
 		if k.Kind == KindCaller {
 			if !isCaller(rest) {
-				return fail("caller %q: want user:<name> or agent:<client id>", rest)
+				return fail("caller %q: want user:<name>, agent:<client id> or ip:<address>", rest)
 			}
 			k.Caller = rest
 			return k, nil
@@ -276,7 +279,7 @@ func ParseCounterKey(s string) (CounterKey, error) {
 		k.DefinitionID, k.WindowSeconds = id, w
 		if axis == ratelimit.AxisCaller {
 			if !isCaller(rest) {
-				return fail("caller %q: want user:<name> or agent:<client id>", rest)
+				return fail("caller %q: want user:<name>, agent:<client id> or ip:<address>", rest)
 			}
 			k.Caller = rest
 			return k, nil
@@ -323,10 +326,13 @@ func parseWindow(s string) (int, error) {
 	return strconv.Atoi(s)
 }
 
-// callerPrefix returns the length of s's caller type prefix ("user:" or
-// "agent:"), 0 if it has none.
+// callerPrefixes are the caller types of a key's caller part.
+var callerPrefixes = []string{"user:", "agent:", CallerIP + ":"}
+
+// callerPrefix returns the length of s's caller type prefix ("user:",
+// "agent:" or "ip:"), 0 if it has none.
 func callerPrefix(s string) int {
-	for _, p := range []string{"user:", "agent:"} {
+	for _, p := range callerPrefixes {
 		if strings.HasPrefix(s, p) {
 			return len(p)
 		}
@@ -334,8 +340,11 @@ func callerPrefix(s string) int {
 	return 0
 }
 
-// isCaller reports whether s is user:<name> or agent:<client id> with a
-// name of at least one byte.
+// isCaller reports whether s is user:<name>, agent:<client id> or
+// ip:<address> with a name of at least one byte. An ip caller's address is
+// not checked to be one: the key is what the gateway's resolver wrote
+// (ip:2001:db8:1:2::/64 holds ':' and '/' but never '|', so the split
+// before a target is the same as for any name).
 func isCaller(s string) bool {
 	p := callerPrefix(s)
 	return p > 0 && len(s) > p
@@ -345,7 +354,7 @@ func isCaller(s string) bool {
 func splitCallerTarget(s string) (caller, target string, err error) {
 	p := callerPrefix(s)
 	if p == 0 || len(s) <= p {
-		return "", "", fmt.Errorf("caller in %q: want user:<name> or agent:<client id>, then |<target>", s)
+		return "", "", fmt.Errorf("caller in %q: want user:<name>, agent:<client id> or ip:<address>, then |<target>", s)
 	}
 	from := p + 1 // the caller's name has at least one byte
 	at := -1

@@ -47,6 +47,17 @@ var keyExamples = []struct {
 	{enforce.TargetCounter(def("target", "mcp_tool", "mcpgw:search", 60), ""), "t|target:mcp_tool:mcpgw:search:60", "mcp_tool:mcpgw:search"},
 	{enforce.TargetCounter(def("target", "server_group", "fragile", 60), "mcpgw"), "t|target:server_group:fragile:60|mcpgw", "mcp_server:mcpgw"},
 	{enforce.TargetCounter(def("target", "server_group", "fragile", 60), "a|b"), "t|target:server_group:fragile:60|a|b", "mcp_server:a|b"},
+	// Anonymous callers keyed by their client address (issue 12): an IPv4
+	// address, an IPv6 network in CIDR form (':' and '/' in the caller,
+	// the caller_target split still at the target type).
+	{enforce.CallerCounter(60, "ip:203.0.113.7"), "c|60|ip:203.0.113.7", ""},
+	{enforce.CallerCounter(60, "ip:2001:db8:1:2::/64"), "c|60|ip:2001:db8:1:2::/64", ""},
+	{enforce.CallerTargetCounter(60, "ip:203.0.113.7", "mcp_server:mcpgw"), "ct|60|ip:203.0.113.7|mcp_server:mcpgw", "mcp_server:mcpgw"},
+	{enforce.CallerTargetCounter(60, "ip:2001:db8:1:2::/64", "a2a_agent:/booking"), "ct|60|ip:2001:db8:1:2::/64|a2a_agent:/booking", "a2a_agent:/booking"},
+	{enforce.CallerTargetCounter(60, "ip:::/0", "grpc:svc"), "ct|60|ip:::/0|grpc:svc", "grpc:svc"},
+	{enforce.ShadowCounter(def("caller", "group", "anon", 60), "ip:2001:db8:1:2::/64", ""), "s|caller:group:anon:60|ip:2001:db8:1:2::/64", ""},
+	{enforce.ShadowCounter(def("caller_target", "group", "anon", 60), "ip:203.0.113.7", "mcp_server:m"), "s|caller_target:group:anon:60|ip:203.0.113.7|mcp_server:m", "mcp_server:m"},
+	{marked(enforce.CallerCounter(60, "ip:2001:db8:1:2::/64"), enforce.AlgorithmTokenBucket), "c.tb|60|ip:2001:db8:1:2::/64", ""},
 	// Other algorithms mark the kind; the fixed window never does.
 	{enforce.TargetCounter(withAlgorithm(def("target", "mcp_server", "mcpgw", 60), "fixed_window"), ""), "t|target:mcp_server:mcpgw:60", "mcp_server:mcpgw"},
 	{enforce.TargetCounter(withAlgorithm(def("target", "mcp_server", "mcpgw", 60), "token_bucket"), ""), "t.tb|target:mcp_server:mcpgw:60", "mcp_server:mcpgw"},
@@ -81,7 +92,11 @@ func TestParseCounterKeyRefusesGarbage(t *testing.T) {
 		{"c|1234567890|user:a", `window "1234567890"`},
 		{"c|6a|user:a", `window "6a"`},
 		{"c|60", "want c|<window>|<caller>"},
-		{"c|60|alice", `caller "alice": want user:<name> or agent:<client id>`},
+		{"c|60|alice", `caller "alice": want user:<name>, agent:<client id> or ip:<address>`},
+		{"c|60|ip:", `caller "ip:"`},
+		{"c|60|ipv6:1", `caller "ipv6:1"`},
+		{"ct|60|ip:|mcp_server:x", `no target after the caller`},
+		{"ct|60|ip:203.0.113.7", `no target after the caller in "ip:203.0.113.7"`},
 		{"c|60|user:", `caller "user:"`},
 		{"ct|60|user:alice", `no target after the caller in "user:alice"`},
 		{"ct|60|user:|mcp_server:x", `no target after the caller`},
@@ -128,6 +143,8 @@ func FuzzCounterKey(f *testing.F) {
 	}
 	f.Add("ct|60|user:a|b|mcp_server:c|d", "a|b", "c|mcp_server:d", 1)
 	f.Add("t|target:server_group:g:60|x", "\x01\xff", "ü|:", 86400)
+	f.Add("ct|60|ip:2001:db8::/64|mcp_server:a|b", "2001:db8:1:2::/64", "::ffff:1.2.3.4", 60)
+	f.Add("s|caller_target:group:g:60|ip:1.2.3.4|x:y", "::", "/64", 60)
 	f.Fuzz(func(t *testing.T, s, name, targetName string, window int) {
 		if k, err := enforce.ParseCounterKey(s); err == nil {
 			if got := k.String(); got != s {
@@ -138,7 +155,7 @@ func FuzzCounterKey(f *testing.F) {
 			return
 		}
 		var keys []enforce.CounterKey
-		for _, caller := range []string{"user:" + name, "agent:" + name} {
+		for _, caller := range []string{"user:" + name, "agent:" + name, "ip:" + name} {
 			for _, target := range []string{"mcp_server:" + targetName, "a2a_agent:" + targetName, "x_y:" + targetName} {
 				if !canonical(caller, target) {
 					continue

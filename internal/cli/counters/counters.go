@@ -65,13 +65,18 @@ A reset fills a bucket.
 
 Select exactly one subject:
   --caller user:<name> | agent:<client id>   its caller, caller_target and shadow counters
+  --caller ip:<address>                      an anonymous caller's: an IPv4 address
+                                             (ip:203.0.113.7) or an IPv6 network as the
+                                             gateways key it (ip:2001:db8:1:2::/64)
   --target <entity_type>:<name>              its target and server-group counters, and
                                              every caller's counters on it
   --definition ID                            a target definition's counters; for a caller
                                              or caller_target definition the buckets of
                                              its window of every caller in its group
                                              (shared with their other definitions of
-                                             that window) and its shadow counters
+                                             that window) and its shadow counters; not
+                                             the ip buckets of its network members
+                                             (select those by --caller ip:<address>)
 
 Matching is exact: --caller user:al never touches user:alice.`,
 		GroupID: "core",
@@ -83,7 +88,7 @@ Matching is exact: --caller user:al never touches user:alice.`,
 // addSelectorFlags binds --caller, --target and --definition to sel.
 func addSelectorFlags(cmd *cobra.Command, sel *client.CounterSelector) {
 	fl := cmd.Flags()
-	fl.StringVar(&sel.Caller, "caller", "", "a caller: user:<name> or agent:<client id>")
+	fl.StringVar(&sel.Caller, "caller", "", "a caller: user:<name>, agent:<client id> or ip:<address>")
 	fl.StringVar(&sel.Target, "target", "", "a target: <entity_type>:<name>, e.g. mcp_server:mcpgw")
 	fl.StringVar(&sel.Definition, "definition", "", "a definition id, e.g. target:mcp_server:mcpgw:60")
 	for _, name := range []string{"caller", "target", "definition"} {
