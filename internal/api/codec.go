@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/rlctl/rlctl/internal/applydoc"
 	"github.com/rlctl/rlctl/internal/validate"
 )
 
@@ -62,7 +63,7 @@ func decodeError(err error) error {
 		if fieldName == "" {
 			return badRequest(fmt.Sprintf("request body must be a JSON object, not %s", typeErr.Value))
 		}
-		msg := fmt.Sprintf("%s: must be %s, not %s", fieldName, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+		msg := fmt.Sprintf("%s: must be %s, not %s", fieldName, applydoc.JSONKind(typeErr.Type.Kind().String()), typeErr.Value)
 		return badRequest(msg, validate.FieldError{Field: fieldName, Message: msg})
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest("malformed JSON: unexpected end of input")
@@ -72,25 +73,6 @@ func decodeError(err error) error {
 		return badRequest(msg, validate.FieldError{Field: fieldName, Message: msg})
 	default:
 		return badRequest("malformed JSON: " + strings.TrimPrefix(err.Error(), "json: "))
-	}
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64":
-		return "a number"
-	case "bool":
-		return "true or false"
-	case "string":
-		return "a string"
-	case "slice", "array":
-		return "an array"
-	case "struct", "map":
-		return "an object"
-	case "ptr":
-		return "a number"
-	default:
-		return "a " + goKind
 	}
 }
 

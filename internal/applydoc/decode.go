@@ -382,7 +382,7 @@ func (d *decoder) elementError(err error, path string) validate.FieldError {
 		case typeErr.Field == "" && typeErr.Type.Kind() == reflect.Bool:
 			want = "true or false"
 		case typeErr.Field != "" && d.request():
-			want = jsonKind(typeErr.Type.Kind().String())
+			want = JSONKind(typeErr.Type.Kind().String())
 		case typeErr.Field != "":
 			want = goKind(typeErr.Type)
 		}
@@ -411,8 +411,10 @@ func rawKind(b byte) string {
 	return "number"
 }
 
-// jsonKind names what JSON a Go kind takes, in a request's words.
-func jsonKind(goKind string) string {
+// JSONKind names what JSON a Go kind (reflect.Kind's name) takes, in a
+// request's words ("a number", "an object"); rlapi's body decoder words
+// its type errors with it too.
+func JSONKind(goKind string) string {
 	switch goKind {
 	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64":
 		return "a number"
