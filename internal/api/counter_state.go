@@ -7,6 +7,7 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -17,19 +18,10 @@ import (
 // (full_at, its TAT) and, where the counter names the definition whose
 // limit and burst it counts with, the whole tokens left.
 
-// rowState is a stored counter as enforce.GateState. A window's row holds
-// its count; a token bucket's row (window index 0, migration 008) holds
-// its TAT in nanoseconds since the epoch in the count column. The store
-// does not hand the state over typed yet (a CounterRow.State would); until
-// it does, this is the one place that knows that layout.
+// rowState is a stored counter as enforce.GateState, by the counter
+// store's own reading of its rows.
 func rowState(row store.CounterRow, algorithm string) enforce.GateState {
-	if algorithm == ratelimit.AlgorithmTokenBucket {
-		if row.Count <= 0 {
-			return enforce.GateState{}
-		}
-		return enforce.GateState{TAT: time.Unix(0, row.Count).UTC()}
-	}
-	return enforce.GateState{Count: row.Count}
+	return postgres.RowState(enforce.Algorithm(algorithm), row.Count, 0)
 }
 
 // bucketState is what a token bucket's state means at now, for a bucket

@@ -118,19 +118,11 @@ func (c *CounterStore) Take(ctx context.Context, reqs []enforce.TakeRequest, dea
 	for i, r := range res {
 		states := make([]enforce.GateState, len(r.Counts))
 		for j, n := range r.Counts {
-			switch reqs[i].Gates[j].Algorithm {
-			case enforce.AlgorithmTokenBucket:
-				if n > 0 {
-					states[j].TAT = time.Unix(0, n)
-				}
-			case enforce.AlgorithmSlidingWindow:
-				states[j].Count = n
-				if r.Previous != nil {
-					states[j].Previous = r.Previous[j]
-				}
-			default:
-				states[j].Count = n
+			var prev int64
+			if r.Previous != nil {
+				prev = r.Previous[j]
 			}
+			states[j] = RowState(reqs[i].Gates[j].Algorithm, n, prev)
 		}
 		out[i] = enforce.TakeResult{Allowed: r.Allowed, Room: r.Room, States: states}
 	}
@@ -335,4 +327,22 @@ func Change(payload string) enforce.Change {
 		out.Table, out.IDs, out.All = "", nil, true
 	}
 	return out
+}
+
+// RowState reads a counter row of rl_counters as its algorithm's state.
+// It is the one place that knows the layout of migration 008: a window's
+// row holds its count (a sliding window's previous window is the row of
+// the window before), a token bucket's row holds its TAT in nanoseconds
+// since the epoch in count (0: full).
+func RowState(algorithm enforce.Algorithm, count, previous int64) enforce.GateState {
+	switch algorithm {
+	case enforce.AlgorithmTokenBucket:
+		if count <= 0 {
+			return enforce.GateState{}
+		}
+		return enforce.GateState{TAT: time.Unix(0, count)}
+	case enforce.AlgorithmSlidingWindow:
+		return enforce.GateState{Count: count, Previous: previous}
+	}
+	return enforce.GateState{Count: count}
 }
