@@ -26,31 +26,13 @@ func TestRollingBack008RestoresRlTakeAndDefinitions(t *testing.T) {
 	defer s.Close()
 	schema := func() map[string]string {
 		t.Helper()
-		rows, err := s.Pool().Query(ctx, `
-			select 'function ' || p.oid::regprocedure::text, pg_get_functiondef(p.oid)
-			from pg_proc p where p.pronamespace = 'public'::regnamespace and p.proname like 'rl\_%'
+		return schemaOf(t, ctx, s, rlFunctions+`
 			union all
 			select 'column ' || attname, format_type(atttypid, atttypmod) || ' ' || attnotnull::text
 			from pg_attribute where attrelid = 'rl_definitions'::regclass and attnum > 0 and not attisdropped
 			union all
 			select 'constraint ' || conname, pg_get_constraintdef(oid)
 			from pg_constraint where conrelid = 'rl_definitions'::regclass`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		out := map[string]string{}
-		for rows.Next() {
-			var k, v string
-			if err := rows.Scan(&k, &v); err != nil {
-				t.Fatal(err)
-			}
-			out[k] = v
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return out
 	}
 	if err := migrate.To(ctx, s.Pool(), 7); err != nil {
 		t.Fatal(err)

@@ -20,26 +20,9 @@ func TestMigration011ReadsIPCallersAndRollsBack(t *testing.T) {
 	s := storeAt(t, 10)
 	schema := func() map[string]string {
 		t.Helper()
-		rows, err := s.Pool().Query(ctx, `select 'function ' || p.oid::regprocedure::text, pg_get_functiondef(p.oid)
-				from pg_proc p where p.pronamespace = 'public'::regnamespace and p.proname like 'rl\_%'
+		return schemaOf(t, ctx, s, rlFunctions+`
 			union all
 			select 'index ' || indexname, indexdef from pg_indexes where schemaname = 'public' and tablename = 'rl_counters'`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		out := map[string]string{}
-		for rows.Next() {
-			var name, def string
-			if err := rows.Scan(&name, &def); err != nil {
-				t.Fatal(err)
-			}
-			out[name] = def
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return out
 	}
 	execSQL(t, s, `insert into rl_counters (key, window_index, count, expires_at) values
 		('ct|60|ip:2001:db8:1:2::/64|mcp_server:mcpgw', 1, 3, now() + interval '1 hour'),

@@ -24,24 +24,7 @@ func TestRollingBack006RestoresRlTake(t *testing.T) {
 	defer s.Close()
 	functions := func() map[string]string {
 		t.Helper()
-		rows, err := s.Pool().Query(ctx, `select p.oid::regprocedure::text, pg_get_functiondef(p.oid)
-			from pg_proc p where p.pronamespace = 'public'::regnamespace and p.proname like 'rl\_%'`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		out := map[string]string{}
-		for rows.Next() {
-			var sig, def string
-			if err := rows.Scan(&sig, &def); err != nil {
-				t.Fatal(err)
-			}
-			out[sig] = def
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return schemaOf(t, ctx, s, rlFunctions)
 	}
 	if err := migrate.To(ctx, s.Pool(), 5); err != nil {
 		t.Fatal(err)
@@ -54,7 +37,7 @@ func TestRollingBack006RestoresRlTake(t *testing.T) {
 		t.Fatal(err)
 	}
 	at6 := functions()
-	take := "rl_take(integer[],text[],bigint[],bigint[],boolean[],timestamp with time zone[],bigint[],boolean[])"
+	take := "function rl_take(integer[],text[],bigint[],bigint[],boolean[],timestamp with time zone[],bigint[],boolean[])"
 	if at6[take] == "" || at6[take] == at5[take] {
 		t.Fatalf("006 did not replace %s", take)
 	}
