@@ -3,14 +3,6 @@ package api_test
 // The algorithm fields of a definition (issue 11) through the real
 // listener: what PUT, GET, list, status and apply store and show, and the
 // bad input they refuse.
-//
-// Two parts of issue 11 land on other branches: migration 008 and the
-// store's reads and writes of algorithm, burst, user_burst and agent_burst
-// (branch i11/pg), and the rules on them in internal/validate (branch
-// i11/core). The tests below that need one of them skip, naming it, ONLY
-// while it is missing: requireAlgorithmColumns looks for the columns in
-// information_schema, requireAlgorithmRules asks validate.Definition about
-// an unknown algorithm. Once both are merged nothing here skips.
 
 import (
 	"context"
@@ -19,38 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlctl/rlctl/internal/apitest"
-	rules "github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
-
-// requireAlgorithmColumns skips the test while the rl_definitions table has
-// no algorithm columns (migration 008, branch i11/pg, not merged yet).
-func requireAlgorithmColumns(t *testing.T, env *apitest.Env) {
-	t.Helper()
-	var n int
-	err := env.Store.Pool().QueryRow(context.Background(), `select count(*) from information_schema.columns
-		where table_schema = current_schema() and table_name = 'rl_definitions'
-		and column_name in ('algorithm', 'burst', 'user_burst', 'agent_burst')`).Scan(&n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n < 4 {
-		t.Skipf("the rl_definitions table has %d of the 4 algorithm columns: the store does not persist them before migration 008 (branch i11/pg) is merged", n)
-	}
-}
-
-// requireAlgorithmRules skips the test while internal/validate does not
-// check the algorithm fields yet (branch i11/core not merged).
-func requireAlgorithmRules(t *testing.T) {
-	t.Helper()
-	d := targetLimit(ratelimit.EntityMCPServer, "probe", 60, 10)
-	d.Algorithm = "leaky_bucket"
-	if _, err := rules.Definition(d, rules.DefaultFloors()); err == nil {
-		t.Skip("validate.Definition accepts an unknown algorithm: its rules for the algorithm fields (branch i11/core) are not merged yet")
-	}
-}
 
 // TestDefinitionAlgorithmShownByDefault: a definition that names no
 // algorithm is a fixed window, and every response says so.
@@ -104,8 +67,7 @@ func TestDefinitionAlgorithmShownByDefault(t *testing.T) {
 // definition sent without them goes back to a fixed window without bursts.
 func TestDefinitionAlgorithmRoundTrip(t *testing.T) {
 	t.Parallel()
-	c, env := newClient(t)
-	requireAlgorithmColumns(t, env)
+	c, _ := newClient(t)
 	ctx := context.Background()
 
 	bucket := targetLimit(ratelimit.EntityMCPServer, "aws-kb", 60, 600)
@@ -171,8 +133,7 @@ func TestDefinitionAlgorithmRoundTrip(t *testing.T) {
 // window, changes nothing.
 func TestApplyAlgorithmRoundTrip(t *testing.T) {
 	t.Parallel()
-	c, env := newClient(t)
-	requireAlgorithmColumns(t, env)
+	c, _ := newClient(t)
 	ctx := context.Background()
 
 	bucket := targetLimit(ratelimit.EntityMCPServer, "aws-kb", 60, 600)
@@ -246,7 +207,6 @@ func algorithmBadInput() []struct {
 // nothing is stored.
 func TestDefinitionAlgorithmBadInput(t *testing.T) {
 	t.Parallel()
-	requireAlgorithmRules(t)
 	c, env := newClient(t)
 	ctx := context.Background()
 	for _, tt := range algorithmBadInput() {
@@ -273,7 +233,6 @@ func TestDefinitionAlgorithmBadInput(t *testing.T) {
 // naming definitions[i].<field>; nothing changes.
 func TestApplyAlgorithmBadInput(t *testing.T) {
 	t.Parallel()
-	requireAlgorithmRules(t)
 	c, env := newClient(t)
 	ctx := context.Background()
 	mustApply(t, c, client.State{Definitions: []ratelimit.Definition{group("existing", 60, 100, 0)}}, client.ApplyOptions{})

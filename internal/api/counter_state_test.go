@@ -10,9 +10,8 @@ import (
 )
 
 // The counters API's rendering of a counter in its algorithm's terms,
-// from a typed enforce.GateState. (The store's counter selectors do not
-// find the rows of the new algorithms yet, so this is tested here rather
-// than through the listener; see the report of issue 11.)
+// from a typed enforce.GateState (through the listener:
+// TestCountersOfEveryAlgorithm).
 
 // Reference 001's arithmetic: 60 per minute (one token a second) in a
 // bucket of 10.

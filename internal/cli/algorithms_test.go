@@ -2,18 +2,14 @@ package cli_test
 
 // rlctl's surface of the algorithm fields (issue 11): rate-limit set's
 // flags and completion, the columns of list, get and status, and the
-// refusals. The store keeps the fields once migration 008 (branch i11/pg)
-// is merged and internal/validate checks them once branch i11/core is:
-// the tests that need either skip, naming it, only while it is missing.
+// refusals.
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/rlctl/rlctl/internal/cli/clitest"
 	"github.com/rlctl/rlctl/internal/cli/ratelimitcmd"
-	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -84,7 +80,6 @@ func TestListShowsDefaultAlgorithm(t *testing.T) {
 // fixed window and its bursts.
 func TestSetAlgorithmRoundTrip(t *testing.T) {
 	r := clitest.StartParallel(t)
-	requireAlgorithmColumns(t, r)
 	r.Must("rate-limit", "set", "--axis", "target", "--entity-type", "mcp_server", "--name", "aws-kb",
 		"--max-requests", "600", "--window-seconds", "60", "--algorithm", "token_bucket", "--burst", "50")
 	r.Must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "developers",
@@ -122,7 +117,6 @@ func TestSetAlgorithmRoundTrip(t *testing.T) {
 // Each refusal is exit 5 (the server refused), naming the field; nothing
 // is stored.
 func TestSetAlgorithmRefused(t *testing.T) {
-	requireAlgorithmRules(t)
 	r := clitest.StartParallel(t)
 	target := []string{"rate-limit", "set", "--axis", "target", "--entity-type", "mcp_server", "--name", "aws-kb", "--max-requests", "600", "--window-seconds", "60"}
 	caller := []string{"rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "devs", "--user-max-requests", "100", "--window-seconds", "60"}
@@ -145,32 +139,5 @@ func TestSetAlgorithmRefused(t *testing.T) {
 	}
 	if out := r.Must("rate-limit", "list", "-o", "name"); strings.Contains(out, "aws-kb") || strings.Contains(out, "devs") {
 		t.Errorf("a refused set stored something:\n%s", out)
-	}
-}
-
-// requireAlgorithmColumns skips while rl_definitions has no algorithm
-// columns (migration 008, branch i11/pg, not merged yet).
-func requireAlgorithmColumns(t *testing.T, r *clitest.Rlctl) {
-	t.Helper()
-	var n int
-	err := r.Env.Store.Pool().QueryRow(context.Background(), `select count(*) from information_schema.columns
-		where table_schema = current_schema() and table_name = 'rl_definitions'
-		and column_name in ('algorithm', 'burst', 'user_burst', 'agent_burst')`).Scan(&n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n < 4 {
-		t.Skipf("rl_definitions has %d of the 4 algorithm columns: the store does not keep them before migration 008 (branch i11/pg) is merged", n)
-	}
-}
-
-// requireAlgorithmRules skips while internal/validate does not check the
-// algorithm fields (branch i11/core not merged yet).
-func requireAlgorithmRules(t *testing.T) {
-	t.Helper()
-	limit := 10
-	d := ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: "probe", WindowSeconds: 60, MaxRequests: &limit, Algorithm: "leaky_bucket"}
-	if _, err := validate.Definition(d, validate.Floors{}); err == nil {
-		t.Skip("validate.Definition accepts an unknown algorithm: its rules for the algorithm fields (branch i11/core) are not merged yet")
 	}
 }

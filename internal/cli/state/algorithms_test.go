@@ -1,13 +1,10 @@
 package state_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/rlctl/rlctl/internal/cli/clitest"
-	"github.com/rlctl/rlctl/internal/validate"
-	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // A file that names no algorithm means fixed_window: it diffs as unchanged
@@ -53,7 +50,6 @@ func TestDiffAlgorithmDefault(t *testing.T) {
 func TestApplyExportDiffAlgorithm(t *testing.T) {
 	r := clitest.StartParallel(t)
 	seed(t, r)
-	requireStoredAlgorithm(t, r)
 	file := writeFile(t, t.TempDir(), "bucket.yaml", `definitions:
 - axis: target
   entity_type: mcp_server
@@ -84,29 +80,11 @@ func TestApplyExportDiffAlgorithm(t *testing.T) {
 	}
 }
 
-// requireStoredAlgorithm skips the test while rl_definitions has no
-// algorithm columns (migration 008 and the store's reads and writes of
-// them, branch i11/pg, not merged yet).
-func requireStoredAlgorithm(t *testing.T, r *clitest.Rlctl) {
-	t.Helper()
-	var n int
-	err := r.Env.Store.Pool().QueryRow(context.Background(), `select count(*) from information_schema.columns
-		where table_schema = current_schema() and table_name = 'rl_definitions'
-		and column_name in ('algorithm', 'burst', 'user_burst', 'agent_burst')`).Scan(&n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n < 4 {
-		t.Skipf("rl_definitions has %d of the 4 algorithm columns: the store does not keep them before migration 008 (branch i11/pg) is merged", n)
-	}
-}
-
 // A file breaking the algorithm rules is refused whole (exit 5, naming
 // the file and the field): by the server for apply and diff, by rlctl's
 // own check (validate's rules, the server's) for the client dry run.
 // Nothing changes.
 func TestApplyAlgorithmRefused(t *testing.T) {
-	requireAlgorithmRules(t)
 	r := clitest.StartParallel(t)
 	seed(t, r)
 	before := r.Must("export", "--include-quarantine")
@@ -127,15 +105,5 @@ func TestApplyAlgorithmRefused(t *testing.T) {
 	}
 	if after := r.Must("export", "--include-quarantine"); after != before {
 		t.Error("a refused apply changed the server")
-	}
-}
-
-// requireAlgorithmRules skips while internal/validate does not check the
-// algorithm fields (branch i11/core not merged yet).
-func requireAlgorithmRules(t *testing.T) {
-	t.Helper()
-	d := ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: "probe", WindowSeconds: 60, MaxRequests: ptr(10), Algorithm: "leaky_bucket"}
-	if _, err := validate.Definition(d, validate.Floors{}); err == nil {
-		t.Skip("validate.Definition accepts an unknown algorithm: its rules for the algorithm fields (branch i11/core) are not merged yet")
 	}
 }
