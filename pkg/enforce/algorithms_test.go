@@ -150,7 +150,7 @@ func TestTokenBucketDecision(t *testing.T) {
 		t.Errorf("gate: algorithm %q burst %d count %d, want token_bucket, 30, 1 (token missing)", g.Algorithm, g.Burst, g.Count)
 	}
 	wantHeaders(t, "first call", f.headers(first), map[string]string{
-		"RateLimit-Policy":      `"target:mcp_server:s:60";q=120;w=60;burst=30`,
+		"RateLimit-Policy":      `"target:mcp_server:s:60";q=120;w=60;rlctl-burst=30`,
 		"RateLimit":             `"target:mcp_server:s:60";r=29;t=1`,
 		"X-RateLimit-Limit":     "120",
 		"X-RateLimit-Remaining": "29",
@@ -263,7 +263,7 @@ func TestMixedAlgorithmsAllOrNothing(t *testing.T) {
 			t.Errorf("%s (%s) counts %d after a throttled call, want 2", g.DefinitionID, g.Algorithm, g.Count)
 		}
 	}
-	want := `"caller:group:bursty:60";q=60;w=60;burst=2, "caller:group:dev:60";q=100;w=60, "target:mcp_server:s:60";q=50;w=60`
+	want := `"caller:group:bursty:60";q=60;w=60;rlctl-burst=2, "caller:group:dev:60";q=100;w=60, "target:mcp_server:s:60";q=50;w=60`
 	wantHeaders(t, "throttled", f.headers(d), map[string]string{
 		"RateLimit-Policy": want,
 		"RateLimit":        `"caller:group:bursty:60";r=0;t=2`,

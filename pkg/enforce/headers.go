@@ -26,7 +26,7 @@ const (
 //	X-RateLimit-Limit: 60
 //	X-RateLimit-Remaining: 0
 //	X-RateLimit-Reset: 1767225660        (Unix seconds, as the reference)
-//	RateLimit-Policy: "caller:group:developers:60";q=60;w=60, "target:mcp_server:s:60";q=100;w=60;burst=20
+//	RateLimit-Policy: "caller:group:developers:60";q=60;w=60, "target:mcp_server:s:60";q=100;w=60;rlctl-burst=20
 //	RateLimit: "caller:group:developers:60";r=0;t=42
 //	Retry-After: 42                      (only when the call is refused)
 //
@@ -37,9 +37,10 @@ const (
 // gates). RateLimit-Policy lists every enforce policy that applied to the
 // call, the tightest first, then the others in the order of d.Gates; shadow
 // gates are not listed (they limit nobody). A token bucket's policy adds
-// its capacity as burst=<n>: the draft lets a policy carry parameters it
-// does not define, and its q and w are the sustained rate (q per w
-// seconds). For a token bucket r is the whole tokens left and t the
+// its capacity as rlctl-burst=<n>: the draft lets a policy carry
+// parameters it does not define and asks that they carry a vendor prefix
+// (its own example is acme-burst), and q and w stay the sustained rate (q
+// per w seconds). For a token bucket r is the whole tokens left and t the
 // seconds until the bucket is full, 0 when it is (reference 001's
 // rounding); for the windows r is what is left and t the seconds until
 // the window's count is back to zero. t and Retry-After are whole seconds
@@ -110,7 +111,7 @@ func writePolicy(b *strings.Builder, g Gate) {
 		b.WriteString(strconv.Itoa(g.WindowSeconds))
 	}
 	if g.Algorithm == AlgorithmTokenBucket && g.Burst > 0 {
-		b.WriteString(";burst=")
+		b.WriteString(";rlctl-burst=")
 		b.WriteString(strconv.FormatInt(g.Burst, 10))
 	}
 }

@@ -113,7 +113,7 @@ func TestSetHeadersFormat(t *testing.T) {
 					return g
 				}()}},
 			want: map[string]string{
-				"RateLimit-Policy":  `"caller:group:bursty:60";q=120;w=60;burst=30`,
+				"RateLimit-Policy":  `"caller:group:bursty:60";q=120;w=60;rlctl-burst=30`,
 				"RateLimit":         `"caller:group:bursty:60";r=29;t=1`,
 				"X-RateLimit-Reset": "1772409621", // 21 s into the minute: 20.5 s + 0.5 s, rounded up
 			},
@@ -127,7 +127,7 @@ func TestSetHeadersFormat(t *testing.T) {
 			d: enforce.Decision{Allowed: false, Reason: enforce.ReasonThrottled, Limit: 5, Remaining: 0, Reset: reset,
 				RetryAfter: 40 * time.Second, Gates: []enforce.Gate{slowFull, minuteDenied}, Denied: []enforce.Gate{slowFull, minuteDenied}},
 			want: map[string]string{
-				"RateLimit-Policy": `"target:mcp_server:s:60";q=5;w=60, "caller:group:bursty:60";q=120;w=60;burst=30`,
+				"RateLimit-Policy": `"target:mcp_server:s:60";q=5;w=60, "caller:group:bursty:60";q=120;w=60;rlctl-burst=30`,
 				"RateLimit":        `"target:mcp_server:s:60";r=0;t=40`,
 				"Retry-After":      "40",
 			},
