@@ -11,7 +11,11 @@
 #
 #   scripts/redisdev.sh scratch-cluster DIR   a throwaway cluster with its data in DIR
 #                                    (an empty or missing directory); print its URL
-#   scripts/redisdev.sh scratch-stop DIR      stop the throwaway cluster in DIR
+#   scripts/redisdev.sh scratch-standalone DIR  a throwaway standalone server in DIR; print its URL
+#   scripts/redisdev.sh scratch-stop DIR      stop the throwaway server or cluster in DIR
+#
+# The fault tests (pkg/enforce/redis) kill and restart only such throwaway
+# servers, never the shared ones the other tests use.
 #
 # With REDIS_URL (REDIS_CLUSTER_URL) set, url (cluster-url) prints it and
 # touches nothing else.
@@ -87,9 +91,11 @@ start_node() {
 		--save '' --appendonly no --protected-mode no)
 	if [ -n "$cluster" ]; then
 		# A short node timeout so that a killed master fails over within
-		# seconds (the fault tests wait for it).
+		# seconds (the fault tests wait for it), and a replica always
+		# stands in, however long it was cut off (validity factor 0: a
+		# test cluster prefers availability; its data is soft state).
 		args+=(--cluster-enabled yes --cluster-config-file "$dir/nodes.conf"
-			--cluster-node-timeout 2000)
+			--cluster-node-timeout 2000 --cluster-replica-validity-factor 0)
 	fi
 	"$server" "${args[@]}" >&2 || die "redis-server did not start in $dir"
 	for i in $(seq 1 100); do
@@ -107,9 +113,11 @@ stop_node() {
 	pid=$(pid_of "$dir") || return 0
 	if kill -0 "$pid" 2>/dev/null && [ -f "$dir/port" ] &&
 		[ "$("$cli" -h 127.0.0.1 -p "$(cat "$dir/port")" ping 2>/dev/null)" = PONG ]; then
-		"$cli" -h 127.0.0.1 -p "$(cat "$dir/port")" shutdown nosave >/dev/null 2>&1 || true
+		"$cli" -h 127.0.0.1 -p "$(cat "$dir/port")" shutdown nosave now >/dev/null 2>&1 || true
+		# Wait for the port to close (not for the pid: a daemon whose
+		# parent never reaps it lingers as a zombie).
 		for i in $(seq 1 100); do
-			kill -0 "$pid" 2>/dev/null || break
+			port_busy "$(cat "$dir/port")" || break
 			sleep 0.1
 		done
 	fi
@@ -140,10 +148,17 @@ cluster_url() {
 	echo "redis+cluster://$urls"
 }
 
+# cluster_ok: every node sees the cluster as ok, and every replica is in
+# sync with its master (so a master killed next can fail over).
 cluster_ok() {
-	local base=$1 i
+	local base=$1 i port info
 	for i in 0 1 2 3 4 5; do
-		"$cli" -h 127.0.0.1 -p "$(cat "$base/node$i/port")" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+		port=$(cat "$base/node$i/port")
+		"$cli" -h 127.0.0.1 -p "$port" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+		info=$("$cli" -h 127.0.0.1 -p "$port" info replication 2>/dev/null) || return 1
+		if grep -q '^role:slave' <<<"$info"; then
+			grep -q '^master_link_status:up' <<<"$info" || return 1
+		fi
 	done
 }
 
@@ -257,6 +272,32 @@ cmd_scratch_cluster() {
 	cluster_url "$dir"
 }
 
+cmd_scratch_standalone() {
+	local dir=${1:-}
+	[ -n "$dir" ] || die "scratch-standalone needs a directory"
+	need_binaries
+	if [ -e "$dir" ] && [ -n "$(ls -A "$dir")" ] && [ ! -f "$dir/$marker" ]; then
+		die "$dir is not empty and was not created by this script; refusing to touch it"
+	fi
+	dir=$(mkdir -p "$dir" && cd "$dir" && pwd)
+	if ! is_running "$dir"; then
+		local port
+		if [ -f "$dir/port" ] && ! port_busy "$(cat "$dir/port")"; then
+			port=$(cat "$dir/port")
+		else
+			port=$(pick_ports 1 "$((300 + $(printf '%s' "$dir" | cksum | cut -d' ' -f1) % 5000))")
+		fi
+		start_node "$dir" "$port"
+	fi
+	echo "redis://127.0.0.1:$(cat "$dir/port")"
+}
+
+cmd_scratch_stop() {
+	local dir=${1:-}
+	[ -n "$dir" ] || die "scratch-stop needs a directory"
+	if [ -d "$dir/node0" ]; then stop_cluster "$dir"; else stop_node "$dir"; fi
+}
+
 case "${1:-}" in
 start) cmd_start ;;
 url) cmd_url ;;
@@ -264,6 +305,7 @@ cluster-url) cmd_cluster_url ;;
 stop) cmd_stop ;;
 status) cmd_status ;;
 scratch-cluster) cmd_scratch_cluster "${2:-}" ;;
-scratch-stop) [ -n "${2:-}" ] || die "scratch-stop needs a directory"; stop_cluster "$2" ;;
-*) echo "usage: $0 start|url|cluster-url|stop|status|scratch-cluster DIR|scratch-stop DIR" >&2; exit 2 ;;
+scratch-standalone) cmd_scratch_standalone "${2:-}" ;;
+scratch-stop) cmd_scratch_stop "${2:-}" ;;
+*) echo "usage: $0 start|url|cluster-url|stop|status|scratch-cluster DIR|scratch-standalone DIR|scratch-stop DIR" >&2; exit 2 ;;
 esac
