@@ -7,6 +7,11 @@ package redis
 // indexes, offsets, the token bucket's emission interval and depth) with
 // pkg/enforce/algorithm and passes it in; the scripts read the counters,
 // decide with the same integer arithmetic, and write.
+//
+// Both start with a "#!lua" line (Redis 7.0 and later): a script so marked
+// may write, so Redis refuses it before it runs, never half way, when
+// memory is full (OOM) or the node is a replica, and it may touch only the
+// keys it declares (on a cluster, all in one slot).
 
 // takeScript decides a sequence of calls' gates that all live in one hash
 // slot (or, on a standalone server, every gate of a batch), in order.
@@ -21,7 +26,8 @@ package redis
 //	s: a = TTL in ms, b = the window in ms, c = the offset e in ms
 //	t: a = now's seconds, b = now's nanoseconds, c = 1 when the cost can
 //	   never fit (above the burst), d, e = tau - cost*T as a pair,
-//	   f, g = cost*T as a pair; the TTL is the TAT's distance plus slack (ms in ARGV[2+...])
+//	   f, g = cost*T as a pair; the previous-key field carries the slack
+//	   (ms) added to the TTL, which is the new TAT's distance from now
 //
 // The reply, per call: took (0/1), then per gate: room (0/1), the state
 // before (two integers) and after (two integers): a window's count and
@@ -31,7 +37,7 @@ package redis
 // A call takes only when every enforce gate here has room and it
 // consumes; it then takes from every gate with room (a full shadow gate
 // reports and takes nothing).
-const takeScript = `
+const takeScript = `#!lua
 local E9 = 1000000000
 local H = 32768
 local function mul(a, b)
@@ -148,7 +154,7 @@ const gateFields = 12
 // took since, the TAT it stored counted this call's tokens and cannot be
 // unwound exactly, so they stay taken and drip back at the bucket's rate
 // (the call errs toward refusing, never admitting).
-const giveBackScript = `
+const giveBackScript = `#!lua
 local p = 2
 local undone = 0
 for _ = 1, tonumber(ARGV[1]) do
