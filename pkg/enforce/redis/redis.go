@@ -270,7 +270,7 @@ func (s *Store) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline t
 	}
 	undo := s.fill(reqs, out, order, allowed)
 	if len(undo) > 0 {
-		if err := s.undo(ctx, undo); err != nil {
+		if err := s.undo(ctx, undo, failed != nil); err != nil {
 			failed = errors.Join(failed, err)
 			unknown = true
 		}
@@ -559,7 +559,7 @@ func state(g enforce.CounterGate, a, b int64) enforce.GateState {
 // group, pipelined. It runs even when ctx has ended (bounded by its own
 // short deadline): what is not given back stays counted until its key
 // expires, which errs toward refusing.
-func (s *Store) undo(ctx context.Context, u []undoGate) error {
+func (s *Store) undo(ctx context.Context, u []undoGate, failedBatch bool) error {
 	byGroup := map[*group]*group{}
 	var order []*group
 	for _, x := range u {
@@ -590,12 +590,19 @@ func (s *Store) undo(ctx context.Context, u []undoGate) error {
 		cmds[i] = s.client.B().Evalsha().Sha1(s.giveBack.sha).Numkeys(int64(len(g.keys))).Key(g.keys...).Arg(g.args...).Build()
 	}
 	var errs error
-	for _, r := range s.exec(uctx, s.giveBack, cmds, func(i int) rueidis.Completed {
+	for i, r := range s.exec(uctx, s.giveBack, cmds, func(i int) rueidis.Completed {
 		g := order[i]
 		return s.client.B().Eval().Script(s.giveBack.body).Numkeys(int64(len(g.keys))).Key(g.keys...).Arg(g.args...).Build()
 	}) {
-		if r.err != nil {
+		switch {
+		case r.err != nil:
 			errs = errors.Join(errs, fmt.Errorf("redis: give back a reservation: %w", r.err))
+		case len(r.ints) != 1 || r.ints[0] != int64(len(order[i].calls)):
+			// A bucket another call took from since: its tokens stay
+			// taken (see giveBackScript). Only a failed batch cares.
+			if failedBatch {
+				errs = errors.Join(errs, errors.New("redis: a token bucket's reservation could not be given back exactly (another call took since): it drips back at the bucket's rate"))
+			}
 		}
 	}
 	s.rolledBack.Add(int64(len(u)))
