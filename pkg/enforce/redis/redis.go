@@ -105,7 +105,15 @@ func New(client rueidis.Client, cluster bool, opts Options) (*Store, error) {
 func ParseURL(rawURL string) (rueidis.ClientOption, bool, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
+		// Not the url.Error itself: it quotes the URL, password and all.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return rueidis.ClientOption{}, false, fmt.Errorf("redis: counters URL: %w", err)
+	}
+	if u.Hostname() == "" {
+		return rueidis.ClientOption{}, false, fmt.Errorf("redis: counters URL %s: no host", Redact(rawURL))
 	}
 	var co rueidis.ClientOption
 	cluster := false
