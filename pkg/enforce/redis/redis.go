@@ -223,7 +223,7 @@ func (s *Store) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline t
 		return nil, fmt.Errorf("redis: %w: the deadline passed before the batch was sent", enforce.ErrTimedOut)
 	}
 	out := make([]enforce.TakeResult, len(reqs))
-	groups, order := s.plan(reqs, out)
+	order := s.plan(reqs, out)
 	if len(order) == 0 {
 		return out, nil
 	}
@@ -232,7 +232,7 @@ func (s *Store) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline t
 		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
-	replies := s.run(ctx, s.take, order, groups)
+	replies := s.run(ctx, s.take, order)
 	var failed error
 	unknown := false
 	for i, g := range order {
@@ -316,7 +316,7 @@ func definite(err error) bool {
 // plan groups the gates of reqs by hash slot (one group on a standalone
 // server) and builds each group's script arguments; it fills the results
 // of calls with no gates (allowed).
-func (s *Store) plan(reqs []enforce.TakeRequest, out []enforce.TakeResult) (map[uint16]*group, []*group) {
+func (s *Store) plan(reqs []enforce.TakeRequest, out []enforce.TakeResult) []*group {
 	groups := map[uint16]*group{}
 	var order []*group
 	for i, r := range reqs {
@@ -341,7 +341,6 @@ func (s *Store) plan(reqs []enforce.TakeRequest, out []enforce.TakeResult) (map[
 				mine = append(mine, gr)
 			}
 			gr.gates[len(gr.gates)-1] = append(gr.gates[len(gr.gates)-1], gateRef{call: i, gate: j})
-			_ = tag
 		}
 		for _, gr := range mine {
 			refs := gr.gates[len(gr.gates)-1]
@@ -356,10 +355,10 @@ func (s *Store) plan(reqs []enforce.TakeRequest, out []enforce.TakeResult) (map[
 			gr.args[0] = strconv.Itoa(len(gr.calls))
 		}
 	}
-	return groups, order
+	return order
 }
 
-// gateArgs appends g's gateFields fields (see takeScript).
+// gateArgs appends g's 12 fields (see takeScript).
 func (s *Store) gateArgs(gr *group, args []string, r enforce.TakeRequest, g enforce.CounterGate) []string {
 	tag := s.prefix + "{" + escape(g.Key) + "}"
 	enf := "0"
@@ -423,8 +422,7 @@ type reply struct {
 
 // run runs sc once per group, pipelined (one round trip per node), with
 // EVALSHA, and EVAL for the groups whose server did not know the script.
-func (s *Store) run(ctx context.Context, sc script, order []*group, groups map[uint16]*group) []reply {
-	_ = groups
+func (s *Store) run(ctx context.Context, sc script, order []*group) []reply {
 	cmds := make(rueidis.Commands, len(order))
 	for i, g := range order {
 		cmds[i] = s.client.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(g.keys))).Key(g.keys...).Arg(g.args...).Build()
@@ -504,7 +502,6 @@ type undoGate struct {
 	ref   gateRef
 	cost  int64
 	now   time.Time
-	key   string
 	after [2]int64
 	prior [2]int64
 }

@@ -17,7 +17,7 @@ package redis
 // slot (or, on a standalone server, every gate of a batch), in order.
 //
 // ARGV[1] is the number of calls; then, per call: consume (0/1), cost,
-// the number of gates, and gateFields fields per gate:
+// the number of gates, and 12 fields per gate (N in the script):
 //
 //	algo ('f', 's', 't'), enforce (0/1), key index, previous window's key index (s),
 //	limit, a, b, c, d, e, f, g
@@ -139,9 +139,6 @@ for _ = 1, tonumber(ARGV[1]) do
 end
 return out
 `
-
-// gateFields is how many ARGV fields each gate takes in takeScript.
-const gateFields = 12
 
 // giveBackScript undoes what takeScript took for calls denied by a gate
 // in another slot. ARGV[1] is the number of gates; then per gate: algo,
