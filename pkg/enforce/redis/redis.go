@@ -83,7 +83,20 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		client.Close()
 		return nil, fmt.Errorf("redis: ping %s: %w", Redact(rawURL), err)
 	}
+	s.Preload(ctx)
 	return s, nil
+}
+
+// Preload loads the scripts on every node the client knows, so that the
+// first decisions need one round trip, not a NOSCRIPT and an EVAL. It is
+// best effort: a node that does not take them now gets them with EVAL
+// when it is first asked (after a failover, say).
+func (s *Store) Preload(ctx context.Context) {
+	for _, n := range s.client.Nodes() {
+		for _, sc := range []script{s.take, s.giveBack} {
+			_ = n.Do(ctx, n.B().ScriptLoad().Script(sc.body).Build()).Error()
+		}
+	}
 }
 
 // New builds a Store on a client the caller owns. cluster says whether
