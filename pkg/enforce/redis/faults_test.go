@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -276,6 +277,8 @@ func TestRestartedEmpty(t *testing.T) {
 			t.Logf("%v: stopped", time.Since(t0))
 			if _, err := s.Take(ctx, []enforce.TakeRequest{call}, time.Now().Add(time.Second)); err == nil {
 				t.Error("a Take while the server is down answered without an error")
+			} else if !errors.Is(err, enforce.ErrOutcomeUnknown) && !errors.Is(err, enforce.ErrNotApplied) && !errors.Is(err, enforce.ErrTimedOut) {
+				t.Errorf("a Take while the server is down: %v, want an error wrapping one of the seam's errors (so the fail policy decides)", err)
 			}
 			redisdev(t, "scratch-"+kind, dir)
 			t.Logf("%v: restarted", time.Since(t0))
