@@ -37,8 +37,10 @@ test: ## run every test with the race detector against a private PostgreSQL (or 
 	DATABASE_URL="$$url" $(GO) test -race -count=1 -timeout 8m ./...
 
 .PHONY: bench
-bench: ## run the Go benchmarks against the private PostgreSQL (or DATABASE_URL)
+bench: ## run the Go benchmarks against the private PostgreSQL (or DATABASE_URL) and, when redis-server exists, the private Redis servers
 	@url=$$($(DEVDB) url); \
+	if [ -n "$${REDIS_URL:-}$${REDIS_CLUSTER_URL:-}" ] || command -v redis-server >/dev/null 2>&1; then \
+		export REDIS_URL=$$($(REDISDEV) url) REDIS_CLUSTER_URL=$$($(REDISDEV) cluster-url); fi; \
 	DATABASE_URL="$$url" $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem ./...
 
 .PHONY: lint
