@@ -6,6 +6,7 @@ SHELL := /usr/bin/env bash
 GO          ?= go
 BIN         := bin
 DEVDB       := scripts/devdb.sh
+REDISDEV    := scripts/redisdev.sh
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -s -w -X github.com/rlctl/rlctl/internal/version.Version=$(VERSION)
 # Pinned linter, installed through the Go module proxy into bin/.
@@ -29,13 +30,17 @@ run: build ## start PostgreSQL (or use DATABASE_URL), migrate, and serve rlapi o
 	@scripts/run.sh
 
 .PHONY: test
-test: ## run every test with the race detector against a private PostgreSQL (or DATABASE_URL)
+test: ## run every test with the race detector against a private PostgreSQL (or DATABASE_URL) and, when redis-server exists, private Redis servers (or REDIS_URL, REDIS_CLUSTER_URL)
 	@url=$$($(DEVDB) url); \
+	if [ -n "$${REDIS_URL:-}$${REDIS_CLUSTER_URL:-}" ] || command -v redis-server >/dev/null 2>&1; then \
+		export REDIS_URL=$$($(REDISDEV) url) REDIS_CLUSTER_URL=$$($(REDISDEV) cluster-url); fi; \
 	DATABASE_URL="$$url" $(GO) test -race -count=1 -timeout 8m ./...
 
 .PHONY: bench
-bench: ## run the Go benchmarks against the private PostgreSQL (or DATABASE_URL)
+bench: ## run the Go benchmarks against the private PostgreSQL (or DATABASE_URL) and, when redis-server exists, the private Redis servers
 	@url=$$($(DEVDB) url); \
+	if [ -n "$${REDIS_URL:-}$${REDIS_CLUSTER_URL:-}" ] || command -v redis-server >/dev/null 2>&1; then \
+		export REDIS_URL=$$($(REDISDEV) url) REDIS_CLUSTER_URL=$$($(REDISDEV) cluster-url); fi; \
 	DATABASE_URL="$$url" $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem ./...
 
 .PHONY: lint
@@ -62,9 +67,18 @@ db-stop: ## stop the private PostgreSQL (never one this project did not create)
 db-status: ## say whether the private PostgreSQL runs
 	@$(DEVDB) status
 
+.PHONY: redis-start
+redis-start: ## start (or reuse) the private Redis standalone and cluster and print their URLs
+	@$(REDISDEV) url && $(REDISDEV) cluster-url
+
+.PHONY: redis-stop
+redis-stop: ## stop the private Redis servers (never one this project did not start)
+	@$(REDISDEV) stop
+
 .PHONY: clean
-clean: ## stop the private PostgreSQL and remove bin/ and .rl/ (its data too)
+clean: ## stop the private PostgreSQL and Redis servers and remove bin/ and .rl/ (their data too)
 	-@$(DEVDB) stop
+	-@$(REDISDEV) stop
 	@if [ -f .rl/pgdata ] && [ "$$(cat .rl/pgdata)" != "$(CURDIR)/.rl/pg" ]; then \
 		d=$$(cat .rl/pgdata); [ -f "$$d/rlctl-devdb" ] && rm -rf "$$(dirname "$$d")"; fi
 	rm -rf $(BIN) .rl

@@ -37,7 +37,7 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 	}
 	// Read on purpose without showing them as defaults: a secret, and the
 	// database URL (which may hold a password).
-	hidden := map[string]bool{"RLAPI_GATEWAY_SECRET": true, "DATABASE_URL": true}
+	hidden := map[string]bool{"RLAPI_GATEWAY_SECRET": true, "DATABASE_URL": true, "RLAPI_COUNTERS_URL": true}
 	env := map[string]string{}
 	for k, v := range vars {
 		env[k] = v[0]

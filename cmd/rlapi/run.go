@@ -27,6 +27,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
+	redisstore "github.com/rlctl/rlctl/pkg/enforce/redis"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -277,8 +278,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	fs.IntVar(&maxConns, "max-client-conns", maxConns,
 		"client connections served at once; more wait in the accept queue until one closes; -1: no cap (RLAPI_MAX_CLIENT_CONNS)")
+	countersURL := &dsnValue{s: getenv("RLAPI_COUNTERS_URL")}
+	fs.Var(countersURL, "counters-url",
+		"where decisions count: empty for PostgreSQL (the default), redis://host:port[/db] for a Redis server or redis+cluster://host:port,host:port for a Redis Cluster; configuration stays in PostgreSQL (RLAPI_COUNTERS_URL)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if countersURL.s != "" {
+		if _, _, err := redisstore.ParseURL(countersURL.s); err != nil {
+			return fmt.Errorf("%w: --counters-url (RLAPI_COUNTERS_URL): %v", errUsage, err)
+		}
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "enforcement" {
@@ -357,12 +366,28 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer decisions.Close()
 	registry := prometheus.NewRegistry()
-	enf, err := postgres.New(ctx, decisions.Pool(), enforce.Options{
+	enfOpts := enforce.Options{
 		Registerer: registry,
 		FailClosed: *failClosed, QuarantineFailClosed: *quarantineFailClosed,
 		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log, IPv6Prefix: *ipv6Prefix,
-	})
+	}
+	countersIn := ""
+	if countersURL.s != "" {
+		// Only the counters move: definitions, memberships, tokens and
+		// the audit log stay in PostgreSQL (and its change notices).
+		counters, err := redisstore.Open(ctx, countersURL.s, redisstore.Options{})
+		if err != nil {
+			return fmt.Errorf("open the counter store (--counters-url): %w", err)
+		}
+		enfOpts.Counters, enfOpts.OnClose = counters, counters.Close
+		countersIn = "Redis"
+		log.Info("counters in Redis", "url", redisstore.Redact(countersURL.s))
+	}
+	enf, err := postgres.New(ctx, decisions.Pool(), enfOpts)
 	if err != nil {
+		if enfOpts.OnClose != nil {
+			enfOpts.OnClose()
+		}
 		return fmt.Errorf("start enforcement: %w", err)
 	}
 	defer enf.Close()
@@ -371,6 +396,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ClientIPHeader: header, IPv6Prefix: *ipv6Prefix,
 		AuthMaxFailures: *authFailures, AuthWindow: *authWindow, AuthLockout: *authLockout,
 		BackendTimeout: *backendTimeout, TokenCacheTTL: *tokenCacheTTL, MaxClientConns: maxConns,
+		CountersIn: countersIn,
 	}, api.Opts{Logger: log, Enforcer: enf, Registry: registry, AuthStore: decisions})
 	// The cap protects the file descriptors only if they outnumber it: the
 	// pool, the listener and the log need some too.

@@ -6,6 +6,15 @@
 //
 //	go run ./cmd/rlenforce-load -dsn "$DATABASE_URL" -duration 10s
 //
+// -store runs the table's "ours" rows once per counter store: postgres (the
+// default), redis (a standalone server, -redis-url or REDIS_URL) and
+// redis-cluster (-redis-cluster-url or REDIS_CLUSTER_URL), comma-separated;
+// the configuration stays in PostgreSQL either way. Rows are labelled ours
+// (PostgreSQL), redis and redis-cl, followed by each Redis store's ratio to
+// PostgreSQL:
+//
+//	go run ./cmd/rlenforce-load -store postgres,redis,redis-cluster -modes ours -concurrency 1,64
+//
 // -algorithm runs the table once per algorithm (fixed_window,
 // sliding_window, token_bucket; comma-separated), switching the load's
 // definitions between them, and prints each one's ratio to the fixed window.
@@ -41,6 +50,7 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
+	redisstore "github.com/rlctl/rlctl/pkg/enforce/redis"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -60,7 +70,11 @@ type config struct {
 	modes       []string
 	shapes      []string
 	algorithms  []string
+	stores      []string
 }
+
+// storeLabel is how the table names the "ours" rows of a counter store.
+var storeLabel = map[string]string{"postgres": "ours", "redis": "redis", "redis-cluster": "redis-cl"}
 
 func run() error {
 	var (
@@ -84,7 +98,21 @@ func run() error {
 	flag.IntVar(&sweep.rate, "sweep-rate", 0, "instead of the table: pace this many decisions/s on one-second windows, sweeper on, and watch the counter table")
 	flag.DurationVar(&sweep.after, "sweep-after", 2*time.Minute, "with -sweep-rate: how long to watch the table after the load")
 	flag.DurationVar(&sweep.interval, "sweep-interval", 0, "with -sweep-rate: enforce.Options.SweepInterval (0: the default)")
+	stores := flag.String("store", "postgres", "counter stores the ours rows run on, comma-separated: postgres, redis, redis-cluster")
+	redisURL := flag.String("redis-url", os.Getenv("REDIS_URL"), "the standalone Redis of -store redis (REDIS_URL)")
+	redisClusterURL := flag.String("redis-cluster-url", os.Getenv("REDIS_CLUSTER_URL"), "the Redis Cluster of -store redis-cluster (REDIS_CLUSTER_URL)")
 	flag.Parse()
+	for _, s := range strings.Split(*stores, ",") {
+		s = strings.TrimSpace(s)
+		if _, ok := storeLabel[s]; !ok {
+			return fmt.Errorf("-store: %q is not one of postgres, redis, redis-cluster", s)
+		}
+		if (s == "redis" && *redisURL == "") || (s == "redis-cluster" && *redisClusterURL == "") {
+			return fmt.Errorf("-store %s: no server: set -%s-url (scripts/redisdev.sh %s prints one)", s,
+				map[string]string{"redis": "redis", "redis-cluster": "redis-cluster"}[s], map[string]string{"redis": "url", "redis-cluster": "cluster-url"}[s])
+		}
+		cfg.stores = append(cfg.stores, s)
+	}
 	if cfg.dsn == "" {
 		return fmt.Errorf("no database: set -dsn or DATABASE_URL")
 	}
@@ -138,6 +166,30 @@ func run() error {
 		return err
 	}
 	defer enf.Close()
+	enforcers := map[string]*enforce.Enforcer{}
+	prefix := "load" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
+	for _, name := range cfg.stores {
+		if name == "postgres" {
+			enforcers[name] = enf
+			continue
+		}
+		u := *redisURL
+		if name == "redis-cluster" {
+			u = *redisClusterURL
+		}
+		rs, err := redisstore.Open(ctx, u, redisstore.Options{Prefix: prefix})
+		if err != nil {
+			return fmt.Errorf("-store %s: %w", name, err)
+		}
+		e, err := postgres.New(ctx, st.Pool(), enforce.Options{Counters: rs, OnClose: rs.Close, SweepInterval: -1,
+			BackendTimeout: 5 * time.Second, Workers: *workers})
+		if err != nil {
+			rs.Close()
+			return err
+		}
+		defer e.Close()
+		enforcers[name] = e
+	}
 
 	fmt.Printf("machine: %d CPUs (GOMAXPROCS %d), %s; pool %d connections; three gates per decision; %s per run\n\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), cfg.maxConns, cfg.duration)
@@ -147,14 +199,21 @@ func run() error {
 		if err := useAlgorithm(ctx, st.Pool(), enf, alg); err != nil {
 			return err
 		}
+		for _, e := range enforcers {
+			if err := e.Refresh(ctx); err != nil {
+				return err
+			}
+		}
 		// Warm up: one pass over every key for each implementation, so the
 		// runs measure steady state (rows exist, plans are cached), not the
 		// first call of a window.
 		fmt.Fprintf(os.Stderr, "%s: warming up %d keys...\n", alg, cfg.keys)
 		for i := range cfg.keys {
 			c := callFor("spread", i, cfg.keys)
-			if _, err := enf.Check(ctx, c); err != nil {
-				return err
+			for _, e := range enforcers {
+				if _, err := e.Check(ctx, c); err != nil {
+					return err
+				}
 			}
 			if ai == 0 {
 				if err := base.decide(ctx, c); err != nil {
@@ -164,7 +223,18 @@ func run() error {
 		}
 		for _, shape := range cfg.shapes {
 			for _, n := range cfg.concurrency {
+				var runs []string // mode, or ours/<store>
 				for _, mode := range cfg.modes {
+					if mode != "ours" {
+						runs = append(runs, mode)
+						continue
+					}
+					for _, name := range cfg.stores {
+						runs = append(runs, "ours/"+name)
+					}
+				}
+				for _, run := range runs {
+					mode, storeName, _ := strings.Cut(run, "/")
 					if ctx.Err() != nil {
 						return ctx.Err()
 					}
@@ -172,10 +242,13 @@ func run() error {
 						continue // the baseline counts fixed windows only: once is enough
 					}
 					var decide func(context.Context, int) error
+					label := mode
 					switch mode {
 					case "ours":
+						e := enforcers[storeName]
+						label = storeLabel[storeName]
 						decide = func(ctx context.Context, i int) error {
-							_, err := enf.Check(ctx, callFor(shape, i, cfg.keys))
+							_, err := e.Check(ctx, callFor(shape, i, cfg.keys))
 							return err
 						}
 					case "baseline":
@@ -186,8 +259,8 @@ func run() error {
 						return fmt.Errorf("-modes: unknown %q", mode)
 					}
 					r := measure(ctx, n, cfg.duration, decide)
-					results[fmt.Sprintf("%s/%s/%s/%d", alg, mode, shape, n)] = r
-					fmt.Printf("%-14s %-9s %-7s %5d %12.0f %10s %10s %10s %8d\n", alg, mode, shape, n, r.rate,
+					results[fmt.Sprintf("%s/%s/%s/%d", alg, label, shape, n)] = r
+					fmt.Printf("%-14s %-9s %-7s %5d %12.0f %10s %10s %10s %8d\n", alg, label, shape, n, r.rate,
 						r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.max.Round(time.Microsecond), r.errors)
 				}
 			}
@@ -202,6 +275,11 @@ func run() error {
 				b, ok2 := results[fmt.Sprintf("%s/baseline/%s/%d", fixed, shape, n)]
 				if ok1 && ok2 && b.rate > 0 {
 					fmt.Printf("ratio %s ours/baseline, %s keys, %d goroutines: %.1fx\n", alg, shape, n, o.rate/b.rate)
+				}
+				for _, label := range []string{"redis", "redis-cl"} {
+					if r, ok := results[fmt.Sprintf("%s/%s/%s/%d", alg, label, shape, n)]; ok && ok1 && o.rate > 0 {
+						fmt.Printf("ratio %s %s/ours (PostgreSQL), %s keys, %d goroutines: %.1fx\n", alg, label, shape, n, r.rate/o.rate)
+					}
 				}
 				f, ok3 := results[fmt.Sprintf("%s/ours/%s/%d", fixed, shape, n)]
 				if alg != fixed && ok1 && ok3 && f.rate > 0 {

@@ -171,6 +171,10 @@ func counterSelector(r *http.Request) (store.CounterSelector, string, error) {
 
 func (s *Server) handleListCounters() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.CountersIn != "" {
+			s.writeProblem(w, r, countersElsewhere(s.cfg.CountersIn))
+			return
+		}
 		sel, _, err := counterSelector(r)
 		if err != nil {
 			s.writeProblem(w, r, err)
@@ -207,6 +211,10 @@ func (s *Server) handleListCounters() http.Handler {
 // "unchanged" and writes no row.
 func (s *Server) handleResetCounters() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.CountersIn != "" {
+			s.writeProblem(w, r, countersElsewhere(s.cfg.CountersIn))
+			return
+		}
 		sel, id, err := counterSelector(r)
 		if err != nil {
 			s.writeProblem(w, r, err)
@@ -257,4 +265,13 @@ func ipCallerKey(s string) (string, error) {
 		return "", fmt.Errorf("ip:%s: an IPv6 caller is its network, e.g. ip:%s/64 (the gateways' IPv6 prefix, /64 by default)", s, a)
 	}
 	return a.String(), nil
+}
+
+// countersElsewhere is the 501 of the counters API when the decisions
+// count in another store (rlapi --counters-url): rlapi cannot list or
+// reset them there, and says so rather than answer an empty list.
+func countersElsewhere(where string) *httpError {
+	return errorf(http.StatusNotImplemented, "counters-elsewhere", "Counters are not in PostgreSQL",
+		"this rlapi counts in "+where+" (--counters-url): the counters API lists and resets PostgreSQL's counters only; "+
+			"counters in "+where+" expire on their own at the end of their window")
 }

@@ -61,6 +61,12 @@ type Config struct {
 	// in the kernel's accept queue until one closes, so a flood of idle
 	// connections cannot use up rlapi's file descriptors.
 	MaxClientConns int
+	// CountersIn names where the decisions' counters live when it is not
+	// PostgreSQL ("Redis"): the counters API (GET and DELETE
+	// /api/rate-limit-counters) reads and resets rl_counters only, so it
+	// then answers 501 saying where the counters are instead of an empty
+	// list or a reset that resets nothing.
+	CountersIn string
 }
 
 // DefaultMaxClientConns is Config.MaxClientConns' default: well below the

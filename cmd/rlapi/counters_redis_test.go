@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/pgtest"
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// redisURL is REDIS_URL (make test sets it from scripts/redisdev.sh);
+// unset, the test is skipped, except under CI=true where it fails.
+func redisURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("REDIS_URL")
+	if u == "" {
+		msg := "REDIS_URL is unset: run make test, or export REDIS_URL=$(scripts/redisdev.sh url)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg + " (CI=true: the Redis tests may not be skipped)")
+		}
+		t.Skip(msg)
+	}
+	return u
+}
+
+// TestServeCountsInRedis: with RLAPI_COUNTERS_URL, POST /api/check counts
+// in Redis (a limit of 1 admits one call, nothing lands in rl_counters),
+// while the configuration stays in PostgreSQL; the counters API, which
+// reads and resets PostgreSQL's counters only, answers 501 saying where
+// the counters are, instead of an empty list or a reset of nothing.
+func TestServeCountsInRedis(t *testing.T) {
+	t.Parallel()
+	ru := redisURL(t)
+	dsn := pgtest.NewMigratedDatabase(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn, store.Opts{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// A target of its own name: the shared Redis keeps other tests' keys.
+	name := "redis-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	one := 1
+	d := ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: name, WindowSeconds: 3600,
+		MaxRequests: &one, Enabled: true, Mode: ratelimit.ModeEnforce}
+	if err := st.InTx(ctx, func(q *store.Queries) error { _, err := q.PutDefinition(ctx, d, store.Write{}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "token")
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"token", "create", "--name", "gw", "--role", "admin", "--output-file", file},
+		env(map[string]string{"DATABASE_URL": dsn}), &out, &errOut); code != 0 {
+		t.Fatalf("token create: exit %d: %s", code, errOut.String())
+	}
+	tok, _ := os.ReadFile(file)
+
+	addr := freeAddr(t)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(sctx, []string{"serve", "--addr", addr}, env(map[string]string{"DATABASE_URL": dsn, "RLAPI_COUNTERS_URL": ru}), &stdout, &stderr)
+	}()
+	waitReady(t, addr, done, &stderr)
+
+	do := func(method, path, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	check := `{"username": "alice", "target_type": "mcp_server", "target_name": "` + name + `"}`
+	if code, m := do("POST", "/api/check", check); code != 200 || m["allowed"] != true {
+		t.Fatalf("first check: %d %v, want allowed", code, m)
+	}
+	if code, m := do("POST", "/api/check", check); code != 429 && (code != 200 || m["allowed"] != false) || m["reason"] != "throttled" {
+		t.Fatalf("second check on a limit of 1: %d %v, want throttled", code, m)
+	}
+	var rows int
+	if err := st.Pool().QueryRow(ctx, `select count(*) from rl_counters`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 {
+		t.Errorf("rl_counters holds %d rows: the decisions counted in PostgreSQL, not Redis", rows)
+	}
+	for _, method := range []string{"GET", "DELETE"} {
+		code, m := do(method, "/api/rate-limit-counters?target=mcp_server:"+name, "")
+		if code != http.StatusNotImplemented || !strings.HasSuffix(m["type"].(string), "counters-elsewhere") ||
+			!strings.Contains(m["detail"].(string), "Redis") {
+			t.Errorf("%s /api/rate-limit-counters with counters in Redis: %d %v, want a 501 counters-elsewhere problem naming Redis", method, code, m)
+		}
+	}
+	cancel()
+	<-done
+	if !strings.Contains(stderr.String(), "counters in Redis") {
+		t.Errorf("the start-up log does not say where the counters are:\n%s", stderr.String())
+	}
+}
+
+// TestServeRefusesABadCountersURL: a counters URL rlapi cannot use is a
+// usage error naming the flag, before anything is opened.
+func TestServeRefusesABadCountersURL(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"memcached://127.0.0.1:1", "redis+cluster://127.0.0.1", "redis+cluster://h:1/3"} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"serve"}, env(map[string]string{"RLAPI_COUNTERS_URL": u}), &out, &errOut)
+		if code != 2 || !strings.Contains(errOut.String(), "--counters-url") {
+			t.Errorf("RLAPI_COUNTERS_URL=%s: exit %d, %q; want a usage error naming --counters-url", u, code, errOut.String())
+		}
+	}
+}
+
+// waitReady waits until serve answers /readyz on addr (or fails the test
+// if it exits).
+func waitReady(t *testing.T, addr string, done chan int, stderr *syncBuffer) {
+	t.Helper()
+	for i := 0; ; i++ {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if i > 600 { // 30 s: bounds a hang only
+			t.Fatalf("server never answered: %v; stderr: %s", err, stderr.String())
+		}
+	}
+}

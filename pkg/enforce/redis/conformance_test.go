@@ -1,0 +1,45 @@
+package redis_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
+)
+
+// The Redis counter store passes the conformance suite every counter store
+// must pass, for every algorithm, on a standalone server and on a cluster
+// of three masters and three replicas (where the gates of one call live in
+// different hash slots, decided in two phases).
+func TestConformance(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			serverURL(t, tg.env)
+			enforcetest.TestCounterStore(t, func(t *testing.T) enforce.CounterStore {
+				return openStore(t, tg.env)
+			})
+		})
+	}
+}
+
+// TestFailPolicies runs the fail-policy checks with an Enforcer over the
+// Redis store, made to fail or hang by enforcetest's wrappers.
+func TestFailPolicies(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			serverURL(t, tg.env)
+			enforcetest.TestFailPolicies(t,
+				func(t *testing.T) enforce.CounterStore { return openStore(t, tg.env) },
+				func(t *testing.T, opts enforce.Options, counters enforce.CounterStore, src enforce.Source) *enforce.Enforcer {
+					opts.Counters, opts.Source = counters, src
+					e, err := enforce.New(context.Background(), opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(e.Close)
+					return e
+				})
+		})
+	}
+}

@@ -1,0 +1,28 @@
+// Package redis is an enforce.CounterStore on Redis 7 (a standalone
+// server, or a Redis Cluster with replicas) through rueidis: the counters
+// of a deployment that outgrows one PostgreSQL primary. Only counters live
+// here; definitions and their change notices stay in a Source
+// (pkg/enforce/postgres's, or pkg/enforce/filesource's).
+//
+//	counters, err := redis.Open(ctx, "redis+cluster://10.0.0.5:6379,10.0.0.6:6379", redis.Options{})
+//	e, err := postgres.Open(ctx, dsn, enforce.Options{Counters: counters, OnClose: counters.Close})
+//
+// Every algorithm counts with pkg/enforce/algorithm's integer arithmetic,
+// in Lua scripts (EVALSHA, EVAL when the server does not know them yet),
+// with times from TakeRequest.Now, never Redis' clock. Keys expire on
+// their own (Sweep does nothing). A gate's Redis keys share its hash tag,
+// so they live in one slot.
+//
+// A batch goes out as one script per hash slot, pipelined: one round trip
+// per node. A call whose gates all share a slot (every call, on a
+// standalone server) is decided all or nothing by one script. A call
+// across slots is decided in two phases: each slot's script checks its
+// gates and, if its enforce gates have room, takes (a reservation); the
+// call is admitted only if every slot took, otherwise the others are
+// given back before Take returns. No call is ever admitted past a limit;
+// a reservation later given back may briefly refuse another call that
+// would have fit, and one stranded by a node dying between the phases
+// stays counted until its key expires, which errs toward refusing.
+// docs/design.md ("Counters on Redis") has the whole design and its
+// failure cases; docs/scaling.md how to size it.
+package redis

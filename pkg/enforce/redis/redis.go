@@ -1,0 +1,712 @@
+package redis
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
+)
+
+// Slack is added to every counter's time to live: a window's key lives
+// until its window ends (a sliding window's, one window more; a bucket's,
+// until it is full again) plus Slack, so that enforcers whose clocks are
+// a little behind still find it.
+const Slack = 10 * time.Second
+
+// Store is an enforce.CounterStore on Redis (standalone or Cluster). It is
+// safe for concurrent use. Build it with Open or New.
+type Store struct {
+	client  rueidis.Client
+	cluster bool
+	prefix  string
+	own     bool // Close closes the client
+
+	take, giveBack script
+
+	// rolledBack counts the reservations given back (calls a gate in
+	// another slot denied): what the over-refusal window is made of.
+	rolledBack atomic.Int64
+}
+
+type script struct {
+	body, sha string
+}
+
+func newScript(body string) script {
+	sum := sha1.Sum([]byte(body))
+	return script{body: body, sha: hex.EncodeToString(sum[:])}
+}
+
+// Options tune a Store.
+type Options struct {
+	// Prefix starts every key the store writes (default "rl:"). It must
+	// not hold '{' or '}'.
+	Prefix string
+}
+
+// Open connects to the Redis a counters URL names:
+//
+//	redis://[user:password@]host:port[/db]       a standalone server (db: 0 by default)
+//	rediss://...                                 the same over TLS
+//	redis+cluster://[user:password@]h1:p1,h2:p2  a Redis Cluster, seeded by any of its nodes
+//
+// The Store owns the connection: Close closes it.
+func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
+	co, cluster, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	client, err := rueidis.NewClient(co)
+	if err != nil {
+		return nil, fmt.Errorf("redis: connect to %s: %w", Redact(rawURL), err)
+	}
+	s, err := New(client, cluster, opts)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	s.own = true
+	if err := client.Do(ctx, client.B().Ping().Build()).Error(); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("redis: ping %s: %w", Redact(rawURL), err)
+	}
+	s.Preload(ctx)
+	return s, nil
+}
+
+// Preload loads the scripts on every node the client knows, so that the
+// first decisions need one round trip, not a NOSCRIPT and an EVAL. It is
+// best effort: a node that does not take them now gets them with EVAL
+// when it is first asked (after a failover, say).
+func (s *Store) Preload(ctx context.Context) {
+	for _, n := range s.client.Nodes() {
+		for _, sc := range []script{s.take, s.giveBack} {
+			_ = n.Do(ctx, n.B().ScriptLoad().Script(sc.body).Build()).Error()
+		}
+	}
+}
+
+// New builds a Store on a client the caller owns. cluster says whether
+// the client talks to a Redis Cluster (gates in different hash slots are
+// then decided in two phases; see the package doc).
+func New(client rueidis.Client, cluster bool, opts Options) (*Store, error) {
+	if opts.Prefix == "" {
+		opts.Prefix = "rl:"
+	}
+	if strings.ContainsAny(opts.Prefix, "{}") {
+		return nil, fmt.Errorf("redis: prefix %q: must not hold '{' or '}' (they pick the hash slot)", opts.Prefix)
+	}
+	return &Store{client: client, cluster: cluster, prefix: opts.Prefix,
+		take: newScript(takeScript), giveBack: newScript(giveBackScript)}, nil
+}
+
+// ParseURL reads a counters URL (see Open) into rueidis options, and says
+// whether it names a cluster.
+func ParseURL(rawURL string) (rueidis.ClientOption, bool, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// Not the url.Error itself: it quotes the URL, password and all.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return rueidis.ClientOption{}, false, fmt.Errorf("redis: counters URL: %w", err)
+	}
+	if u.Hostname() == "" {
+		return rueidis.ClientOption{}, false, fmt.Errorf("redis: counters URL %s: no host", Redact(rawURL))
+	}
+	var co rueidis.ClientOption
+	cluster := false
+	switch u.Scheme {
+	case "redis", "rediss":
+		co, err = rueidis.ParseURL(rawURL)
+		if err != nil {
+			return co, false, fmt.Errorf("redis: counters URL %s: %w", Redact(rawURL), err)
+		}
+		co.ForceSingleClient = true
+	case "redis+cluster", "rediss+cluster":
+		if u.Path != "" && u.Path != "/" {
+			return co, false, fmt.Errorf("redis: counters URL %s: a cluster has no database (only db 0): drop the path %q", Redact(rawURL), u.Path)
+		}
+		for _, hp := range strings.Split(u.Host, ",") {
+			if _, _, err := net.SplitHostPort(hp); err != nil {
+				return co, false, fmt.Errorf("redis: counters URL %s: node %q: want host:port", Redact(rawURL), hp)
+			}
+			co.InitAddress = append(co.InitAddress, hp)
+		}
+		if u.User != nil {
+			co.Username = u.User.Username()
+			co.Password, _ = u.User.Password()
+		}
+		if u.Scheme == "rediss+cluster" {
+			co.TLSConfig = tlsConfig()
+		}
+		cluster = true
+	default:
+		return co, false, fmt.Errorf("redis: counters URL %s: scheme %q: want redis://, rediss://, redis+cluster:// or rediss+cluster://", Redact(rawURL), u.Scheme)
+	}
+	if len(co.InitAddress) == 0 || co.InitAddress[0] == "" {
+		return co, false, fmt.Errorf("redis: counters URL %s: no host", Redact(rawURL))
+	}
+	// Counters are never cached client side; a lost connection is
+	// reported, never silently retried (a take is not idempotent).
+	co.DisableCache = true
+	co.DisableRetry = true
+	co.ConnWriteTimeout = 5 * time.Second
+	return co, cluster, nil
+}
+
+// Redact is rawURL with its password replaced, for messages.
+func Redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// Close closes the connection if the Store opened it.
+func (s *Store) Close() {
+	if s.own {
+		s.client.Close()
+	}
+}
+
+// Client is the Store's client (tests and the counters API use it).
+func (s *Store) Client() rueidis.Client { return s.client }
+
+// RolledBack is how many reservations the store has given back so far:
+// the gates of multi-slot calls that another slot denied.
+func (s *Store) RolledBack() int64 { return s.rolledBack.Load() }
+
+// Sweep does nothing: every key the store writes expires on its own.
+func (s *Store) Sweep(context.Context, time.Time) (int64, error) { return 0, nil }
+
+// gateRef is one gate of one call, as a group's script sees it.
+type gateRef struct {
+	call, gate int
+}
+
+// group is one script run: gates that share a hash slot (a standalone
+// server: the whole batch), calls in batch order.
+type group struct {
+	keys    []string
+	keyIdx  map[string]int
+	args    []string
+	calls   []int       // the calls with gates here, in order
+	gates   [][]gateRef // per call here: its gates here
+	tookIn  []bool      // per call here: the script took
+	results [][5]int64  // per gate here, in order: room, before, after
+}
+
+func (g *group) key(k string) string {
+	if i, ok := g.keyIdx[k]; ok {
+		return strconv.Itoa(i)
+	}
+	g.keys = append(g.keys, k)
+	g.keyIdx[k] = len(g.keys)
+	return strconv.Itoa(len(g.keys))
+}
+
+// Take decides reqs in order, each all or nothing; see enforce.CounterStore
+// and the package doc for the cluster's two phases.
+func (s *Store) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline time.Time) ([]enforce.TakeResult, error) {
+	for i, r := range reqs {
+		if err := check(r); err != nil {
+			return nil, fmt.Errorf("redis: call %d: %w: %w", i, enforce.ErrNotApplied, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("redis: %w: %w", enforce.ErrTimedOut, err)
+	}
+	if !deadline.IsZero() && !time.Now().Before(deadline) {
+		return nil, fmt.Errorf("redis: %w: the deadline passed before the batch was sent", enforce.ErrTimedOut)
+	}
+	out := make([]enforce.TakeResult, len(reqs))
+	order := s.plan(reqs, out)
+	if len(order) == 0 {
+		return out, nil
+	}
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	replies := s.run(ctx, s.take, order)
+	var failed error
+	unknown := false
+	for i, g := range order {
+		if err := replies[i].err; err != nil {
+			failed = errors.Join(failed, err)
+			unknown = unknown || !definite(err)
+			continue
+		}
+		if err := g.parse(replies[i].ints, reqs); err != nil {
+			failed = errors.Join(failed, err)
+			unknown = true
+		}
+	}
+	// Decide every call: allowed iff every group of it found room on all
+	// its enforce gates (and, for an error, whatever a group took is
+	// given back below).
+	allowed := make([]bool, len(reqs))
+	for i := range allowed {
+		allowed[i] = true
+	}
+	for _, g := range order {
+		if g.results == nil {
+			for _, c := range g.calls {
+				allowed[c] = false
+			}
+			continue
+		}
+		k := 0
+		for j, c := range g.calls {
+			for _, ref := range g.gates[j] {
+				room := g.results[k][0] == 1
+				if !room && reqs[c].Gates[ref.gate].Enforce {
+					allowed[c] = false
+				}
+				k++
+			}
+		}
+	}
+	if failed != nil {
+		for i := range allowed {
+			allowed[i] = false // give back everything taken
+		}
+	}
+	undo := s.fill(reqs, out, order, allowed)
+	if len(undo) > 0 {
+		if err := s.undo(ctx, undo, failed != nil); err != nil {
+			failed = errors.Join(failed, err)
+			unknown = true
+		}
+	}
+	if failed != nil {
+		kind := enforce.ErrOutcomeUnknown
+		if !unknown {
+			kind = enforce.ErrNotApplied
+		}
+		if errors.Is(failed, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("redis: %w: %w: %w", enforce.ErrTimedOut, kind, failed)
+		}
+		return nil, fmt.Errorf("redis: %w: %w", kind, failed)
+	}
+	return out, nil
+}
+
+// definite: err is a reply from Redis that says the script did not run
+// (the cluster down or moving, a server loading, a replica, memory full),
+// so nothing was taken.
+func definite(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	if !ok {
+		return false
+	}
+	msg := re.Error()
+	for _, p := range []string{"CLUSTERDOWN", "TRYAGAIN", "LOADING", "READONLY", "OOM", "MASTERDOWN", "NOSCRIPT", "CROSSSLOT", "MOVED", "ASK"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// plan groups the gates of reqs by hash slot (one group on a standalone
+// server) and builds each group's script arguments; it fills the results
+// of calls with no gates (allowed).
+func (s *Store) plan(reqs []enforce.TakeRequest, out []enforce.TakeResult) []*group {
+	groups := map[uint16]*group{}
+	var order []*group
+	for i, r := range reqs {
+		n := len(r.Gates)
+		out[i] = enforce.TakeResult{Allowed: true, Room: make([]bool, n), States: make([]enforce.GateState, n)}
+		var mine []*group
+		for j, g := range r.Gates {
+			tag := s.prefix + "{" + escape(g.Key) + "}"
+			var slot uint16
+			if s.cluster {
+				slot = keySlot(tag)
+			}
+			gr := groups[slot]
+			if gr == nil {
+				gr = &group{keyIdx: map[string]int{}, args: []string{"0"}}
+				groups[slot] = gr
+				order = append(order, gr)
+			}
+			if len(gr.calls) == 0 || gr.calls[len(gr.calls)-1] != i {
+				gr.calls = append(gr.calls, i)
+				gr.gates = append(gr.gates, nil)
+				mine = append(mine, gr)
+			}
+			gr.gates[len(gr.gates)-1] = append(gr.gates[len(gr.gates)-1], gateRef{call: i, gate: j})
+		}
+		for _, gr := range mine {
+			refs := gr.gates[len(gr.gates)-1]
+			consume := "0"
+			if r.Consume {
+				consume = "1"
+			}
+			gr.args = append(gr.args, consume, strconv.FormatInt(r.Cost, 10), strconv.Itoa(len(refs)))
+			for _, ref := range refs {
+				gr.args = s.gateArgs(gr, gr.args, r, r.Gates[ref.gate])
+			}
+			gr.args[0] = strconv.Itoa(len(gr.calls))
+		}
+	}
+	return order
+}
+
+// gateArgs appends g's 12 fields (see takeScript).
+func (s *Store) gateArgs(gr *group, args []string, r enforce.TakeRequest, g enforce.CounterGate) []string {
+	tag := s.prefix + "{" + escape(g.Key) + "}"
+	enf := "0"
+	if g.Enforce {
+		enf = "1"
+	}
+	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	now := r.Now
+	switch algorithmOf(g) {
+	case enforce.AlgorithmTokenBucket:
+		T := algorithm.Interval(g.Window, g.Limit)
+		tau := algorithm.Tau(g.Window, g.Limit, g.Burst)
+		never := "0"
+		var lim, ct int64
+		if g.Limit < 1 || tau <= 0 || r.Cost > tau/T {
+			never = "1"
+		} else {
+			ct = r.Cost * T
+			lim = tau - ct
+		}
+		ns, nn := pair(now.UnixNano())
+		ls, ln := pair(lim)
+		cs, cn := pair(ct)
+		return append(args, "t", enf, gr.key(tag+":t"), i64(Slack.Milliseconds()), i64(g.Limit),
+			i64(ns), i64(nn), never, i64(ls), i64(ln), i64(cs), i64(cn))
+	case enforce.AlgorithmSlidingWindow:
+		idx := algorithm.WindowIndex(now, g.Window)
+		w := strconv.FormatInt(int64(g.Window/time.Second), 10)
+		cur := gr.key(tag + ":s:" + w + ":" + i64(idx))
+		prev := gr.key(tag + ":s:" + w + ":" + i64(idx-1))
+		end := time.Unix(0, 0).Add(time.Duration(idx+2) * g.Window)
+		return append(args, "s", enf, cur, prev, i64(g.Limit), i64(ttl(end, now)),
+			i64(g.Window.Milliseconds()), i64(algorithm.Offset(now, g.Window)), "0", "0", "0", "0")
+	default:
+		idx := algorithm.WindowIndex(now, g.Window)
+		w := strconv.FormatInt(int64(g.Window/time.Second), 10)
+		end := time.Unix(0, 0).Add(time.Duration(idx+1) * g.Window)
+		return append(args, "f", enf, gr.key(tag+":f:"+w+":"+i64(idx)), "0", i64(g.Limit), i64(ttl(end, now)),
+			"0", "0", "0", "0", "0", "0")
+	}
+}
+
+// ttl is the time to live, in ms, of a counter that may go at end.
+func ttl(end, now time.Time) int64 {
+	return max(end.Sub(now), 0).Milliseconds() + 1 + Slack.Milliseconds()
+}
+
+// pair splits ns into seconds and nanoseconds (0 <= nanoseconds < 1e9).
+func pair(ns int64) (int64, int64) {
+	s, n := ns/1e9, ns%1e9
+	if n < 0 {
+		s, n = s-1, n+1e9
+	}
+	return s, n
+}
+
+type reply struct {
+	ints []int64
+	err  error
+}
+
+// run runs sc once per group, pipelined (one round trip per node), with
+// EVALSHA, and EVAL for the groups whose server did not know the script.
+func (s *Store) run(ctx context.Context, sc script, order []*group) []reply {
+	cmds := make(rueidis.Commands, len(order))
+	for i, g := range order {
+		cmds[i] = s.client.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(g.keys))).Key(g.keys...).Arg(g.args...).Build()
+	}
+	return s.exec(ctx, sc, cmds, func(i int) rueidis.Completed {
+		g := order[i]
+		return s.client.B().Eval().Script(sc.body).Numkeys(int64(len(g.keys))).Key(g.keys...).Arg(g.args...).Build()
+	})
+}
+
+func (s *Store) exec(ctx context.Context, sc script, cmds rueidis.Commands, eval func(int) rueidis.Completed) []reply {
+	out := make([]reply, len(cmds))
+	res := s.client.DoMulti(ctx, cmds...)
+	var again []int
+	for i, r := range res {
+		if re, ok := rueidis.IsRedisErr(r.Error()); ok && re.IsNoScript() {
+			again = append(again, i)
+			continue
+		}
+		out[i] = toReply(r)
+	}
+	if len(again) > 0 {
+		evals := make(rueidis.Commands, len(again))
+		for j, i := range again {
+			evals[j] = eval(i)
+		}
+		for j, r := range s.client.DoMulti(ctx, evals...) {
+			out[again[j]] = toReply(r)
+		}
+	}
+	return out
+}
+
+func toReply(r rueidis.RedisResult) reply {
+	if err := r.Error(); err != nil {
+		return reply{err: err}
+	}
+	ints, err := r.AsIntSlice()
+	if err != nil {
+		// A single integer (giveBackScript).
+		n, err2 := r.AsInt64()
+		if err2 != nil {
+			return reply{err: err}
+		}
+		return reply{ints: []int64{n}}
+	}
+	return reply{ints: ints}
+}
+
+// parse reads a group's reply.
+func (g *group) parse(ints []int64, reqs []enforce.TakeRequest) error {
+	var res [][5]int64
+	took := make([]bool, 0, len(g.calls))
+	p := 0
+	for j := range g.calls {
+		if p >= len(ints) {
+			return fmt.Errorf("redis: the script answered %d integers: too few", len(ints))
+		}
+		took = append(took, ints[p] == 1)
+		p++
+		for range g.gates[j] {
+			if p+5 > len(ints) {
+				return fmt.Errorf("redis: the script answered %d integers: too few", len(ints))
+			}
+			res = append(res, [5]int64(ints[p:p+5]))
+			p += 5
+		}
+	}
+	g.results, g.tookIn = res, took
+	return nil
+}
+
+// undoGate is one gate a group took from for a call that was denied.
+type undoGate struct {
+	g     *group
+	gate  enforce.CounterGate
+	ref   gateRef
+	cost  int64
+	now   time.Time
+	after [2]int64
+	prior [2]int64
+}
+
+// fill writes every call's result from the groups' replies and returns
+// the takes to give back (calls denied by a gate in another group).
+func (s *Store) fill(reqs []enforce.TakeRequest, out []enforce.TakeResult, order []*group, allowed []bool) []undoGate {
+	var undo []undoGate
+	for _, g := range order {
+		if g.results == nil {
+			continue
+		}
+		k := 0
+		for j, c := range g.calls {
+			r := reqs[c]
+			for _, ref := range g.gates[j] {
+				res := g.results[k]
+				k++
+				gate := r.Gates[ref.gate]
+				out[c].Room[ref.gate] = res[0] == 1
+				before, after := state(gate, res[1], res[2]), state(gate, res[3], res[4])
+				if allowed[c] && g.tookIn[j] {
+					out[c].States[ref.gate] = after
+				} else {
+					out[c].States[ref.gate] = before
+				}
+				if !allowed[c] && g.tookIn[j] && res[0] == 1 {
+					undo = append(undo, undoGate{g: g, gate: gate, ref: ref, cost: r.Cost, now: r.Now,
+						after: [2]int64{res[3], res[4]}, prior: [2]int64{res[1], res[2]}})
+				}
+			}
+		}
+	}
+	for i := range out {
+		if !allowed[i] {
+			out[i].Allowed = false
+		}
+	}
+	// Last taken, first given back: a bucket's TAT can be restored only
+	// while it is the one the take stored, so the takes of one batch on
+	// one bucket are unwound from the top.
+	slices.Reverse(undo)
+	return undo
+}
+
+func state(g enforce.CounterGate, a, b int64) enforce.GateState {
+	if algorithmOf(g) == enforce.AlgorithmTokenBucket {
+		if b < 0 {
+			return enforce.GateState{}
+		}
+		return enforce.GateState{TAT: time.Unix(a, b)}
+	}
+	if algorithmOf(g) == enforce.AlgorithmSlidingWindow {
+		return enforce.GateState{Count: a, Previous: b}
+	}
+	return enforce.GateState{Count: a}
+}
+
+// undo gives back what the groups took for the calls in u, one script per
+// group, pipelined. It runs even when ctx has ended (bounded by its own
+// short deadline): what is not given back stays counted until its key
+// expires, which errs toward refusing.
+func (s *Store) undo(ctx context.Context, u []undoGate, failedBatch bool) error {
+	byGroup := map[*group]*group{}
+	var order []*group
+	for _, x := range u {
+		ug := byGroup[x.g]
+		if ug == nil {
+			ug = &group{keyIdx: map[string]int{}, args: []string{"0"}}
+			byGroup[x.g] = ug
+			order = append(order, ug)
+		}
+		key := s.gateKey(x.gate, x.now)
+		idx := ug.key(key)
+		reserved, prior, prTTL := "", "", "0"
+		if algorithmOf(x.gate) == enforce.AlgorithmTokenBucket {
+			reserved = fmt.Sprintf("%d:%d", x.after[0], x.after[1])
+			if x.prior[1] >= 0 {
+				prior = fmt.Sprintf("%d:%d", x.prior[0], x.prior[1])
+				prTTL = strconv.FormatInt(ttl(time.Unix(x.prior[0], x.prior[1]), x.now), 10)
+			}
+		}
+		ug.args = append(ug.args, string(code(x.gate)), idx, strconv.FormatInt(x.cost, 10), reserved, prior, prTTL)
+		ug.calls = append(ug.calls, 0)
+		ug.args[0] = strconv.Itoa(len(ug.calls))
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	cmds := make(rueidis.Commands, len(order))
+	for i, g := range order {
+		cmds[i] = s.client.B().Evalsha().Sha1(s.giveBack.sha).Numkeys(int64(len(g.keys))).Key(g.keys...).Arg(g.args...).Build()
+	}
+	var errs error
+	for i, r := range s.exec(uctx, s.giveBack, cmds, func(i int) rueidis.Completed {
+		g := order[i]
+		return s.client.B().Eval().Script(s.giveBack.body).Numkeys(int64(len(g.keys))).Key(g.keys...).Arg(g.args...).Build()
+	}) {
+		switch {
+		case r.err != nil:
+			errs = errors.Join(errs, fmt.Errorf("redis: give back a reservation: %w", r.err))
+		case len(r.ints) != 1 || r.ints[0] != int64(len(order[i].calls)):
+			// A bucket another call took from since: its tokens stay
+			// taken (see giveBackScript). Only a failed batch cares.
+			if failedBatch {
+				errs = errors.Join(errs, errors.New("redis: a token bucket's reservation could not be given back exactly (another call took since): it drips back at the bucket's rate"))
+			}
+		}
+	}
+	s.rolledBack.Add(int64(len(u)))
+	return errs
+}
+
+// gateKey is the key holding g's counter at now (for a sliding window,
+// the current window's).
+func (s *Store) gateKey(g enforce.CounterGate, now time.Time) string {
+	tag := s.prefix + "{" + escape(g.Key) + "}"
+	w := strconv.FormatInt(int64(g.Window/time.Second), 10)
+	idx := strconv.FormatInt(algorithm.WindowIndex(now, g.Window), 10)
+	switch algorithmOf(g) {
+	case enforce.AlgorithmTokenBucket:
+		return tag + ":t"
+	case enforce.AlgorithmSlidingWindow:
+		return tag + ":s:" + w + ":" + idx
+	}
+	return tag + ":f:" + w + ":" + idx
+}
+
+func code(g enforce.CounterGate) byte {
+	switch algorithmOf(g) {
+	case enforce.AlgorithmTokenBucket:
+		return 't'
+	case enforce.AlgorithmSlidingWindow:
+		return 's'
+	}
+	return 'f'
+}
+
+func check(r enforce.TakeRequest) error {
+	if r.Cost < 1 {
+		return fmt.Errorf("cost %d: must be at least 1", r.Cost)
+	}
+	for _, g := range r.Gates {
+		switch {
+		case algorithmOf(g) == "":
+			return fmt.Errorf("gate %q: algorithm %q: this store counts %q, %q and %q", g.Key, g.Algorithm,
+				enforce.AlgorithmFixedWindow, enforce.AlgorithmSlidingWindow, enforce.AlgorithmTokenBucket)
+		case g.Window < time.Second || g.Window%time.Second != 0:
+			return fmt.Errorf("gate %q: window %v: must be a whole number of seconds", g.Key, g.Window)
+		case g.Limit < 0:
+			return fmt.Errorf("gate %q: limit %d: must not be negative", g.Key, g.Limit)
+		case g.Burst < 0:
+			return fmt.Errorf("gate %q: burst %d: must not be negative", g.Key, g.Burst)
+		}
+	}
+	return nil
+}
+
+func algorithmOf(g enforce.CounterGate) enforce.Algorithm {
+	switch g.Algorithm {
+	case "", enforce.AlgorithmFixedWindow:
+		return enforce.AlgorithmFixedWindow
+	case enforce.AlgorithmSlidingWindow, enforce.AlgorithmTokenBucket:
+		return g.Algorithm
+	}
+	return ""
+}
+
+// escape makes a counter key safe inside a hash tag, keeping distinct keys
+// distinct: '%', '{' and '}' are percent-encoded and the empty key is "%"
+// (which no other key escapes to). Every other byte is kept as it is:
+// Redis keys are binary safe.
+func escape(k string) string {
+	if k == "" {
+		return "%"
+	}
+	if !strings.ContainsAny(k, "%{}") {
+		return k
+	}
+	var b strings.Builder
+	for i := 0; i < len(k); i++ {
+		switch c := k[i]; c {
+		case '%':
+			b.WriteString("%25")
+		case '{':
+			b.WriteString("%7B")
+		case '}':
+			b.WriteString("%7D")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+var _ enforce.CounterStore = (*Store)(nil)

@@ -1,0 +1,31 @@
+package redis
+
+import (
+	"crypto/tls"
+	"strings"
+)
+
+// keySlot is the Redis Cluster hash slot of key: CRC16 (XMODEM) of its
+// hash tag (the bytes between the first '{' and the next '}', when not
+// empty) or of the whole key, mod 16384.
+func keySlot(key string) uint16 {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc & 16383
+}
+
+func tlsConfig() *tls.Config { return &tls.Config{MinVersion: tls.VersionTLS12} }
