@@ -1,0 +1,288 @@
+package enforce
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// The record of violations. Every throttle and quarantine denial an
+// Enforcer decides (and every lockout a caller reports through
+// RecordEvent) is counted into one entry per (minute, kind, subject,
+// definition) in a bounded buffer; a background flush writes the entries
+// to the ViolationSink in one batch (pkg/enforce/postgres upserts them into
+// rl_events, where a row's count grows while its minute lasts) and one
+// JSON line per entry to the ViolationLog. So a flood of any size from
+// one subject writes one row a minute, and one log line per flush.
+// Recording never blocks a decision: an event that finds the buffer full
+// of other keys is dropped and counted in
+// rlctl_enforce_violations_dropped_total{reason="buffer_full"}.
+
+// ViolationSink keeps aggregated violation events. WriteEvents gets
+// entries with distinct (Minute, Kind, Subject, DefinitionID) keys and
+// adds their counts to what it holds for those keys.
+type ViolationSink interface {
+	WriteEvents(ctx context.Context, evs []ratelimit.Event) error
+}
+
+// Defaults of the violation recorder (Options.Violation*).
+const (
+	DefaultViolationBuffer        = 10_000
+	DefaultViolationFlushInterval = 5 * time.Second
+	// violationWriteTimeout bounds one flush's write to the sink.
+	violationWriteTimeout = 10 * time.Second
+)
+
+// ErrUnknownEventKind: RecordEvent was given a kind pkg/ratelimit does not
+// know (ratelimit.EventKinds).
+var ErrUnknownEventKind = errors.New("enforce: unknown event kind")
+
+type violationKey struct {
+	minute                    int64
+	kind, subject, definition string
+}
+
+func violationKeyOf(ev *ratelimit.Event) violationKey {
+	return violationKey{ev.Minute.Unix(), ev.Kind, ev.Subject, ev.DefinitionID}
+}
+
+type violationRecorder struct {
+	sink    ViolationSink
+	out     io.Writer // JSON lines; nil: none
+	log     *slog.Logger
+	now     func() time.Time
+	max     int
+	total   *prometheus.CounterVec // kind, severity, axis
+	dropped *prometheus.CounterVec // reason
+
+	mu      sync.Mutex
+	pending map[violationKey]*ratelimit.Event
+
+	// flushMu serializes flushes; unsent (under it) holds what the sink
+	// refused last time, retried with the next flush, bounded by max.
+	flushMu sync.Mutex
+	unsent  map[violationKey]*ratelimit.Event
+}
+
+func newViolationRecorder(opts Options, log *slog.Logger, now func() time.Time, m *metrics) *violationRecorder {
+	if opts.ViolationBuffer <= 0 {
+		opts.ViolationBuffer = DefaultViolationBuffer
+	}
+	return &violationRecorder{sink: opts.Violations, out: opts.ViolationLog, log: log, now: now, max: opts.ViolationBuffer,
+		total: m.violations, dropped: m.violationsDropped,
+		pending: map[violationKey]*ratelimit.Event{}, unsent: map[violationKey]*ratelimit.Event{}}
+}
+
+// record counts ev (Kind and Subject set, Count >= 1), under the axis
+// label axis (a metric label only).
+func (r *violationRecorder) record(ev ratelimit.Event, axis string) {
+	now := r.now().UTC()
+	if ev.Count <= 0 {
+		ev.Count = 1
+	}
+	if ev.Severity == "" {
+		ev.Severity, _ = ratelimit.EventSeverity(ev.Kind)
+	}
+	ev.Minute = now.Truncate(time.Minute)
+	ev.FirstSeen, ev.LastSeen = now, now
+	r.total.WithLabelValues(ev.Kind, ev.Severity, axis).Add(float64(ev.Count))
+	k := violationKeyOf(&ev)
+	r.mu.Lock()
+	if p, ok := r.pending[k]; ok {
+		count, first := p.Count, p.FirstSeen
+		*p = ev
+		p.Count += count
+		p.FirstSeen = first
+		r.mu.Unlock()
+		return
+	}
+	full := len(r.pending) >= r.max
+	if !full {
+		r.pending[k] = &ev
+	}
+	r.mu.Unlock()
+	if full {
+		r.dropped.WithLabelValues("buffer_full").Add(float64(ev.Count))
+	}
+}
+
+// flush writes what was counted since the last flush: its JSON lines, then
+// the sink (with what the sink refused last time).
+func (r *violationRecorder) flush(ctx context.Context) {
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
+	r.mu.Lock()
+	batch := r.pending
+	if len(batch) > 0 {
+		r.pending = make(map[violationKey]*ratelimit.Event, len(batch))
+	}
+	r.mu.Unlock()
+	if len(batch) == 0 && len(r.unsent) == 0 {
+		return
+	}
+	evs := make([]ratelimit.Event, 0, len(batch))
+	for _, ev := range batch {
+		evs = append(evs, *ev)
+	}
+	sortEvents(evs)
+	r.writeLines(evs)
+	if r.sink == nil {
+		return
+	}
+	for k, ev := range r.unsent {
+		if p, ok := batch[k]; ok {
+			p.Count += ev.Count
+			p.FirstSeen = minTime(p.FirstSeen, ev.FirstSeen)
+			continue
+		}
+		batch[k] = ev
+	}
+	r.unsent = map[violationKey]*ratelimit.Event{}
+	evs = evs[:0]
+	for _, ev := range batch {
+		evs = append(evs, *ev)
+	}
+	sortEvents(evs)
+	wctx, cancel := context.WithTimeout(ctx, violationWriteTimeout)
+	err := r.sink.WriteEvents(wctx, evs)
+	cancel()
+	if err == nil {
+		return
+	}
+	// Keep what fits for the next flush; count the rest.
+	var lost int64
+	for i := range evs {
+		if len(r.unsent) < r.max {
+			r.unsent[violationKeyOf(&evs[i])] = &evs[i]
+			continue
+		}
+		lost += evs[i].Count
+	}
+	if lost > 0 {
+		r.dropped.WithLabelValues("write_failed").Add(float64(lost))
+	}
+	r.log.Warn("writing the record of violations failed; retrying with the next flush", "entries", len(evs),
+		"kept", len(r.unsent), "dropped_calls", lost, "err", err)
+}
+
+// eventLine is one JSON line of the violation log.
+type eventLine struct {
+	Time    time.Time `json:"time"`
+	Message string    `json:"msg"`
+	ratelimit.Event
+}
+
+func (r *violationRecorder) writeLines(evs []ratelimit.Event) {
+	if r.out == nil || len(evs) == 0 {
+		return
+	}
+	now := r.now().UTC()
+	var buf []byte
+	for _, ev := range evs {
+		b, err := json.Marshal(eventLine{Time: now, Message: "rate limit event", Event: ev})
+		if err != nil {
+			continue
+		}
+		buf = append(append(buf, b...), '\n')
+	}
+	if _, err := r.out.Write(buf); err != nil {
+		r.log.Warn("writing the violation log failed", "lines", len(evs), "err", err)
+	}
+}
+
+func sortEvents(evs []ratelimit.Event) {
+	// Oldest minute first, then by key: stable output for the log and
+	// for the upsert's lock order.
+	slices.SortFunc(evs, func(a, b ratelimit.Event) int {
+		if c := a.Minute.Compare(b.Minute); c != 0 {
+			return c
+		}
+		for _, p := range [][2]string{{a.Kind, b.Kind}, {a.Subject, b.Subject}, {a.DefinitionID, b.DefinitionID}} {
+			if p[0] != p[1] {
+				if p[0] < p[1] {
+					return -1
+				}
+				return 1
+			}
+		}
+		return 0
+	})
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// RecordEvent adds ev to the record of violations, aggregated with the
+// Enforcer's own throttles and quarantine denials: a lockout or a
+// failed-credential lockout detected outside the Enforcer's decisions is
+// recorded so. ev.Kind must be one of ratelimit.EventKinds and ev.Subject
+// set; Count 0 means 1; Severity defaults to the kind's; Minute and the
+// times are the Enforcer's clock's.
+func (e *Enforcer) RecordEvent(ev ratelimit.Event) error {
+	if _, ok := ratelimit.EventSeverity(ev.Kind); !ok {
+		return fmt.Errorf("%w %q", ErrUnknownEventKind, ev.Kind)
+	}
+	if ev.Subject == "" {
+		return errors.New("enforce: an event needs a subject")
+	}
+	axis := "none"
+	if ev.DefinitionID != "" {
+		if a, _, _, _, err := ratelimit.ParseDefinitionID(ev.DefinitionID); err == nil {
+			axis = axisLabel(a)
+		}
+	}
+	e.violations.record(ev, axis)
+	return nil
+}
+
+// FlushEvents writes the aggregated events now (Close does too): tests,
+// and gateways that stop without Close.
+func (e *Enforcer) FlushEvents(ctx context.Context) { e.violations.flush(ctx) }
+
+// recordThrottle records a throttle by the denying gate g.
+func (e *Enforcer) recordThrottle(c Call, g Gate, caller string) {
+	ev := ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, DefinitionID: g.DefinitionID, Caller: caller,
+		ClientIP: c.ClientIP, TargetType: c.TargetType, Target: c.TargetName, Limit: g.Limit, Subject: caller}
+	switch g.Axis {
+	case ratelimit.AxisTarget:
+		ev.Subject = c.TargetType + ":" + c.TargetName
+	case ratelimit.AxisCaller, ratelimit.AxisCallerTarget:
+		if _, _, name, _, err := ratelimit.ParseDefinitionID(g.DefinitionID); err == nil {
+			ev.Tier = name
+		}
+	}
+	if ev.Subject == "" {
+		return
+	}
+	e.violations.record(ev, axisLabel(g.Axis))
+}
+
+// recordQuarantine records a quarantine denial of scope (caller, target).
+func (e *Enforcer) recordQuarantine(c Call, scope, target, caller string) {
+	ev := ratelimit.Event{Kind: ratelimit.EventQuarantineDenied, Caller: caller, ClientIP: c.ClientIP,
+		TargetType: c.TargetType, Target: target, Subject: caller}
+	if scope == "target" {
+		ev.Subject = c.TargetType + ":" + target
+	}
+	if ev.Subject == "" {
+		return
+	}
+	e.violations.record(ev, "quarantine_"+scope)
+}
+
+// flushViolations is the background flush (run by every).
+func (e *Enforcer) flushViolations(ctx context.Context) { e.violations.flush(ctx) }
