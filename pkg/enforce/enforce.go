@@ -172,6 +172,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	}
 	e.metrics = m
 	e.violations = newViolationRecorder(opts, e.log, e.now, m)
+	e.events.onRecord = e.recordLogged
 	if opts.ViolationFlushInterval <= 0 {
 		opts.ViolationFlushInterval = DefaultViolationFlushInterval
 	}

@@ -284,5 +284,37 @@ func (e *Enforcer) recordQuarantine(c Call, scope, target, caller string) {
 	e.violations.record(ev, "quarantine_"+scope)
 }
 
+// loggedKinds maps the reasons of the aggregated log (events.go) that the
+// record keeps, besides the throttles and quarantine denials the decision
+// path records itself, to their event kind: a detection that logs its
+// events there with one of these reasons is recorded with no further
+// plumbing.
+var loggedKinds = map[string]string{
+	ratelimit.EventLockoutStarted:     ratelimit.EventLockoutStarted,
+	ratelimit.EventAuthLockoutStarted: ratelimit.EventAuthLockoutStarted,
+}
+
+// recordLogged records a logged event whose reason the record keeps.
+func (e *Enforcer) recordLogged(ev event) {
+	kind, ok := loggedKinds[ev.reason]
+	if !ok {
+		return
+	}
+	subject := ev.caller
+	switch {
+	case subject != "":
+	case ev.clientID != "":
+		subject = "agent:" + ev.clientID
+	case ev.username != "":
+		subject = ratelimit.SubjectUser + ":" + ev.username
+	case ev.target != "":
+		subject = ev.targetType + ":" + ev.target
+	default:
+		return
+	}
+	_ = e.RecordEvent(ratelimit.Event{Kind: kind, Subject: subject, DefinitionID: ev.gate, Caller: ev.caller,
+		TargetType: ev.targetType, Target: ev.target, Limit: ev.limit})
+}
+
 // flushViolations is the background flush (run by every).
 func (e *Enforcer) flushViolations(ctx context.Context) { e.violations.flush(ctx) }

@@ -210,3 +210,25 @@ func TestRecordEventRefusesUnknownKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestLoggedLockoutsAreRecorded: a detection that logs its events through
+// the aggregated log with a kind the record keeps (lockout_started,
+// auth_lockout_started) is recorded without plumbing of its own; other
+// reasons are not.
+func TestLoggedLockoutsAreRecorded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{})
+	f.e.LogEvent(ratelimit.EventLockoutStarted, "user:alice", "caller:group:free:60")
+	f.e.LogEvent(ratelimit.EventAuthLockoutStarted, "ip:203.0.113.7", "")
+	f.e.LogEvent("something_else", "user:bob", "")
+	f.e.FlushEvents(context.Background())
+	rows := listEvents(t, f.st, store.EventFilter{})
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r.Subject] = r.Kind + " " + r.Severity + " " + r.DefinitionID
+	}
+	want := map[string]string{"user:alice": "lockout_started high caller:group:free:60", "ip:203.0.113.7": "auth_lockout_started high "}
+	if len(got) != len(want) || got["user:alice"] != want["user:alice"] || got["ip:203.0.113.7"] != want["ip:203.0.113.7"] {
+		t.Errorf("recorded %v, want %v", got, want)
+	}
+}
