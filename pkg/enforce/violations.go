@@ -108,7 +108,9 @@ func (r *violationRecorder) record(ev ratelimit.Event, axis string) {
 	}
 	full := len(r.pending) >= r.max
 	if !full {
-		r.pending[k] = &ev
+		p := new(ratelimit.Event) // only a new key allocates
+		*p = ev
+		r.pending[k] = p
 	}
 	r.mu.Unlock()
 	if full {
