@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -71,7 +73,7 @@ type violationRecorder struct {
 	// flushMu serializes flushes; unsent (under it) holds what the sink
 	// refused last time, retried with the next flush, bounded by max.
 	flushMu sync.Mutex
-	unsent  map[violationKey]*ratelimit.Event
+	unsent  map[violationKey]unsentEvent
 }
 
 func newViolationRecorder(opts Options, log *slog.Logger, now func() time.Time, m *metrics) *violationRecorder {
@@ -80,7 +82,7 @@ func newViolationRecorder(opts Options, log *slog.Logger, now func() time.Time, 
 	}
 	return &violationRecorder{sink: opts.Violations, out: opts.ViolationLog, log: log, now: now, max: opts.ViolationBuffer,
 		total: m.violations, dropped: m.violationsDropped,
-		pending: map[violationKey]*ratelimit.Event{}, unsent: map[violationKey]*ratelimit.Event{}}
+		pending: map[violationKey]*ratelimit.Event{}, unsent: map[violationKey]unsentEvent{}}
 }
 
 // record counts ev (Kind and Subject set, Count >= 1), under the axis
@@ -118,20 +120,27 @@ func (r *violationRecorder) record(ev ratelimit.Event, axis string) {
 	}
 }
 
+// maxWriteTries is how many flushes in a row may fail to write an entry
+// before it is dropped (a minute at the default interval): an outage
+// longer than that, or an entry the sink refuses whatever the time,
+// must not hold the retry buffer forever.
+const maxWriteTries = 12
+
 // flush writes what was counted since the last flush: its JSON lines, then
-// the sink (with what the sink refused last time).
+// the sink (with what the sink refused before).
 func (r *violationRecorder) flush(ctx context.Context) {
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
 	r.mu.Lock()
-	batch := r.pending
-	if len(batch) > 0 {
-		r.pending = make(map[violationKey]*ratelimit.Event, len(batch))
+	pending := r.pending
+	if len(pending) > 0 {
+		r.pending = make(map[violationKey]*ratelimit.Event, len(pending))
 	}
 	r.mu.Unlock()
-	if len(batch) == 0 && len(r.unsent) == 0 {
+	if len(pending) == 0 && len(r.unsent) == 0 {
 		return
 	}
+	batch := sanitized(pending)
 	evs := make([]ratelimit.Event, 0, len(batch))
 	for _, ev := range batch {
 		evs = append(evs, *ev)
@@ -141,15 +150,18 @@ func (r *violationRecorder) flush(ctx context.Context) {
 	if r.sink == nil {
 		return
 	}
-	for k, ev := range r.unsent {
+	tries := map[violationKey]int{}
+	for k, u := range r.unsent {
+		tries[k] = u.tries
 		if p, ok := batch[k]; ok {
-			p.Count += ev.Count
-			p.FirstSeen = minTime(p.FirstSeen, ev.FirstSeen)
+			p.Count += u.ev.Count
+			p.FirstSeen = minTime(p.FirstSeen, u.ev.FirstSeen)
 			continue
 		}
-		batch[k] = ev
+		ev := u.ev
+		batch[k] = &ev
 	}
-	r.unsent = map[violationKey]*ratelimit.Event{}
+	r.unsent = map[violationKey]unsentEvent{}
 	evs = evs[:0]
 	for _, ev := range batch {
 		evs = append(evs, *ev)
@@ -161,20 +173,83 @@ func (r *violationRecorder) flush(ctx context.Context) {
 	if err == nil {
 		return
 	}
-	// Keep what fits for the next flush; count the rest.
+	// Keep what fits for the next flush, each entry for maxWriteTries
+	// flushes at most; count the rest.
 	var lost int64
-	for i := range evs {
-		if len(r.unsent) < r.max {
-			r.unsent[violationKeyOf(&evs[i])] = &evs[i]
+	for _, ev := range evs {
+		k := violationKeyOf(&ev)
+		if n := tries[k] + 1; n < maxWriteTries && len(r.unsent) < r.max {
+			r.unsent[k] = unsentEvent{ev: ev, tries: n}
 			continue
 		}
-		lost += evs[i].Count
+		lost += ev.Count
 	}
 	if lost > 0 {
 		r.dropped.WithLabelValues("write_failed").Add(float64(lost))
 	}
 	r.log.Warn("writing the record of violations failed; retrying with the next flush", "entries", len(evs),
 		"kept", len(r.unsent), "dropped_calls", lost, "err", err)
+}
+
+// unsentEvent is an entry the sink refused, and how many flushes have.
+type unsentEvent struct {
+	ev    ratelimit.Event
+	tries int
+}
+
+// Bounds of the text fields, as rl_events' constraints have them.
+const (
+	maxEventText  = 1024
+	maxEventShort = 64
+	maxEventTier  = 256
+)
+
+// sanitized returns the entries with their text made storable: valid
+// UTF-8 without NUL, cut to the table's lengths (a call's raw target
+// name may be anything). Entries whose keys become equal are merged, so
+// the keys stay distinct.
+func sanitized(pending map[violationKey]*ratelimit.Event) map[violationKey]*ratelimit.Event {
+	out := make(map[violationKey]*ratelimit.Event, len(pending))
+	for _, ev := range pending {
+		ev.Subject = cleanText(ev.Subject, maxEventText)
+		ev.DefinitionID = cleanText(ev.DefinitionID, maxEventText)
+		ev.Caller = cleanText(ev.Caller, maxEventText)
+		ev.Target = cleanText(ev.Target, maxEventText)
+		ev.ClientIP = cleanText(ev.ClientIP, maxEventShort)
+		ev.TargetType = cleanText(ev.TargetType, maxEventShort)
+		ev.Tier = cleanText(ev.Tier, maxEventTier)
+		ev.Limit = max(ev.Limit, 0)
+		if ev.Subject == "" {
+			ev.Subject = "unknown"
+		}
+		k := violationKeyOf(ev)
+		if p, ok := out[k]; ok {
+			p.Count += ev.Count
+			p.FirstSeen = minTime(p.FirstSeen, ev.FirstSeen)
+			if ev.LastSeen.After(p.LastSeen) {
+				count, first := p.Count, p.FirstSeen
+				*p = *ev
+				p.Count, p.FirstSeen = count, first
+			}
+			continue
+		}
+		out[k] = ev
+	}
+	return out
+}
+
+// cleanText is s as valid UTF-8 without NUL, at most n characters.
+func cleanText(s string, n int) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "")
+	}
+	if utf8.RuneCountInString(s) > n {
+		s = string([]rune(s)[:n])
+	}
+	return s
 }
 
 // eventLine is one JSON line of the violation log.
@@ -259,9 +334,12 @@ func (e *Enforcer) FlushEvents(ctx context.Context) { e.violations.flush(ctx) }
 func (e *Enforcer) recordThrottle(c Call, g Gate, caller string) {
 	ev := ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, DefinitionID: g.DefinitionID, Caller: caller,
 		ClientIP: c.ClientIP, TargetType: c.TargetType, Target: c.TargetName, Limit: g.Limit, Subject: caller}
+	if name, ok, err := ratelimit.NormalizeTargetName(c.TargetType, c.TargetName); ok && err == nil {
+		ev.Target = name // as definitions and memberships name it
+	}
 	switch g.Axis {
 	case ratelimit.AxisTarget:
-		ev.Subject = c.TargetType + ":" + c.TargetName
+		ev.Subject = c.TargetType + ":" + ev.Target
 	case ratelimit.AxisCaller, ratelimit.AxisCallerTarget:
 		if _, _, name, _, err := ratelimit.ParseDefinitionID(g.DefinitionID); err == nil {
 			ev.Tier = name

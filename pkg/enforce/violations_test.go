@@ -5,16 +5,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -230,5 +234,96 @@ func TestLoggedLockoutsAreRecorded(t *testing.T) {
 	want := map[string]string{"user:alice": "lockout_started high caller:group:free:60", "ip:203.0.113.7": "auth_lockout_started high "}
 	if len(got) != len(want) || got["user:alice"] != want["user:alice"] || got["ip:203.0.113.7"] != want["ip:203.0.113.7"] {
 		t.Errorf("recorded %v, want %v", got, want)
+	}
+}
+
+// flakySink writes to rl_events, or fails while failing is set.
+type flakySink struct {
+	mu      sync.Mutex
+	failing bool
+	next    enforce.ViolationSink
+}
+
+func (s *flakySink) set(failing bool) {
+	s.mu.Lock()
+	s.failing = failing
+	s.mu.Unlock()
+}
+
+func (s *flakySink) WriteEvents(ctx context.Context, evs []ratelimit.Event) error {
+	s.mu.Lock()
+	failing := s.failing
+	s.mu.Unlock()
+	if failing {
+		return errors.New("database unavailable")
+	}
+	return s.next.WriteEvents(ctx, evs)
+}
+
+// TestViolationWritesRetryThenGiveUp: a flush the store refuses is retried
+// with the next ones, its counts added to what came meanwhile; an entry
+// refused for a minute of flushes is dropped and counted, so an outage
+// cannot hold the buffer forever.
+func TestViolationWritesRetryThenGiveUp(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	sink := &flakySink{failing: true}
+	f := newFixture(t, enforce.Options{Registerer: reg, Violations: sink, ViolationFlushInterval: time.Hour})
+	sink.next = postgres.NewEventSink(f.st.Pool())
+	rec := func(subject string, n int) {
+		for range n {
+			if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: subject}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rec("user:a", 3)
+	f.e.FlushEvents(context.Background()) // refused: kept
+	rec("user:a", 2)
+	sink.set(false)
+	f.e.FlushEvents(context.Background())
+	if rows := listEvents(t, f.st, store.EventFilter{}); len(rows) != 1 || rows[0].Count != 5 {
+		t.Fatalf("after the outage: %+v, want user:a counting 5", rows)
+	}
+	sink.set(true)
+	rec("user:b", 4)
+	for range 12 {
+		f.e.FlushEvents(context.Background())
+	}
+	sink.set(false)
+	f.e.FlushEvents(context.Background())
+	if rows := listEvents(t, f.st, store.EventFilter{Subject: "user:b"}); len(rows) != 0 {
+		t.Errorf("user:b written after 12 refusals: %+v", rows)
+	}
+	if got := series(t, reg, "rlctl_enforce_violations_dropped_total"); !slices.Equal(got, []string{"reason=write_failed 4"}) {
+		t.Errorf("dropped: %v, want user:b's 4 calls", got)
+	}
+}
+
+// TestViolationTextIsMadeStorable: a call's raw target may be anything;
+// what the table cannot hold (NUL, invalid UTF-8, more than its length)
+// is cleaned rather than failing the batch that carries it.
+func TestViolationTextIsMadeStorable(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{ViolationFlushInterval: time.Hour})
+	long := strings.Repeat("x", 5000)
+	for _, ev := range []ratelimit.Event{
+		{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:nul\x00byte", Target: "t\xffarget"},
+		{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:" + long, Target: long, ClientIP: long, Tier: long},
+		{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:fine"},
+	} {
+		if err := f.e.RecordEvent(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.e.FlushEvents(context.Background())
+	rows := listEvents(t, f.st, store.EventFilter{})
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want all 3: %+v", len(rows), rows)
+	}
+	for _, r := range rows {
+		if len([]rune(r.Subject)) > 1024 || strings.ContainsRune(r.Subject, 0) || !utf8.ValidString(r.Target) {
+			t.Errorf("row not cleaned: subject %.40q target %.40q", r.Subject, r.Target)
+		}
 	}
 }
