@@ -48,6 +48,9 @@ func TestRateLimitEventsRecordThrottles(t *testing.T) {
 		ev.Count != 4 || ev.DefinitionID != "target:mcp_server:srv:60" || ev.Limit != 1 || ev.ClientIP != "198.51.100.4" {
 		t.Errorf("event %+v, want 4 throttles of target:mcp_server:srv:60", ev)
 	}
+	if p, err := viewer.ListEvents(ctx, client.EventFilter{Subject: "client:nobody"}); err != nil || len(p.Events) != 0 {
+		t.Errorf("client: subject: %+v %v, want none and no error", p.Events, err)
+	}
 	for _, f := range []client.EventFilter{{Subject: "user:alice"}, {Kind: ratelimit.EventQuarantineDenied}, {Severity: "high"},
 		{DefinitionID: "target:mcp_server:srv:3600"}, {Since: time.Now().Add(2 * time.Minute)}} {
 		if p, err := viewer.ListEvents(ctx, f); err != nil || len(p.Events) != 0 {
@@ -88,6 +91,10 @@ func TestRateLimitEventsRefuseBadFilters(t *testing.T) {
 	hc := contractHTTPClient(t)
 	for _, c := range []struct{ query, field string }{
 		{"kind=made_up", "kind"},
+		{"subject=alice", "subject"},
+		{"subject=robot:r2", "subject"},
+		{"subject=user:", "subject"},
+		{"definition=nonsense", "definition"},
 		{"severity=urgent", "severity"},
 		{"since=yesterday", "since"},
 		{"until=2026-13-01T00:00:00Z", "until"},

@@ -19,6 +19,10 @@ type eventPage struct {
 	NextCursor string            `json:"next_cursor,omitempty"`
 }
 
+// eventSubjectTypes are the types an event's subject has: callers (user,
+// agent, with client as another name for agent, ip) and targets.
+var eventSubjectTypes = []string{ratelimit.SubjectUser, "agent", ratelimit.SubjectClient, "ip", ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent}
+
 // defaultEventPage keeps an unbounded query from reading the whole record.
 const defaultEventPage = 100
 
@@ -33,6 +37,20 @@ func eventFilter(r *http.Request) (store.EventFilter, int, error) {
 	)
 	bad := func(field, format string, args ...any) {
 		fields = append(fields, validate.FieldError{Field: field, Message: field + ": " + fmt.Sprintf(format, args...)})
+	}
+	if f.Subject != "" {
+		typ, name, ok := strings.Cut(f.Subject, ":")
+		switch {
+		case !ok || name == "" || !slices.Contains(eventSubjectTypes, typ):
+			bad("subject", "must be <type>:<name> with type %s (got %q)", strings.Join(eventSubjectTypes, ", "), f.Subject)
+		case typ == ratelimit.SubjectClient:
+			f.Subject = "agent:" + name // a client's events are its agent caller's
+		}
+	}
+	if f.DefinitionID != "" {
+		if _, _, _, _, err := ratelimit.ParseDefinitionID(f.DefinitionID); err != nil {
+			bad("definition", "must be a definition id <axis>:<entity_type>:<name>:<window_seconds> (got %q)", f.DefinitionID)
+		}
 	}
 	if f.Kind != "" {
 		if _, ok := ratelimit.EventSeverity(f.Kind); !ok {
