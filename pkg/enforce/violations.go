@@ -135,6 +135,8 @@ func (r *violationRecorder) flush(ctx context.Context) {
 	pending := r.pending
 	if len(pending) > 0 {
 		r.pending = make(map[violationKey]*ratelimit.Event, len(pending))
+	} else {
+		pending = nil // r.pending stays the decisions': never read it unlocked
 	}
 	r.mu.Unlock()
 	if len(pending) == 0 && len(r.unsent) == 0 {

@@ -327,3 +327,37 @@ func TestViolationTextIsMadeStorable(t *testing.T) {
 		}
 	}
 }
+
+// TestViolationFlushWhileRecording: flushes that find nothing new but
+// retry what the store refused run while decisions record (run with
+// -race: the buffer the decisions write is never read unlocked).
+func TestViolationFlushWhileRecording(t *testing.T) {
+	t.Parallel()
+	sink := &flakySink{failing: true}
+	f := newFixture(t, enforce.Options{Violations: sink, ViolationFlushInterval: time.Hour})
+	sink.next = postgres.NewEventSink(f.st.Pool())
+	if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:first"}); err != nil {
+		t.Fatal(err)
+	}
+	f.e.FlushEvents(context.Background()) // refused: user:first waits in the retry buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 2000 {
+			_ = f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: fmt.Sprintf("user:u%d", i%50)})
+		}
+	}()
+	for range 5 {
+		f.e.FlushEvents(context.Background())
+	}
+	<-done
+	sink.set(false)
+	f.e.FlushEvents(context.Background())
+	var total int64
+	for _, r := range listEvents(t, f.st, store.EventFilter{}) {
+		total += r.Count
+	}
+	if total != 2001 {
+		t.Errorf("recorded %d calls, want 2,001", total)
+	}
+}
