@@ -309,7 +309,8 @@ func minTime(a, b time.Time) time.Time {
 // Enforcer's own throttles and quarantine denials: a lockout or a
 // failed-credential lockout detected outside the Enforcer's decisions is
 // recorded so. ev.Kind must be one of ratelimit.EventKinds and ev.Subject
-// set; Count 0 means 1; Severity defaults to the kind's; Minute and the
+// set; Count 0 means 1; Severity, one of ratelimit.EventSeverities,
+// defaults to the kind's; Minute and the
 // times are the Enforcer's clock's.
 func (e *Enforcer) RecordEvent(ev ratelimit.Event) error {
 	if _, ok := ratelimit.EventSeverity(ev.Kind); !ok {
@@ -317,6 +318,9 @@ func (e *Enforcer) RecordEvent(ev ratelimit.Event) error {
 	}
 	if ev.Subject == "" {
 		return errors.New("enforce: an event needs a subject")
+	}
+	if ev.Severity != "" && !slices.Contains(ratelimit.EventSeverities(), ev.Severity) {
+		return fmt.Errorf("enforce: unknown event severity %q", ev.Severity)
 	}
 	axis := "none"
 	if ev.DefinitionID != "" {

@@ -203,12 +203,14 @@ func TestViolationBufferIsBounded(t *testing.T) {
 	}
 }
 
-// TestRecordEventRefusesUnknownKinds: a kind pkg/ratelimit does not know
-// is refused, so the metric's kind label stays bounded.
+// TestRecordEventRefusesUnknownKinds: a kind or severity pkg/ratelimit
+// does not know, or no subject, is refused, so the metric's labels stay
+// bounded and the table's constraints hold.
 func TestRecordEventRefusesUnknownKinds(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	for _, ev := range []ratelimit.Event{{Kind: "made_up", Subject: "user:a"}, {Kind: ratelimit.EventLockoutStarted}} {
+	for _, ev := range []ratelimit.Event{{Kind: "made_up", Subject: "user:a"}, {Kind: ratelimit.EventLockoutStarted},
+		{Kind: ratelimit.EventLockoutStarted, Subject: "user:a", Severity: "urgent"}} {
 		if err := f.e.RecordEvent(ev); err == nil {
 			t.Errorf("RecordEvent(%+v) accepted", ev)
 		}
