@@ -310,8 +310,7 @@ func minTime(a, b time.Time) time.Time {
 // failed-credential lockout detected outside the Enforcer's decisions is
 // recorded so. ev.Kind must be one of ratelimit.EventKinds and ev.Subject
 // set; Count 0 means 1; Severity, one of ratelimit.EventSeverities,
-// defaults to the kind's; Minute and the
-// times are the Enforcer's clock's.
+// defaults to the kind's; Minute and the times are the Enforcer's clock's.
 func (e *Enforcer) RecordEvent(ev ratelimit.Event) error {
 	if _, ok := ratelimit.EventSeverity(ev.Kind); !ok {
 		return fmt.Errorf("%w %q", ErrUnknownEventKind, ev.Kind)
