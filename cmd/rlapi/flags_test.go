@@ -34,6 +34,8 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 		"RLAPI_MAX_CLIENT_CONNS":       {"100", "100"},
 		"RLAPI_CLIENT_IP_HEADER":       {"Forwarded", `"Forwarded"`},
 		"RLAPI_IPV6_PREFIX":            {"56", "56"},
+		"RLAPI_EVENTS_RETENTION":       {"720h", "720h0m0s"},
+		"RLAPI_EVENTS_LOG":             {"/var/log/rlapi-events.jsonl", `"/var/log/rlapi-events.jsonl"`},
 	}
 	// Read on purpose without showing them as defaults: a secret, and the
 	// database URL (which may hold a password).

@@ -281,8 +281,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	countersURL := &dsnValue{s: getenv("RLAPI_COUNTERS_URL")}
 	fs.Var(countersURL, "counters-url",
 		"where decisions count: empty for PostgreSQL (the default), redis://host:port[/db] for a Redis server or redis+cluster://host:port,host:port for a Redis Cluster; configuration stays in PostgreSQL (RLAPI_COUNTERS_URL)")
+	eventsRetentionDef, err := envDuration(getenv, "RLAPI_EVENTS_RETENTION", api.DefaultEventsRetention)
+	if err != nil {
+		return err
+	}
+	eventsRetention := fs.Duration("events-retention", eventsRetentionDef,
+		"how long the record of violations (GET /api/rate-limit-events) keeps a minute's rows; this replica deletes older ones (RLAPI_EVENTS_RETENTION)")
+	eventsLog := fs.String("events-log", getenv("RLAPI_EVENTS_LOG"),
+		"where to write one JSON line per aggregated violation event for a SIEM: a file path (appended), - for stderr, empty for none (RLAPI_EVENTS_LOG)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *eventsRetention < time.Minute {
+		return fmt.Errorf("%w: --events-retention: must be at least 1m (got %s)", errUsage, *eventsRetention)
 	}
 	if countersURL.s != "" {
 		if _, _, err := redisstore.ParseURL(countersURL.s); err != nil {
@@ -365,9 +376,22 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer decisions.Close()
+	var violationLog io.Writer
+	switch *eventsLog {
+	case "":
+	case "-":
+		violationLog = stderr
+	default:
+		f, err := os.OpenFile(*eventsLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+		if err != nil {
+			return fmt.Errorf("--events-log: %w", err)
+		}
+		defer f.Close()
+		violationLog = f
+	}
 	registry := prometheus.NewRegistry()
 	enfOpts := enforce.Options{
-		Registerer: registry,
+		Registerer: registry, ViolationLog: violationLog,
 		FailClosed: *failClosed, QuarantineFailClosed: *quarantineFailClosed,
 		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log, IPv6Prefix: *ipv6Prefix,
 	}
@@ -396,7 +420,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ClientIPHeader: header, IPv6Prefix: *ipv6Prefix,
 		AuthMaxFailures: *authFailures, AuthWindow: *authWindow, AuthLockout: *authLockout,
 		BackendTimeout: *backendTimeout, TokenCacheTTL: *tokenCacheTTL, MaxClientConns: maxConns,
-		CountersIn: countersIn,
+		CountersIn: countersIn, EventsRetention: *eventsRetention,
 	}, api.Opts{Logger: log, Enforcer: enf, Registry: registry, AuthStore: decisions})
 	// The cap protects the file descriptors only if they outnumber it: the
 	// pool, the listener and the log need some too.

@@ -48,6 +48,7 @@ func (s *Server) Handler() http.Handler {
 	route("PUT /api/enforcement", permWrite, s.handlePutEnforcement())
 
 	route("GET /api/audit", permRead, s.handleListAudit())
+	route("GET /api/rate-limit-events", permRead, s.handleListEvents())
 	route("POST /api/check", permDecide, s.handleCheck())
 	route("GET /api/validate", permPublic, s.handleValidate()) // trusted proxy + X-Gateway-Secret, checked in the handler
 	route("GET /api/rate-limit-counters", permRead, s.handleListCounters())

@@ -67,7 +67,15 @@ type Config struct {
 	// then answers 501 saying where the counters are instead of an empty
 	// list or a reset that resets nothing.
 	CountersIn string
+	// EventsRetention is how long the record of violations keeps a
+	// minute's rows (default DefaultEventsRetention; negative: this
+	// replica never deletes them). Serve deletes older rows every
+	// eventsSweepInterval.
+	EventsRetention time.Duration
 }
+
+// DefaultEventsRetention is Config.EventsRetention's default: a week.
+const DefaultEventsRetention = 7 * 24 * time.Hour
 
 // DefaultMaxClientConns is Config.MaxClientConns' default: well below the
 // usual file limit of a service (ulimit -n 65536 under systemd) while far
@@ -104,6 +112,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.IPv6Prefix == 0 {
 		c.IPv6Prefix = clientip.DefaultIPv6Prefix
+	}
+	if c.EventsRetention == 0 {
+		c.EventsRetention = DefaultEventsRetention
 	}
 }
 
@@ -224,6 +235,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		case <-ctx.Done():
 		}
 	}
+	sweeping := make(chan struct{})
+	go func() {
+		defer close(sweeping)
+		s.sweepEventsLoop(listenCtx)
+	}()
+	defer func() { stopListen(); <-sweeping }()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

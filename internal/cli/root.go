@@ -18,6 +18,7 @@ import (
 	"github.com/rlctl/rlctl/internal/cli/configcmd"
 	"github.com/rlctl/rlctl/internal/cli/counters"
 	"github.com/rlctl/rlctl/internal/cli/enforcement"
+	"github.com/rlctl/rlctl/internal/cli/events"
 	"github.com/rlctl/rlctl/internal/cli/iostreams"
 	"github.com/rlctl/rlctl/internal/cli/member"
 	"github.com/rlctl/rlctl/internal/cli/printer"
@@ -125,6 +126,7 @@ func addMoreCommands(root *cobra.Command, f *cmdutil.Factory) {
 	root.AddCommand(admin.NewCmdAdmin(f))
 	root.AddCommand(token.NewCmdToken(f))
 	root.AddCommand(audit.NewCmdAudit(f))
+	root.AddCommand(events.NewCmdEvents(f))
 	root.AddCommand(status.NewCmdStatus(f, nil))
 	root.AddCommand(enforcement.NewCmdEnforcement(f))
 	root.AddCommand(configcmd.NewCmdConfig(f))

@@ -33,6 +33,7 @@ type API interface {
 	ListCounters(ctx context.Context, sel client.CounterSelector) ([]client.Counter, error)
 	GetEnforcement(ctx context.Context) (ratelimit.Enforcement, error)
 	SetEnforcement(ctx context.Context, enabled bool, reason string, o client.WriteOptions) (ratelimit.Enforcement, *client.DryRunReport, error)
+	ListEvents(ctx context.Context, f client.EventFilter) (client.EventPage, error)
 }
 
 var _ API = (*client.Client)(nil)
@@ -52,6 +53,7 @@ const (
 	resRole
 	resDetail
 	resEnforcement // the master switch, shown in the header
+	resEvents      // the record of violations (Incidents)
 	numResources
 )
 
@@ -210,6 +212,8 @@ func (m Model) loadCmd(res resource, r reply) tea.Cmd {
 			r.err = err
 			return enforcementMsg{reply: r, enforcement: v}
 		})
+	case resEvents:
+		return eventsCmd(ctx, timeout, api, m.incidents.since(), r)
 	case resDetail:
 		d, ok := m.limits.Selected()
 		if !ok {

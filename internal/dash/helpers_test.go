@@ -101,6 +101,7 @@ type fakeAPI struct {
 	admins      []ratelimit.Admin
 	audit       []ratelimit.AuditEntry
 	counters    []client.Counter
+	events      []ratelimit.Event
 
 	listErr  error // returned by every list
 	writeErr error // returned by every change
@@ -314,4 +315,9 @@ func press(t testing.TB, m Model, s string) (Model, tea.Cmd) {
 		m = next.(Model)
 	}
 	return m, cmd
+}
+
+func (f *fakeAPI) ListEvents(ctx context.Context, fl client.EventFilter) (client.EventPage, error) {
+	f.record("ListEvents since=%s limit=%d", fl.Since.Format(time.RFC3339), fl.Limit)
+	return client.EventPage{Events: f.events}, f.listErr
 }

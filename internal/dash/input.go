@@ -25,6 +25,8 @@ func (m Model) activeFiltering() bool {
 		return m.admins.list.Filtering()
 	case tabAudit:
 		return m.audit.list.Filtering()
+	case tabIncidents:
+		return m.incidents.list.Filtering()
 	}
 	return false
 }
@@ -139,6 +141,8 @@ func (m Model) handleKey(k tea.KeyMsg) (Model, tea.Cmd) {
 		m.admins, cmd = m.admins.Update(k)
 	case tabAudit:
 		m.audit, cmd = m.audit.Update(k)
+	case tabIncidents:
+		m.incidents, cmd = m.incidents.Update(k)
 	}
 	return m, cmd
 }
@@ -177,6 +181,8 @@ func (m *Model) handleActionKey(k tea.KeyMsg) (tea.Cmd, bool) {
 			m.status = status{text: "definitions of group " + g + " (esc clears the filter)"}
 			return m.switchTab(tabLimits), true
 		}
+	case tabIncidents:
+		return m.handleIncidentKey(k)
 	case tabQuarantine:
 		switch {
 		case key.Matches(k, m.keys.Add):

@@ -29,6 +29,7 @@ type KeyMap struct {
 	Sort   key.Binding
 	Detail key.Binding // enter on Limits
 	Jump   key.Binding // enter on Members
+	Limits key.Binding // enter on Incidents: the row's limit
 
 	Toggle        key.Binding // e: enable/disable a definition
 	Edit          key.Binding // c: change a definition's algorithm, limits and bursts
@@ -53,7 +54,7 @@ func DefaultKeyMap() KeyMap {
 		Help:    key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		NextTab: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next view")),
 		PrevTab: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous view")),
-		Tabs:    key.NewBinding(key.WithKeys("1", "2", "3", "4", "5"), key.WithHelp("1-5", "views")),
+		Tabs:    key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6"), key.WithHelp("1-6", "views")),
 		Refresh: key.NewBinding(key.WithKeys("r", "ctrl+r"), key.WithHelp("r", "refresh now")),
 
 		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
@@ -68,6 +69,7 @@ func DefaultKeyMap() KeyMap {
 		Sort:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort")),
 		Detail: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
 		Jump:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "group's limits")),
+		Limits: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "its limit")),
 
 		Toggle:        key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "enable/disable")),
 		Edit:          key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "change")),
@@ -115,6 +117,8 @@ func (h viewHelp) ShortHelp() []key.Binding {
 		out = append(out, k.Add, k.Remove, k.ToggleCallers, k.ToggleTargets)
 	case tabAdmins:
 		out = append(out, k.Sort)
+	case tabIncidents:
+		out = append(out, k.Limits, k.Add, k.Sort)
 	}
 	return out
 }
@@ -124,7 +128,7 @@ func (h viewHelp) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Tabs, k.NextTab, k.PrevTab, k.Refresh, k.Enforcement, k.Help, k.Quit},
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.Filter, k.Back, k.Sort, k.Detail, k.Jump, k.Toggle, k.Edit, k.Add, k.Remove, k.ToggleCallers, k.ToggleTargets},
+		{k.Filter, k.Back, k.Sort, k.Detail, k.Jump, k.Limits, k.Toggle, k.Edit, k.Add, k.Remove, k.ToggleCallers, k.ToggleTargets},
 	}
 }
 

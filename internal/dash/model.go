@@ -21,13 +21,15 @@ const (
 	tabQuarantine
 	tabAdmins
 	tabAudit
+	tabIncidents
 	numTabs
 )
 
-var tabNames = [numTabs]string{"Limits", "Members", "Quarantine", "Admins", "Audit"}
+var tabNames = [numTabs]string{"Limits", "Members", "Quarantine", "Admins", "Audit", "Incidents"}
 
-// tabResource is what each view shows, refreshed while it is on screen.
-var tabResource = [numTabs]resource{resDefinitions, resMemberships, resQuarantine, resAdmins, resAudit}
+// tabResource is what each view shows, refreshed while it is on screen
+// (Incidents loads the quarantine list too: tabExtra).
+var tabResource = [numTabs]resource{resDefinitions, resMemberships, resQuarantine, resAdmins, resAudit, resEvents}
 
 // appState is the root model's state: loading until the first answer,
 // error when the first load failed (retrying), ready once data arrived.
@@ -106,6 +108,7 @@ type Model struct {
 	quarantine quarantineView
 	admins     adminsView
 	audit      auditView
+	incidents  incidentsView
 
 	// Refresh bookkeeping: a generation and an in-flight flag per
 	// resource, when each last loaded, and the round of refreshes that
@@ -165,6 +168,7 @@ func New(ctx context.Context, cfg Config) Model {
 	m.quarantine = newQuarantineView(m.keys, m.styles, m.now)
 	m.admins = newAdminsView(m.keys, m.styles, m.now)
 	m.audit = newAuditView(m.keys, m.styles, m.now)
+	m.incidents = newIncidentsView(m.keys, m.styles, m.now)
 	m.width, m.height = 80, 24
 	m.layout()
 	return m
@@ -215,6 +219,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				break
 			}
 			m.quarantine.SetQuarantine(msg.list)
+			m.incidents.SetQuarantine(msg.list)
 			m.succeed(resQuarantine)
 		}
 	case adminsMsg:
@@ -239,6 +244,15 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				m.audit.Append(msg.entries)
 			}
 			m.succeed(resAudit)
+		}
+	case eventsMsg:
+		if m.accept(resEvents, msg.reply) {
+			if msg.err != nil {
+				cmd = m.fail(resEvents, msg.reply)
+				break
+			}
+			m.incidents.SetEvents(msg.events, msg.more)
+			m.succeed(resEvents)
 		}
 	case roleMsg:
 		if m.accept(resRole, msg.reply) {
@@ -272,7 +286,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // Err is why the dashboard stopped on its own, or nil when the user quit.
 func (m Model) Err() error { return m.fatal }
 
-var resourceNames = [numResources]string{"definitions", "memberships", "quarantine", "admins", "audit", "role", "details", "enforcement"}
+var resourceNames = [numResources]string{"definitions", "memberships", "quarantine", "admins", "audit", "role", "details", "enforcement", "events"}
 
 // setViewer switches to read-only: the mutating keys disappear.
 func (m *Model) setViewer() {

@@ -111,6 +111,9 @@ func (m *Model) refreshRound(force bool) tea.Cmd {
 		m.nextRefresh = m.now().Add(m.backoff(m.failures + 1))
 	}
 	cmds := []tea.Cmd{m.issue(tabResource[m.tab], force)}
+	if extra, ok := tabExtra[m.tab]; ok {
+		cmds = append(cmds, m.issue(extra, force))
+	}
 	if m.tab == tabLimits && m.limits.detailOpen {
 		cmds = append(cmds, m.issue(resDetail, force))
 	}
@@ -145,6 +148,9 @@ func (m *Model) switchTab(t tab) tea.Cmd {
 	var cmds []tea.Cmd
 	if m.loadedAt[res].IsZero() || m.now().Sub(m.loadedAt[res]) >= m.refresh {
 		cmds = append(cmds, m.issue(res, false))
+	}
+	if extra, ok := tabExtra[m.tab]; ok && (m.loadedAt[extra].IsZero() || m.now().Sub(m.loadedAt[extra]) >= m.refresh) {
+		cmds = append(cmds, m.issue(extra, false))
 	}
 	cmds = append(cmds, m.syncDetail(false))
 	return tea.Batch(cmds...)

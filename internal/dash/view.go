@@ -17,6 +17,7 @@ func (m *Model) layout() {
 	m.quarantine.SetSize(m.width, h)
 	m.admins.SetSize(m.width, h)
 	m.audit.SetSize(m.width, h)
+	m.incidents.SetSize(m.width, h)
 	m.help.Width = m.width
 	if m.formOpen {
 		m.form.SetSize(m.width, h)
@@ -203,6 +204,8 @@ func (m Model) bodyView() string {
 		body = m.admins.View()
 	case tabAudit:
 		body = m.audit.View()
+	case tabIncidents:
+		body = m.incidents.View()
 	}
 	return fitLines(strings.Split(body, "\n"), m.width, h)
 }

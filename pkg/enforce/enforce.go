@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -86,6 +87,21 @@ type Options struct {
 	Logger     *slog.Logger
 	// Registerer receives the metrics (nil: not registered).
 	Registerer prometheus.Registerer
+	// Violations keeps the record of violations (violations.go): throttles
+	// and quarantine denials aggregated per minute, subject and definition.
+	// pkg/enforce/postgres's Open and New default it to the rl_events table;
+	// nil keeps no record (the metric and ViolationLog still count).
+	Violations ViolationSink
+	// ViolationLog receives one JSON line per aggregated event per flush,
+	// for SIEMs (nil: none).
+	ViolationLog io.Writer
+	// ViolationBuffer bounds the aggregated entries awaiting a flush
+	// (default DefaultViolationBuffer); events of other keys past it are
+	// dropped and counted in rlctl_enforce_violations_dropped_total.
+	ViolationBuffer int
+	// ViolationFlushInterval is how often the entries are written (default
+	// DefaultViolationFlushInterval).
+	ViolationFlushInterval time.Duration
 }
 
 // Enforcer decides calls. It is safe for concurrent use.
@@ -111,6 +127,8 @@ type Enforcer struct {
 	batcher *batcher
 	// events aggregates what the hot path would log (events.go).
 	events *eventLog
+	// violations aggregates the record of violations (violations.go).
+	violations *violationRecorder
 }
 
 // New starts an Enforcer over opts.Counters and opts.Source. It loads the
@@ -153,6 +171,11 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		return nil, err
 	}
 	e.metrics = m
+	e.violations = newViolationRecorder(opts, e.log, e.now, m)
+	e.events.onRecord = e.recordLogged
+	if opts.ViolationFlushInterval <= 0 {
+		opts.ViolationFlushInterval = DefaultViolationFlushInterval
+	}
 	m.backendTimeout.Set(opts.BackendTimeout.Seconds())
 	if err := e.refresh(ctx); err != nil {
 		return nil, err
@@ -163,10 +186,11 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	for range opts.Workers {
 		e.wg.Go(func() { e.batcher.work(bg) })
 	}
-	e.wg.Add(3)
+	e.wg.Add(4)
 	go e.listen(bg)
 	go e.refreshLoop(bg)
 	go e.every(bg, e.events.interval, e.flush)
+	go e.every(bg, opts.ViolationFlushInterval, e.flushViolations)
 	if opts.SweepInterval > 0 {
 		e.wg.Add(1)
 		go e.every(bg, e.opts.SweepInterval, e.sweep)
@@ -174,12 +198,13 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	return e, nil
 }
 
-// Close stops the background work, writes the log lines still
-// aggregated, then runs Options.OnClose.
+// Close stops the background work, writes the log lines and the
+// violation events still aggregated, then runs Options.OnClose.
 func (e *Enforcer) Close() {
 	e.cancel()
 	e.wg.Wait()
 	e.events.flush()
+	e.violations.flush(context.Background())
 	if e.opts.OnClose != nil {
 		e.opts.OnClose()
 	}
@@ -296,8 +321,10 @@ func targetSubject(targetType, name string) string {
 func (e *Enforcer) quarantined(scope, entityType string, c Call, target string) Decision {
 	e.metrics.checks.WithLabelValues("quarantined").Inc()
 	e.metrics.quarantineDenied.WithLabelValues(scope, entityType).Inc()
+	caller := e.eventCaller(c)
 	e.events.record(event{reason: eventQuarantined, scope: scope, username: c.Username, clientID: c.ClientID,
-		targetType: c.TargetType, target: target, caller: e.eventCaller(c)})
+		targetType: c.TargetType, target: target, caller: caller})
+	e.recordQuarantine(c, scope, target, caller)
 	return Decision{Allowed: false, Reason: ReasonQuarantined, QuarantineScope: scope}
 }
 
@@ -549,8 +576,10 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, c
 		d.RetryAfter = retryAfter(latest.wait(now))
 		e.metrics.checks.WithLabelValues("throttled").Inc()
 		if consume {
+			caller := e.eventCaller(c)
 			e.events.record(event{reason: eventThrottled, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-				target: c.TargetName, gate: latest.DefinitionID, limit: latest.Limit, retryAfter: d.RetryAfter, caller: e.eventCaller(c)})
+				target: c.TargetName, gate: latest.DefinitionID, limit: latest.Limit, retryAfter: d.RetryAfter, caller: caller})
+			e.recordThrottle(c, latest, caller)
 		}
 	} else {
 		e.metrics.checks.WithLabelValues("allowed").Inc()

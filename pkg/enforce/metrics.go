@@ -29,6 +29,10 @@ type metrics struct {
 	swept            prometheus.Counter
 	reloads          *prometheus.CounterVec // kind
 	rowsRead         *prometheus.CounterVec // table
+	// violations counts the calls the record of violations stands for;
+	// violationsDropped those it could not keep.
+	violations        *prometheus.CounterVec // kind, severity, axis
+	violationsDropped *prometheus.CounterVec // reason
 }
 
 func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() time.Time) (*metrics, error) {
@@ -65,13 +69,19 @@ func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() ti
 			Help: "Snapshot reloads by kind: full (everything read), partial (only the rows change notifications named)."}, []string{"kind"}),
 		rowsRead: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_snapshot_rows_read_total",
 			Help: "Rows read by snapshot reloads, by table (definitions, memberships, admins)."}, []string{"table"}),
+		violations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_violations_total",
+			Help: "Calls recorded as violation events, by kind (rate_limit_exceeded, quarantine_denied, lockout_started, auth_lockout_started), severity and axis (clr, ctg, tgt, quarantine_caller, quarantine_target, none)."},
+			[]string{"kind", "severity", "axis"}),
+		violationsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_violations_dropped_total",
+			Help: "Calls the record of violations could not keep, by reason: buffer_full (more keys than Options.ViolationBuffer between flushes), write_failed (the store refused and the retry buffer was full)."},
+			[]string{"reason"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.checks, m.gateChecks, m.throttled, m.shadowDenied, m.quarantineDenied,
 		m.errors, m.cache, m.backend, m.snapshotLoad, m.notifications, m.swept, m.reloads, m.rowsRead, m.backendTimeout, m.enabled,
-		newQuarantineCollector(count, now)} {
+		m.violations, m.violationsDropped, newQuarantineCollector(count, now)} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

@@ -25,8 +25,9 @@ import (
 
 // Open connects to the rlctl database at url (a pool of opts.MaxConns
 // connections, default 12) and starts an Enforcer on it. The Enforcer's
-// Close closes the pool. opts.Counters and opts.Source, when set, are kept
-// (say, counters elsewhere, definitions from here).
+// Close closes the pool. opts.Counters, opts.Source and opts.Violations,
+// when set, are kept (say, counters elsewhere, definitions from here);
+// unset, the record of violations goes to rl_events (EventSink).
 func Open(ctx context.Context, url string, opts enforce.Options) (*enforce.Enforcer, error) {
 	maxConns := opts.MaxConns
 	if maxConns <= 0 {
@@ -65,7 +66,30 @@ func newEnforcer(ctx context.Context, st *store.Store, opts enforce.Options) (*e
 	if opts.Source == nil {
 		opts.Source = NewSource(st.Pool())
 	}
+	if opts.Violations == nil {
+		opts.Violations = NewEventSink(st.Pool())
+	}
 	return enforce.New(ctx, opts)
+}
+
+// EventSink is an enforce.ViolationSink on the rl_events table (migration
+// 017): each flush is one upsert, so every replica's events for the same
+// minute, kind, subject and definition add up in one row. rlapi deletes
+// rows past its retention (--events-retention).
+type EventSink struct {
+	st *store.Store
+}
+
+// NewEventSink records in the database pool connects to.
+func NewEventSink(pool *pgxpool.Pool) *EventSink {
+	return &EventSink{st: store.New(pool)}
+}
+
+var _ enforce.ViolationSink = (*EventSink)(nil)
+
+// WriteEvents upserts evs (distinct keys) in one statement.
+func (s *EventSink) WriteEvents(ctx context.Context, evs []ratelimit.Event) error {
+	return s.st.UpsertEvents(ctx, evs)
 }
 
 // Sweep bounds, per Sweep call: up to sweepRounds rounds of SweepCounters

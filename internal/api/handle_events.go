@@ -1,0 +1,186 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+type eventPage struct {
+	Events     []ratelimit.Event `json:"events"`
+	NextCursor string            `json:"next_cursor,omitempty"`
+}
+
+// eventSubjectTypes are the types an event's subject has: callers (user,
+// agent, with client as another name for agent, ip) and targets.
+var eventSubjectTypes = []string{ratelimit.SubjectUser, "agent", ratelimit.SubjectClient, "ip", ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent}
+
+// defaultEventPage keeps an unbounded query from reading the whole record.
+const defaultEventPage = 100
+
+// eventFilter reads GET /api/rate-limit-events' query: every parameter at
+// fault is named in one 400.
+func eventFilter(r *http.Request) (store.EventFilter, int, error) {
+	q := r.URL.Query()
+	var (
+		fields []validate.FieldError
+		f      = store.EventFilter{Subject: q.Get("subject"), DefinitionID: q.Get("definition"), Kind: q.Get("kind"), Severity: q.Get("severity")}
+		limit  = defaultEventPage
+	)
+	bad := func(field, format string, args ...any) {
+		fields = append(fields, validate.FieldError{Field: field, Message: field + ": " + fmt.Sprintf(format, args...)})
+	}
+	if f.Subject != "" {
+		typ, name, ok := strings.Cut(f.Subject, ":")
+		switch {
+		case !ok || name == "" || !slices.Contains(eventSubjectTypes, typ):
+			bad("subject", "must be <type>:<name> with type %s (got %q)", strings.Join(eventSubjectTypes, ", "), f.Subject)
+		case typ == ratelimit.SubjectClient:
+			f.Subject = "agent:" + name // a client's events are its agent caller's
+		}
+	}
+	if f.DefinitionID != "" {
+		if _, _, _, _, err := ratelimit.ParseDefinitionID(f.DefinitionID); err != nil {
+			bad("definition", "must be a definition id <axis>:<entity_type>:<name>:<window_seconds> (got %q)", f.DefinitionID)
+		}
+	}
+	if f.Kind != "" {
+		if _, ok := ratelimit.EventSeverity(f.Kind); !ok {
+			bad("kind", "must be one of %s (got %q)", strings.Join(ratelimit.EventKinds(), ", "), f.Kind)
+		}
+	}
+	if f.Severity != "" && !slices.Contains(ratelimit.EventSeverities(), f.Severity) {
+		bad("severity", "must be one of %s (got %q)", strings.Join(ratelimit.EventSeverities(), ", "), f.Severity)
+	}
+	for name, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
+		if v := q.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				bad(name, "must be an RFC 3339 time such as 2026-01-02T15:04:05Z (got %q)", v)
+				continue
+			}
+			*dst = t
+		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
+		bad("until", "must be after since (got since %s, until %s)", q.Get("since"), q.Get("until"))
+	}
+	for name, dst := range map[string]*int64{"cursor": &f.Before, "after": &f.After} {
+		if v := q.Get(name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				bad(name, "must be an event id, a whole number >= 0 (got %q)", v)
+				continue
+			}
+			*dst = n
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			bad("limit", "must be between 1 and 10000 (got %q)", v)
+		} else {
+			limit = n
+		}
+	}
+	if len(fields) > 0 {
+		slices.SortFunc(fields, func(a, b validate.FieldError) int { return strings.Compare(a.Field, b.Field) })
+		msgs := make([]string, len(fields))
+		for i, fe := range fields {
+			msgs[i] = fe.Message
+		}
+		return f, 0, badRequest(strings.Join(msgs, "; "), fields...)
+	}
+	f.Limit = limit + 1
+	return f, limit, nil
+}
+
+// handleListEvents serves the record of violations, newest first, paged
+// like the audit log (cursor), or oldest first after an id (after: for
+// following).
+func (s *Server) handleListEvents() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, limit, err := eventFilter(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		evs, err := s.store.ListEvents(r.Context(), f)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		page := eventPage{Events: evs}
+		if len(evs) > limit {
+			page.Events = evs[:limit]
+			if f.After == 0 {
+				page.NextCursor = strconv.FormatInt(evs[limit-1].ID, 10)
+			}
+		}
+		if page.Events == nil {
+			page.Events = []ratelimit.Event{}
+		}
+		listWriteDeadline(w)
+		encode(w, http.StatusOK, page)
+	})
+}
+
+// Retention sweeping: every eventsSweepInterval, batches of
+// eventsSweepBatch rows past the retention are deleted until a batch
+// comes back short (at most eventsSweepRounds per round).
+const (
+	eventsSweepInterval = time.Minute
+	eventsSweepBatch    = 5000
+	eventsSweepRounds   = 20
+)
+
+// sweepEventsLoop deletes events older than the retention until ctx ends.
+func (s *Server) sweepEventsLoop(ctx context.Context) {
+	if s.cfg.EventsRetention < 0 {
+		return
+	}
+	t := time.NewTicker(eventsSweepInterval)
+	defer t.Stop()
+	for {
+		s.sweepEvents(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sweepEvents runs one round of the retention sweep and reports how many
+// rows it deleted.
+func (s *Server) sweepEvents(ctx context.Context) int64 {
+	cutoff := s.now().Add(-s.cfg.EventsRetention)
+	var removed int64
+	for range eventsSweepRounds {
+		sctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		n, err := s.store.SweepEvents(sctx, cutoff, eventsSweepBatch)
+		cancel()
+		removed += n
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("sweeping the record of violations failed", "err", err)
+			}
+			break
+		}
+		if n < eventsSweepBatch {
+			break
+		}
+	}
+	if removed > 0 {
+		s.log.Info("swept the record of violations", "removed", removed, "older_than", cutoff.UTC().Format(time.RFC3339))
+	}
+	return removed
+}

@@ -1,0 +1,147 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rlctl/rlctl/internal/cli/cmdutil"
+	"github.com/rlctl/rlctl/pkg/client"
+)
+
+// FollowOptions are the inputs of `events follow`.
+type FollowOptions struct {
+	Factory  *cmdutil.Factory
+	Filter   client.EventFilter
+	Interval time.Duration
+}
+
+// NewCmdFollow builds `events follow`.
+func NewCmdFollow(f *cmdutil.Factory, runF func(*FollowOptions) error) *cobra.Command {
+	opts := &FollowOptions{Factory: f}
+	var ff filterFlags
+	cmd := &cobra.Command{
+		Use:   "follow",
+		Short: "Print recorded violations as they are written",
+		Long: `Print the newest --limit rows that match, oldest first, then each new row as it
+is written (checked every --interval) until Ctrl-C, like audit list --follow.
+A row appears once, when its minute, kind, subject and definition are first
+recorded; its count may still grow during that minute (events list shows the
+current count). With -o json, one JSON object per line (JSON lines).`,
+		Example: `  rlctl events follow
+  rlctl events follow --severity high
+  rlctl events follow --subject user:alice -o json | jq .`,
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := ff.resolve(f, &opts.Filter); err != nil {
+				return err
+			}
+			if opts.Filter.Limit < 0 || opts.Filter.Limit > maxLimit {
+				return cmdutil.FlagErrorf("--limit: must be between 0 and %d (got %d)", maxLimit, opts.Filter.Limit)
+			}
+			if opts.Interval < 100*time.Millisecond {
+				return cmdutil.FlagErrorf("--interval: must be at least 100ms (got %s)", opts.Interval)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return followRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	addFilterFlags(cmd, fl, &ff, &opts.Filter)
+	fl.IntVar(&opts.Filter.Limit, "limit", 20, "how many existing rows to print first (0: none, only new ones)")
+	cmdutil.DurationVar(fl, &opts.Interval, "interval", 2*time.Second, "how often to check for new rows")
+	return cmd
+}
+
+// followRun prints the newest matching rows oldest first, then polls for
+// newer ones until ctx ends; an interrupt is a normal end, not an error.
+func followRun(ctx context.Context, opts *FollowOptions) error {
+	f := opts.Factory
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	out := newStream(f)
+	first := opts.Filter
+	first.Limit = max(first.Limit, 1)
+	page, err := c.ListEvents(ctx, first)
+	if err != nil {
+		return endOf(ctx, err)
+	}
+	var lastID int64
+	if len(page.Events) > 0 {
+		lastID = page.Events[0].ID // newest first
+	}
+	initial := page.Events
+	if opts.Filter.Limit == 0 {
+		initial = nil
+	}
+	slices.Reverse(initial)
+	if err := out.write(initial); err != nil {
+		return err
+	}
+	next := opts.Filter
+	next.Limit = 1000
+	ticker := time.NewTicker(opts.Interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+		for {
+			next.After = lastID
+			page, err := c.ListEvents(ctx, next)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				if !transient(err) {
+					return err
+				}
+				fmt.Fprintf(f.IOStreams.ErrOut, "events: %v (retrying)\n", err)
+				break
+			}
+			evs := page.Events
+			if lastID == 0 {
+				// Without a row to follow from, the server answers
+				// newest first.
+				slices.Reverse(evs)
+			}
+			if err := out.write(evs); err != nil {
+				return err
+			}
+			if len(evs) > 0 {
+				lastID = evs[len(evs)-1].ID
+			}
+			if len(evs) < next.Limit {
+				break
+			}
+		}
+	}
+}
+
+// endOf turns an error caused by the end of ctx into a normal end.
+func endOf(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// transient reports whether a failed poll is worth retrying: the server or
+// the network failed, not the request.
+func transient(err error) bool {
+	var apiErr *client.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.StatusCode >= 500 || apiErr.StatusCode == 429
+	}
+	return true
+}

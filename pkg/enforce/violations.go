@@ -1,0 +1,405 @@
+package enforce
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// The record of violations. Every throttle and quarantine denial an
+// Enforcer decides (and every lockout a caller reports through
+// RecordEvent) is counted into one entry per (minute, kind, subject,
+// definition) in a bounded buffer; a background flush writes the entries
+// to the ViolationSink in one batch (pkg/enforce/postgres upserts them into
+// rl_events, where a row's count grows while its minute lasts) and one
+// JSON line per entry to the ViolationLog. So a flood of any size from
+// one subject writes one row a minute, and one log line per flush.
+// Recording never blocks a decision: an event that finds the buffer full
+// of other keys is dropped and counted in
+// rlctl_enforce_violations_dropped_total{reason="buffer_full"}.
+
+// ViolationSink keeps aggregated violation events. WriteEvents gets
+// entries with distinct (Minute, Kind, Subject, DefinitionID) keys and
+// adds their counts to what it holds for those keys.
+type ViolationSink interface {
+	WriteEvents(ctx context.Context, evs []ratelimit.Event) error
+}
+
+// Defaults of the violation recorder (Options.Violation*).
+const (
+	DefaultViolationBuffer        = 10_000
+	DefaultViolationFlushInterval = 5 * time.Second
+	// violationWriteTimeout bounds one flush's write to the sink.
+	violationWriteTimeout = 10 * time.Second
+)
+
+// ErrUnknownEventKind: RecordEvent was given a kind pkg/ratelimit does not
+// know (ratelimit.EventKinds).
+var ErrUnknownEventKind = errors.New("enforce: unknown event kind")
+
+type violationKey struct {
+	minute                    int64
+	kind, subject, definition string
+}
+
+func violationKeyOf(ev *ratelimit.Event) violationKey {
+	return violationKey{ev.Minute.Unix(), ev.Kind, ev.Subject, ev.DefinitionID}
+}
+
+type violationRecorder struct {
+	sink    ViolationSink
+	out     io.Writer // JSON lines; nil: none
+	log     *slog.Logger
+	now     func() time.Time
+	max     int
+	total   *prometheus.CounterVec // kind, severity, axis
+	dropped *prometheus.CounterVec // reason
+
+	mu      sync.Mutex
+	pending map[violationKey]*ratelimit.Event
+
+	// flushMu serializes flushes; unsent (under it) holds what the sink
+	// refused last time, retried with the next flush, bounded by max.
+	flushMu sync.Mutex
+	unsent  map[violationKey]unsentEvent
+}
+
+func newViolationRecorder(opts Options, log *slog.Logger, now func() time.Time, m *metrics) *violationRecorder {
+	if opts.ViolationBuffer <= 0 {
+		opts.ViolationBuffer = DefaultViolationBuffer
+	}
+	return &violationRecorder{sink: opts.Violations, out: opts.ViolationLog, log: log, now: now, max: opts.ViolationBuffer,
+		total: m.violations, dropped: m.violationsDropped,
+		pending: map[violationKey]*ratelimit.Event{}, unsent: map[violationKey]unsentEvent{}}
+}
+
+// record counts ev (Kind and Subject set, Count >= 1), under the axis
+// label axis (a metric label only).
+func (r *violationRecorder) record(ev ratelimit.Event, axis string) {
+	now := r.now().UTC()
+	if ev.Count <= 0 {
+		ev.Count = 1
+	}
+	if ev.Severity == "" {
+		ev.Severity, _ = ratelimit.EventSeverity(ev.Kind)
+	}
+	ev.Minute = now.Truncate(time.Minute)
+	ev.FirstSeen, ev.LastSeen = now, now
+	r.total.WithLabelValues(ev.Kind, ev.Severity, axis).Add(float64(ev.Count))
+	k := violationKeyOf(&ev)
+	r.mu.Lock()
+	if p, ok := r.pending[k]; ok {
+		count, first := p.Count, p.FirstSeen
+		*p = ev
+		p.Count += count
+		p.FirstSeen = first
+		r.mu.Unlock()
+		return
+	}
+	full := len(r.pending) >= r.max
+	if !full {
+		p := new(ratelimit.Event) // only a new key allocates
+		*p = ev
+		r.pending[k] = p
+	}
+	r.mu.Unlock()
+	if full {
+		r.dropped.WithLabelValues("buffer_full").Add(float64(ev.Count))
+	}
+}
+
+// maxWriteTries is how many flushes in a row may fail to write an entry
+// before it is dropped (a minute at the default interval): an outage
+// longer than that, or an entry the sink refuses whatever the time,
+// must not hold the retry buffer forever.
+const maxWriteTries = 12
+
+// flush writes what was counted since the last flush: its JSON lines, then
+// the sink (with what the sink refused before).
+func (r *violationRecorder) flush(ctx context.Context) {
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
+	r.mu.Lock()
+	pending := r.pending
+	if len(pending) > 0 {
+		r.pending = make(map[violationKey]*ratelimit.Event, len(pending))
+	} else {
+		pending = nil // r.pending stays the decisions': never read it unlocked
+	}
+	r.mu.Unlock()
+	if len(pending) == 0 && len(r.unsent) == 0 {
+		return
+	}
+	batch := sanitized(pending)
+	evs := make([]ratelimit.Event, 0, len(batch))
+	for _, ev := range batch {
+		evs = append(evs, *ev)
+	}
+	sortEvents(evs)
+	r.writeLines(evs)
+	if r.sink == nil {
+		return
+	}
+	tries := map[violationKey]int{}
+	for k, u := range r.unsent {
+		tries[k] = u.tries
+		if p, ok := batch[k]; ok {
+			p.Count += u.ev.Count
+			p.FirstSeen = minTime(p.FirstSeen, u.ev.FirstSeen)
+			continue
+		}
+		ev := u.ev
+		batch[k] = &ev
+	}
+	r.unsent = map[violationKey]unsentEvent{}
+	evs = evs[:0]
+	for _, ev := range batch {
+		evs = append(evs, *ev)
+	}
+	sortEvents(evs)
+	wctx, cancel := context.WithTimeout(ctx, violationWriteTimeout)
+	err := r.sink.WriteEvents(wctx, evs)
+	cancel()
+	if err == nil {
+		return
+	}
+	// Keep what fits for the next flush, each entry for maxWriteTries
+	// flushes at most; count the rest.
+	var lost int64
+	for _, ev := range evs {
+		k := violationKeyOf(&ev)
+		if n := tries[k] + 1; n < maxWriteTries && len(r.unsent) < r.max {
+			r.unsent[k] = unsentEvent{ev: ev, tries: n}
+			continue
+		}
+		lost += ev.Count
+	}
+	if lost > 0 {
+		r.dropped.WithLabelValues("write_failed").Add(float64(lost))
+	}
+	r.log.Warn("writing the record of violations failed; retrying with the next flush", "entries", len(evs),
+		"kept", len(r.unsent), "dropped_calls", lost, "err", err)
+}
+
+// unsentEvent is an entry the sink refused, and how many flushes have.
+type unsentEvent struct {
+	ev    ratelimit.Event
+	tries int
+}
+
+// Bounds of the text fields, as rl_events' constraints have them.
+const (
+	maxEventText  = 1024
+	maxEventShort = 64
+	maxEventTier  = 256
+)
+
+// sanitized returns the entries with their text made storable: valid
+// UTF-8 without NUL, cut to the table's lengths (a call's raw target
+// name may be anything). Entries whose keys become equal are merged, so
+// the keys stay distinct.
+func sanitized(pending map[violationKey]*ratelimit.Event) map[violationKey]*ratelimit.Event {
+	out := make(map[violationKey]*ratelimit.Event, len(pending))
+	for _, ev := range pending {
+		ev.Subject = cleanText(ev.Subject, maxEventText)
+		ev.DefinitionID = cleanText(ev.DefinitionID, maxEventText)
+		ev.Caller = cleanText(ev.Caller, maxEventText)
+		ev.Target = cleanText(ev.Target, maxEventText)
+		ev.ClientIP = cleanText(ev.ClientIP, maxEventShort)
+		ev.TargetType = cleanText(ev.TargetType, maxEventShort)
+		ev.Tier = cleanText(ev.Tier, maxEventTier)
+		ev.Limit = max(ev.Limit, 0)
+		if ev.Subject == "" {
+			ev.Subject = "unknown"
+		}
+		k := violationKeyOf(ev)
+		if p, ok := out[k]; ok {
+			p.Count += ev.Count
+			p.FirstSeen = minTime(p.FirstSeen, ev.FirstSeen)
+			if ev.LastSeen.After(p.LastSeen) {
+				count, first := p.Count, p.FirstSeen
+				*p = *ev
+				p.Count, p.FirstSeen = count, first
+			}
+			continue
+		}
+		out[k] = ev
+	}
+	return out
+}
+
+// cleanText is s as valid UTF-8 without NUL, at most n characters.
+func cleanText(s string, n int) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "")
+	}
+	if utf8.RuneCountInString(s) > n {
+		s = string([]rune(s)[:n])
+	}
+	return s
+}
+
+// eventLine is one JSON line of the violation log.
+type eventLine struct {
+	Time    time.Time `json:"time"`
+	Message string    `json:"msg"`
+	ratelimit.Event
+}
+
+func (r *violationRecorder) writeLines(evs []ratelimit.Event) {
+	if r.out == nil || len(evs) == 0 {
+		return
+	}
+	now := r.now().UTC()
+	var buf []byte
+	for _, ev := range evs {
+		b, err := json.Marshal(eventLine{Time: now, Message: "rate limit event", Event: ev})
+		if err != nil {
+			continue
+		}
+		buf = append(append(buf, b...), '\n')
+	}
+	if _, err := r.out.Write(buf); err != nil {
+		r.log.Warn("writing the violation log failed", "lines", len(evs), "err", err)
+	}
+}
+
+func sortEvents(evs []ratelimit.Event) {
+	// Oldest minute first, then by key: stable output for the log and
+	// for the upsert's lock order.
+	slices.SortFunc(evs, func(a, b ratelimit.Event) int {
+		if c := a.Minute.Compare(b.Minute); c != 0 {
+			return c
+		}
+		for _, p := range [][2]string{{a.Kind, b.Kind}, {a.Subject, b.Subject}, {a.DefinitionID, b.DefinitionID}} {
+			if p[0] != p[1] {
+				if p[0] < p[1] {
+					return -1
+				}
+				return 1
+			}
+		}
+		return 0
+	})
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// RecordEvent adds ev to the record of violations, aggregated with the
+// Enforcer's own throttles and quarantine denials: a lockout or a
+// failed-credential lockout detected outside the Enforcer's decisions is
+// recorded so. ev.Kind must be one of ratelimit.EventKinds and ev.Subject
+// set; Count 0 means 1; Severity, one of ratelimit.EventSeverities,
+// defaults to the kind's; Minute and the times are the Enforcer's clock's.
+func (e *Enforcer) RecordEvent(ev ratelimit.Event) error {
+	if _, ok := ratelimit.EventSeverity(ev.Kind); !ok {
+		return fmt.Errorf("%w %q", ErrUnknownEventKind, ev.Kind)
+	}
+	if ev.Subject == "" {
+		return errors.New("enforce: an event needs a subject")
+	}
+	if ev.Severity != "" && !slices.Contains(ratelimit.EventSeverities(), ev.Severity) {
+		return fmt.Errorf("enforce: unknown event severity %q", ev.Severity)
+	}
+	axis := "none"
+	if ev.DefinitionID != "" {
+		if a, _, _, _, err := ratelimit.ParseDefinitionID(ev.DefinitionID); err == nil {
+			axis = axisLabel(a)
+		}
+	}
+	e.violations.record(ev, axis)
+	return nil
+}
+
+// FlushEvents writes the aggregated events now (Close does too): tests,
+// and gateways that stop without Close.
+func (e *Enforcer) FlushEvents(ctx context.Context) { e.violations.flush(ctx) }
+
+// recordThrottle records a throttle by the denying gate g.
+func (e *Enforcer) recordThrottle(c Call, g Gate, caller string) {
+	ev := ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, DefinitionID: g.DefinitionID, Caller: caller,
+		ClientIP: c.ClientIP, TargetType: c.TargetType, Target: c.TargetName, Limit: g.Limit, Subject: caller}
+	if name, ok, err := ratelimit.NormalizeTargetName(c.TargetType, c.TargetName); ok && err == nil {
+		ev.Target = name // as definitions and memberships name it
+	}
+	switch g.Axis {
+	case ratelimit.AxisTarget:
+		ev.Subject = c.TargetType + ":" + ev.Target
+	case ratelimit.AxisCaller, ratelimit.AxisCallerTarget:
+		if _, _, name, _, err := ratelimit.ParseDefinitionID(g.DefinitionID); err == nil {
+			ev.Tier = name
+		}
+	}
+	if ev.Subject == "" {
+		return
+	}
+	e.violations.record(ev, axisLabel(g.Axis))
+}
+
+// recordQuarantine records a quarantine denial of scope (caller, target).
+func (e *Enforcer) recordQuarantine(c Call, scope, target, caller string) {
+	ev := ratelimit.Event{Kind: ratelimit.EventQuarantineDenied, Caller: caller, ClientIP: c.ClientIP,
+		TargetType: c.TargetType, Target: target, Subject: caller}
+	if scope == "target" {
+		ev.Subject = c.TargetType + ":" + target
+	}
+	if ev.Subject == "" {
+		return
+	}
+	e.violations.record(ev, "quarantine_"+scope)
+}
+
+// loggedKinds maps the reasons of the aggregated log (events.go) that the
+// record keeps, besides the throttles and quarantine denials the decision
+// path records itself, to their event kind: a detection that logs its
+// events there with one of these reasons is recorded with no further
+// plumbing.
+var loggedKinds = map[string]string{
+	ratelimit.EventLockoutStarted:     ratelimit.EventLockoutStarted,
+	ratelimit.EventAuthLockoutStarted: ratelimit.EventAuthLockoutStarted,
+}
+
+// recordLogged records a logged event whose reason the record keeps.
+func (e *Enforcer) recordLogged(ev event) {
+	kind, ok := loggedKinds[ev.reason]
+	if !ok {
+		return
+	}
+	subject := ev.caller
+	switch {
+	case subject != "":
+	case ev.clientID != "":
+		subject = "agent:" + ev.clientID
+	case ev.username != "":
+		subject = ratelimit.SubjectUser + ":" + ev.username
+	case ev.target != "":
+		subject = ev.targetType + ":" + ev.target
+	default:
+		return
+	}
+	_ = e.RecordEvent(ratelimit.Event{Kind: kind, Subject: subject, DefinitionID: ev.gate, Caller: ev.caller,
+		TargetType: ev.targetType, Target: ev.target, Limit: ev.limit})
+}
+
+// flushViolations is the background flush (run by every).
+func (e *Enforcer) flushViolations(ctx context.Context) { e.violations.flush(ctx) }

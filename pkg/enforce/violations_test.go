@@ -1,0 +1,365 @@
+package enforce_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// lockedBuffer is a bytes.Buffer safe for the flush goroutine.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// lines decodes the JSON lines written so far.
+func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("violation log line %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func listEvents(t *testing.T, st *store.Store, f store.EventFilter) []ratelimit.Event {
+	t.Helper()
+	evs, err := st.ListEvents(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// TestThrottlesAndQuarantineDenialsAreRecorded: a caller over its tier's
+// limit, a target over its own and a quarantined caller each leave one
+// row per minute with their context, count and severity; the next minute
+// starts a new row; the SIEM log has a JSON line per row and flush.
+func TestThrottlesAndQuarantineDenialsAreRecorded(t *testing.T) {
+	t.Parallel()
+	var log lockedBuffer
+	reg := prometheus.NewRegistry()
+	f := newFixture(t, enforce.Options{ViolationLog: &log, Registerer: reg})
+	f.def(callerGroup("free", 60, ptr(2), nil), target("mcp_server", "busy", 60, 1))
+	f.member("user", "alice", "free")
+	f.member("user", "mallory", ratelimit.GroupQuarantineCallers)
+	alice := user("alice", "srv")
+	alice.ClientIP = "203.0.113.7"
+	if allowed := f.burst(alice, 5); allowed != 2 {
+		t.Fatalf("alice: %d allowed, want 2", allowed)
+	}
+	f.burst(user("bob", "busy"), 4) // 3 throttled by the target's limit
+	f.burst(user("mallory", "srv"), 2)
+	f.e.FlushEvents(context.Background())
+
+	evs := listEvents(t, f.st, store.EventFilter{})
+	minute := f.clock.Now().UTC()
+	got := map[string]ratelimit.Event{}
+	for _, ev := range evs {
+		got[ev.Kind+" "+ev.Subject] = ev
+	}
+	if len(evs) != 3 {
+		t.Fatalf("rows %+v, want 3", evs)
+	}
+	a := got["rate_limit_exceeded user:alice"]
+	if a.Count != 3 || a.Severity != "warn" || a.DefinitionID != "caller:group:free:60" || a.Tier != "free" ||
+		a.Limit != 2 || a.ClientIP != "203.0.113.7" || a.Target != "srv" || a.TargetType != "mcp_server" || !a.Minute.Equal(minute) {
+		t.Errorf("alice's row: %+v", a)
+	}
+	b := got["rate_limit_exceeded mcp_server:busy"]
+	if b.Count != 3 || b.Caller != "user:bob" || b.DefinitionID != "target:mcp_server:busy:60" || b.Tier != "" || b.Limit != 1 {
+		t.Errorf("the target's row: %+v", b)
+	}
+	m := got["quarantine_denied user:mallory"]
+	if m.Count != 2 || m.Severity != "high" || m.DefinitionID != "" {
+		t.Errorf("mallory's row: %+v", m)
+	}
+
+	// The same minute adds to the rows; the next starts new ones.
+	f.burst(alice, 1)
+	f.e.FlushEvents(context.Background())
+	f.clock.Advance(time.Minute)
+	f.burst(alice, 3) // a new window: 2 allowed, 1 throttled
+	f.e.FlushEvents(context.Background())
+	rows := listEvents(t, f.st, store.EventFilter{Subject: "user:alice"})
+	if len(rows) != 2 || rows[0].Count != 1 || rows[1].Count != 4 || !rows[0].Minute.Equal(minute.Add(time.Minute)) {
+		t.Errorf("alice's rows, newest first: %+v, want counts 1 (the next minute) and 4", rows)
+	}
+
+	lines := log.lines(t)
+	if len(lines) != 5 { // 3 for the first flush, 1 for each of the next two
+		t.Fatalf("%d violation log lines, want 5: %v", len(lines), lines)
+	}
+	if l := lines[0]; l["kind"] == "" || l["subject"] == "" || l["count"] == nil || l["time"] == nil {
+		t.Errorf("log line lacks its fields: %v", l)
+	}
+	wantMetric := []string{
+		"axis=clr,kind=rate_limit_exceeded,severity=warn 5",
+		"axis=quarantine_caller,kind=quarantine_denied,severity=high 2",
+		"axis=tgt,kind=rate_limit_exceeded,severity=warn 3",
+	}
+	if got := series(t, reg, "rlctl_enforce_violations_total"); !slices.Equal(got, wantMetric) {
+		t.Errorf("rlctl_enforce_violations_total:\n%v\nwant\n%v", got, wantMetric)
+	}
+}
+
+// TestViolationFloodWritesBoundedRows is the flood test: one
+// subject throttled 1,000,000 times over ten minutes, flushed every five
+// seconds, writes 10 rows (one per minute) counting 1,000,000 calls and
+// 120 log lines (one per flush): rows are bounded by minutes x subjects x
+// definitions, lines by flushes x entries, whatever the rate.
+func TestViolationFloodWritesBoundedRows(t *testing.T) {
+	t.Parallel()
+	var log lockedBuffer
+	f := newFixture(t, enforce.Options{ViolationLog: &log, ViolationFlushInterval: time.Hour})
+	const (
+		n     = 1_000_000
+		span  = 10 * time.Minute
+		every = 5 * time.Second
+	)
+	step := span / n // 600 µs
+	next := f.clock.Now().Add(every)
+	ev := ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:flood", DefinitionID: "caller:group:free:60", Limit: 5}
+	for range n {
+		if err := f.e.RecordEvent(ev); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(step)
+		if !f.clock.Now().Before(next) {
+			f.e.FlushEvents(context.Background())
+			next = next.Add(every)
+		}
+	}
+	f.e.FlushEvents(context.Background())
+	rows := listEvents(t, f.st, store.EventFilter{})
+	var total int64
+	for _, r := range rows {
+		total += r.Count
+	}
+	if len(rows) != 10 || total != n {
+		t.Errorf("%d throttles wrote %d rows counting %d calls, want 10 rows counting %d", n, len(rows), total, n)
+	}
+	if lines := log.lines(t); len(lines) != 120 {
+		t.Errorf("%d throttles wrote %d log lines, want 120 (one per flush)", n, len(lines))
+	}
+}
+
+// TestViolationBufferIsBounded: between two flushes the recorder keeps at
+// most ViolationBuffer entries; events of further subjects are dropped
+// and counted, never queued, and the next flush has room again.
+func TestViolationBufferIsBounded(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	f := newFixture(t, enforce.Options{Registerer: reg, ViolationBuffer: 3, ViolationFlushInterval: time.Hour})
+	for i := range 5 {
+		for range 2 {
+			if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: fmt.Sprintf("user:u%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f.e.FlushEvents(context.Background())
+	if rows := listEvents(t, f.st, store.EventFilter{}); len(rows) != 3 {
+		t.Errorf("%d rows, want 3 (the buffer's size)", len(rows))
+	}
+	if got := series(t, reg, "rlctl_enforce_violations_dropped_total"); !slices.Equal(got, []string{"reason=buffer_full 4"}) {
+		t.Errorf("dropped: %v, want the 4 calls of the 2 subjects past the buffer", got)
+	}
+	if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: "user:u4"}); err != nil {
+		t.Fatal(err)
+	}
+	f.e.FlushEvents(context.Background())
+	if rows := listEvents(t, f.st, store.EventFilter{Subject: "user:u4"}); len(rows) != 1 || rows[0].Severity != "high" {
+		t.Errorf("after a flush: %+v, want u4's lockout recorded", rows)
+	}
+}
+
+// TestRecordEventRefusesUnknownKinds: a kind or severity pkg/ratelimit
+// does not know, or no subject, is refused, so the metric's labels stay
+// bounded and the table's constraints hold.
+func TestRecordEventRefusesUnknownKinds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{})
+	for _, ev := range []ratelimit.Event{{Kind: "made_up", Subject: "user:a"}, {Kind: ratelimit.EventLockoutStarted},
+		{Kind: ratelimit.EventLockoutStarted, Subject: "user:a", Severity: "urgent"}} {
+		if err := f.e.RecordEvent(ev); err == nil {
+			t.Errorf("RecordEvent(%+v) accepted", ev)
+		}
+	}
+}
+
+// TestLoggedLockoutsAreRecorded: a detection that logs its events through
+// the aggregated log with a kind the record keeps (lockout_started,
+// auth_lockout_started) is recorded without plumbing of its own; other
+// reasons are not.
+func TestLoggedLockoutsAreRecorded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{})
+	f.e.LogEvent(ratelimit.EventLockoutStarted, "user:alice", "caller:group:free:60")
+	f.e.LogEvent(ratelimit.EventAuthLockoutStarted, "ip:203.0.113.7", "")
+	f.e.LogEvent("something_else", "user:bob", "")
+	f.e.FlushEvents(context.Background())
+	rows := listEvents(t, f.st, store.EventFilter{})
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r.Subject] = r.Kind + " " + r.Severity + " " + r.DefinitionID
+	}
+	want := map[string]string{"user:alice": "lockout_started high caller:group:free:60", "ip:203.0.113.7": "auth_lockout_started high "}
+	if len(got) != len(want) || got["user:alice"] != want["user:alice"] || got["ip:203.0.113.7"] != want["ip:203.0.113.7"] {
+		t.Errorf("recorded %v, want %v", got, want)
+	}
+}
+
+// flakySink writes to rl_events, or fails while failing is set.
+type flakySink struct {
+	mu      sync.Mutex
+	failing bool
+	next    enforce.ViolationSink
+}
+
+func (s *flakySink) set(failing bool) {
+	s.mu.Lock()
+	s.failing = failing
+	s.mu.Unlock()
+}
+
+func (s *flakySink) WriteEvents(ctx context.Context, evs []ratelimit.Event) error {
+	s.mu.Lock()
+	failing := s.failing
+	s.mu.Unlock()
+	if failing {
+		return errors.New("database unavailable")
+	}
+	return s.next.WriteEvents(ctx, evs)
+}
+
+// TestViolationWritesRetryThenGiveUp: a flush the store refuses is retried
+// with the next ones, its counts added to what came meanwhile; an entry
+// refused for a minute of flushes is dropped and counted, so an outage
+// cannot hold the buffer forever.
+func TestViolationWritesRetryThenGiveUp(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	sink := &flakySink{failing: true}
+	f := newFixture(t, enforce.Options{Registerer: reg, Violations: sink, ViolationFlushInterval: time.Hour})
+	sink.next = postgres.NewEventSink(f.st.Pool())
+	rec := func(subject string, n int) {
+		for range n {
+			if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: subject}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rec("user:a", 3)
+	f.e.FlushEvents(context.Background()) // refused: kept
+	rec("user:a", 2)
+	sink.set(false)
+	f.e.FlushEvents(context.Background())
+	if rows := listEvents(t, f.st, store.EventFilter{}); len(rows) != 1 || rows[0].Count != 5 {
+		t.Fatalf("after the outage: %+v, want user:a counting 5", rows)
+	}
+	sink.set(true)
+	rec("user:b", 4)
+	for range 12 {
+		f.e.FlushEvents(context.Background())
+	}
+	sink.set(false)
+	f.e.FlushEvents(context.Background())
+	if rows := listEvents(t, f.st, store.EventFilter{Subject: "user:b"}); len(rows) != 0 {
+		t.Errorf("user:b written after 12 refusals: %+v", rows)
+	}
+	if got := series(t, reg, "rlctl_enforce_violations_dropped_total"); !slices.Equal(got, []string{"reason=write_failed 4"}) {
+		t.Errorf("dropped: %v, want user:b's 4 calls", got)
+	}
+}
+
+// TestViolationTextIsMadeStorable: a call's raw target may be anything;
+// what the table cannot hold (NUL, invalid UTF-8, more than its length)
+// is cleaned rather than failing the batch that carries it.
+func TestViolationTextIsMadeStorable(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{ViolationFlushInterval: time.Hour})
+	long := strings.Repeat("x", 5000)
+	for _, ev := range []ratelimit.Event{
+		{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:nul\x00byte", Target: "t\xffarget"},
+		{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:" + long, Target: long, ClientIP: long, Tier: long},
+		{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:fine"},
+	} {
+		if err := f.e.RecordEvent(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.e.FlushEvents(context.Background())
+	rows := listEvents(t, f.st, store.EventFilter{})
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want all 3: %+v", len(rows), rows)
+	}
+	for _, r := range rows {
+		if len([]rune(r.Subject)) > 1024 || strings.ContainsRune(r.Subject, 0) || !utf8.ValidString(r.Target) {
+			t.Errorf("row not cleaned: subject %.40q target %.40q", r.Subject, r.Target)
+		}
+	}
+}
+
+// TestViolationFlushWhileRecording: flushes that find nothing new but
+// retry what the store refused run while decisions record (run with
+// -race: the buffer the decisions write is never read unlocked).
+func TestViolationFlushWhileRecording(t *testing.T) {
+	t.Parallel()
+	sink := &flakySink{failing: true}
+	f := newFixture(t, enforce.Options{Violations: sink, ViolationFlushInterval: time.Hour})
+	sink.next = postgres.NewEventSink(f.st.Pool())
+	if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:first"}); err != nil {
+		t.Fatal(err)
+	}
+	f.e.FlushEvents(context.Background()) // refused: user:first waits in the retry buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 2000 {
+			_ = f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: fmt.Sprintf("user:u%d", i%50)})
+		}
+	}()
+	for range 5 {
+		f.e.FlushEvents(context.Background())
+	}
+	<-done
+	sink.set(false)
+	f.e.FlushEvents(context.Background())
+	var total int64
+	for _, r := range listEvents(t, f.st, store.EventFilter{}) {
+		total += r.Count
+	}
+	if total != 2001 {
+		t.Errorf("recorded %d calls, want 2,001", total)
+	}
+}
