@@ -107,6 +107,9 @@ const (
 	headerAuthUsername  = "X-Auth-Username"
 	headerAuthClientID  = "X-Auth-Client-Id"
 	headerAuthAdmin     = "X-Auth-Admin"
+	// headerAuthTeam names the call's team (tenant), set by the gateway
+	// from its authentication (a token claim), never from the client.
+	headerAuthTeam = "X-Auth-Team"
 	// headerThrottled marks a 403 that is a throttle, for nginx to turn
 	// into a 429.
 	headerThrottled = "X-RateLimit-Throttled"
@@ -180,6 +183,7 @@ func (s *Server) handleValidate() http.Handler {
 			IsAdmin:    admin == "1" || strings.EqualFold(admin, "true"),
 			TargetType: targetType,
 			TargetName: targetName,
+			Team:       strings.TrimSpace(r.Header.Get(headerAuthTeam)),
 		}
 		// The client's address, from the forwarding header nginx sets
 		// (the peer is nginx, a trusted proxy). An address that is itself

@@ -40,6 +40,10 @@ type CheckRequest struct {
 	// (no Username, no ClientID) is the caller ip:<key>, limited through
 	// its network's groups.
 	ClientIP string `json:"client_ip,omitempty"`
+	// Team is the call's team (tenant), when the gateway knows it: the
+	// team's groups limit the call, per: team definitions count one
+	// bucket per team, its quarantine denies it.
+	Team string `json:"team,omitempty"`
 }
 
 // CheckResult is the server's decision. Times are Unix seconds on the wire;

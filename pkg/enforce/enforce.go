@@ -243,12 +243,15 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	// quarantine denies every call from it, its groups limit anonymous
 	// callers.
 	_, network, inNetwork := snap.networks.lookup(ip)
-	userKey, clientKey := "", ""
+	userKey, clientKey, teamKey := "", "", ""
 	if c.Username != "" {
 		userKey = ratelimit.MembershipID(ratelimit.SubjectUser, c.Username)
 	}
 	if c.ClientID != "" {
 		clientKey = ratelimit.MembershipID(ratelimit.SubjectClient, c.ClientID)
+	}
+	if team := strings.TrimSpace(c.Team); team != "" {
+		teamKey = ratelimit.MembershipID(ratelimit.SubjectTeam, team)
 	}
 	admin := c.IsAdmin || snap.admins[userKey] || snap.admins[clientKey]
 
@@ -260,9 +263,9 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	}
 	// 2. Caller quarantine: not for administrators.
 	if snap.callersOn && !admin {
-		for i, k := range []string{userKey, clientKey} {
+		for i, k := range []string{userKey, clientKey, teamKey} {
 			if m, ok := snap.members.get(k); ok && k != "" && m.quarantinedAt(now) {
-				return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient}[i], c, targetName), nil
+				return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient, ratelimit.SubjectTeam}[i], c, targetName), nil
 			}
 		}
 		if inNetwork && network.quarantinedAt(now) {
@@ -274,7 +277,14 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if anonymous && inNetwork {
 		netGroups = &network
 	}
-	gates := e.buildGates(snap, c, callerType, identity, userKey, clientKey, netGroups, targetName, admin, now)
+	who := callerDims{caller: callerType + ":" + identity, agent: callerType == "agent", userKey: userKey, clientKey: clientKey, teamKey: teamKey}
+	if ip.IsValid() {
+		who.ip = CallerIP + ":" + clientip.Key(ip, e.opts.IPv6Prefix)
+	}
+	if teamKey != "" {
+		who.team = CallerTeam + ":" + strings.TrimSpace(c.Team)
+	}
+	gates := e.buildGates(snap, c, who, netGroups, targetName, admin, now)
 	if len(gates) == 0 {
 		e.metrics.checks.WithLabelValues("allowed").Inc()
 		return allowedNoGates, nil
@@ -317,59 +327,100 @@ func (e *Enforcer) noSnapshot(c Call) (Decision, error) {
 	return Decision{Allowed: true, Reason: ReasonFailOpen}, err
 }
 
+// callerDims is who a call is, in every dimension a caller definition can
+// key its buckets by.
+type callerDims struct {
+	// caller is the per-caller identity: user:<name>, agent:<client id>
+	// or ip:<key> for an anonymous call; agent says it is an agent.
+	caller string
+	agent  bool
+	// ip is ip:<key> of the call's client address, team team:<name> of its
+	// team; empty when the call has none.
+	ip, team string
+	// userKey, clientKey and teamKey are the membership ids of the call's
+	// user, client and team (empty when it has none).
+	userKey, clientKey, teamKey string
+}
+
 // buildGates lists the gates of a call, in the reference's order of axes.
 //
 // An anonymous caller (ip:<key>) takes the groups of its network (network
-// non-nil) and is gated by their user limits, as an unauthenticated user.
-func (e *Enforcer) buildGates(snap *snapshot, c Call, callerType, identity, userKey, clientKey string, network *member, targetName string, admin bool, now time.Time) []Gate {
+// non-nil) and is gated by their user limits, as an unauthenticated user,
+// and by the user limits of the definitions for everyone.
+func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *member, targetName string, admin bool, now time.Time) []Gate {
 	var gates []Gate
-	caller := callerType + ":" + identity
+	caller := who.caller
 	target := c.TargetType + ":" + targetName
 	if !admin {
-		groups := callerGroups(snap, userKey, clientKey)
+		groups := callerGroups(snap, who.userKey, who.clientKey, who.teamKey)
 		if network != nil {
 			groups = appendGroups(groups, network.groups)
 		}
 		// Per axis, window and algorithm, the most restrictive enforce
 		// definition wins (the lowest limit, then the lowest burst) and
 		// they share one bucket per caller; shadow definitions each count
-		// on their own.
+		// on their own, as do definitions whose buckets are per IP, per
+		// team or shared.
 		best := map[bucketSlot]int{} // index in gates
+		add := func(d ratelimit.Definition) {
+			limit, burst := d.UserMaxRequests, d.UserBurst
+			if who.agent {
+				limit, burst = d.AgentMaxRequests, d.AgentBurst
+			}
+			if limit == nil {
+				return // this definition does not gate this caller type
+			}
+			on := ""
+			if d.Axis == ratelimit.AxisCallerTarget {
+				on = target
+			}
+			shadow := d.Mode == ratelimit.ModeShadow
+			switch d.Per {
+			case ratelimit.PerIP, ratelimit.PerTeam, ratelimit.PerShared:
+				subject := ""
+				switch d.Per {
+				case ratelimit.PerIP:
+					subject = who.ip
+				case ratelimit.PerTeam:
+					subject = who.team
+				}
+				if subject == "" && d.Per != ratelimit.PerShared {
+					return // no client IP, or no team: nothing to key by
+				}
+				gates = append(gates, newGate(d, PerCounter(d, subject, on).String(), int64(*limit), burst, shadow, now))
+				return
+			}
+			if shadow {
+				gates = append(gates, newGate(d, ShadowCounter(d, caller, on).String(), int64(*limit), burst, true, now))
+				return
+			}
+			k := CallerCounter(d.WindowSeconds, caller)
+			if d.Axis == ratelimit.AxisCallerTarget {
+				k = CallerTargetCounter(d.WindowSeconds, caller, target)
+			}
+			k.Algorithm = keyAlgorithm(algorithmOf(d))
+			slot := bucketSlot{k.Kind, d.WindowSeconds, k.Algorithm}
+			gate := newGate(d, k.String(), int64(*limit), burst, false, now)
+			if i, ok := best[slot]; ok {
+				fc := gates[i].failClosed || d.FailClosed
+				if gate.Limit < gates[i].Limit || (gate.Limit == gates[i].Limit && gate.Burst < gates[i].Burst) {
+					gates[i] = gate
+				}
+				gates[i].failClosed = fc
+				return
+			}
+			best[slot] = len(gates)
+			gates = append(gates, gate)
+		}
 		for _, g := range groups {
 			for _, d := range snap.groupDefs[g] {
-				limit, burst := d.UserMaxRequests, d.UserBurst
-				if callerType == "agent" {
-					limit, burst = d.AgentMaxRequests, d.AgentBurst
+				if !d.Everyone { // added below, once
+					add(d)
 				}
-				if limit == nil {
-					continue // this group does not gate this caller type
-				}
-				on := ""
-				if d.Axis == ratelimit.AxisCallerTarget {
-					on = target
-				}
-				if d.Mode == ratelimit.ModeShadow {
-					gates = append(gates, newGate(d, ShadowCounter(d, caller, on).String(), int64(*limit), burst, true, now))
-					continue
-				}
-				k := CallerCounter(d.WindowSeconds, caller)
-				if d.Axis == ratelimit.AxisCallerTarget {
-					k = CallerTargetCounter(d.WindowSeconds, caller, target)
-				}
-				k.Algorithm = keyAlgorithm(algorithmOf(d))
-				slot := bucketSlot{k.Kind, d.WindowSeconds, k.Algorithm}
-				gate := newGate(d, k.String(), int64(*limit), burst, false, now)
-				if i, ok := best[slot]; ok {
-					fc := gates[i].failClosed || d.FailClosed
-					if gate.Limit < gates[i].Limit || (gate.Limit == gates[i].Limit && gate.Burst < gates[i].Burst) {
-						gates[i] = gate
-					}
-					gates[i].failClosed = fc
-					continue
-				}
-				best[slot] = len(gates)
-				gates = append(gates, gate)
 			}
+		}
+		for _, d := range snap.everyoneDefs {
+			add(d)
 		}
 	}
 	addTarget := func(d ratelimit.Definition, key string) {
@@ -406,11 +457,11 @@ type bucketSlot struct {
 	algorithm Algorithm
 }
 
-// callerGroups merges the groups of the caller's user and client
+// callerGroups merges the groups of the caller's user, client and team
 // memberships, leaving out the quarantine groups.
-func callerGroups(snap *snapshot, userKey, clientKey string) []string {
+func callerGroups(snap *snapshot, keys ...string) []string {
 	var groups []string
-	for _, k := range []string{userKey, clientKey} {
+	for _, k := range keys {
 		if k == "" {
 			continue
 		}
@@ -435,6 +486,10 @@ func appendGroups(groups, more []string) []string {
 // address: its counters' caller is ip:<key> (ip:203.0.113.7,
 // ip:2001:db8:1:2::/64).
 const CallerIP = "ip"
+
+// CallerTeam is the subject type of a team's buckets in counter keys
+// (team:<name>, definitions with per: team).
+const CallerTeam = "team"
 
 // algorithmOf is d's algorithm, fixed_window when it names none.
 func algorithmOf(d ratelimit.Definition) Algorithm {
