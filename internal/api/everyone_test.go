@@ -107,12 +107,13 @@ func TestEveryoneTeamsAndSharedThroughTheAPI(t *testing.T) {
 			t.Errorf("call %d from 198.51.100.7 (user %q): %+v, want allowed", i+1, who, r)
 		}
 	}
-	if r := checkTeam(t, hc, env, gw, "carol", "", "198.51.100.7"); r.Allowed || fmt.Sprint(deniedIDs(r)) != "["+perIP.Key()+"]" {
-		t.Errorf("4th call from 198.51.100.7: %+v, want throttled by %s", r, perIP.Key())
+	if r := checkTeam(t, hc, env, gw, "carol", "", "198.51.100.7"); r.Allowed || fmt.Sprint(deniedIDs(r)) != "["+perIP.Key()+"]" ||
+		len(r.Gates) != 1 || r.Gates[0]["matched_by"] != "everyone" {
+		t.Errorf("4th call from 198.51.100.7: %+v, want throttled by %s, matched by everyone", r, perIP.Key())
 	}
 	// Per team: acme's members share 2, through /api/check and /api/validate.
-	if r := checkTeam(t, hc, env, gw, "dave", "acme", ""); !r.Allowed {
-		t.Errorf("acme's first call: %+v", r)
+	if r := checkTeam(t, hc, env, gw, "dave", "acme", ""); !r.Allowed || len(r.Gates) != 1 || r.Gates[0]["matched_by"] != "team:acme" {
+		t.Errorf("acme's first call: %+v, want allowed by the team's gate, matched by team:acme", r)
 	}
 	if a := validate(t, hc, env, "/srv/mcp", "X-Auth-Username", "gina", "X-Auth-Team", "acme"); a.status != 200 {
 		t.Errorf("acme's second call through /api/validate: %d %s", a.status, a.body)

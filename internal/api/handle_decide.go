@@ -27,6 +27,8 @@ type checkGate struct {
 	Remaining     int64  `json:"remaining"`
 	Reset         int64  `json:"reset"`
 	Shadow        bool   `json:"shadow"`
+	// MatchedBy says why a caller definition applied (enforce.Gate).
+	MatchedBy string `json:"matched_by,omitempty"`
 }
 
 // checkResult is the answer of POST /api/check: the decision in wire
@@ -55,7 +57,7 @@ func newCheckResult(d enforce.Decision) checkResult {
 	for _, g := range d.Gates {
 		res.Gates = append(res.Gates, checkGate{DefinitionID: g.DefinitionID, Axis: g.Axis, EntityType: g.EntityType,
 			WindowSeconds: g.WindowSeconds, Limit: g.Limit, Count: g.Count, Remaining: g.Remaining,
-			Reset: unixOrZero(g.Reset), Shadow: g.Shadow})
+			Reset: unixOrZero(g.Reset), Shadow: g.Shadow, MatchedBy: g.MatchedBy})
 	}
 	return res
 }

@@ -30,6 +30,17 @@ func TestSetEveryoneAndPer(t *testing.T) {
 	if out := r.Must("member", "list", "-o", "json"); !strings.Contains(out, `"id": "team:acme-corp"`) {
 		t.Errorf("member list:\n%s", out)
 	}
+	// Why each definition applies to alice of acme-corp.
+	st := r.Must("rate-limit", "status", "--username", "alice", "--team", "acme-corp", "-o", "json")
+	for _, want := range []string{`"caller:group:per-ip:60": "everyone"`, `"caller:group:tenants:3600": "team:acme-corp"`} {
+		if !strings.Contains(st, want) {
+			t.Errorf("status -o json lacks %s:\n%s", want, st)
+		}
+	}
+	table := r.RunWith(clitest.Opts{TTY: true}, "rate-limit", "status", "--username", "alice", "--team", "acme-corp").Out
+	if !strings.Contains(table, "MATCHED-BY") || !strings.Contains(table, "team:acme-corp") || !strings.Contains(table, "everyone") {
+		t.Errorf("status table:\n%s", table)
+	}
 	if out := r.Must("export"); !strings.Contains(out, "per: team") || !strings.Contains(out, "subject_type: team") {
 		t.Errorf("export:\n%s", out)
 	}

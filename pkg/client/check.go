@@ -84,6 +84,11 @@ type CheckGate struct {
 	Remaining int64 `json:"remaining"`
 	Reset     int64 `json:"reset"` // Unix seconds
 	Shadow    bool  `json:"shadow"`
+	// MatchedBy says why a caller or caller_target definition applied:
+	// the membership that put the caller in its group ("user:alice",
+	// "client:bot", "team:acme", "network:10.0.0.0/8") or "everyone".
+	// Empty for target gates.
+	MatchedBy string `json:"matched_by,omitempty"`
 }
 
 // ResetTime is Reset as a time.

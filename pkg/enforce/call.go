@@ -168,6 +168,12 @@ type Gate struct {
 	// room for the call (exact, not rounded; 0 when it had room).
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
 
+	// MatchedBy says why a caller or caller_target definition applied to
+	// the call: the membership that put the caller in its group (user:alice,
+	// client:bot, team:acme, network:10.0.0.0/8), or "everyone" for a
+	// definition for everyone (MatchedEveryone). Empty for target gates.
+	MatchedBy string `json:"matched_by,omitempty"`
+
 	key        string
 	failClosed bool
 }

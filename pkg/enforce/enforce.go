@@ -242,7 +242,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	// The most specific network holding the client address: its
 	// quarantine denies every call from it, its groups limit anonymous
 	// callers.
-	_, network, inNetwork := snap.networks.lookup(ip)
+	netPrefix, network, inNetwork := snap.networks.lookup(ip)
 	userKey, clientKey, teamKey := "", "", ""
 	if c.Username != "" {
 		userKey = ratelimit.MembershipID(ratelimit.SubjectUser, c.Username)
@@ -283,6 +283,9 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	}
 	if teamKey != "" {
 		who.team = CallerTeam + ":" + strings.TrimSpace(c.Team)
+	}
+	if netGroups != nil {
+		who.networkKey = ratelimit.MembershipID(ratelimit.SubjectNetwork, netPrefix.String())
 	}
 	gates := e.buildGates(snap, c, who, netGroups, targetName, admin, now)
 	if len(gates) == 0 {
@@ -338,8 +341,9 @@ type callerDims struct {
 	// team; empty when the call has none.
 	ip, team string
 	// userKey, clientKey and teamKey are the membership ids of the call's
-	// user, client and team (empty when it has none).
-	userKey, clientKey, teamKey string
+	// user, client and team (empty when it has none); networkKey that of
+	// the most specific network holding its client address.
+	userKey, clientKey, teamKey, networkKey string
 }
 
 // buildGates lists the gates of a call, in the reference's order of axes.
@@ -354,7 +358,7 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *m
 	if !admin {
 		groups := callerGroups(snap, who.userKey, who.clientKey, who.teamKey)
 		if network != nil {
-			groups = appendGroups(groups, network.groups)
+			groups = appendVia(groups, network.groups, who.networkKey)
 		}
 		// Per axis, window and algorithm, the most restrictive enforce
 		// definition wins (the lowest limit, then the lowest burst) and
@@ -362,7 +366,7 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *m
 		// on their own, as do definitions whose buckets are per IP, per
 		// team or shared.
 		best := map[bucketSlot]int{} // index in gates
-		add := func(d ratelimit.Definition) {
+		add := func(d ratelimit.Definition, via string) {
 			limit, burst := d.UserMaxRequests, d.UserBurst
 			if who.agent {
 				limit, burst = d.AgentMaxRequests, d.AgentBurst
@@ -387,11 +391,11 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *m
 				if subject == "" && d.Per != ratelimit.PerShared {
 					return // no client IP, or no team: nothing to key by
 				}
-				gates = append(gates, newGate(d, PerCounter(d, subject, on).String(), int64(*limit), burst, shadow, now))
+				gates = append(gates, matched(newGate(d, PerCounter(d, subject, on).String(), int64(*limit), burst, shadow, now), via))
 				return
 			}
 			if shadow {
-				gates = append(gates, newGate(d, ShadowCounter(d, caller, on).String(), int64(*limit), burst, true, now))
+				gates = append(gates, matched(newGate(d, ShadowCounter(d, caller, on).String(), int64(*limit), burst, true, now), via))
 				return
 			}
 			k := CallerCounter(d.WindowSeconds, caller)
@@ -400,7 +404,7 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *m
 			}
 			k.Algorithm = keyAlgorithm(algorithmOf(d))
 			slot := bucketSlot{k.Kind, d.WindowSeconds, k.Algorithm}
-			gate := newGate(d, k.String(), int64(*limit), burst, false, now)
+			gate := matched(newGate(d, k.String(), int64(*limit), burst, false, now), via)
 			if i, ok := best[slot]; ok {
 				fc := gates[i].failClosed || d.FailClosed
 				if gate.Limit < gates[i].Limit || (gate.Limit == gates[i].Limit && gate.Burst < gates[i].Burst) {
@@ -413,14 +417,14 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *m
 			gates = append(gates, gate)
 		}
 		for _, g := range groups {
-			for _, d := range snap.groupDefs[g] {
+			for _, d := range snap.groupDefs[g.name] {
 				if !d.Everyone { // added below, once
-					add(d)
+					add(d, g.via)
 				}
 			}
 		}
 		for _, d := range snap.everyoneDefs {
-			add(d)
+			add(d, MatchedEveryone)
 		}
 	}
 	addTarget := func(d ratelimit.Definition, key string) {
@@ -457,30 +461,48 @@ type bucketSlot struct {
 	algorithm Algorithm
 }
 
+// viaGroup is a group of a call's caller and the membership that put the
+// caller in it (a membership id: user:alice, client:bot, team:acme,
+// network:10.0.0.0/8).
+type viaGroup struct{ name, via string }
+
 // callerGroups merges the groups of the caller's user, client and team
-// memberships, leaving out the quarantine groups.
-func callerGroups(snap *snapshot, keys ...string) []string {
-	var groups []string
+// memberships, leaving out the quarantine groups; a group two of them name
+// is the first one's.
+func callerGroups(snap *snapshot, keys ...string) []viaGroup {
+	var groups []viaGroup
 	for _, k := range keys {
 		if k == "" {
 			continue
 		}
 		m, _ := snap.members.get(k)
-		groups = appendGroups(groups, m.groups)
+		groups = appendVia(groups, m.groups, k)
 	}
 	return groups
 }
 
-// appendGroups adds the groups of more that groups lacks, leaving out the
-// quarantine groups.
-func appendGroups(groups, more []string) []string {
+// appendVia adds the groups of more that groups lacks, selected through
+// the membership via, leaving out the quarantine groups.
+func appendVia(groups []viaGroup, more []string, via string) []viaGroup {
 	for _, g := range more {
-		if g != ratelimit.GroupQuarantineCallers && g != ratelimit.GroupQuarantineTargets && !slices.Contains(groups, g) {
-			groups = append(groups, g)
+		if g == ratelimit.GroupQuarantineCallers || g == ratelimit.GroupQuarantineTargets ||
+			slices.ContainsFunc(groups, func(have viaGroup) bool { return have.name == g }) {
+			continue
 		}
+		groups = append(groups, viaGroup{g, via})
 	}
 	return groups
 }
+
+// MatchedEveryone is Gate.MatchedBy of a definition for everyone.
+const MatchedEveryone = "everyone"
+
+// matched sets the gate's MatchedBy.
+func matched(g Gate, via string) Gate {
+	g.MatchedBy = via
+	return g
+}
+
 
 // CallerIP is the caller type of an anonymous call keyed by its client
 // address: its counters' caller is ip:<key> (ip:203.0.113.7,

@@ -131,3 +131,54 @@ func TestTeamsAndSharedBuckets(t *testing.T) {
 		t.Errorf("the global bucket counts %d, want 11", n)
 	}
 }
+
+// Every caller gate says why its definition applied: the membership that
+// put the caller in its group (a user's, a client's, a team's, or for an
+// anonymous caller its network's), or everyone. A group two memberships
+// name is the first one's: user, then client, then team.
+func TestGatesSayWhyTheyMatched(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{})
+	f.def(callerGroup("devs", 3600, ptr(100), ptr(100)),
+		withPer(callerGroup("tenants", 3600, ptr(100), ptr(100)), ratelimit.PerTeam),
+		callerGroup("anon-net", 60, ptr(100), nil),
+		everyone(callerGroup("per-ip", 86400, ptr(1000), ptr(1000)), ratelimit.PerIP),
+		target("mcp_server", "srv", 60, 1000))
+	f.member(ratelimit.SubjectUser, "alice", "devs")
+	f.member(ratelimit.SubjectClient, "bot", "devs")
+	f.member(ratelimit.SubjectTeam, "acme", "tenants", "devs")
+	f.member(ratelimit.SubjectNetwork, "192.0.2.0/24", "anon-net")
+	matchedBy := func(d enforce.Decision) map[string]string {
+		out := map[string]string{}
+		for _, g := range d.Gates {
+			out[g.DefinitionID] = g.MatchedBy
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		call enforce.Call
+		want map[string]string
+	}{
+		{"alice of acme from an address", from(inTeam(user("alice", "srv"), "acme"), "198.51.100.1"), map[string]string{
+			"caller:group:devs:3600": "user:alice", "caller:group:tenants:3600": "team:acme",
+			"caller:group:per-ip:86400": "everyone", "target:mcp_server:srv:60": ""}},
+		{"an agent of acme", inTeam(agent("bot", "srv"), "acme"), map[string]string{
+			"caller:group:devs:3600": "client:bot", "caller:group:tenants:3600": "team:acme", "target:mcp_server:srv:60": ""}},
+		{"carol of acme", inTeam(user("carol", "srv"), "acme"), map[string]string{
+			"caller:group:devs:3600": "team:acme", "caller:group:tenants:3600": "team:acme", "target:mcp_server:srv:60": ""}},
+		{"anonymous in the network", anonymous("192.0.2.7"), map[string]string{
+			"caller:group:anon-net:60": "network:192.0.2.0/24", "caller:group:per-ip:86400": "everyone", "target:mcp_server:srv:60": ""}},
+	} {
+		got := matchedBy(f.check(c.call))
+		if len(got) != len(c.want) {
+			t.Errorf("%s: gates %v, want %v", c.name, got, c.want)
+			continue
+		}
+		for id, via := range c.want {
+			if have, ok := got[id]; !ok || have != via {
+				t.Errorf("%s: gate %s matched by %q (present %v), want %q", c.name, id, have, ok, via)
+			}
+		}
+	}
+}
