@@ -503,7 +503,6 @@ func matched(g Gate, via string) Gate {
 	return g
 }
 
-
 // CallerIP is the caller type of an anonymous call keyed by its client
 // address: its counters' caller is ip:<key> (ip:203.0.113.7,
 // ip:2001:db8:1:2::/64).
