@@ -1,9 +1,13 @@
 package enforce_test
 
 import (
+	"context"
+	"slices"
 	"testing"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
+	"github.com/rlctl/rlctl/pkg/enforce/memory"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -180,5 +184,51 @@ func TestGatesSayWhyTheyMatched(t *testing.T) {
 				t.Errorf("%s: gate %s matched by %q (present %v), want %q", c.name, id, have, ok, via)
 			}
 		}
+	}
+}
+
+// BenchmarkCheckDimensions: one decision (Check on the in-memory counter
+// store) of a user of a team from an address, by the caller definitions
+// that apply: one group definition through membership (the baseline),
+// three definitions of other dimensions (for everyone per IP, per team
+// through the team's membership, shared through the user's), and 100
+// definitions for everyone per IP of different windows (each a gate: what
+// a decision with many definitions for everyone costs).
+func BenchmarkCheckDimensions(b *testing.B) {
+	const high = 1_000_000_000
+	base := []ratelimit.Definition{callerGroup("member", 60, ptr(high), ptr(high))}
+	dims := append(slices.Clone(base),
+		everyone(callerGroup("per-ip", 60, ptr(high), ptr(high)), ratelimit.PerIP),
+		withPer(callerGroup("tenants", 60, ptr(high), ptr(high)), ratelimit.PerTeam),
+		withPer(callerGroup("pool", 60, ptr(high), ptr(high)), ratelimit.PerShared))
+	many := slices.Clone(base)
+	for w := range 100 {
+		many = append(many, everyone(callerGroup("per-ip", 61+w, ptr(high), ptr(high)), ratelimit.PerIP))
+	}
+	call := from(inTeam(user("alice", "srv"), "acme"), "198.51.100.7")
+	for _, c := range []struct {
+		name  string
+		defs  []ratelimit.Definition
+		gates int
+	}{{"membership", base, 1}, {"ip+team+shared", dims, 4}, {"everyone-per-ip=100", many, 101}} {
+		st := enforce.State{Definitions: enforcetest.Sentinels(), Memberships: []ratelimit.Membership{
+			{SubjectType: ratelimit.SubjectUser, Subject: "alice", Groups: []string{"member", "pool"}},
+			{SubjectType: ratelimit.SubjectTeam, Subject: "acme", Groups: []string{"tenants"}}}}
+		for _, d := range c.defs {
+			st.Definitions = append(st.Definitions, withID(d))
+		}
+		e, err := enforce.New(context.Background(), enforce.Options{Counters: memory.New(), Source: enforcetest.StaticSource(st), SweepInterval: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if d, _ := e.Check(context.Background(), call); !d.Allowed || len(d.Gates) != c.gates {
+					b.Fatalf("decision %+v", d)
+				}
+			}
+		})
+		e.Close()
 	}
 }
