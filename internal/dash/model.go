@@ -132,6 +132,9 @@ type Model struct {
 	form        quarantineForm
 	editOpen    bool
 	edit        limitForm
+	// groupsOpen: the Members view's groups form (c) is open.
+	groupsOpen bool
+	groups     groupsForm
 	confirmOpen bool
 	confirm     confirmDialog
 	showHelp    bool
@@ -278,7 +281,7 @@ var resourceNames = [numResources]string{"definitions", "memberships", "quaranti
 func (m *Model) setViewer() {
 	m.role = roleViewer
 	m.keys.SetReadOnly(true)
-	m.formOpen, m.editOpen, m.confirmOpen = false, false, false
+	m.formOpen, m.editOpen, m.confirmOpen, m.groupsOpen = false, false, false, false
 }
 
 // readOnly reports whether mutations are hidden.
