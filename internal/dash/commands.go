@@ -340,8 +340,8 @@ func groupsAction(f groupsForm) (act action, changed bool) {
 	return action{
 		question: "Set the groups of " + id + "?",
 		details:  []string{"groups: " + strings.Join(old.Groups, ", ") + " → " + strings.Join(next.Groups, ", "), effect},
-		verb:    "set the groups of " + id,
-		refresh: []resource{resMemberships, resDetail, resAudit},
+		verb:     "set the groups of " + id,
+		refresh:  []resource{resMemberships, resDetail, resAudit},
 		run: func(ctx context.Context, api API) (string, error) {
 			res, err := api.PutMembership(ctx, next, client.WriteOptions{IfVersion: old.Version})
 			if err != nil {

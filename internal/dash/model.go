@@ -128,13 +128,13 @@ type Model struct {
 	// enforcement is the master switch as last loaded; nil until then.
 	enforcement *ratelimit.Enforcement
 
-	formOpen    bool
-	form        quarantineForm
-	editOpen    bool
-	edit        limitForm
+	formOpen bool
+	form     quarantineForm
+	editOpen bool
+	edit     limitForm
 	// groupsOpen: the Members view's groups form (c) is open.
-	groupsOpen bool
-	groups     groupsForm
+	groupsOpen  bool
+	groups      groupsForm
 	confirmOpen bool
 	confirm     confirmDialog
 	showHelp    bool
