@@ -128,18 +128,19 @@ type Model struct {
 	// enforcement is the master switch as last loaded; nil until then.
 	enforcement *ratelimit.Enforcement
 
-	formOpen bool
-	form     quarantineForm
-	editOpen bool
-	edit     limitForm
-	// groupsOpen: the Members view's groups form (c) is open.
-	groupsOpen  bool
-	groups      groupsForm
+	formOpen    bool
+	form        quarantineForm
+	editOpen    bool
+	edit        limitForm
 	confirmOpen bool
 	confirm     confirmDialog
 	showHelp    bool
 	sending     []string // verbs of mutations awaiting the server's answer
 	status      status
+
+	// groupsOpen: the Members view's groups form (c) is open.
+	groupsOpen bool
+	groups     groupsForm
 }
 
 // New returns the root model. ctx bounds every call it makes.
