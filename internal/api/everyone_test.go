@@ -124,6 +124,18 @@ func TestEveryoneTeamsAndSharedThroughTheAPI(t *testing.T) {
 	if r := checkTeam(t, hc, env, gw, "hank", "", ""); !r.Allowed {
 		t.Errorf("hank without his team: %+v, want allowed", r)
 	}
+	// A quarantined team: every call naming it is refused, listed among
+	// the quarantined callers.
+	if _, err := admin.Quarantine(ctx, ratelimit.SubjectTeam, "evil", client.QuarantineRequest{Reason: "abuse"}, client.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refresh(t, env)
+	if r := checkTeam(t, hc, env, gw, "ivan", "evil", ""); r.Reason != "quarantined" || r.QuarantineScope != "caller" {
+		t.Errorf("a call of the quarantined team: %+v, want quarantined (caller)", r)
+	}
+	if q, err := admin.ListQuarantine(ctx); err != nil || len(q.Callers) != 1 || q.Callers[0].ID != "team:evil" {
+		t.Errorf("quarantined callers: %+v, %v, want team:evil", q.Callers, err)
+	}
 	// Shared: erin and frank draw from one pool of 4.
 	allowed := 0
 	for range 3 {
