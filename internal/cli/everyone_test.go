@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rlctl/rlctl/internal/cli/clitest"
+	"github.com/rlctl/rlctl/pkg/enforce"
 )
 
 func TestSetEveryoneAndPer(t *testing.T) {
@@ -43,6 +44,17 @@ func TestSetEveryoneAndPer(t *testing.T) {
 	}
 	if out := r.Must("export"); !strings.Contains(out, "per: team") || !strings.Contains(out, "subject_type: team") {
 		t.Errorf("export:\n%s", out)
+	}
+	// A team's bucket is listed by --caller team:<name>.
+	if err := r.Env.Enforcer.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := r.Env.Enforcer.Check(t.Context(), enforce.Call{Username: "zed", Team: "acme-corp", TargetType: "mcp_server", TargetName: "srv"}); err != nil || !d.Allowed {
+		t.Fatalf("check: %+v, %v", d, err)
+	}
+	if out := r.Must("counters", "get", "--caller", "team:acme-corp", "-o", "json"); !strings.Contains(out, `"key": "p|caller:group:tenants:3600|team:acme-corp"`) ||
+		!strings.Contains(out, `"definition_id": "caller:group:tenants:3600"`) {
+		t.Errorf("counters get --caller team:acme-corp:\n%s", out)
 	}
 	res := r.Run("rate-limit", "set", "--axis", "target", "--entity-type", "mcp_server", "--name", "srv", "--per", "ip",
 		"--max-requests", "10", "--window-seconds", "60")
