@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/api"
-	"github.com/rlctl/rlctl/internal/applydoc"
 	"github.com/rlctl/rlctl/internal/apitest"
+	"github.com/rlctl/rlctl/internal/applydoc"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
