@@ -51,7 +51,7 @@ func counterOf(row store.CounterRow, now time.Time) counter {
 		return c // not a key a gateway writes: shown as it is
 	}
 	c.WindowSeconds = k.WindowSeconds
-	if k.Kind == enforce.KindShadow || k.Kind == enforce.KindTarget {
+	if k.Kind == enforce.KindShadow || k.Kind == enforce.KindTarget || k.Kind == enforce.KindPer {
 		c.DefinitionID = k.DefinitionID
 	}
 	algorithm := ratelimit.AlgorithmFixedWindow
@@ -123,6 +123,17 @@ func counterSelector(r *http.Request) (store.CounterSelector, string, error) {
 			// Counters say agent for a caller with a client id;
 			// memberships say client. Either selects it.
 			typ, subjectType = "agent", ratelimit.SubjectClient
+		case ratelimit.SubjectTeam:
+			// A team's buckets (definitions per team).
+			if !ok {
+				break
+			}
+			ident, err := validate.Subject(ratelimit.SubjectTeam, ident)
+			if err != nil {
+				return fail("%v", err)
+			}
+			sel.Caller = enforce.CallerTeam + ":" + ident
+			return sel, "caller=" + sel.Caller, nil
 		case enforce.CallerIP:
 			if !ok {
 				break
@@ -137,7 +148,7 @@ func counterSelector(r *http.Request) (store.CounterSelector, string, error) {
 			ok = false
 		}
 		if !ok {
-			return fail("must be user:<name> or agent:<client id>, or ip:<address> for an anonymous caller (got %q)", value)
+			return fail("must be user:<name> or agent:<client id>, or ip:<address> for an anonymous caller (got %q); team:<name> selects a team's buckets", value)
 		}
 		ident, err := validate.Subject(subjectType, ident)
 		if err != nil {

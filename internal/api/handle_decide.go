@@ -27,6 +27,8 @@ type checkGate struct {
 	Remaining     int64  `json:"remaining"`
 	Reset         int64  `json:"reset"`
 	Shadow        bool   `json:"shadow"`
+	// MatchedBy says why a caller definition applied (enforce.Gate).
+	MatchedBy string `json:"matched_by,omitempty"`
 }
 
 // checkResult is the answer of POST /api/check: the decision in wire
@@ -55,7 +57,7 @@ func newCheckResult(d enforce.Decision) checkResult {
 	for _, g := range d.Gates {
 		res.Gates = append(res.Gates, checkGate{DefinitionID: g.DefinitionID, Axis: g.Axis, EntityType: g.EntityType,
 			WindowSeconds: g.WindowSeconds, Limit: g.Limit, Count: g.Count, Remaining: g.Remaining,
-			Reset: unixOrZero(g.Reset), Shadow: g.Shadow})
+			Reset: unixOrZero(g.Reset), Shadow: g.Shadow, MatchedBy: g.MatchedBy})
 	}
 	return res
 }
@@ -107,6 +109,9 @@ const (
 	headerAuthUsername  = "X-Auth-Username"
 	headerAuthClientID  = "X-Auth-Client-Id"
 	headerAuthAdmin     = "X-Auth-Admin"
+	// headerAuthTeam names the call's team (tenant), set by the gateway
+	// from its authentication (a token claim), never from the client.
+	headerAuthTeam = "X-Auth-Team"
 	// headerThrottled marks a 403 that is a throttle, for nginx to turn
 	// into a 429.
 	headerThrottled = "X-RateLimit-Throttled"
@@ -180,6 +185,7 @@ func (s *Server) handleValidate() http.Handler {
 			IsAdmin:    admin == "1" || strings.EqualFold(admin, "true"),
 			TargetType: targetType,
 			TargetName: targetName,
+			Team:       strings.TrimSpace(r.Header.Get(headerAuthTeam)),
 		}
 		// The client's address, from the forwarding header nginx sets
 		// (the peer is nginx, a trusted proxy). An address that is itself

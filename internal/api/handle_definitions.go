@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -343,17 +346,24 @@ type statusResult struct {
 	Identity     string                 `json:"identity,omitempty"`
 	Username     string                 `json:"username,omitempty"`
 	ClientID     string                 `json:"client_id,omitempty"`
+	Team         string                 `json:"team,omitempty"`
 	Groups       []string               `json:"groups"`
 	Definitions  []ratelimit.Definition `json:"definitions"`
 	Caller       []ratelimit.Definition `json:"caller"`
 	Target       []ratelimit.Definition `json:"target"`
 	CallerTarget []ratelimit.Definition `json:"caller_target"`
+	// MatchedBy says, for each caller and caller_target definition of a
+	// caller (username, client_id, team), why it applies: the membership
+	// that put the caller in its group (user:alice, client:bot, team:acme)
+	// or "everyone" (issue 12; enforce.Gate.MatchedBy says the same of a
+	// decision's gates).
+	MatchedBy map[string]string `json:"matched_by,omitempty"`
 }
 
 func (s *Server) handleStatus() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		res := statusResult{Identity: q.Get("identity"), Username: q.Get("username"), ClientID: q.Get("client_id"),
+		res := statusResult{Identity: q.Get("identity"), Username: q.Get("username"), ClientID: q.Get("client_id"), Team: strings.TrimSpace(q.Get("team")),
 			Groups: []string{}, Definitions: []ratelimit.Definition{},
 			Caller: []ratelimit.Definition{}, Target: []ratelimit.Definition{}, CallerTarget: []ratelimit.Definition{}}
 		ctx := r.Context()
@@ -369,6 +379,35 @@ func (s *Server) handleStatus() http.Handler {
 			if groups != nil {
 				res.Groups = groups
 			}
+		}
+		// Why each group applies: the first of the caller's user, client
+		// and team memberships naming it. The team's groups join the
+		// caller's, as in a decision.
+		via := map[string]string{}
+		caller := res.Identity == "" && (res.Username != "" || res.ClientID != "" || res.Team != "")
+		if caller {
+			for _, sub := range [][2]string{{ratelimit.SubjectUser, res.Username}, {ratelimit.SubjectClient, res.ClientID}, {ratelimit.SubjectTeam, res.Team}} {
+				if sub[1] == "" {
+					continue
+				}
+				m, err := s.store.GetMembership(ctx, sub[0], sub[1])
+				if isNotFoundErr(err) {
+					continue
+				}
+				if err != nil {
+					s.writeProblem(w, r, err)
+					return
+				}
+				for _, g := range m.Groups {
+					if _, ok := via[g]; !ok {
+						via[g] = m.Key()
+						if sub[0] == ratelimit.SubjectTeam && g != ratelimit.GroupQuarantineTargets && !slices.Contains(res.Groups, g) {
+							res.Groups = append(res.Groups, g)
+						}
+					}
+				}
+			}
+			res.MatchedBy = map[string]string{}
 		}
 		seen := map[string]bool{}
 		add := func(d ratelimit.Definition) error {
@@ -390,7 +429,27 @@ func (s *Server) handleStatus() http.Handler {
 		for _, g := range res.Groups {
 			for _, axis := range []string{ratelimit.AxisCaller, ratelimit.AxisCallerTarget, ratelimit.AxisQuarantine} {
 				f := store.DefinitionFilter{Axis: axis, EntityType: ratelimit.EntityGroup, Name: g}
-				if err := s.store.EachDefinition(ctx, f, add); err != nil {
+				if err := s.store.EachDefinition(ctx, f, func(d ratelimit.Definition) error {
+					if caller && axis != ratelimit.AxisQuarantine && via[g] != "" && !d.Everyone {
+						res.MatchedBy[d.Key()] = via[g]
+					}
+					return add(d)
+				}); err != nil {
+					s.writeProblem(w, r, err)
+					return
+				}
+			}
+		}
+		// Definitions for everyone apply to every caller.
+		if caller {
+			for _, axis := range []string{ratelimit.AxisCaller, ratelimit.AxisCallerTarget} {
+				if err := s.store.EachDefinition(ctx, store.DefinitionFilter{Axis: axis, EntityType: ratelimit.EntityGroup}, func(d ratelimit.Definition) error {
+					if !d.Everyone {
+						return nil
+					}
+					res.MatchedBy[d.Key()] = enforce.MatchedEveryone
+					return add(d)
+				}); err != nil {
 					s.writeProblem(w, r, err)
 					return
 				}

@@ -72,6 +72,9 @@ func NewDocument(defs []ratelimit.Definition, mems []ratelimit.Membership, admin
 			// algorithms existed: they export byte for byte as they did.
 			d.Algorithm = ""
 		}
+		if d.PerOrDefault() == ratelimit.PerCaller {
+			d.Per = "" // the default goes unsaid too
+		}
 		doc.Definitions[i] = d
 	}
 	for i, m := range mems {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ type API interface {
 	PutDefinition(ctx context.Context, d ratelimit.Definition, o client.WriteOptions) (client.PutResult[ratelimit.Definition], error)
 	ListAllMemberships(ctx context.Context, f client.MembershipFilter) ([]ratelimit.Membership, error)
 	ListMemberships(ctx context.Context, f client.MembershipFilter) (client.MembershipPage, error)
+	PutMembership(ctx context.Context, m ratelimit.Membership, o client.WriteOptions) (client.PutResult[ratelimit.Membership], error)
 	ListQuarantine(ctx context.Context) (client.QuarantineList, error)
 	Quarantine(ctx context.Context, subjectType, subject string, q client.QuarantineRequest, o client.WriteOptions) (client.QuarantineResult, error)
 	Unquarantine(ctx context.Context, subjectType, subject string, o client.WriteOptions) (bool, *client.DryRunReport, error)
@@ -315,6 +317,41 @@ func editAction(f limitForm) (act action, changed bool) {
 				return "", err
 			}
 			return fmt.Sprintf("changed %s (%s, version %d)", id, limitSummary(res.Value), res.Value.Version), nil
+		},
+	}, true
+}
+
+// groupsAction sets a membership's groups to what the groups form holds;
+// changed is false when they are what is stored. The write names the
+// version the form was opened on, so a change made meanwhile is refused,
+// not undone.
+func groupsAction(f groupsForm) (act action, changed bool) {
+	old, next := f.m, f.Membership()
+	id := old.Key()
+	if slices.Equal(old.Groups, next.Groups) {
+		return action{}, false
+	}
+	var shown []string
+	for _, g := range next.Groups {
+		if !isQuarantineGroup(g) {
+			shown = append(shown, g)
+		}
+	}
+	effect := "The gateways apply the limits of " + strings.Join(shown, ", ") + " at once."
+	if len(shown) == 0 {
+		effect = "It is in no rate-limit group any more; its quarantine stays."
+	}
+	return action{
+		question: "Set the groups of " + id + "?",
+		details:  []string{"groups: " + strings.Join(old.Groups, ", ") + " → " + strings.Join(next.Groups, ", "), effect},
+		verb:     "set the groups of " + id,
+		refresh:  []resource{resMemberships, resDetail, resAudit},
+		run: func(ctx context.Context, api API) (string, error) {
+			res, err := api.PutMembership(ctx, next, client.WriteOptions{IfVersion: old.Version})
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("set the groups of %s to %s (version %d)", id, strings.Join(res.Value.Groups, ", "), res.Value.Version), nil
 		},
 	}, true
 }

@@ -142,6 +142,15 @@ func (f *fakeAPI) PutDefinition(ctx context.Context, d ratelimit.Definition, o c
 	return client.PutResult[ratelimit.Definition]{Value: d}, nil
 }
 
+func (f *fakeAPI) PutMembership(ctx context.Context, m ratelimit.Membership, o client.WriteOptions) (client.PutResult[ratelimit.Membership], error) {
+	f.record("PutMembership %s groups=%s if-version=%d", m.Key(), strings.Join(m.Groups, ","), o.IfVersion)
+	if f.writeErr != nil {
+		return client.PutResult[ratelimit.Membership]{}, f.writeErr
+	}
+	m.ID, m.Version = m.Key(), o.IfVersion+1
+	return client.PutResult[ratelimit.Membership]{Value: m}, nil
+}
+
 // limitsOf spells a definition's limits and bursts for a recorded call.
 func limitsOf(d ratelimit.Definition) string {
 	var parts []string
@@ -296,7 +305,7 @@ func specialKey(name string) tea.KeyMsg {
 		"enter": tea.KeyEnter, "esc": tea.KeyEsc, "tab": tea.KeyTab, "shift+tab": tea.KeyShiftTab,
 		"up": tea.KeyUp, "down": tea.KeyDown, "left": tea.KeyLeft, "right": tea.KeyRight,
 		"pgdown": tea.KeyPgDown, "pgup": tea.KeyPgUp, "backspace": tea.KeyBackspace, "ctrl+c": tea.KeyCtrlC,
-		"space": tea.KeySpace, "home": tea.KeyHome, "end": tea.KeyEnd,
+		"space": tea.KeySpace, "home": tea.KeyHome, "end": tea.KeyEnd, "ctrl+u": tea.KeyCtrlU,
 	}
 	typ, found := types[name]
 	if !found {

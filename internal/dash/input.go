@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/rlctl/rlctl/pkg/client"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // activeFiltering reports whether the view on screen has the filter input
@@ -80,6 +81,23 @@ func (m Model) handleKey(k tea.KeyMsg) (Model, tea.Cmd) {
 		case formCanceled:
 			m.editOpen = false
 			m.status = status{text: "canceled: change " + definitionID(m.edit.def)}
+		}
+		return m, cmd
+	case m.groupsOpen:
+		var cmd tea.Cmd
+		m.groups, cmd = m.groups.Update(k)
+		switch m.groups.State() {
+		case formSubmitted:
+			m.groupsOpen = false
+			act, changed := groupsAction(m.groups)
+			if !changed {
+				m.status = status{text: "nothing to change in " + m.groups.m.Key()}
+				break
+			}
+			m.openConfirm(act)
+		case formCanceled:
+			m.groupsOpen = false
+			m.status = status{text: "canceled: set the groups of " + m.groups.m.Key()}
 		}
 		return m, cmd
 	case m.showHelp:
@@ -170,6 +188,20 @@ func (m *Model) handleActionKey(k tea.KeyMsg) (tea.Cmd, bool) {
 			return m.openEdit(newLimitForm(d, m.keys, m.styles)), true
 		}
 	case tabMembers:
+		if key.Matches(k, m.keys.Edit) {
+			mem, ok := m.members.SelectedMembership()
+			if !ok {
+				return nil, true
+			}
+			if mem.SubjectType == ratelimit.SubjectServer || mem.SubjectType == ratelimit.SubjectAgent {
+				m.status = status{text: "a server or agent is only ever quarantined: use the Quarantine view", err: true}
+				return nil, true
+			}
+			m.groups = newGroupsForm(mem, m.keys, m.styles)
+			m.groups.SetSize(m.width, m.height)
+			m.groupsOpen = true
+			return m.groups.focus(), true
+		}
 		if key.Matches(k, m.keys.Jump) {
 			g, ok := m.members.SelectedGroup()
 			if !ok {

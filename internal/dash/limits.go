@@ -239,6 +239,10 @@ func (v limitsView) detailView(w, h int) string {
 		if d.AlgorithmOrDefault() == ratelimit.AlgorithmTokenBucket {
 			alg += "  " + field(st, "burst", cmdutil.BurstText(d))
 		}
+		// Whom it selects beyond its members, and who shares a bucket.
+		if sel := cmdutil.SelectorText(d); sel != "" {
+			alg += "  " + field(st, "buckets", sel)
+		}
 		lines = append(lines, alg)
 	}
 	upd := field(st, "version", strconv.FormatInt(d.Version, 10))

@@ -111,6 +111,15 @@ func memberRows(ms []ratelimit.Membership) []memberRow {
 }
 
 // SelectedGroup is the group of the row under the cursor.
+// SelectedMembership is the membership of the selected row.
+func (v membersView) SelectedMembership() (ratelimit.Membership, bool) {
+	r, ok := v.list.Selected()
+	if !ok || r.m == nil {
+		return ratelimit.Membership{}, false
+	}
+	return *r.m, true
+}
+
 func (v membersView) SelectedGroup() (string, bool) {
 	r, ok := v.list.Selected()
 	if !ok || r.group == "" {

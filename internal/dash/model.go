@@ -140,6 +140,10 @@ type Model struct {
 	showHelp    bool
 	sending     []string // verbs of mutations awaiting the server's answer
 	status      status
+
+	// groupsOpen: the Members view's groups form (c) is open.
+	groupsOpen bool
+	groups     groupsForm
 }
 
 // New returns the root model. ctx bounds every call it makes.
@@ -292,7 +296,7 @@ var resourceNames = [numResources]string{"definitions", "memberships", "quaranti
 func (m *Model) setViewer() {
 	m.role = roleViewer
 	m.keys.SetReadOnly(true)
-	m.formOpen, m.editOpen, m.confirmOpen = false, false, false
+	m.formOpen, m.editOpen, m.confirmOpen, m.groupsOpen = false, false, false, false
 }
 
 // readOnly reports whether mutations are hidden.

@@ -25,6 +25,9 @@ func (m *Model) layout() {
 	if m.editOpen {
 		m.edit.SetSize(m.width, h)
 	}
+	if m.groupsOpen {
+		m.groups.SetSize(m.width, h)
+	}
 	if m.confirmOpen {
 		m.confirm.SetSize(m.width, h)
 	}
@@ -185,6 +188,8 @@ func (m Model) bodyView() string {
 		return placeCenter(m.form.View(), m.width, h)
 	case m.editOpen:
 		return placeCenter(m.edit.View(), m.width, h)
+	case m.groupsOpen:
+		return placeCenter(m.groups.View(), m.width, h)
 	case m.showHelp:
 		hm := m.help
 		hm.ShowAll = true
@@ -258,6 +263,8 @@ func (m Model) footerView() string {
 		return st.Dim.Render(truncate("y confirm · n/esc cancel", m.width))
 	case m.formOpen, m.editOpen:
 		return st.Dim.Render(truncate("tab next field · enter submit on the last field · esc cancel", m.width))
+	case m.groupsOpen:
+		return st.Dim.Render(truncate("enter save · esc cancel", m.width))
 	case m.activeFiltering():
 		return st.Dim.Render(truncate("type to filter · enter keep filter · esc clear · ↑/↓ move", m.width))
 	}

@@ -37,10 +37,13 @@ func Definition(old, d ratelimit.Definition) []Change {
 	c.add("burst", intValue(old.Burst), intValue(d.Burst), equalInt(old.Burst, d.Burst))
 	c.add("description", textValue(old.Description), textValue(d.Description), old.Description == d.Description)
 	c.add("enabled", old.Enabled, d.Enabled, old.Enabled == d.Enabled)
+	c.add("everyone", old.Everyone, d.Everyone, old.Everyone == d.Everyone)
 	c.add("fail_closed", old.FailClosed, d.FailClosed, old.FailClosed == d.FailClosed)
 	c.add("max_requests", intValue(old.MaxRequests), intValue(d.MaxRequests), equalInt(old.MaxRequests, d.MaxRequests))
 	c.add("members", listValue(old.Members), listValue(d.Members), slices.Equal(old.Members, d.Members))
 	c.add("mode", textValue(old.Mode), textValue(d.Mode), old.Mode == d.Mode)
+	// No per is per caller, as no algorithm is a fixed window.
+	c.add("per", old.PerOrDefault(), d.PerOrDefault(), old.PerOrDefault() == d.PerOrDefault())
 	c.add("user_burst", intValue(old.UserBurst), intValue(d.UserBurst), equalInt(old.UserBurst, d.UserBurst))
 	c.add("user_max_requests", intValue(old.UserMaxRequests), intValue(d.UserMaxRequests), equalInt(old.UserMaxRequests, d.UserMaxRequests))
 	return c

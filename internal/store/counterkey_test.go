@@ -54,6 +54,16 @@ func trickyKeys() (keys []string, built map[string]bool) {
 		// Algorithm marks (009): known ones parse, others never do.
 		"c.tb|60|user:a", "ct.sw|60|user:a|mcp_server:b", "s.tb|caller:group:g:60|user:a", "t.sw|target:mcp_server:x:60",
 		"c.xx|60|user:a", "c.tb.sw|60|user:a", "c.|60|user:a", ".tb|60|user:a", "c.TB|60|user:a", "t.tb|", "ct.tb|60|user:a",
+		// Buckets per IP, per team and shared (013), and strings that are
+		// no p key.
+		"p|caller:group:per-ip:60|ip:203.0.113.7", "p|caller:group:per-ip:60|ip:2001:db8:1:2::/64", "p|caller:group:t:3600|team:acme-corp",
+		"p|caller:group:global:60", "p|caller_target:group:g:60|team:acme|mcp_server:a|b", "p|caller_target:group:g:60|ip:::/0|a2a_agent:/x",
+		"p|caller_target:group:g:60|mcp_server:m", "p|caller_target:group:g:60|grpc:svc", "p.tb|caller:group:g:60|team:t", "p.sw|caller_target:group:g:60|mcp_server:m",
+		"p|caller:group:g:60|team:ü", "p|caller:group:g:0|ip:1.2.3.4", "p|caller:group::60", "p|caller:group:g:60|team:a|x|y:z",
+		"p|caller:group:g:60|", "p|caller:group:g:60|team:", "p|caller:group:g:60|team:a|", "p|caller:group:g:60|ip:1.2.3.4|mcp_server:x",
+		"p|caller:group:g:60|user:alice", "p|caller_target:group:g:60|team:acme", "p|caller_target:group:g:60", "p|caller_target:group:g:60|:x",
+		"p|target:mcp_server:x:60", "p|caller:group:g", "p|caller:group:g:060", "p.xx|caller:group:g:60", "p|caller_target:group:g:60|team:a|x|y:z",
+		"p|caller_target:group:g:60|ip:|mcp_server:x", "p|caller:server_group:g:60",
 		// Anonymous callers keyed by their client address (011): IPv4,
 		// IPv6 networks with "::" and a prefix, forms the resolver never
 		// emits (mapped, uncompressed, bare IPv6, zones) that still parse

@@ -428,8 +428,8 @@ func (s CounterSelector) where(args *[]any) (string, error) {
 	switch {
 	case s.Caller != "":
 		typ, ident, ok := strings.Cut(s.Caller, ":")
-		if !ok || ident == "" || (typ != "user" && typ != "agent" && typ != "ip") {
-			return "", fmt.Errorf("%w: caller %q: want user:<name>, agent:<client id> or ip:<address>", ErrInvalid, s.Caller)
+		if !ok || ident == "" || (typ != "user" && typ != "agent" && typ != "ip" && typ != "team") {
+			return "", fmt.Errorf("%w: caller %q: want user:<name>, agent:<client id> or ip:<address> (or team:<name>, a team's buckets)", ErrInvalid, s.Caller)
 		}
 		return keyCaller + ` = ` + arg(CounterKeyText(s.Caller)), nil
 	case s.Target != "":

@@ -13,7 +13,7 @@ import (
 
 const definitionColumns = `id, axis, entity_type, name, window_seconds, max_requests, user_max_requests,
 	agent_max_requests, members, fail_closed, enabled, mode, description, created_at, updated_at,
-	updated_by, version, algorithm, burst, user_burst, agent_burst`
+	updated_by, version, algorithm, burst, user_burst, agent_burst, everyone, per`
 
 func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	var (
@@ -23,13 +23,14 @@ func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	)
 	err := row.Scan(&d.ID, &d.Axis, &d.EntityType, &d.Name, &d.WindowSeconds, &maxR, &userR, &agentR,
 		&d.Members, &d.FailClosed, &d.Enabled, &d.Mode, &d.Description, &d.CreatedAt, &d.UpdatedAt,
-		&d.UpdatedBy, &d.Version, &d.Algorithm, &burst, &userB, &agentB)
+		&d.UpdatedBy, &d.Version, &d.Algorithm, &burst, &userB, &agentB, &d.Everyone, &d.Per)
 	if err != nil {
 		return d, err
 	}
 	d.MaxRequests, d.UserMaxRequests, d.AgentMaxRequests = intPtr(maxR), intPtr(userR), intPtr(agentR)
 	d.Burst, d.UserBurst, d.AgentBurst = intPtr(burst), intPtr(userB), intPtr(agentB)
 	d.Algorithm = algorithmRead(d.Algorithm)
+	d.Per = perRead(d.Per)
 	if d.Axis == ratelimit.AxisQuarantine {
 		d.Scope = strings.TrimPrefix(d.Name, "quarantine-")
 		d.Scope = strings.TrimSuffix(d.Scope, "s")
@@ -46,6 +47,18 @@ func algorithmRead(a string) string {
 	}
 	return a
 }
+
+// perRead is a stored per as a Definition carries it: the default,
+// caller, as "" (as algorithmRead).
+func perRead(p string) string {
+	if p == ratelimit.PerCaller {
+		return ""
+	}
+	return p
+}
+
+// perColumn is what the per column stores for d.
+func perColumn(d ratelimit.Definition) string { return d.PerOrDefault() }
 
 // algorithmColumn is what the algorithm column stores for d.
 func algorithmColumn(d ratelimit.Definition) string { return d.AlgorithmOrDefault() }
@@ -201,8 +214,8 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 	res.After, err = scanDefinition(q.db.QueryRow(ctx, `
 		insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests,
 			user_max_requests, agent_max_requests, members, fail_closed, enabled, mode, description, updated_by,
-			algorithm, burst, user_burst, agent_burst)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+			algorithm, burst, user_burst, agent_burst, everyone, per)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 		on conflict (id) do update set
 			max_requests = excluded.max_requests,
 			user_max_requests = excluded.user_max_requests,
@@ -211,6 +224,8 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 			burst = excluded.burst,
 			user_burst = excluded.user_burst,
 			agent_burst = excluded.agent_burst,
+			everyone = excluded.everyone,
+			per = excluded.per,
 			members = excluded.members,
 			fail_closed = excluded.fail_closed,
 			enabled = excluded.enabled,
@@ -222,7 +237,7 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 		returning `+definitionColumns,
 		id, d.Axis, d.EntityType, d.Name, d.WindowSeconds, d.MaxRequests, d.UserMaxRequests,
 		d.AgentMaxRequests, members, d.FailClosed, d.Enabled, mode, d.Description, w.Actor,
-		algorithmColumn(d), d.Burst, d.UserBurst, d.AgentBurst))
+		algorithmColumn(d), d.Burst, d.UserBurst, d.AgentBurst, d.Everyone, perColumn(d)))
 	if err != nil {
 		return res, fmt.Errorf("put definition %q: %w", id, interpretError(err))
 	}
@@ -239,7 +254,8 @@ func sameDefinition(a, b ratelimit.Definition) bool {
 		equalInt(a.AgentMaxRequests, b.AgentMaxRequests) && slices.Equal(a.Members, b.Members) &&
 		a.FailClosed == b.FailClosed && a.Enabled == b.Enabled && a.Mode == modeB && a.Description == b.Description &&
 		a.AlgorithmOrDefault() == b.AlgorithmOrDefault() && equalInt(a.Burst, b.Burst) &&
-		equalInt(a.UserBurst, b.UserBurst) && equalInt(a.AgentBurst, b.AgentBurst)
+		equalInt(a.UserBurst, b.UserBurst) && equalInt(a.AgentBurst, b.AgentBurst) &&
+		a.Everyone == b.Everyone && a.PerOrDefault() == b.PerOrDefault()
 }
 
 func equalInt(a, b *int) bool {

@@ -62,6 +62,11 @@ func Definition(d ratelimit.Definition, f Floors) (ratelimit.Definition, error) 
 	if out.Algorithm == ratelimit.AlgorithmFixedWindow {
 		out.Algorithm = ""
 	}
+	// Per has one spelling of its default too: none.
+	checkSelectors(&probs, d)
+	if out.Per == ratelimit.PerCaller {
+		out.Per = ""
+	}
 	probs.add(check("mode", out.Mode, modeRule))
 
 	out.Description, fe = text("description", d.Description, true)
@@ -243,6 +248,25 @@ func checkAlgorithm(probs *problems, d ratelimit.Definition) {
 		default:
 			probs.add(check(b.field, *b.burst, limitRule))
 		}
+	}
+}
+
+// checkSelectors checks everyone and per (issue 12): a known per, and both
+// only on the caller and caller_target axes, whose definitions select
+// callers.
+func checkSelectors(probs *problems, d ratelimit.Definition) {
+	per := d.PerOrDefault()
+	if !slices.Contains(ratelimit.Pers(), per) {
+		probs.add(fieldError("per", "must be one of %s (got %q)", strings.Join(ratelimit.Pers(), ", "), d.Per))
+	}
+	if d.Axis == ratelimit.AxisCaller || d.Axis == ratelimit.AxisCallerTarget {
+		return
+	}
+	if d.Everyone {
+		probs.add(fieldError("everyone", "not allowed on the %s axis; only caller and caller_target definitions select callers", d.Axis))
+	}
+	if per != ratelimit.PerCaller && slices.Contains(ratelimit.Pers(), per) {
+		probs.add(fieldError("per", "not allowed on the %s axis; only caller and caller_target definitions key buckets by caller, ip, team or shared (got %q)", d.Axis, d.Per))
 	}
 }
 

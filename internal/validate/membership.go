@@ -56,7 +56,7 @@ func groupForSubjectType(field, subjectType, group string) *FieldError {
 			return fieldError(field, "%s subjects can only be in %s; rate-limit groups hold callers (users and clients) (got %q)",
 				subjectType, ratelimit.GroupQuarantineTargets, group)
 		}
-	case ratelimit.SubjectUser, ratelimit.SubjectClient, ratelimit.SubjectNetwork:
+	case ratelimit.SubjectUser, ratelimit.SubjectClient, ratelimit.SubjectNetwork, ratelimit.SubjectTeam:
 		if group == ratelimit.GroupQuarantineTargets {
 			return fieldError(field, "%s holds servers and agents; use %s to quarantine a %s",
 				ratelimit.GroupQuarantineTargets, ratelimit.GroupQuarantineCallers, subjectType)

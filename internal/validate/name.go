@@ -100,6 +100,8 @@ func normalizeSubject(subjectType, subject string) (string, *FieldError) {
 		return agentPath("subject", subject)
 	case ratelimit.SubjectNetwork:
 		return networkCIDR("subject", subject)
+	case ratelimit.SubjectTeam:
+		return teamName("subject", subject)
 	}
 	return "", check("subject_type", subjectType, subjectTypeRule)
 }
@@ -213,4 +215,14 @@ func networkCIDR(field, s string) (string, *FieldError) {
 		return "", fieldError(field, "has host bits set: the network is %s (got %q)", m, s)
 	}
 	return p.String(), nil
+}
+
+// teamName is a team's name: a plain name without '|', which separates the
+// parts of a counter key (team:<name> keys a team's buckets).
+func teamName(field, s string) (string, *FieldError) {
+	s, fe := plainName(field, s)
+	if fe == nil && strings.Contains(s, "|") {
+		fe = fieldError(field, "a team name must not contain '|' (got %q): it separates the parts of a counter key", s)
+	}
+	return s, fe
 }

@@ -23,8 +23,11 @@ const (
 	windowRule = "between=1 86400" // one second up to a full day
 	// limitRule caps limits at a billion so a counter can never overflow and
 	// a typo of several extra zeros is caught.
-	limitRule       = "min=1,max=1000000000"
-	modeRule        = "oneof=" + ratelimit.ModeEnforce + " " + ratelimit.ModeShadow
+	limitRule = "min=1,max=1000000000"
+	modeRule  = "oneof=" + ratelimit.ModeEnforce + " " + ratelimit.ModeShadow
+	// subjectTypeRule words the refusal of an unknown subject type; team
+	// (issue 12) is accepted ahead of it (normalizeSubject) and left out
+	// of the list so that the message stays what it was.
 	subjectTypeRule = "oneof=" + ratelimit.SubjectUser + " " + ratelimit.SubjectClient + " " +
 		ratelimit.SubjectServer + " " + ratelimit.SubjectAgent + " " + ratelimit.SubjectNetwork
 	// Admins are callers that bypass caller limits; servers and agents are

@@ -40,6 +40,10 @@ type CheckRequest struct {
 	// (no Username, no ClientID) is the caller ip:<key>, limited through
 	// its network's groups.
 	ClientIP string `json:"client_ip,omitempty"`
+	// Team is the call's team (tenant), when the gateway knows it: the
+	// team's groups limit the call, per: team definitions count one
+	// bucket per team, its quarantine denies it.
+	Team string `json:"team,omitempty"`
 }
 
 // CheckResult is the server's decision. Times are Unix seconds on the wire;
@@ -80,6 +84,11 @@ type CheckGate struct {
 	Remaining int64 `json:"remaining"`
 	Reset     int64 `json:"reset"` // Unix seconds
 	Shadow    bool  `json:"shadow"`
+	// MatchedBy says why a caller or caller_target definition applied:
+	// the membership that put the caller in its group ("user:alice",
+	// "client:bot", "team:acme", "network:10.0.0.0/8") or "everyone".
+	// Empty for target gates.
+	MatchedBy string `json:"matched_by,omitempty"`
 }
 
 // ResetTime is Reset as a time.

@@ -140,9 +140,11 @@ func (c *Client) SetDefinitionEnabled(ctx context.Context, id string, enabled bo
 // StatusQuery names whose limits Status should resolve: a group (Identity)
 // or a caller (Username or ClientID), optionally for one target.
 type StatusQuery struct {
-	Identity   string
-	Username   string
-	ClientID   string
+	Identity string
+	Username string
+	ClientID string
+	// Team is a team whose groups are resolved with the caller's.
+	Team       string
 	EntityType string
 	Name       string
 }
@@ -152,6 +154,7 @@ type StatusResult struct {
 	Identity    string                 `json:"identity"`
 	Username    string                 `json:"username"`
 	ClientID    string                 `json:"client_id"`
+	Team        string                 `json:"team,omitempty"`
 	Groups      []string               `json:"groups"`
 	Definitions []ratelimit.Definition `json:"definitions"`
 	// Caller, Target and CallerTarget are Definitions' rate limits by
@@ -159,6 +162,11 @@ type StatusResult struct {
 	Caller       []ratelimit.Definition `json:"caller"`
 	Target       []ratelimit.Definition `json:"target"`
 	CallerTarget []ratelimit.Definition `json:"caller_target"`
+	// MatchedBy says, for a caller's query, why each caller and
+	// caller_target definition applies, by id: the membership that put the
+	// caller in its group ("user:alice", "client:bot", "team:acme") or
+	// "everyone".
+	MatchedBy map[string]string `json:"matched_by,omitempty"`
 }
 
 // Status returns the definitions that apply to the caller or group in q.
@@ -168,6 +176,7 @@ func (c *Client) Status(ctx context.Context, q StatusQuery) (StatusResult, error
 	setNonEmpty(v, "identity", q.Identity)
 	setNonEmpty(v, "username", q.Username)
 	setNonEmpty(v, "client_id", q.ClientID)
+	setNonEmpty(v, "team", q.Team)
 	setNonEmpty(v, "entity_type", q.EntityType)
 	setNonEmpty(v, "name", q.Name)
 	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/api/rate-limits-status", query: v})

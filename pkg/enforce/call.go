@@ -37,6 +37,13 @@ type Call struct {
 	// address, IPv6 by its /64 or Options.IPv6Prefix), limited through
 	// the groups of its network. Empty: no client address is known.
 	ClientIP string `json:"client_ip"`
+
+	// Team names the call's team (tenant), when the gateway knows it (for
+	// example from a token claim): the groups of the team's membership
+	// (subject_type team) limit the call besides the caller's own, its
+	// quarantine denies it, and definitions with per: team count one
+	// bucket per team. Empty: no team.
+	Team string `json:"team"`
 }
 
 // MaxCost bounds what one call may take from a gate: a cost near the range
@@ -102,6 +109,13 @@ func (c Call) Normalize() (Call, error) {
 			c.ClientIP = a
 		}
 	}
+	if c.Team != "" {
+		if t, problem := NormalizeTeam(c.Team); problem != "" {
+			fields = append(fields, FieldError{Field: "team", Message: "team: " + problem})
+		} else {
+			c.Team = t
+		}
+	}
 	if len(fields) > 0 {
 		return c, &CallError{Fields: fields}
 	}
@@ -154,6 +168,12 @@ type Gate struct {
 	// room for the call (exact, not rounded; 0 when it had room).
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
 
+	// MatchedBy says why a caller or caller_target definition applied to
+	// the call: the membership that put the caller in its group (user:alice,
+	// client:bot, team:acme, network:10.0.0.0/8), or "everyone" for a
+	// definition for everyone (MatchedEveryone). Empty for target gates.
+	MatchedBy string `json:"matched_by,omitempty"`
+
 	key        string
 	failClosed bool
 }
@@ -181,4 +201,21 @@ type Decision struct {
 	RetryAfter time.Duration `json:"retry_after"`
 	// QuarantineScope is "caller" or "target" for quarantine denials.
 	QuarantineScope string `json:"quarantine_scope,omitempty"`
+}
+
+// NormalizeTeam trims a team name and says why it cannot be one: a team
+// follows the rule of every subject (ratelimit.NameRule) and holds no '|',
+// which separates the parts of a counter key.
+func NormalizeTeam(raw string) (string, string) {
+	t, fe := ratelimit.PlainName("team", raw)
+	if fe == nil {
+		fe = ratelimit.SpaceProblem("team", t)
+	}
+	if fe != nil {
+		return t, strings.TrimPrefix(fe.Message, "team: ")
+	}
+	if strings.Contains(t, "|") {
+		return t, fmt.Sprintf("must not contain '|' (got %q)", t)
+	}
+	return t, ""
 }

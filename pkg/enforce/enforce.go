@@ -267,13 +267,16 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	// The most specific network holding the client address: its
 	// quarantine denies every call from it, its groups limit anonymous
 	// callers.
-	_, network, inNetwork := snap.networks.lookup(ip)
-	userKey, clientKey := "", ""
+	netPrefix, network, inNetwork := snap.networks.lookup(ip)
+	userKey, clientKey, teamKey := "", "", ""
 	if c.Username != "" {
 		userKey = ratelimit.MembershipID(ratelimit.SubjectUser, c.Username)
 	}
 	if c.ClientID != "" {
 		clientKey = ratelimit.MembershipID(ratelimit.SubjectClient, c.ClientID)
+	}
+	if team := strings.TrimSpace(c.Team); team != "" {
+		teamKey = ratelimit.MembershipID(ratelimit.SubjectTeam, team)
 	}
 	admin := c.IsAdmin || snap.admins[userKey] || snap.admins[clientKey]
 
@@ -285,9 +288,9 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	}
 	// 2. Caller quarantine: not for administrators.
 	if snap.callersOn && !admin {
-		for i, k := range []string{userKey, clientKey} {
+		for i, k := range []string{userKey, clientKey, teamKey} {
 			if m, ok := snap.members.get(k); ok && k != "" && m.quarantinedAt(now) {
-				return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient}[i], c, targetName), nil
+				return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient, ratelimit.SubjectTeam}[i], c, targetName), nil
 			}
 		}
 		if inNetwork && network.quarantinedAt(now) {
@@ -299,7 +302,17 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if anonymous && inNetwork {
 		netGroups = &network
 	}
-	gates := e.buildGates(snap, c, callerType, identity, userKey, clientKey, netGroups, targetName, admin, now)
+	who := callerDims{caller: callerType + ":" + identity, agent: callerType == "agent", userKey: userKey, clientKey: clientKey, teamKey: teamKey}
+	if ip.IsValid() {
+		who.ip = CallerIP + ":" + clientip.Key(ip, e.opts.IPv6Prefix)
+	}
+	if teamKey != "" {
+		who.team = CallerTeam + ":" + strings.TrimSpace(c.Team)
+	}
+	if netGroups != nil {
+		who.networkKey = ratelimit.MembershipID(ratelimit.SubjectNetwork, netPrefix.String())
+	}
+	gates := e.buildGates(snap, c, who, netGroups, targetName, admin, now)
 	if len(gates) == 0 {
 		e.metrics.checks.WithLabelValues("allowed").Inc()
 		return allowedNoGates, nil
@@ -344,59 +357,101 @@ func (e *Enforcer) noSnapshot(c Call) (Decision, error) {
 	return Decision{Allowed: true, Reason: ReasonFailOpen}, err
 }
 
+// callerDims is who a call is, in every dimension a caller definition can
+// key its buckets by.
+type callerDims struct {
+	// caller is the per-caller identity: user:<name>, agent:<client id>
+	// or ip:<key> for an anonymous call; agent says it is an agent.
+	caller string
+	agent  bool
+	// ip is ip:<key> of the call's client address, team team:<name> of its
+	// team; empty when the call has none.
+	ip, team string
+	// userKey, clientKey and teamKey are the membership ids of the call's
+	// user, client and team (empty when it has none); networkKey that of
+	// the most specific network holding its client address.
+	userKey, clientKey, teamKey, networkKey string
+}
+
 // buildGates lists the gates of a call, in the reference's order of axes.
 //
 // An anonymous caller (ip:<key>) takes the groups of its network (network
-// non-nil) and is gated by their user limits, as an unauthenticated user.
-func (e *Enforcer) buildGates(snap *snapshot, c Call, callerType, identity, userKey, clientKey string, network *member, targetName string, admin bool, now time.Time) []Gate {
+// non-nil) and is gated by their user limits, as an unauthenticated user,
+// and by the user limits of the definitions for everyone.
+func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *member, targetName string, admin bool, now time.Time) []Gate {
 	var gates []Gate
-	caller := callerType + ":" + identity
+	caller := who.caller
 	target := c.TargetType + ":" + targetName
 	if !admin {
-		groups := callerGroups(snap, userKey, clientKey)
+		groups := callerGroups(snap, who.userKey, who.clientKey, who.teamKey)
 		if network != nil {
-			groups = appendGroups(groups, network.groups)
+			groups = appendVia(groups, network.groups, who.networkKey)
 		}
 		// Per axis, window and algorithm, the most restrictive enforce
 		// definition wins (the lowest limit, then the lowest burst) and
 		// they share one bucket per caller; shadow definitions each count
-		// on their own.
+		// on their own, as do definitions whose buckets are per IP, per
+		// team or shared.
 		best := map[bucketSlot]int{} // index in gates
-		for _, g := range groups {
-			for _, d := range snap.groupDefs[g] {
-				limit, burst := d.UserMaxRequests, d.UserBurst
-				if callerType == "agent" {
-					limit, burst = d.AgentMaxRequests, d.AgentBurst
-				}
-				if limit == nil {
-					continue // this group does not gate this caller type
-				}
-				on := ""
-				if d.Axis == ratelimit.AxisCallerTarget {
-					on = target
-				}
-				if d.Mode == ratelimit.ModeShadow {
-					gates = append(gates, newGate(d, ShadowCounter(d, caller, on).String(), int64(*limit), burst, true, now))
-					continue
-				}
-				k := CallerCounter(d.WindowSeconds, caller)
-				if d.Axis == ratelimit.AxisCallerTarget {
-					k = CallerTargetCounter(d.WindowSeconds, caller, target)
-				}
-				k.Algorithm = keyAlgorithm(algorithmOf(d))
-				slot := bucketSlot{k.Kind, d.WindowSeconds, k.Algorithm}
-				gate := newGate(d, k.String(), int64(*limit), burst, false, now)
-				if i, ok := best[slot]; ok {
-					fc := gates[i].failClosed || d.FailClosed
-					if gate.Limit < gates[i].Limit || (gate.Limit == gates[i].Limit && gate.Burst < gates[i].Burst) {
-						gates[i] = gate
-					}
-					gates[i].failClosed = fc
-					continue
-				}
-				best[slot] = len(gates)
-				gates = append(gates, gate)
+		add := func(d ratelimit.Definition, via string) {
+			limit, burst := d.UserMaxRequests, d.UserBurst
+			if who.agent {
+				limit, burst = d.AgentMaxRequests, d.AgentBurst
 			}
+			if limit == nil {
+				return // this definition does not gate this caller type
+			}
+			on := ""
+			if d.Axis == ratelimit.AxisCallerTarget {
+				on = target
+			}
+			shadow := d.Mode == ratelimit.ModeShadow
+			switch d.Per {
+			case ratelimit.PerIP, ratelimit.PerTeam, ratelimit.PerShared:
+				subject := ""
+				switch d.Per {
+				case ratelimit.PerIP:
+					subject = who.ip
+				case ratelimit.PerTeam:
+					subject = who.team
+				}
+				if subject == "" && d.Per != ratelimit.PerShared {
+					return // no client IP, or no team: nothing to key by
+				}
+				gates = append(gates, matched(newGate(d, PerCounter(d, subject, on).String(), int64(*limit), burst, shadow, now), via))
+				return
+			}
+			if shadow {
+				gates = append(gates, matched(newGate(d, ShadowCounter(d, caller, on).String(), int64(*limit), burst, true, now), via))
+				return
+			}
+			k := CallerCounter(d.WindowSeconds, caller)
+			if d.Axis == ratelimit.AxisCallerTarget {
+				k = CallerTargetCounter(d.WindowSeconds, caller, target)
+			}
+			k.Algorithm = keyAlgorithm(algorithmOf(d))
+			slot := bucketSlot{k.Kind, d.WindowSeconds, k.Algorithm}
+			gate := matched(newGate(d, k.String(), int64(*limit), burst, false, now), via)
+			if i, ok := best[slot]; ok {
+				fc := gates[i].failClosed || d.FailClosed
+				if gate.Limit < gates[i].Limit || (gate.Limit == gates[i].Limit && gate.Burst < gates[i].Burst) {
+					gates[i] = gate
+				}
+				gates[i].failClosed = fc
+				return
+			}
+			best[slot] = len(gates)
+			gates = append(gates, gate)
+		}
+		for _, g := range groups {
+			for _, d := range snap.groupDefs[g.name] {
+				if !d.Everyone { // added below, once
+					add(d, g.via)
+				}
+			}
+		}
+		for _, d := range snap.everyoneDefs {
+			add(d, MatchedEveryone)
 		}
 	}
 	addTarget := func(d ratelimit.Definition, key string) {
@@ -433,35 +488,56 @@ type bucketSlot struct {
 	algorithm Algorithm
 }
 
-// callerGroups merges the groups of the caller's user and client
-// memberships, leaving out the quarantine groups.
-func callerGroups(snap *snapshot, userKey, clientKey string) []string {
-	var groups []string
-	for _, k := range []string{userKey, clientKey} {
+// viaGroup is a group of a call's caller and the membership that put the
+// caller in it (a membership id: user:alice, client:bot, team:acme,
+// network:10.0.0.0/8).
+type viaGroup struct{ name, via string }
+
+// callerGroups merges the groups of the caller's user, client and team
+// memberships, leaving out the quarantine groups; a group two of them name
+// is the first one's.
+func callerGroups(snap *snapshot, keys ...string) []viaGroup {
+	var groups []viaGroup
+	for _, k := range keys {
 		if k == "" {
 			continue
 		}
 		m, _ := snap.members.get(k)
-		groups = appendGroups(groups, m.groups)
+		groups = appendVia(groups, m.groups, k)
 	}
 	return groups
 }
 
-// appendGroups adds the groups of more that groups lacks, leaving out the
-// quarantine groups.
-func appendGroups(groups, more []string) []string {
+// appendVia adds the groups of more that groups lacks, selected through
+// the membership via, leaving out the quarantine groups.
+func appendVia(groups []viaGroup, more []string, via string) []viaGroup {
 	for _, g := range more {
-		if g != ratelimit.GroupQuarantineCallers && g != ratelimit.GroupQuarantineTargets && !slices.Contains(groups, g) {
-			groups = append(groups, g)
+		if g == ratelimit.GroupQuarantineCallers || g == ratelimit.GroupQuarantineTargets ||
+			slices.ContainsFunc(groups, func(have viaGroup) bool { return have.name == g }) {
+			continue
 		}
+		groups = append(groups, viaGroup{g, via})
 	}
 	return groups
+}
+
+// MatchedEveryone is Gate.MatchedBy of a definition for everyone.
+const MatchedEveryone = "everyone"
+
+// matched sets the gate's MatchedBy.
+func matched(g Gate, via string) Gate {
+	g.MatchedBy = via
+	return g
 }
 
 // CallerIP is the caller type of an anonymous call keyed by its client
 // address: its counters' caller is ip:<key> (ip:203.0.113.7,
 // ip:2001:db8:1:2::/64).
 const CallerIP = "ip"
+
+// CallerTeam is the subject type of a team's buckets in counter keys
+// (team:<name>, definitions with per: team).
+const CallerTeam = "team"
 
 // algorithmOf is d's algorithm, fixed_window when it names none.
 func algorithmOf(d ratelimit.Definition) Algorithm {

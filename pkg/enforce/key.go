@@ -20,6 +20,14 @@ type CounterKind string
 //	s|<definition id>|<caller>|<target>   shadow caller_target definition
 //	t|<definition id>                     target definition
 //	t|<definition id>|<server>            server_group definition, one per member
+//	p|<definition id>|<subject>           per ip or per team caller definition
+//	p|<definition id>|<subject>|<target>  the same on the caller_target axis
+//	p|<definition id>                     shared caller definition
+//	p|<definition id>|<target>            shared caller_target definition
+//
+// A p key's <subject> is ip:<key> (per: ip) or team:<name> (per: team);
+// neither holds '|', nor does the definition id (group names do not), so
+// what follows the subject, or the id, is the target.
 //
 // <caller> is user:<name>, agent:<client id> or ip:<address> (an
 // anonymous call's client address, IPv6 keyed by its prefix:
@@ -41,6 +49,10 @@ const (
 	// KindTarget counts for one target definition (and for a server_group
 	// definition, one per member server).
 	KindTarget CounterKind = "t"
+	// KindPer counts for one caller or caller_target definition whose
+	// buckets are not per caller (Definition.Per ip, team or shared): one
+	// per client IP, per team, or one shared, each definition its own.
+	KindPer CounterKind = "p"
 )
 
 // targetMarks are the target types a caller's part of a key ends before.
@@ -108,6 +120,13 @@ func CallerTargetCounter(windowSeconds int, caller, target string) CounterKey {
 // empty for the caller axis).
 func ShadowCounter(d ratelimit.Definition, caller, target string) CounterKey {
 	return CounterKey{Kind: KindShadow, Algorithm: keyAlgorithm(algorithmOf(d)), WindowSeconds: d.WindowSeconds, DefinitionID: d.ID, Caller: caller, Target: target}
+}
+
+// PerCounter is the counter of a definition whose Per is ip, team or
+// shared: subject is ip:<key> or team:<name> (empty for shared), target
+// the call's target on the caller_target axis (else empty).
+func PerCounter(d ratelimit.Definition, subject, target string) CounterKey {
+	return CounterKey{Kind: KindPer, Algorithm: keyAlgorithm(algorithmOf(d)), WindowSeconds: d.WindowSeconds, DefinitionID: d.ID, Caller: subject, Target: target}
 }
 
 // TargetCounter is a target definition's counter; server names the member
@@ -199,7 +218,7 @@ func (k CounterKey) String() string {
 // count no target (caller buckets and caller shadow counters).
 func (k CounterKey) OnTarget() string {
 	switch k.Kind {
-	case KindCallerTarget, KindShadow:
+	case KindCallerTarget, KindShadow, KindPer:
 		return k.Target
 	case KindTarget:
 		if k.Server != "" {
@@ -235,11 +254,11 @@ func ParseCounterKey(s string) (CounterKey, error) {
 	}
 	kind, rest, ok := strings.Cut(s, "|")
 	if !ok {
-		return fail("want <kind>|..., with kind c, ct, s or t")
+		return fail("want <kind>|..., with kind c, ct, s or t, or p")
 	}
 	kd, algo, ok := kindAlgorithm(kind)
 	if !ok {
-		return fail("kind %q: want c, ct, s or t, marked .tb or .sw for a token bucket or sliding window", kind)
+		return fail("kind %q: want c, ct, s or t, marked .tb or .sw for a token bucket or sliding window, or p", kind)
 	}
 	k := CounterKey{Kind: kd, Algorithm: algo}
 	switch k.Kind {
@@ -288,6 +307,45 @@ func ParseCounterKey(s string) (CounterKey, error) {
 			return fail("%v", err)
 		}
 		return k, nil
+	case KindPer:
+		id, rest, more := strings.Cut(rest, "|")
+		if more && rest == "" {
+			return fail("nothing after the '|' that follows the definition id")
+		}
+		axis, entity, _, w, err := ratelimit.ParseDefinitionID(id)
+		if err != nil {
+			return fail("%v", err)
+		}
+		if (axis != ratelimit.AxisCaller && axis != ratelimit.AxisCallerTarget) || entity != ratelimit.EntityGroup {
+			return fail("definition id %q: a p counter's definition is a caller or caller_target group definition", id)
+		}
+		k.DefinitionID, k.WindowSeconds = id, w
+		if p := perSubjectPrefix(rest); p > 0 {
+			subject, after, more := strings.Cut(rest, "|")
+			if len(subject) <= p {
+				return fail("subject %q: want ip:<key> or team:<name>", subject)
+			}
+			if more && after == "" {
+				return fail("nothing after the '|' that follows %q", subject)
+			}
+			k.Caller, rest = subject, after
+			if !more {
+				rest = ""
+				if axis == ratelimit.AxisCallerTarget {
+					return fail("no target after %q: a caller_target definition's p counter names its target", subject)
+				}
+			}
+		}
+		switch {
+		case axis == ratelimit.AxisCaller && rest != "":
+			return fail("%q after the subject: a caller definition's p counter has no target", rest)
+		case axis == ratelimit.AxisCallerTarget:
+			if typ, _, ok := strings.Cut(rest, ":"); !ok || typ == "" {
+				return fail("target %q: want <target type>:<name>", rest)
+			}
+			k.Target = rest
+		}
+		return k, nil
 	case KindTarget:
 		// A target definition id may contain '|' (server names may); a
 		// server_group's is followed by |<server>, and group names never
@@ -309,7 +367,18 @@ func ParseCounterKey(s string) (CounterKey, error) {
 		k.DefinitionID, k.WindowSeconds, k.Server = id, w, server
 		return k, nil
 	}
-	return fail("kind %q: want c, ct, s or t", kind)
+	return fail("kind %q: want c, ct, s or t, or p", kind)
+}
+
+// perSubjectPrefix is the length of s's ip: or team: prefix, 0 if it has
+// none.
+func perSubjectPrefix(s string) int {
+	for _, p := range []string{CallerIP + ":", CallerTeam + ":"} {
+		if strings.HasPrefix(s, p) {
+			return len(p)
+		}
+	}
+	return 0
 }
 
 // parseWindow accepts a window as String writes it: a positive decimal

@@ -64,6 +64,16 @@ var keyExamples = []struct {
 	{enforce.ShadowCounter(withAlgorithm(def("caller", "group", "g", 60), "sliding_window"), "user:alice", ""), "s.sw|caller:group:g:60|user:alice", ""},
 	{marked(enforce.CallerCounter(60, "user:alice"), enforce.AlgorithmTokenBucket), "c.tb|60|user:alice", ""},
 	{marked(enforce.CallerTargetCounter(60, "user:alice", "mcp_server:m"), enforce.AlgorithmSlidingWindow), "ct.sw|60|user:alice|mcp_server:m", "mcp_server:m"},
+	// Buckets per IP, per team and shared (issue 12): per definition.
+	{enforce.PerCounter(def("caller", "group", "per-ip", 60), "ip:203.0.113.7", ""), "p|caller:group:per-ip:60|ip:203.0.113.7", ""},
+	{enforce.PerCounter(def("caller", "group", "per-ip", 60), "ip:2001:db8:1:2::/64", ""), "p|caller:group:per-ip:60|ip:2001:db8:1:2::/64", ""},
+	{enforce.PerCounter(def("caller", "group", "teams", 3600), "team:acme-corp", ""), "p|caller:group:teams:3600|team:acme-corp", ""},
+	{enforce.PerCounter(def("caller", "group", "global", 60), "", ""), "p|caller:group:global:60", ""},
+	{enforce.PerCounter(def("caller_target", "group", "g", 60), "team:acme", "mcp_server:a|b"), "p|caller_target:group:g:60|team:acme|mcp_server:a|b", "mcp_server:a|b"},
+	{enforce.PerCounter(def("caller_target", "group", "g", 60), "ip:::/0", "a2a_agent:/x"), "p|caller_target:group:g:60|ip:::/0|a2a_agent:/x", "a2a_agent:/x"},
+	{enforce.PerCounter(def("caller_target", "group", "g", 60), "", "mcp_server:m"), "p|caller_target:group:g:60|mcp_server:m", "mcp_server:m"},
+	{enforce.PerCounter(withAlgorithm(def("caller", "group", "g", 60), "token_bucket"), "team:t", ""), "p.tb|caller:group:g:60|team:t", ""},
+	{enforce.PerCounter(withAlgorithm(def("caller_target", "group", "g", 60), "sliding_window"), "", "mcp_server:m"), "p.sw|caller_target:group:g:60|mcp_server:m", "mcp_server:m"},
 }
 
 func TestCounterKeyStrings(t *testing.T) {
@@ -110,6 +120,13 @@ func TestParseCounterKeyRefusesGarbage(t *testing.T) {
 		{"t|target:server_group:g:60", "want t|<server_group definition id>|<server>"},
 		{"t|target:server_group:g:60|", "want t|<server_group definition id>|<server>"},
 		{"t|target:mcp_server:x", `definition id "target:mcp_server:x"`},
+		{"p|target:mcp_server:x:60", "a p counter's definition is a caller or caller_target group definition"},
+		{"p|caller:group:g", `definition id "caller:group:g"`},
+		{"p|caller:group:g:60|team:", `subject "team:"`},
+		{"p|caller:group:g:60|ip:1.2.3.4|mcp_server:x", "a caller definition's p counter has no target"},
+		{"p|caller:group:g:60|user:alice", "a caller definition's p counter has no target"},
+		{"p|caller_target:group:g:60|team:acme", "a caller_target definition's p counter names its target"},
+		{"p|caller_target:group:g:60", `target "": want <target type>:<name>`},
 	} {
 		k, err := enforce.ParseCounterKey(tt.in)
 		var ke *enforce.CounterKeyError
@@ -171,6 +188,15 @@ func FuzzCounterKey(f *testing.F) {
 		}
 		keys = append(keys, enforce.TargetCounter(def("target", "mcp_server", targetName, window), ""),
 			enforce.TargetCounter(def("target", "mcp_tool", targetName+":"+name, window), ""))
+		// p keys: subjects (ip keys, team names) never hold '|'.
+		keys = append(keys, enforce.PerCounter(def("caller", "group", "g", window), "", ""),
+			enforce.PerCounter(def("caller_target", "group", "g", window), "", "mcp_server:"+targetName))
+		if !strings.Contains(name, "|") {
+			for _, subject := range []string{"ip:" + name, "team:" + name} {
+				keys = append(keys, enforce.PerCounter(def("caller", "group", "g", window), subject, ""),
+					enforce.PerCounter(def("caller_target", "group", "g", window), subject, "a2a_agent:"+targetName))
+			}
+		}
 		for _, k := range keys {
 			got, err := enforce.ParseCounterKey(k.String())
 			if err != nil || got != k {

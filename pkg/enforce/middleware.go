@@ -28,6 +28,13 @@ type MiddlewareOptions struct {
 	// limited by client address (Call.ClientIP) and network quarantine
 	// applies; the IPv6 key prefix is the Enforcer's (Options.IPv6Prefix).
 	ClientIPs *clientip.Resolver
+	// TeamHeader, when set, names the request header that carries the
+	// call's team (Call.Team) when classify left it empty, for example
+	// "X-Auth-Team" set by the gateway's authentication from a token
+	// claim. The gateway must set or remove that header on every request:
+	// a team a client could name itself would let it pick whose team
+	// quota it spends (docs/nginx.md, "Teams").
+	TeamHeader string
 }
 
 // Middleware enforces e on the requests classify recognizes as data-plane
@@ -61,6 +68,12 @@ func Middleware(e *Enforcer, classify func(*http.Request) (Call, bool), opts Mid
 				if a := opts.ClientIPs.FromRequest(r); a.IsValid() {
 					c.ClientIP = a.String()
 				}
+			}
+			if c.Team == "" && opts.TeamHeader != "" {
+				c.Team = r.Header.Get(opts.TeamHeader)
+			}
+			if c.Team != "" {
+				c.Team, _ = NormalizeTeam(c.Team)
 			}
 			d, err := e.Check(r.Context(), c)
 			if err != nil && opts.ErrorLog != nil {

@@ -24,6 +24,10 @@ type snapshot struct {
 	groupDefs map[string][]ratelimit.Definition
 	// targetDefs: "<entity_type>:<name>" -> enabled target definitions.
 	targetDefs map[string][]ratelimit.Definition
+	// everyoneDefs: the enabled caller and caller_target definitions that
+	// select every caller (Definition.Everyone), in id order; they are in
+	// groupDefs too, which buildGates skips them in.
+	everyoneDefs []ratelimit.Definition
 	// serverGroups: member server name -> enabled server_group definitions.
 	serverGroups map[string][]ratelimit.Definition
 
@@ -154,6 +158,7 @@ func (s *snapshot) indexDefinitions() {
 	s.groupDefs = map[string][]ratelimit.Definition{}
 	s.targetDefs = map[string][]ratelimit.Definition{}
 	s.serverGroups = map[string][]ratelimit.Definition{}
+	s.everyoneDefs = nil
 	s.callersOn, s.targetsOn = false, false
 	for _, id := range slices.Sorted(maps.Keys(s.defs)) {
 		d := s.defs[id]
@@ -165,6 +170,9 @@ func (s *snapshot) indexDefinitions() {
 		case !d.Enabled:
 		case d.Axis == ratelimit.AxisCaller || d.Axis == ratelimit.AxisCallerTarget:
 			s.groupDefs[d.Name] = append(s.groupDefs[d.Name], d)
+			if d.Everyone {
+				s.everyoneDefs = append(s.everyoneDefs, d)
+			}
 		case d.EntityType == ratelimit.EntityServerGroup:
 			for _, m := range d.Members {
 				s.serverGroups[m] = append(s.serverGroups[m], d)

@@ -39,6 +39,10 @@ const (
 	// the groups and the quarantine of the most specific network holding
 	// its client IP.
 	SubjectNetwork = "network"
+	// SubjectTeam is a team (tenant) a call names (Call.Team, for example
+	// from a token claim the gateway passes): its groups limit every call
+	// of the team, its quarantine denies them.
+	SubjectTeam = "team"
 )
 
 // The reserved quarantine groups and their sentinel definitions. Putting a
@@ -69,6 +73,37 @@ const (
 // Algorithms lists the algorithms, the default first.
 func Algorithms() []string {
 	return []string{AlgorithmFixedWindow, AlgorithmSlidingWindow, AlgorithmTokenBucket}
+}
+
+// What one bucket of a caller definition counts (Definition.Per). An
+// empty Per is PerCaller: every definition stored before Per existed
+// keeps its meaning.
+const (
+	// PerCaller: one bucket per caller (user:<name>, agent:<client id>,
+	// ip:<key> for an anonymous call); the enforce definitions of one
+	// window and algorithm share it, the most restrictive one's limit
+	// applying.
+	PerCaller = "caller"
+	// PerIP: one bucket per client IP (IPv6 by its prefix), whoever calls
+	// from it; a call without a client IP is not gated.
+	PerIP = "ip"
+	// PerTeam: one bucket per team (Call.Team); a call without a team is
+	// not gated.
+	PerTeam = "team"
+	// PerShared: one bucket for the definition (per target on the
+	// caller_target axis), shared by every caller it selects.
+	PerShared = "shared"
+)
+
+// Pers lists the values of Definition.Per, the default first.
+func Pers() []string { return []string{PerCaller, PerIP, PerTeam, PerShared} }
+
+// PerOrDefault is the definition's Per, PerCaller when it names none.
+func (d Definition) PerOrDefault() string {
+	if d.Per == "" {
+		return PerCaller
+	}
+	return d.Per
 }
 
 // Modes of a definition.
@@ -111,6 +146,20 @@ type Definition struct {
 	UserBurst  *int     `json:"user_burst,omitempty" yaml:"user_burst,omitempty"`
 	AgentBurst *int     `json:"agent_burst,omitempty" yaml:"agent_burst,omitempty"`
 	Members    []string `json:"members,omitempty" yaml:"members,omitempty"`
+
+	// Who a caller definition selects and how its buckets are keyed
+	// (issue 12, limits for everyone, teams and shared buckets; only on
+	// the caller and caller_target axes).
+	//
+	// Everyone selects every caller without membership: its user limit
+	// gates every user and every anonymous caller (keyed by its client
+	// IP), its agent limit every agent.
+	Everyone bool `json:"everyone,omitempty" yaml:"everyone,omitempty"`
+	// Per is what one bucket counts (Per*; empty is PerCaller): each
+	// caller its own, each client IP, each team, or one bucket shared by
+	// every caller the definition selects.
+	Per string `json:"per,omitempty" yaml:"per,omitempty"`
+
 	// Scope is the reference's field for the quarantine axis ("caller" or
 	// "target"). It is derived from the sentinel name and accepted on input
 	// only when it agrees with it.

@@ -43,3 +43,17 @@ func BurstText(d ratelimit.Definition) string {
 	return LimitText(ratelimit.Definition{MaxRequests: or(d.Burst, d.MaxRequests),
 		UserMaxRequests: or(d.UserBurst, d.UserMaxRequests), AgentMaxRequests: or(d.AgentBurst, d.AgentMaxRequests)})
 }
+
+// SelectorText says whom a caller definition selects beyond its group's
+// members and what its buckets count: "everyone", "per ip", "everyone,
+// per team"; empty for a definition of members with a bucket per caller.
+func SelectorText(d ratelimit.Definition) string {
+	var parts []string
+	if d.Everyone {
+		parts = append(parts, "everyone")
+	}
+	if p := d.PerOrDefault(); p != ratelimit.PerCaller {
+		parts = append(parts, "per "+p)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -67,7 +67,9 @@ Select exactly one subject:
   --caller user:<name> | agent:<client id>   its caller, caller_target and shadow counters
   --caller ip:<address>                      an anonymous caller's: an IPv4 address
                                              (ip:203.0.113.7) or an IPv6 network as the
-                                             gateways key it (ip:2001:db8:1:2::/64)
+                                             gateways key it (ip:2001:db8:1:2::/64),
+                                             and that address's per-ip buckets
+  --caller team:<name>                       a team's buckets (definitions per team)
   --target <entity_type>:<name>              its target and server-group counters, and
                                              every caller's counters on it
   --definition ID                            a target definition's counters; for a caller
@@ -88,7 +90,7 @@ Matching is exact: --caller user:al never touches user:alice.`,
 // addSelectorFlags binds --caller, --target and --definition to sel.
 func addSelectorFlags(cmd *cobra.Command, sel *client.CounterSelector) {
 	fl := cmd.Flags()
-	fl.StringVar(&sel.Caller, "caller", "", "a caller: user:<name>, agent:<client id> or ip:<address>")
+	fl.StringVar(&sel.Caller, "caller", "", "a caller: user:<name>, agent:<client id>, ip:<address> or team:<name>")
 	fl.StringVar(&sel.Target, "target", "", "a target: <entity_type>:<name>, e.g. mcp_server:mcpgw")
 	fl.StringVar(&sel.Definition, "definition", "", "a definition id, e.g. target:mcp_server:mcpgw:60")
 	for _, name := range []string{"caller", "target", "definition"} {

@@ -72,7 +72,7 @@ func NewCmdSet(f *cmdutil.Factory, runF func(*SetOptions) error) *cobra.Command 
 	var groups, network string
 	cmd := &cobra.Command{
 		Use:   "set",
-		Short: "Set the groups of a user, client, server, agent or network (replaces its groups)",
+		Short: "Set the groups of a user, client, server, agent, network or team (replaces its groups)",
 		Long: `Set the groups of a subject, replacing the ones it had. A group that no definition
 uses is accepted (define it later) with a warning, since it is often a typo.
 
@@ -85,11 +85,18 @@ A network (--network CIDR, or --subject-type network --subject CIDR) holds clien
 addresses: an anonymous call (no user, no client) from an address inside it is the
 caller ip:<address> (IPv6: its /64) and gets the user limits of the network's
 groups; the most specific network holding an address is the one that counts.
-Users and clients keep their own groups wherever they call from.`,
+Users and clients keep their own groups wherever they call from.
+
+A team (--subject-type team) is the team a call names (the gateway passes it: the
+team field of /api/check, X-Auth-Team for /api/validate): a call of the team gets the
+limits of the team's groups besides its caller's own. Which calls share a bucket is the
+definition's --per: per caller (the default) each caller of the team has its own, per
+team the whole team has one.`,
 		Example: `  rlctl member set --subject-type user --subject alice --groups power-users
   rlctl member set --subject-type client --subject my-agent-client-id --groups power-users,batch
   rlctl member set --subject-type user --subject alice --groups ""
-  rlctl member set --network 2001:db8:42::/48 --groups anonymous-partners`,
+  rlctl member set --network 2001:db8:42::/48 --groups anonymous-partners
+  rlctl member set --subject-type team --subject acme-corp --groups tenants`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := cmdutil.NetworkSubject(cmd, network, &opts.Membership.SubjectType, &opts.Membership.Subject); err != nil {
@@ -106,13 +113,13 @@ Users and clients keep their own groups wherever they call from.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Membership.SubjectType, "subject-type", "", "user, client, server, agent or network")
-	fl.StringVar(&opts.Membership.Subject, "subject", "", "username, client id, server name, agent path or network CIDR")
+	fl.StringVar(&opts.Membership.SubjectType, "subject-type", "", "user, client, server, agent, network or team")
+	fl.StringVar(&opts.Membership.Subject, "subject", "", "username, client id, server name, agent path, network CIDR or team name")
 	fl.StringVar(&network, "network", "", "a network of client addresses in CIDR form (10.1.0.0/16, 2001:db8::/48): --subject-type network --subject CIDR")
 	fl.StringVar(&groups, "groups", "", "comma-separated group names")
 	fl.Int64Var(&opts.IfVersion, "if-version", 0, "replace only if the stored version is this one")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "validate and show what would change, storing nothing")
-	_ = cmd.RegisterFlagCompletionFunc("subject-type", cobra.FixedCompletions([]string{"user", "client", "server", "agent", "network"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("subject-type", cobra.FixedCompletions([]string{"user", "client", "server", "agent", "network", "team"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("groups", CompleteGroups(f))
 	_ = cmd.RegisterFlagCompletionFunc("network", CompleteNetworks(f))
 	return cmd

@@ -78,11 +78,11 @@ type SubjectOptions struct {
 // membership for add.
 func subjectFlags(cmd *cobra.Command, opts *SubjectOptions, quarantined bool) {
 	fl := cmd.Flags()
-	fl.StringVar(&opts.SubjectType, "subject-type", "", "user, client, network (callers), server or agent (targets)")
-	fl.StringVar(&opts.Subject, "subject", "", "username, client id, network CIDR, server name or agent path")
+	fl.StringVar(&opts.SubjectType, "subject-type", "", "user, client, network, team (callers), server or agent (targets)")
+	fl.StringVar(&opts.Subject, "subject", "", "username, client id, network CIDR, team name, server name or agent path")
 	fl.StringVar(&opts.Network, "network", "", "a network of client addresses in CIDR form (10.1.0.0/16, 2001:db8::/48): --subject-type network --subject CIDR")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change, changing nothing")
-	_ = cmd.RegisterFlagCompletionFunc("subject-type", cobra.FixedCompletions([]string{"user", "client", "network", "server", "agent"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("subject-type", cobra.FixedCompletions([]string{"user", "client", "network", "team", "server", "agent"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("subject", completeSubjects(opts.Factory, quarantined, ""))
 	_ = cmd.RegisterFlagCompletionFunc("network", completeSubjects(opts.Factory, quarantined, rl.SubjectNetwork))
 }

@@ -37,14 +37,21 @@ func idOf(d ratelimit.Definition) string { return d.ID }
 // than the fixed window its name and bursts, so the narrow table says how
 // a limit counts without changing for the definitions that count as
 // before (scripts read its columns).
+//
+// A definition for everyone or with buckets not per caller says so too
+// ("(everyone, per ip)"): who shares a bucket is part of what a limit
+// means.
 func limitText(d ratelimit.Definition) string {
 	text := cmdutil.LimitText(d)
 	switch a := d.AlgorithmOrDefault(); a {
 	case ratelimit.AlgorithmFixedWindow:
-		return text
 	case ratelimit.AlgorithmTokenBucket:
-		return text + " (" + a + ", burst " + cmdutil.BurstText(d) + ")"
+		text += " (" + a + ", burst " + cmdutil.BurstText(d) + ")"
 	default:
-		return text + " (" + a + ")"
+		text += " (" + a + ")"
 	}
+	if sel := cmdutil.SelectorText(d); sel != "" {
+		text += " (" + sel + ")"
+	}
+	return text
 }

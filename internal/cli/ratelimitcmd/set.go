@@ -45,7 +45,13 @@ the same group are two definitions with different --window-seconds.
 token_bucket, which reads each limit as a sustained rate (limit per window) and takes a
 capacity beside it: --burst beside --max-requests, --user-burst and --agent-burst beside
 --user-max-requests and --agent-max-requests, each defaulting to its limit. The algorithm
-is not part of the id: setting another one replaces the same definition.`,
+is not part of the id: setting another one replaces the same definition.
+
+On the caller axes, --everyone selects every caller without membership (its user limit
+gates every user and every anonymous caller, keyed by client IP; its agent limit every
+agent), and --per says what one bucket counts: caller (the default: each caller its own),
+ip (each client IP, whoever calls from it), team (each team) or shared (one bucket for
+every caller the definition selects).`,
 		Example: `  # humans 60/min, agents 30/min for members of "power-users"
   rlctl rate-limit set --axis caller --entity-type group --name power-users \
     --user-max-requests 60 --agent-max-requests 30 --window-seconds 60
@@ -57,6 +63,14 @@ is not part of the id: setting another one replaces the same definition.`,
   # 100/min to each server of a group, individually
   rlctl rate-limit set --axis target --entity-type server_group --name fragile-backends \
     --max-requests 100 --window-seconds 60 --members airegistry-tools,aws-kb
+
+  # 60/min per client IP, for every call (no membership needed)
+  rlctl rate-limit set --axis caller --entity-type group --name per-ip --everyone --per ip \
+    --user-max-requests 60 --agent-max-requests 60 --window-seconds 60
+
+  # 1000/hour for each team whose membership names the group "tenants"
+  rlctl rate-limit set --axis caller --entity-type group --name tenants --per team \
+    --user-max-requests 1000 --agent-max-requests 1000 --window-seconds 3600
 
   # 600/min sustained to aws-kb, in bursts of at most 50
   rlctl rate-limit set --axis target --entity-type mcp_server --name aws-kb \
@@ -113,6 +127,8 @@ is not part of the id: setting another one replaces the same definition.`,
 	fl.IntVar(&userBurst, "user-burst", 0, "token bucket capacity beside --user-max-requests (default: the limit)")
 	fl.IntVar(&agentBurst, "agent-burst", 0, "token bucket capacity beside --agent-max-requests (default: the limit)")
 	fl.StringVar(&members, "members", "", "comma-separated server names (server_group only)")
+	fl.BoolVar(&opts.Definition.Everyone, "everyone", false, "select every caller without membership (caller and caller_target axes)")
+	fl.StringVar(&opts.Definition.Per, "per", "", "what one bucket counts: caller (the default), ip, team or shared (caller and caller_target axes)")
 	fl.BoolVar(&opts.Definition.FailClosed, "fail-closed", false, "deny when the counter store fails (default: allow)")
 	fl.BoolVar(&disabled, "disabled", false, "store the definition disabled")
 	fl.StringVar(&opts.Definition.Mode, "mode", "enforce", "enforce, or shadow to count and report without denying")
@@ -122,6 +138,7 @@ is not part of the id: setting another one replaces the same definition.`,
 	_ = cmd.RegisterFlagCompletionFunc("axis", cobra.FixedCompletions([]string{"caller", "target", "caller_target", "quarantine"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("entity-type", CompleteEntityTypes)
 	_ = cmd.RegisterFlagCompletionFunc("algorithm", cobra.FixedCompletions(ratelimit.Algorithms(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("per", cobra.FixedCompletions(ratelimit.Pers(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"enforce", "shadow"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
