@@ -39,8 +39,9 @@ const floorWindowSeconds = 60
 // dropped: a max_requests on a caller group silently ignored would leave the
 // operator believing a limit exists that is never enforced.
 func Definition(d ratelimit.Definition, f Floors) (ratelimit.Definition, error) {
-	out := d
 	var probs problems
+	d = descriptorName(&probs, d)
+	out := d
 	out.Name = identity(&probs, d.Axis, d.EntityType, d.Name, d.WindowSeconds)
 	if probs.err() == nil {
 		probs.add(spaceProblem("name", out.Name)) // on writes only, see spaceProblem
@@ -114,7 +115,7 @@ func entityTypesOn(axis string) []string {
 		return []string{ratelimit.EntityGroup}
 	case ratelimit.AxisTarget:
 		return []string{ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent, ratelimit.EntityMCPTool,
-			ratelimit.EntityA2ASkill, ratelimit.EntityServerGroup}
+			ratelimit.EntityA2ASkill, ratelimit.EntityServerGroup, ratelimit.EntityDescriptor}
 	}
 	return nil
 }
@@ -188,9 +189,12 @@ func checkLimits(probs *problems, d ratelimit.Definition, f Floors) {
 		const useMax = "not allowed on the target axis; use max_requests"
 		probs.add(misplaced("user_max_requests", d.UserMaxRequests, useMax))
 		probs.add(misplaced("agent_max_requests", d.AgentMaxRequests, useMax))
-		if d.MaxRequests == nil {
+		switch {
+		case d.MaxRequests == nil && d.EntityType == ratelimit.EntityDescriptor && !d.Unlimited:
+			probs.add(fieldError("max_requests", "required on the target axis unless unlimited is true"))
+		case d.MaxRequests == nil && d.EntityType != ratelimit.EntityDescriptor:
 			probs.add(fieldError("max_requests", "required on the target axis"))
-		} else {
+		case d.MaxRequests != nil:
 			probs.add(check("max_requests", *d.MaxRequests, limitRule))
 		}
 	case ratelimit.AxisQuarantine:
@@ -200,6 +204,7 @@ func checkLimits(probs *problems, d ratelimit.Definition, f Floors) {
 		probs.add(misplaced("agent_max_requests", d.AgentMaxRequests, noRate))
 	}
 	checkAlgorithm(probs, d)
+	checkDescriptor(probs, d)
 }
 
 // checkAlgorithm checks the algorithm and the bursts: a known algorithm
