@@ -106,7 +106,10 @@ func TestDescriptorDefinitionBadInput(t *testing.T) {
 	}{
 		{"empty domain", ok(func(d *ratelimit.Definition) { d.Domain, d.Name = "", "/database=users" }), "name"},
 		{"no entries", ok(func(d *ratelimit.Definition) { d.Descriptor = nil; d.Name = "rl" }), "name"},
-		{"entry without key", ok(func(d *ratelimit.Definition) { d.Descriptor = []ratelimit.DescriptorEntry{{Value: "x"}}; d.Name = "rl/=x" }), "name"},
+		{"entry without key", ok(func(d *ratelimit.Definition) {
+			d.Descriptor = []ratelimit.DescriptorEntry{{Value: "x"}}
+			d.Name = "rl/=x"
+		}), "name"},
 		{"name not canonical", ok(func(d *ratelimit.Definition) { d.Domain, d.Descriptor, d.Name = "", nil, "rl/database=a b" }), "name"},
 		{"name disagrees", ok(func(d *ratelimit.Definition) { d.Name = "rl/database=orders" }), "name"},
 		{"no rate", ok(func(d *ratelimit.Definition) { d.MaxRequests = nil }), "max_requests"},
