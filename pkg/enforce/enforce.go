@@ -209,7 +209,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	// principal's bucket").
 	ip := clientAddr(c.ClientIP)
 	anonymous := c.Username == "" && c.ClientID == ""
-	if c.TargetType == "" || (anonymous && !ip.IsValid()) {
+	if c.Descriptors == nil && (c.TargetType == "" || (anonymous && !ip.IsValid())) {
 		e.metrics.checks.WithLabelValues("skipped").Inc()
 		return allowedNoGates, nil
 	}
@@ -275,6 +275,11 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		netGroups = &network
 	}
 	gates := e.buildGates(snap, c, callerType, identity, userKey, clientKey, netGroups, targetName, admin, now)
+	if !admin {
+		// Administrators are never limited by descriptors either: an
+		// Envoy request carries no target to protect but its descriptors.
+		gates = append(gates, descriptorGates(snap, c.Descriptors, now)...)
+	}
 	if len(gates) == 0 {
 		e.metrics.checks.WithLabelValues("allowed").Inc()
 		return allowedNoGates, nil
@@ -325,7 +330,7 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, callerType, identity, user
 	var gates []Gate
 	caller := callerType + ":" + identity
 	target := c.TargetType + ":" + targetName
-	if !admin {
+	if !admin && identity != "" { // no identity: a descriptor call without one
 		groups := callerGroups(snap, userKey, clientKey)
 		if network != nil {
 			groups = appendGroups(groups, network.groups)
@@ -343,6 +348,9 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, callerType, identity, user
 				}
 				if limit == nil {
 					continue // this group does not gate this caller type
+				}
+				if d.Axis == ratelimit.AxisCallerTarget && c.TargetType == "" {
+					continue // a descriptor call without a target
 				}
 				on := ""
 				if d.Axis == ratelimit.AxisCallerTarget {

@@ -26,6 +26,9 @@ type snapshot struct {
 	targetDefs map[string][]ratelimit.Definition
 	// serverGroups: member server name -> enabled server_group definitions.
 	serverGroups map[string][]ratelimit.Definition
+	// descriptors: domain -> the tree of its enabled descriptor
+	// definitions (descriptor.go).
+	descriptors map[string]*descNode
 
 	// members: "<subject_type>:<subject>" -> membership, networks apart.
 	members memberIndex
@@ -154,6 +157,7 @@ func (s *snapshot) indexDefinitions() {
 	s.groupDefs = map[string][]ratelimit.Definition{}
 	s.targetDefs = map[string][]ratelimit.Definition{}
 	s.serverGroups = map[string][]ratelimit.Definition{}
+	s.descriptors = map[string]*descNode{}
 	s.callersOn, s.targetsOn = false, false
 	for _, id := range slices.Sorted(maps.Keys(s.defs)) {
 		d := s.defs[id]
@@ -165,6 +169,8 @@ func (s *snapshot) indexDefinitions() {
 		case !d.Enabled:
 		case d.Axis == ratelimit.AxisCaller || d.Axis == ratelimit.AxisCallerTarget:
 			s.groupDefs[d.Name] = append(s.groupDefs[d.Name], d)
+		case d.EntityType == ratelimit.EntityDescriptor:
+			addDescriptor(s.descriptors, d)
 		case d.EntityType == ratelimit.EntityServerGroup:
 			for _, m := range d.Members {
 				s.serverGroups[m] = append(s.serverGroups[m], d)
