@@ -277,7 +277,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	fs.IntVar(&maxConns, "max-client-conns", maxConns,
 		"client connections served at once; more wait in the accept queue until one closes; -1: no cap (RLAPI_MAX_CLIENT_CONNS)")
+	grpcCfg := grpcFlags(fs, getenv)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	grpcTrusted, err := grpcCfg.check()
+	if err != nil {
 		return err
 	}
 	fs.Visit(func(f *flag.Flag) {
@@ -378,6 +383,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		log.Warn("the open file limit is below --max-client-conns plus a margin of 256: connections may fail with 'too many open files' before the cap applies; raise ulimit -n (systemd: LimitNOFILE) or lower --max-client-conns",
 			"open_file_limit", limit, "max_client_conns", maxConns)
 	}
+	stopGRPC, err := startGRPC(ctx, grpcCfg, grpcTrusted, enf, srv, registry, log, stdout, *shutdown)
+	if err != nil {
+		return err
+	}
+	defer stopGRPC()
 	log.Info("rlapi listening", "addr", ln.Addr().String(), "version", version.String(), "schema", schema.Current)
 	fmt.Fprintf(stdout, "rlapi listening on http://%s\n", ln.Addr())
 	if err := srv.Serve(ctx, ln); err != nil {
