@@ -3,7 +3,8 @@
 -- DescriptorName), with their own fields in one jsonb column (unlimited,
 -- limit_name, replaces, share_threshold, detailed_metric,
 -- value_to_metric: ratelimit.StoredDescriptorFields). An unlimited
--- descriptor has no max_requests.
+-- descriptor has no max_requests; a fixed-window one may have 0 (Envoy's
+-- requests_per_unit: 0, which refuses every request).
 --
 -- Two constraints are widened, not rewritten: other migrations of the same
 -- release may widen them too (new entity types), so this one reads each as
@@ -21,15 +22,16 @@ create table rl_015_constraints (
 insert into rl_015_constraints (name, def)
     select conname, pg_get_constraintdef(oid) from pg_constraint
     where conrelid = 'rl_definitions'::regclass
-        and conname in ('rl_definitions_entity_type', 'rl_definitions_target_limits');
+        and conname in ('rl_definitions_entity_type', 'rl_definitions_target_limits', 'rl_definitions_limits_positive');
 
 do $$
 declare
     ent text := (select def from rl_015_constraints where name = 'rl_definitions_entity_type');
     lim text := (select def from rl_015_constraints where name = 'rl_definitions_target_limits');
+    pos text := (select def from rl_015_constraints where name = 'rl_definitions_limits_positive');
 begin
-    if ent is null or lim is null or ent not like 'CHECK %' or lim not like 'CHECK %' then
-        raise exception 'migration 015: rl_definitions_entity_type or rl_definitions_target_limits is missing or not a CHECK';
+    if ent is null or lim is null or pos is null or ent not like 'CHECK %' or lim not like 'CHECK %' or pos not like 'CHECK %' then
+        raise exception 'migration 015: rl_definitions_entity_type, _target_limits or _limits_positive is missing or not a CHECK';
     end if;
     execute 'alter table rl_definitions drop constraint rl_definitions_entity_type, '
         || 'add constraint rl_definitions_entity_type check (' || substr(ent, 7)
@@ -39,6 +41,11 @@ begin
         || ' or (axis = ''target'' and entity_type = ''descriptor'' and max_requests is null'
         || ' and user_max_requests is null and agent_max_requests is null'
         || ' and coalesce((descriptor->>''unlimited'')::boolean, false)))';
+    -- requests_per_unit 0 is Envoy's deny list (every request over the
+    -- limit): a fixed-window descriptor may have max_requests 0.
+    execute 'alter table rl_definitions drop constraint rl_definitions_limits_positive, '
+        || 'add constraint rl_definitions_limits_positive check (' || substr(pos, 7)
+        || ' or (axis = ''target'' and entity_type = ''descriptor'' and max_requests = 0 and algorithm = ''fixed_window''))';
 end
 $$;
 

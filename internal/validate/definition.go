@@ -194,6 +194,11 @@ func checkLimits(probs *problems, d ratelimit.Definition, f Floors) {
 			probs.add(fieldError("max_requests", "required on the target axis unless unlimited is true"))
 		case d.MaxRequests == nil && d.EntityType != ratelimit.EntityDescriptor:
 			probs.add(fieldError("max_requests", "required on the target axis"))
+		case d.MaxRequests != nil && *d.MaxRequests == 0 && d.EntityType == ratelimit.EntityDescriptor:
+			// Envoy's requests_per_unit: 0 refuses every request.
+			if d.AlgorithmOrDefault() != ratelimit.AlgorithmFixedWindow {
+				probs.add(fieldError("max_requests", "0 (refuse every request) is allowed only with algorithm fixed_window (got %q)", d.Algorithm))
+			}
 		case d.MaxRequests != nil:
 			probs.add(check("max_requests", *d.MaxRequests, limitRule))
 		}
