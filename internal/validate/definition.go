@@ -105,7 +105,13 @@ func identity(probs *problems, axis, entityType, name string, window int) string
 
 // EntityTypesOn returns the entity types an axis takes, or nil for an
 // unknown axis (for completion: --axis target --entity-type <TAB>).
-func EntityTypesOn(axis string) []string { return entityTypesOn(axis) }
+//
+// It leaves out descriptor: a descriptor definition's name is a canonical
+// path (ratelimit.DescriptorName) better written by apply or rlctl import
+// envoy-ratelimit than typed as a flag.
+func EntityTypesOn(axis string) []string {
+	return slices.DeleteFunc(entityTypesOn(axis), func(t string) bool { return t == ratelimit.EntityDescriptor })
+}
 
 // entityTypesOn returns the entity types an axis takes, or nil for an unknown
 // axis.

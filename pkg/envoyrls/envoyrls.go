@@ -124,6 +124,11 @@ func (s *Service) Register(gs grpc.ServiceRegistrar) {
 	rlsv3.RegisterRateLimitServiceServer(gs, s)
 }
 
+// QuarantineHeader marks a quarantined call's answer (its value is the
+// quarantine's scope, caller or target): the only header such an answer
+// carries.
+const QuarantineHeader = "x-rlctl-quarantined"
+
 // MaxHitsAddend bounds hits_addend: what one request takes from each of
 // its gates (enforce.MaxCost).
 const MaxHitsAddend = enforce.MaxCost
@@ -143,6 +148,11 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	dec, _ := s.opts.Enforcer.Check(ctx, call) // a backend failure is decided by the fail policy: follow it
 	now := s.now()
 	resp := render(call, dec, matches, now)
+	if dec.Reason == enforce.ReasonQuarantined {
+		// No rate headers (an access decision, not a rate), but a mark
+		// Envoy's local_reply_config can turn into a 403 (docs/envoy.md).
+		resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, &corev3.HeaderValue{Key: QuarantineHeader, Value: dec.QuarantineScope})
+	}
 	if s.opts.Headers && dec.Reason != enforce.ReasonQuarantined {
 		h := http.Header{}
 		enforce.SetHeaders(h, dec, now)

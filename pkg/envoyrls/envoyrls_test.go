@@ -386,8 +386,8 @@ func TestQuarantineAdminsAndIdentities(t *testing.T) {
 	}
 	h.refresh(t)
 	r := h.ask(t, "rl", rd("user", "mallory"))
-	if codesOf(r) != "OVER_LIMIT OVER_LIMIT" || len(r.ResponseHeadersToAdd) != 0 || r.Statuses[0].CurrentLimit != nil {
-		t.Errorf("quarantined user: %s headers %v limit %v, want OVER_LIMIT without headers or limit", codesOf(r), r.ResponseHeadersToAdd, r.Statuses[0].CurrentLimit)
+	if codesOf(r) != "OVER_LIMIT OVER_LIMIT" || len(r.ResponseHeadersToAdd) != 1 || !hasHeader(r, envoyrls.QuarantineHeader, "caller") || r.Statuses[0].CurrentLimit != nil {
+		t.Errorf("quarantined user: %s headers %v limit %v, want OVER_LIMIT without rate headers or limit, marked %s: caller", codesOf(r), r.ResponseHeadersToAdd, r.Statuses[0].CurrentLimit, envoyrls.QuarantineHeader)
 	}
 	if got := codesOf(h.ask(t, "rl", rd("remote_address", "192.0.2.7"))); got != "OVER_LIMIT OVER_LIMIT" {
 		t.Errorf("quarantined network: %s, want OVER_LIMIT", got)
