@@ -18,6 +18,7 @@ import (
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -443,5 +444,56 @@ func TestAuthentication(t *testing.T) {
 	})
 	if _, err := trusted.rls.ShouldRateLimit(t.Context(), req); err != nil {
 		t.Errorf("from a trusted network without a token: %v", err)
+	}
+}
+
+// TestMetricsLabelsBounded: descriptors count by domain and the matched
+// definition's keys, never by what a request invents (an unknown domain
+// is "unknown", no match "unmatched"); values only for detailed_metric.
+func TestMetricsLabelsBounded(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	h := start(t, func(o *envoyrls.Options) { o.Registerer = reg })
+	detailed := desc("rl", 3600, 1, "user", "")
+	detailed.DetailedMetric = true
+	h.define(t, desc("rl", 3600, 5, "database", "users", "table", ""), detailed)
+	h.ask(t, "rl", rd("database", "users", "table", "t1"))
+	h.ask(t, "rl", rd("database", "users", "table", "t2"))
+	h.ask(t, "rl", rd("nothing", "x"))
+	h.ask(t, "invented-domain-1", rd("k", "v"))
+	h.ask(t, "invented-domain-2", rd("k", "v"))
+	h.ask(t, "rl", rd("user", "alice"))
+	h.ask(t, "rl", rd("user", "alice"))
+
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			got[mf.GetName()+"{"+strings.Join(labels, ",")+"}"] = m.GetCounter().GetValue()
+		}
+	}
+	want := map[string]float64{
+		"rlctl_envoy_descriptors_total{code=ok,domain=rl,keys=database.table}":                    2,
+		"rlctl_envoy_descriptors_total{code=ok,domain=rl,keys=unmatched}":                         1,
+		"rlctl_envoy_descriptors_total{code=ok,domain=unknown,keys=unmatched}":                    2,
+		"rlctl_envoy_descriptors_total{code=ok,domain=rl,keys=user}":                              1,
+		"rlctl_envoy_descriptors_total{code=over_limit,domain=rl,keys=user}":                      1,
+		"rlctl_envoy_descriptor_values_total{code=ok,descriptor=rl/user=alice,domain=rl}":         1,
+		"rlctl_envoy_descriptor_values_total{code=over_limit,descriptor=rl/user=alice,domain=rl}": 1,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("metrics %v, want exactly %v", got, want)
 	}
 }
