@@ -34,6 +34,12 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 		"RLAPI_MAX_CLIENT_CONNS":       {"100", "100"},
 		"RLAPI_CLIENT_IP_HEADER":       {"Forwarded", `"Forwarded"`},
 		"RLAPI_IPV6_PREFIX":            {"56", "56"},
+		"RLAPI_GRPC_ADDR":              {"127.0.0.9:9998", `"127.0.0.9:9998"`},
+		"RLAPI_GRPC_TRUSTED_CLIENTS":   {"10.1.0.0/16", `"10.1.0.0/16"`},
+		"RLAPI_GRPC_TLS_CERT":          {"/etc/rl/cert.pem", `"/etc/rl/cert.pem"`},
+		"RLAPI_GRPC_TLS_KEY":           {"/etc/rl/key.pem", `"/etc/rl/key.pem"`},
+		"RLAPI_GRPC_CLIENT_CA":         {"/etc/rl/ca.pem", `"/etc/rl/ca.pem"`},
+		"RLAPI_GRPC_HEADERS":           {"true", "true"},
 	}
 	// Read on purpose without showing them as defaults: a secret, and the
 	// database URL (which may hold a password).

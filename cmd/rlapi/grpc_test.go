@@ -56,8 +56,10 @@ func TestGRPCExactAcrossReplicas(t *testing.T) {
 	viewerTok := createToken(t, vars, "viewer", "viewer")
 
 	grpcAddrs := []string{freeAddr(t), freeAddr(t)}
-	httpAddr, _ := startServe(t, vars, "--grpc-addr", grpcAddrs[0])
-	startServe(t, vars, "--grpc-addr", grpcAddrs[1])
+	// A backend timeout no loaded test machine reaches: a decision the
+	// fail-open policy answered would count nothing.
+	httpAddr, _ := startServe(t, vars, "--grpc-addr", grpcAddrs[0], "--backend-timeout", "1m")
+	startServe(t, vars, "--grpc-addr", grpcAddrs[1], "--backend-timeout", "1m")
 
 	admin, err := client.New("http://"+httpAddr, client.Options{Token: adminTok})
 	if err != nil {
