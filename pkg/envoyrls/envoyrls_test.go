@@ -501,3 +501,27 @@ func TestMetricsLabelsBounded(t *testing.T) {
 		t.Errorf("metrics %v, want exactly %v", got, want)
 	}
 }
+
+// TestCallerLimitsApplyToEnvoyTraffic: a user named by a descriptor entry
+// is limited by the caller groups it is a member of, in the same take as
+// the descriptors: a request the caller's limit denies consumes nothing on
+// the descriptor.
+func TestCallerLimitsApplyToEnvoyTraffic(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	two := 2
+	h.define(t, ratelimit.Definition{Axis: ratelimit.AxisCaller, EntityType: ratelimit.EntityGroup, Name: "envoy-users",
+		WindowSeconds: 3600, UserMaxRequests: &two, Enabled: true}, desc("rl", 3600, 5, "route", "checkout"))
+	if _, err := h.admin.PutMembership(t.Context(), ratelimit.Membership{SubjectType: ratelimit.SubjectUser, Subject: "bob",
+		Groups: []string{"envoy-users"}}, client.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.refresh(t)
+	h.drive(t, 2, "OK OK OK", "rl", rd("route", "checkout"), rd("user", "bob"))
+	r := h.ask(t, "rl", rd("route", "checkout"), rd("user", "bob"))
+	if codesOf(r) != "OVER_LIMIT OK OK" || r.Statuses[0].LimitRemaining != 3 {
+		t.Errorf("bob's third request: %s, route remaining %d; want OVER_LIMIT by his caller limit, 3 left on the route", codesOf(r), r.Statuses[0].LimitRemaining)
+	}
+	// Another user is not limited by bob's bucket.
+	h.drive(t, 1, "OK OK OK", "rl", rd("route", "checkout"), rd("user", "carol"))
+}
