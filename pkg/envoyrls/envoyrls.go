@@ -129,6 +129,14 @@ func (s *Service) Register(gs grpc.ServiceRegistrar) {
 // carries.
 const QuarantineHeader = "x-rlctl-quarantined"
 
+// Bounds on a request: its descriptors, and each entry's key and value
+// (a descriptor's values are part of its counter's key; a descriptor has at
+// most ratelimit.MaxDescriptorEntries entries).
+const (
+	MaxDescriptors = 64
+	MaxEntryBytes  = 1024
+)
+
 // MaxHitsAddend bounds hits_addend: what one request takes from each of
 // its gates (enforce.MaxCost).
 const MaxHitsAddend = enforce.MaxCost
@@ -221,6 +229,9 @@ func (s *Service) call(req *rlsv3.RateLimitRequest) (enforce.Call, error) {
 	if len(req.GetDescriptors()) == 0 {
 		return invalid("descriptors: must not be empty (rate limit descriptor list must not be empty)")
 	}
+	if n := len(req.GetDescriptors()); n > MaxDescriptors {
+		return invalid("descriptors: at most %d per request (got %d)", MaxDescriptors, n)
+	}
 	if req.GetHitsAddend() > MaxHitsAddend {
 		return invalid("hits_addend: must be at most %d (got %d)", MaxHitsAddend, req.GetHitsAddend())
 	}
@@ -242,10 +253,16 @@ func (s *Service) call(req *rlsv3.RateLimitRequest) (enforce.Call, error) {
 		if h := d.GetHitsAddend(); h != nil && h.GetValue() != uint64(cost) {
 			return invalid("descriptors[%d].hits_addend: %d differs from the request's %d; every descriptor of a request takes the same cost here (all or nothing)", i, h.GetValue(), cost)
 		}
+		if n := len(d.GetEntries()); n > ratelimit.MaxDescriptorEntries {
+			return invalid("descriptors[%d].entries: at most %d (got %d)", i, ratelimit.MaxDescriptorEntries, n)
+		}
 		desc := enforce.Descriptor{Entries: make([]ratelimit.DescriptorEntry, len(d.GetEntries()))}
 		for j, e := range d.GetEntries() {
 			if e.GetKey() == "" {
 				return invalid("descriptors[%d].entries[%d].key: must not be empty", i, j)
+			}
+			if len(e.GetKey()) > MaxEntryBytes || len(e.GetValue()) > MaxEntryBytes {
+				return invalid("descriptors[%d].entries[%d]: key and value must be at most %d bytes each (got %d and %d): they are part of counter keys", i, j, MaxEntryBytes, len(e.GetKey()), len(e.GetValue()))
 			}
 			desc.Entries[j] = ratelimit.DescriptorEntry{Key: e.GetKey(), Value: e.GetValue()}
 			for _, f := range idFields {

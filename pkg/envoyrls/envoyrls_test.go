@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -354,6 +355,10 @@ func TestBadInput(t *testing.T) {
 		{"no descriptors", &rlsv3.RateLimitRequest{Domain: "rl"}, "descriptors"},
 		{"descriptor without entries", &rlsv3.RateLimitRequest{Domain: "rl", Descriptors: []*ratelimitv3.RateLimitDescriptor{{}}}, "descriptors[0]"},
 		{"entry without key", &rlsv3.RateLimitRequest{Domain: "rl", Descriptors: []*ratelimitv3.RateLimitDescriptor{rd("", "v")}}, "descriptors[0].entries[0].key"},
+		{"huge value", &rlsv3.RateLimitRequest{Domain: "rl", Descriptors: []*ratelimitv3.RateLimitDescriptor{rd("k", strings.Repeat("v", 5000))}}, "at most 1024 bytes"},
+		{"too many entries", &rlsv3.RateLimitRequest{Domain: "rl", Descriptors: []*ratelimitv3.RateLimitDescriptor{
+			rd(strings.Split(strings.Repeat("k,v,", 17), ",")[:34]...)}}, "descriptors[0].entries: at most 16"},
+		{"too many descriptors", &rlsv3.RateLimitRequest{Domain: "rl", Descriptors: slices.Repeat([]*ratelimitv3.RateLimitDescriptor{rd("k", "v")}, 65)}, "at most 64"},
 		{"bad target type", &rlsv3.RateLimitRequest{Domain: "rl", Descriptors: []*ratelimitv3.RateLimitDescriptor{rd("target_type", "http")}}, "target_type"},
 		{"override without unit", &rlsv3.RateLimitRequest{Domain: "rl", Descriptors: []*ratelimitv3.RateLimitDescriptor{{
 			Entries: []*ratelimitv3.RateLimitDescriptor_Entry{{Key: "k", Value: "v"}},
