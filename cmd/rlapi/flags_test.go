@@ -36,6 +36,12 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 		"RLAPI_IPV6_PREFIX":            {"56", "56"},
 		"RLAPI_EVENTS_RETENTION":       {"720h", "720h0m0s"},
 		"RLAPI_EVENTS_LOG":             {"/var/log/rlapi-events.jsonl", `"/var/log/rlapi-events.jsonl"`},
+		"RLAPI_GRPC_ADDR":              {"127.0.0.9:9998", `"127.0.0.9:9998"`},
+		"RLAPI_GRPC_TRUSTED_CLIENTS":   {"10.1.0.0/16", `"10.1.0.0/16"`},
+		"RLAPI_GRPC_TLS_CERT":          {"/etc/rl/cert.pem", `"/etc/rl/cert.pem"`},
+		"RLAPI_GRPC_TLS_KEY":           {"/etc/rl/key.pem", `"/etc/rl/key.pem"`},
+		"RLAPI_GRPC_CLIENT_CA":         {"/etc/rl/ca.pem", `"/etc/rl/ca.pem"`},
+		"RLAPI_GRPC_HEADERS":           {"true", "true"},
 	}
 	// Read on purpose without showing them as defaults: a secret, and the
 	// database URL (which may hold a password).

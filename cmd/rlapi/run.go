@@ -289,7 +289,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		"how long the record of violations (GET /api/rate-limit-events) keeps a minute's rows; this replica deletes older ones (RLAPI_EVENTS_RETENTION)")
 	eventsLog := fs.String("events-log", getenv("RLAPI_EVENTS_LOG"),
 		"where to write one JSON line per aggregated violation event for a SIEM: a file path (appended), - for stderr, empty for none (RLAPI_EVENTS_LOG)")
+	grpcCfg := grpcFlags(fs, getenv)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	grpcTrusted, err := grpcCfg.check()
+	if err != nil {
 		return err
 	}
 	if *eventsRetention < time.Minute {
@@ -428,6 +433,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		log.Warn("the open file limit is below --max-client-conns plus a margin of 256: connections may fail with 'too many open files' before the cap applies; raise ulimit -n (systemd: LimitNOFILE) or lower --max-client-conns",
 			"open_file_limit", limit, "max_client_conns", maxConns)
 	}
+	stopGRPC, err := startGRPC(ctx, grpcCfg, grpcTrusted, enf, srv, registry, log, stdout, *shutdown)
+	if err != nil {
+		return err
+	}
+	defer stopGRPC()
 	log.Info("rlapi listening", "addr", ln.Addr().String(), "version", version.String(), "schema", schema.Current)
 	fmt.Fprintf(stdout, "rlapi listening on http://%s\n", ln.Addr())
 	if err := srv.Serve(ctx, ln); err != nil {

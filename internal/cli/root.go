@@ -133,6 +133,7 @@ func addMoreCommands(root *cobra.Command, f *cmdutil.Factory) {
 	root.AddCommand(counters.NewCmdCounters(f))
 	root.AddCommand(dash.NewCmdDashboard(f))
 	root.AddCommand(state.NewCmdExport(f, nil), state.NewCmdDiff(f, nil), state.NewCmdApply(f, nil))
+	root.AddCommand(state.NewCmdImport(f, nil))
 	root.AddCommand(simulate.NewCmdSimulate(f, nil))
 }
 

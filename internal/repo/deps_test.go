@@ -140,6 +140,18 @@ var rules = []rule{
 			module+"/internal/validate",
 		),
 	},
+	{
+		name:   "enforce-no-grpc",
+		want:   "pkg/enforce and its packages link no gRPC or Envoy code (grpc, go-control-plane, pkg/envoyrls): the Envoy protocol is an adapter over them",
+		from:   under("pkg/enforce"),
+		forbid: prefixed("google.golang.org/grpc", "github.com/envoyproxy", module+"/pkg/envoyrls"),
+	},
+	{
+		name:   "envoyrls-embeddable",
+		want:   "pkg/envoyrls links no rlapi code (internal/...): a Go program embeds it with an *enforce.Enforcer alone",
+		from:   under("pkg/envoyrls"),
+		forbid: prefixed(module + "/internal"),
+	},
 }
 
 // TestDependencyRules fails when an import arrow the house style forbids

@@ -36,17 +36,32 @@ func Definition(old, d ratelimit.Definition) []Change {
 	c.add("algorithm", old.AlgorithmOrDefault(), d.AlgorithmOrDefault(), old.AlgorithmOrDefault() == d.AlgorithmOrDefault())
 	c.add("burst", intValue(old.Burst), intValue(d.Burst), equalInt(old.Burst, d.Burst))
 	c.add("description", textValue(old.Description), textValue(d.Description), old.Description == d.Description)
+	c.add("detailed_metric", flagValue(old.DetailedMetric), flagValue(d.DetailedMetric), old.DetailedMetric == d.DetailedMetric)
 	c.add("enabled", old.Enabled, d.Enabled, old.Enabled == d.Enabled)
 	c.add("everyone", old.Everyone, d.Everyone, old.Everyone == d.Everyone)
 	c.add("fail_closed", old.FailClosed, d.FailClosed, old.FailClosed == d.FailClosed)
+	c.add("limit_name", textValue(old.LimitName), textValue(d.LimitName), old.LimitName == d.LimitName)
 	c.add("max_requests", intValue(old.MaxRequests), intValue(d.MaxRequests), equalInt(old.MaxRequests, d.MaxRequests))
 	c.add("members", listValue(old.Members), listValue(d.Members), slices.Equal(old.Members, d.Members))
 	c.add("mode", textValue(old.Mode), textValue(d.Mode), old.Mode == d.Mode)
 	// No per is per caller, as no algorithm is a fixed window.
 	c.add("per", old.PerOrDefault(), d.PerOrDefault(), old.PerOrDefault() == d.PerOrDefault())
+	c.add("replaces", listValue(old.Replaces), listValue(d.Replaces), slices.Equal(old.Replaces, d.Replaces))
+	c.add("share_threshold", flagValue(old.ShareThreshold), flagValue(d.ShareThreshold), old.ShareThreshold == d.ShareThreshold)
+	c.add("unlimited", flagValue(old.Unlimited), flagValue(d.Unlimited), old.Unlimited == d.Unlimited)
 	c.add("user_burst", intValue(old.UserBurst), intValue(d.UserBurst), equalInt(old.UserBurst, d.UserBurst))
 	c.add("user_max_requests", intValue(old.UserMaxRequests), intValue(d.UserMaxRequests), equalInt(old.UserMaxRequests, d.UserMaxRequests))
+	c.add("value_to_metric", flagValue(old.ValueToMetric), flagValue(d.ValueToMetric), old.ValueToMetric == d.ValueToMetric)
 	return c
+}
+
+// flagValue is a descriptor flag as its JSON shows it: absent when false
+// (the fields are omitempty).
+func flagValue(b bool) any {
+	if !b {
+		return nil
+	}
+	return true
 }
 
 // Membership is Definition for memberships.

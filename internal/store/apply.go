@@ -146,11 +146,11 @@ func expectRows(what string, got int64, want int) error {
 var definitionCopyColumns = []string{"id", "axis", "entity_type", "name", "window_seconds", "max_requests",
 	"user_max_requests", "agent_max_requests", "members", "fail_closed", "enabled", "mode", "description",
 	"created_at", "updated_at", "updated_by", "version", "algorithm", "burst", "user_burst", "agent_burst",
-	"everyone", "per"}
+	"everyone", "per", "descriptor"}
 
 var definitionUpdateColumns = []string{"id", "max_requests", "user_max_requests", "agent_max_requests", "members",
 	"fail_closed", "enabled", "mode", "description", "updated_at", "updated_by", "algorithm", "burst", "user_burst",
-	"agent_burst", "everyone", "per"}
+	"agent_burst", "everyone", "per", "descriptor"}
 
 // serverGroupMembers is what the members column holds: the list for a
 // server group, NULL for everything else.
@@ -169,7 +169,7 @@ func definitionRow(d ratelimit.Definition) []any {
 	return []any{d.Key(), d.Axis, d.EntityType, d.Name, int32(d.WindowSeconds), int32Ptr(d.MaxRequests),
 		int32Ptr(d.UserMaxRequests), int32Ptr(d.AgentMaxRequests), serverGroupMembers(d), d.FailClosed, d.Enabled, mode,
 		d.Description, timeOrNil(d.CreatedAt), timeOrNil(d.UpdatedAt), d.UpdatedBy, d.Version,
-		algorithmColumn(d), int32Ptr(d.Burst), int32Ptr(d.UserBurst), int32Ptr(d.AgentBurst), d.Everyone, perColumn(d)}
+		algorithmColumn(d), int32Ptr(d.Burst), int32Ptr(d.UserBurst), int32Ptr(d.AgentBurst), d.Everyone, perColumn(d), descriptorColumn(d)}
 }
 
 func int32Ptr(v *int) *int32 {
@@ -218,7 +218,7 @@ func (q *Queries) UpdateDefinitions(ctx context.Context, defs []ratelimit.Defini
 		}
 		rows[i] = []any{d.Key(), int32Ptr(d.MaxRequests), int32Ptr(d.UserMaxRequests), int32Ptr(d.AgentMaxRequests),
 			serverGroupMembers(d), d.FailClosed, d.Enabled, mode, d.Description, timeOrNil(d.UpdatedAt), d.UpdatedBy,
-			algorithmColumn(d), int32Ptr(d.Burst), int32Ptr(d.UserBurst), int32Ptr(d.AgentBurst), d.Everyone, perColumn(d)}
+			algorithmColumn(d), int32Ptr(d.Burst), int32Ptr(d.UserBurst), int32Ptr(d.AgentBurst), d.Everyone, perColumn(d), descriptorColumn(d)}
 	}
 	if err := q.tempTable(ctx, "rl_apply_definitions", "rl_definitions"); err != nil {
 		return fmt.Errorf("update %d definitions: %w", len(defs), err)
@@ -231,7 +231,7 @@ func (q *Queries) UpdateDefinitions(ctx context.Context, defs []ratelimit.Defini
 			agent_max_requests = s.agent_max_requests, members = s.members, fail_closed = s.fail_closed,
 			enabled = s.enabled, mode = s.mode, description = s.description,
 			algorithm = s.algorithm, burst = s.burst, user_burst = s.user_burst, agent_burst = s.agent_burst,
-			everyone = s.everyone, per = s.per,
+			everyone = s.everyone, per = s.per, descriptor = s.descriptor,
 			updated_at = s.updated_at, updated_by = s.updated_by, version = t.version + 1
 		from rl_apply_definitions s where t.id = s.id`)
 	if err != nil {

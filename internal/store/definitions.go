@@ -13,18 +13,22 @@ import (
 
 const definitionColumns = `id, axis, entity_type, name, window_seconds, max_requests, user_max_requests,
 	agent_max_requests, members, fail_closed, enabled, mode, description, created_at, updated_at,
-	updated_by, version, algorithm, burst, user_burst, agent_burst, everyone, per`
+	updated_by, version, algorithm, burst, user_burst, agent_burst, everyone, per, descriptor`
 
 func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	var (
 		d                    ratelimit.Definition
 		maxR, userR, agentR  *int32
 		burst, userB, agentB *int32
+		descriptor           []byte
 	)
 	err := row.Scan(&d.ID, &d.Axis, &d.EntityType, &d.Name, &d.WindowSeconds, &maxR, &userR, &agentR,
 		&d.Members, &d.FailClosed, &d.Enabled, &d.Mode, &d.Description, &d.CreatedAt, &d.UpdatedAt,
-		&d.UpdatedBy, &d.Version, &d.Algorithm, &burst, &userB, &agentB, &d.Everyone, &d.Per)
+		&d.UpdatedBy, &d.Version, &d.Algorithm, &burst, &userB, &agentB, &d.Everyone, &d.Per, &descriptor)
 	if err != nil {
+		return d, err
+	}
+	if err := scanDescriptor(&d, descriptor); err != nil {
 		return d, err
 	}
 	d.MaxRequests, d.UserMaxRequests, d.AgentMaxRequests = intPtr(maxR), intPtr(userR), intPtr(agentR)
@@ -214,8 +218,8 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 	res.After, err = scanDefinition(q.db.QueryRow(ctx, `
 		insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests,
 			user_max_requests, agent_max_requests, members, fail_closed, enabled, mode, description, updated_by,
-			algorithm, burst, user_burst, agent_burst, everyone, per)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+			algorithm, burst, user_burst, agent_burst, everyone, per, descriptor)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
 		on conflict (id) do update set
 			max_requests = excluded.max_requests,
 			user_max_requests = excluded.user_max_requests,
@@ -226,6 +230,7 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 			agent_burst = excluded.agent_burst,
 			everyone = excluded.everyone,
 			per = excluded.per,
+			descriptor = excluded.descriptor,
 			members = excluded.members,
 			fail_closed = excluded.fail_closed,
 			enabled = excluded.enabled,
@@ -237,7 +242,7 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 		returning `+definitionColumns,
 		id, d.Axis, d.EntityType, d.Name, d.WindowSeconds, d.MaxRequests, d.UserMaxRequests,
 		d.AgentMaxRequests, members, d.FailClosed, d.Enabled, mode, d.Description, w.Actor,
-		algorithmColumn(d), d.Burst, d.UserBurst, d.AgentBurst, d.Everyone, perColumn(d)))
+		algorithmColumn(d), d.Burst, d.UserBurst, d.AgentBurst, d.Everyone, perColumn(d), descriptorColumn(d)))
 	if err != nil {
 		return res, fmt.Errorf("put definition %q: %w", id, interpretError(err))
 	}
@@ -255,7 +260,8 @@ func sameDefinition(a, b ratelimit.Definition) bool {
 		a.FailClosed == b.FailClosed && a.Enabled == b.Enabled && a.Mode == modeB && a.Description == b.Description &&
 		a.AlgorithmOrDefault() == b.AlgorithmOrDefault() && equalInt(a.Burst, b.Burst) &&
 		equalInt(a.UserBurst, b.UserBurst) && equalInt(a.AgentBurst, b.AgentBurst) &&
-		a.Everyone == b.Everyone && a.PerOrDefault() == b.PerOrDefault()
+		a.Everyone == b.Everyone && a.PerOrDefault() == b.PerOrDefault() &&
+		ratelimit.EqualDescriptorFields(a.DescriptorFields, b.DescriptorFields)
 }
 
 func equalInt(a, b *int) bool {

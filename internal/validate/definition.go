@@ -39,8 +39,9 @@ const floorWindowSeconds = 60
 // dropped: a max_requests on a caller group silently ignored would leave the
 // operator believing a limit exists that is never enforced.
 func Definition(d ratelimit.Definition, f Floors) (ratelimit.Definition, error) {
-	out := d
 	var probs problems
+	d = descriptorName(&probs, d)
+	out := d
 	out.Name = identity(&probs, d.Axis, d.EntityType, d.Name, d.WindowSeconds)
 	if probs.err() == nil {
 		probs.add(spaceProblem("name", out.Name)) // on writes only, see spaceProblem
@@ -109,7 +110,13 @@ func identity(probs *problems, axis, entityType, name string, window int) string
 
 // EntityTypesOn returns the entity types an axis takes, or nil for an
 // unknown axis (for completion: --axis target --entity-type <TAB>).
-func EntityTypesOn(axis string) []string { return entityTypesOn(axis) }
+//
+// It leaves out descriptor: a descriptor definition's name is a canonical
+// path (ratelimit.DescriptorName) better written by apply or rlctl import
+// envoy-ratelimit than typed as a flag.
+func EntityTypesOn(axis string) []string {
+	return slices.DeleteFunc(entityTypesOn(axis), func(t string) bool { return t == ratelimit.EntityDescriptor })
+}
 
 // entityTypesOn returns the entity types an axis takes, or nil for an unknown
 // axis.
@@ -119,7 +126,7 @@ func entityTypesOn(axis string) []string {
 		return []string{ratelimit.EntityGroup}
 	case ratelimit.AxisTarget:
 		return []string{ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent, ratelimit.EntityMCPTool,
-			ratelimit.EntityA2ASkill, ratelimit.EntityServerGroup}
+			ratelimit.EntityA2ASkill, ratelimit.EntityServerGroup, ratelimit.EntityDescriptor}
 	}
 	return nil
 }
@@ -193,9 +200,17 @@ func checkLimits(probs *problems, d ratelimit.Definition, f Floors) {
 		const useMax = "not allowed on the target axis; use max_requests"
 		probs.add(misplaced("user_max_requests", d.UserMaxRequests, useMax))
 		probs.add(misplaced("agent_max_requests", d.AgentMaxRequests, useMax))
-		if d.MaxRequests == nil {
+		switch {
+		case d.MaxRequests == nil && d.EntityType == ratelimit.EntityDescriptor && !d.Unlimited:
+			probs.add(fieldError("max_requests", "required on the target axis unless unlimited is true"))
+		case d.MaxRequests == nil && d.EntityType != ratelimit.EntityDescriptor:
 			probs.add(fieldError("max_requests", "required on the target axis"))
-		} else {
+		case d.MaxRequests != nil && *d.MaxRequests == 0 && d.EntityType == ratelimit.EntityDescriptor:
+			// Envoy's requests_per_unit: 0 refuses every request.
+			if d.AlgorithmOrDefault() != ratelimit.AlgorithmFixedWindow {
+				probs.add(fieldError("max_requests", "0 (refuse every request) is allowed only with algorithm fixed_window (got %q)", d.Algorithm))
+			}
+		case d.MaxRequests != nil:
 			probs.add(check("max_requests", *d.MaxRequests, limitRule))
 		}
 	case ratelimit.AxisQuarantine:
@@ -205,6 +220,7 @@ func checkLimits(probs *problems, d ratelimit.Definition, f Floors) {
 		probs.add(misplaced("agent_max_requests", d.AgentMaxRequests, noRate))
 	}
 	checkAlgorithm(probs, d)
+	checkDescriptor(probs, d)
 }
 
 // checkAlgorithm checks the algorithm and the bursts: a known algorithm

@@ -63,7 +63,7 @@ func TestTargetName(t *testing.T) {
 
 		{
 			name: "unknown entity type", kind: "mcp", in: "mcpgw",
-			field: "entity_type", message: `entity_type: must be one of group, mcp_server, a2a_agent, mcp_tool, a2a_skill, server_group (got "mcp")`,
+			field: "entity_type", message: `entity_type: must be one of group, mcp_server, a2a_agent, mcp_tool, a2a_skill, server_group, descriptor (got "mcp")`,
 		},
 		{
 			name: "server empty", kind: ratelimit.EntityMCPServer, in: "",

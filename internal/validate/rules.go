@@ -19,7 +19,7 @@ const (
 		ratelimit.AxisCallerTarget + " " + ratelimit.AxisQuarantine
 	entityTypeRule = "oneof=" + ratelimit.EntityGroup + " " + ratelimit.EntityMCPServer + " " +
 		ratelimit.EntityA2AAgent + " " + ratelimit.EntityMCPTool + " " + ratelimit.EntityA2ASkill + " " +
-		ratelimit.EntityServerGroup
+		ratelimit.EntityServerGroup + " " + ratelimit.EntityDescriptor
 	windowRule = "between=1 86400" // one second up to a full day
 	// limitRule caps limits at a billion so a counter can never overflow and
 	// a typo of several extra zeros is caught.

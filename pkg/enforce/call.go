@@ -44,6 +44,13 @@ type Call struct {
 	// quarantine denies it, and definitions with per: team count one
 	// bucket per team. Empty: no team.
 	Team string `json:"team"`
+	// Descriptors are an Envoy rate-limit request's domain and
+	// descriptors (descriptor.go, docs/envoy.md): each descriptor adds the
+	// gates of the domain's descriptor definition it matches. A call with
+	// them is decided even without a target or an identity (its caller's
+	// quarantine and caller limits still apply when it has one). Not part
+	// of POST /api/check's body; a pointer, so that Call stays comparable.
+	Descriptors *DescriptorRequest `json:"-"`
 }
 
 // MaxCost bounds what one call may take from a gate: a cost near the range
@@ -167,6 +174,9 @@ type Gate struct {
 	// RetryAfter, on a gate that had no room, is how long until it has
 	// room for the call (exact, not rounded; 0 when it had room).
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
+	// Descriptor is, for a gate of a call's descriptor, its index in
+	// Call.Descriptors plus one; 0 for every other gate.
+	Descriptor int `json:"-"`
 
 	// MatchedBy says why a caller or caller_target definition applied to
 	// the call: the membership that put the caller in its group (user:alice,

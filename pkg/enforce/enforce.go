@@ -234,7 +234,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	// principal's bucket").
 	ip := clientAddr(c.ClientIP)
 	anonymous := c.Username == "" && c.ClientID == ""
-	if c.TargetType == "" || (anonymous && !ip.IsValid()) {
+	if c.Descriptors == nil && (c.TargetType == "" || (anonymous && !ip.IsValid())) {
 		e.metrics.checks.WithLabelValues("skipped").Inc()
 		return allowedNoGates, nil
 	}
@@ -302,7 +302,10 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if anonymous && inNetwork {
 		netGroups = &network
 	}
-	who := callerDims{caller: callerType + ":" + identity, agent: callerType == "agent", userKey: userKey, clientKey: clientKey, teamKey: teamKey}
+	who := callerDims{agent: callerType == "agent", userKey: userKey, clientKey: clientKey, teamKey: teamKey}
+	if identity != "" { // none: a descriptor call without one
+		who.caller = callerType + ":" + identity
+	}
 	if ip.IsValid() {
 		who.ip = CallerIP + ":" + clientip.Key(ip, e.opts.IPv6Prefix)
 	}
@@ -313,6 +316,11 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		who.networkKey = ratelimit.MembershipID(ratelimit.SubjectNetwork, netPrefix.String())
 	}
 	gates := e.buildGates(snap, c, who, netGroups, targetName, admin, now)
+	if !admin {
+		// Administrators are never limited by descriptors either: an
+		// Envoy request carries no target to protect but its descriptors.
+		gates = append(gates, descriptorGates(snap, c.Descriptors, now)...)
+	}
 	if len(gates) == 0 {
 		e.metrics.checks.WithLabelValues("allowed").Inc()
 		return allowedNoGates, nil
@@ -382,7 +390,7 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *m
 	var gates []Gate
 	caller := who.caller
 	target := c.TargetType + ":" + targetName
-	if !admin {
+	if !admin && who.caller != "" { // no caller: a descriptor call without an identity
 		groups := callerGroups(snap, who.userKey, who.clientKey, who.teamKey)
 		if network != nil {
 			groups = appendVia(groups, network.groups, who.networkKey)
@@ -400,6 +408,9 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *m
 			}
 			if limit == nil {
 				return // this definition does not gate this caller type
+			}
+			if d.Axis == ratelimit.AxisCallerTarget && c.TargetType == "" {
+				return // a descriptor call without a target
 			}
 			on := ""
 			if d.Axis == ratelimit.AxisCallerTarget {

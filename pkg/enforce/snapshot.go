@@ -30,6 +30,9 @@ type snapshot struct {
 	everyoneDefs []ratelimit.Definition
 	// serverGroups: member server name -> enabled server_group definitions.
 	serverGroups map[string][]ratelimit.Definition
+	// descriptors: domain -> the tree of its enabled descriptor
+	// definitions (descriptor.go).
+	descriptors map[string]*descNode
 
 	// members: "<subject_type>:<subject>" -> membership, networks apart.
 	members memberIndex
@@ -159,6 +162,7 @@ func (s *snapshot) indexDefinitions() {
 	s.targetDefs = map[string][]ratelimit.Definition{}
 	s.serverGroups = map[string][]ratelimit.Definition{}
 	s.everyoneDefs = nil
+	s.descriptors = map[string]*descNode{}
 	s.callersOn, s.targetsOn = false, false
 	for _, id := range slices.Sorted(maps.Keys(s.defs)) {
 		d := s.defs[id]
@@ -173,6 +177,8 @@ func (s *snapshot) indexDefinitions() {
 			if d.Everyone {
 				s.everyoneDefs = append(s.everyoneDefs, d)
 			}
+		case d.EntityType == ratelimit.EntityDescriptor:
+			addDescriptor(s.descriptors, d)
 		case d.EntityType == ratelimit.EntityServerGroup:
 			for _, m := range d.Members {
 				s.serverGroups[m] = append(s.serverGroups[m], d)

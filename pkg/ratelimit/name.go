@@ -55,6 +55,8 @@ func NameNormalizer(entityType string) Normalizer {
 		return leafName(ServerName, "<server>:<tool>", "tool")
 	case EntityA2ASkill:
 		return leafName(AgentPath, "<agent>:<skill>", "skill")
+	case EntityDescriptor:
+		return DescriptorNameNormalizer
 	}
 	return nil
 }

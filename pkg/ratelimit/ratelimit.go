@@ -169,6 +169,10 @@ type Definition struct {
 	Mode        string `json:"mode,omitempty" yaml:"mode,omitempty"`
 	Description string `json:"description,omitempty" yaml:"description,omitempty"`
 
+	// DescriptorFields are Envoy descriptor definitions' own fields
+	// (descriptor.go); zero on every other definition.
+	DescriptorFields `yaml:",inline"`
+
 	// Read-only fields, set by the server. They are accepted on input (so
 	// a definition read with GET can be sent back with PUT) and ignored.
 	Version   int64      `json:"version,omitempty" yaml:"version,omitempty"`
@@ -179,7 +183,11 @@ type Definition struct {
 
 // Key returns the definition's identifier built from its body.
 func (d Definition) Key() string {
-	return DefinitionID(d.Axis, d.EntityType, d.Name, d.WindowSeconds)
+	name := d.Name
+	if name == "" && d.EntityType == EntityDescriptor && d.Domain != "" {
+		name = DescriptorName(d.Domain, d.Descriptor) // given in structured form
+	}
+	return DefinitionID(d.Axis, d.EntityType, name, d.WindowSeconds)
 }
 
 // AlgorithmOrDefault is the definition's algorithm, fixed_window when it

@@ -11,6 +11,9 @@ import (
 // "user=60 agent=30" for groups, "-" for the quarantine sentinels. The
 // definition commands and the dashboard both show it.
 func LimitText(d ratelimit.Definition) string {
+	if d.Unlimited {
+		return "unlimited" // a descriptor definition that never limits
+	}
 	var parts []string
 	if d.MaxRequests != nil {
 		parts = append(parts, strconv.Itoa(*d.MaxRequests))

@@ -27,6 +27,12 @@ type ExportOptions struct {
 	// IncludeQuarantine keeps the quarantine groups and their metadata in
 	// the memberships; by default export leaves quarantine out.
 	IncludeQuarantine bool
+	// Format is rlctl (the apply document, the default) or
+	// envoy-ratelimit (the descriptor definitions in the format of
+	// Envoy's ratelimit service).
+	Format string
+	// Domain, with --format envoy-ratelimit, writes that domain only.
+	Domain string
 }
 
 // NewCmdExport builds `rlctl export`. runF replaces the run function in
@@ -50,6 +56,12 @@ definition's derived scope), so the output is stable and 'rlctl apply -f' of it 
 nothing. The format is YAML unless -o json is given (or --file ends in .json); -o name lists
 the objects' names instead.
 
+--format envoy-ratelimit writes the descriptor definitions instead, in the configuration
+format of Envoy's ratelimit service (one YAML document per domain, --domain for one): what
+'rlctl import envoy-ratelimit' reads. Definitions that format cannot hold (disabled ones,
+windows other than a second, minute, hour or day, other algorithms, fail_closed) are left
+out, each named on stderr.
+
 Quarantine is left out: it is incident state, not configuration. Memberships are written
 without the quarantine groups (and without quarantine_reason, quarantined_at and
 quarantine_expires_at); a subject only in quarantine is not written at all. Applying such a
@@ -63,6 +75,7 @@ matters.`,
 		Example: `  rlctl export > state.yaml
   rlctl export -o json --file state.json
   rlctl export --include-quarantine > backup.yaml
+  rlctl export --format envoy-ratelimit --domain edge > config/edge.yaml
   rlctl export | rlctl diff -f -      # always exit 0: the server matches its own export`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -75,12 +88,26 @@ matters.`,
 	cmd.GroupID = "state"
 	cmd.Flags().StringVar(&opts.File, "file", "", "write to this file (replaced atomically) instead of stdout")
 	cmd.Flags().BoolVar(&opts.IncludeQuarantine, "include-quarantine", false, "also write quarantine (the quarantine groups of memberships, with reason and expiry)")
+	cmd.Flags().StringVar(&opts.Format, "format", formatRlctl, "rlctl (the apply document) or envoy-ratelimit (the descriptor definitions in Envoy's ratelimit service format, one YAML document per domain)")
+	cmd.Flags().StringVar(&opts.Domain, "domain", "", "with --format envoy-ratelimit: only this domain (Envoy's service reads one domain per file)")
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{formatRlctl, formatEnvoy}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagFilename("file", "yaml", "yml", "json")
 	return cmd
 }
 
 func exportRun(ctx context.Context, opts *ExportOptions) error {
 	f := opts.Factory
+	switch {
+	case opts.Format == formatEnvoy:
+		if opts.IncludeQuarantine {
+			return cmdutil.FlagErrorf("--include-quarantine: not with --format %s (it holds descriptor definitions only)", formatEnvoy)
+		}
+		return exportEnvoy(ctx, opts)
+	case opts.Format != formatRlctl:
+		return cmdutil.FlagErrorf("--format: must be %s or %s (got %q)", formatRlctl, formatEnvoy, opts.Format)
+	case opts.Domain != "":
+		return cmdutil.FlagErrorf("--domain: only with --format %s", formatEnvoy)
+	}
 	c, err := f.Client()
 	if err != nil {
 		return err

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	"github.com/rlctl/rlctl/internal/api"
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/envoyrls"
+)
+
+// grpcConfig is the Envoy rate-limit service's listener (off unless
+// --grpc-addr is set; docs/envoy.md).
+type grpcConfig struct {
+	addr, trusted, certFile, keyFile, clientCA *string
+	headers                                    *bool
+}
+
+func grpcFlags(fs *flag.FlagSet, getenv func(string) string) grpcConfig {
+	return grpcConfig{
+		addr: fs.String("grpc-addr", getenv("RLAPI_GRPC_ADDR"),
+			"listen address of Envoy's rate-limit service (envoy.service.ratelimit.v3 over gRPC); empty: off (RLAPI_GRPC_ADDR)"),
+		trusted: fs.String("grpc-trusted-clients", getenv("RLAPI_GRPC_TRUSTED_CLIENTS"),
+			"comma-separated CIDRs whose gRPC calls need no token; others send an enforcer token as 'authorization: Bearer <token>' metadata (RLAPI_GRPC_TRUSTED_CLIENTS)"),
+		certFile: fs.String("grpc-tls-cert", getenv("RLAPI_GRPC_TLS_CERT"), "PEM certificate of the gRPC listener; with --grpc-tls-key it serves TLS (RLAPI_GRPC_TLS_CERT)"),
+		keyFile:  fs.String("grpc-tls-key", getenv("RLAPI_GRPC_TLS_KEY"), "PEM private key of --grpc-tls-cert (RLAPI_GRPC_TLS_KEY)"),
+		clientCA: fs.String("grpc-client-ca", getenv("RLAPI_GRPC_CLIENT_CA"),
+			"PEM CA bundle: gRPC clients must present a certificate it signed (mutual TLS; needs --grpc-tls-cert) (RLAPI_GRPC_CLIENT_CA)"),
+		headers: fs.Bool("grpc-headers", envBool(getenv, "RLAPI_GRPC_HEADERS"),
+			"add the rate-limit headers (X-RateLimit-*, RateLimit, RateLimit-Policy, Retry-After) to ShouldRateLimit answers (RLAPI_GRPC_HEADERS)"),
+	}
+}
+
+// check validates the flags before anything starts.
+func (g grpcConfig) check() ([]netip.Prefix, error) {
+	if *g.addr == "" {
+		for name, v := range map[string]string{"--grpc-trusted-clients": *g.trusted, "--grpc-tls-cert": *g.certFile,
+			"--grpc-tls-key": *g.keyFile, "--grpc-client-ca": *g.clientCA} {
+			if v != "" {
+				return nil, fmt.Errorf("%w: %s needs --grpc-addr", errUsage, name)
+			}
+		}
+		return nil, nil
+	}
+	if (*g.certFile == "") != (*g.keyFile == "") {
+		return nil, fmt.Errorf("%w: --grpc-tls-cert and --grpc-tls-key go together", errUsage)
+	}
+	if *g.clientCA != "" && *g.certFile == "" {
+		return nil, fmt.Errorf("%w: --grpc-client-ca needs --grpc-tls-cert and --grpc-tls-key (mutual TLS is TLS)", errUsage)
+	}
+	trusted, err := parsePrefixes(*g.trusted)
+	if err != nil {
+		return nil, fmt.Errorf("--grpc-trusted-clients: %w", err)
+	}
+	return trusted, nil
+}
+
+func (g grpcConfig) credentials() (grpc.ServerOption, error) {
+	if *g.certFile == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(*g.certFile, *g.keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--grpc-tls-cert/--grpc-tls-key: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if *g.clientCA != "" {
+		pem, err := os.ReadFile(*g.clientCA)
+		if err != nil {
+			return nil, fmt.Errorf("--grpc-client-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--grpc-client-ca: %s holds no PEM certificate", *g.clientCA)
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return grpc.Creds(credentials.NewTLS(cfg)), nil
+}
+
+// startGRPC listens and serves the Envoy rate-limit service, the gRPC
+// health service and server reflection until ctx ends; stop waits for it.
+func startGRPC(ctx context.Context, g grpcConfig, trusted []netip.Prefix, enf *enforce.Enforcer, srv *api.Server,
+	registry prometheus.Registerer, log *slog.Logger, stdout io.Writer, shutdown time.Duration) (stop func(), err error) {
+	if *g.addr == "" {
+		return func() {}, nil
+	}
+	creds, err := g.credentials()
+	if err != nil {
+		return nil, err
+	}
+	svc, err := envoyrls.New(envoyrls.Options{
+		Enforcer: enf, Headers: *g.headers, TrustedClients: trusted, Registerer: registry,
+		Authenticate: func(ctx context.Context, tok string, peer netip.Addr) error {
+			return tokenStatus(srv.VerifyDecisionToken(ctx, tok, peer))
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", *g.addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (--grpc-addr): %w", *g.addr, err)
+	}
+	var opts []grpc.ServerOption
+	if creds != nil {
+		opts = append(opts, creds)
+	}
+	gs := grpc.NewServer(opts...)
+	svc.Register(gs)
+	hs := health.NewServer()
+	hs.SetServingStatus("envoy.service.ratelimit.v3.RateLimitService", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(gs, hs)
+	reflection.Register(gs)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := gs.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			log.Error("gRPC listener stopped", "err", err)
+		}
+	}()
+	scheme := "grpc"
+	if creds != nil {
+		scheme = "grpcs"
+	}
+	log.Info("rlapi gRPC listening", "addr", ln.Addr().String(), "tls", creds != nil, "client_ca", *g.clientCA != "")
+	fmt.Fprintf(stdout, "rlapi gRPC listening on %s://%s\n", scheme, ln.Addr())
+	return func() {
+		hs.Shutdown()
+		stopped := make(chan struct{})
+		go func() { gs.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(shutdown):
+			gs.Stop()
+		}
+		<-done
+	}, nil
+}
+
+// tokenStatus words a refused token as gRPC does.
+func tokenStatus(err error) error {
+	var tr *api.TokenRefusal
+	if !errors.As(err, &tr) {
+		return err
+	}
+	code := codes.Unauthenticated
+	switch tr.Status {
+	case http.StatusForbidden:
+		code = codes.PermissionDenied
+	case http.StatusTooManyRequests:
+		code = codes.ResourceExhausted
+	case http.StatusServiceUnavailable:
+		code = codes.Unavailable
+	}
+	return status.Error(code, tr.Detail)
+}

@@ -1,0 +1,172 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rlctl/rlctl/internal/cli/cmdutil"
+	"github.com/rlctl/rlctl/internal/envoyconf"
+	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/client"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// ImportOptions are the inputs of import envoy-ratelimit.
+type ImportOptions struct {
+	Factory *cmdutil.Factory
+	Path    string
+	// Apply applies the definitions instead of writing the document.
+	Apply bool
+	// File, when set, receives the document instead of stdout.
+	File string
+}
+
+// NewCmdImport builds `rlctl import`, the migrations from other rate-limit
+// services' configuration.
+func NewCmdImport(f *cmdutil.Factory, runF func(*ImportOptions) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "import <format> PATH",
+		Short: "Turn another rate-limit service's configuration into definitions",
+		Args:  cmdutil.NoArgs,
+	}
+	cmd.GroupID = "state"
+	opts := &ImportOptions{Factory: f}
+	envoy := &cobra.Command{
+		Use:   "envoy-ratelimit PATH [--apply] [--file FILE]",
+		Short: "Import the configuration of Envoy's ratelimit service",
+		Long: `Read a file, or a directory of files (*.yaml and *.yml, in name order, not recursively), in
+the configuration format of Envoy's reference rate-limit service (github.com/envoyproxy/ratelimit)
+and write the descriptor definitions it amounts to as an apply document (rlctl apply -f reads
+it), or apply them with --apply.
+
+Every field of that format is read: domain, descriptors (key, value, rate_limit with unit,
+requests_per_unit, unlimited, name and replaces, nested descriptors), shadow_mode,
+detailed_metric, value_to_metric and share_threshold. Each descriptor with a rate_limit (and
+each leaf without one, which Envoy's service leaves unlimited) becomes one definition of
+entity type descriptor, named <domain>/<key>[=<value>]... (docs/envoy.md).
+
+A file that is not valid YAML, has an unknown field, a duplicate key, a field of the wrong
+type or a field rlctl does not support (quota_mode, metadata) exits 2 naming the file, line
+and field, and nothing is written or applied. --apply sends one apply (definitions only,
+nothing pruned): the server refuses it whole or applies it whole.`,
+		Example: `  rlctl import envoy-ratelimit /etc/ratelimit/config > envoy.yaml && rlctl diff -f envoy.yaml
+  rlctl import envoy-ratelimit config.yaml --apply`,
+		Args: cmdutil.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Path = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return importRun(cmd.Context(), opts)
+		},
+	}
+	envoy.Flags().BoolVar(&opts.Apply, "apply", false, "apply the definitions instead of writing the document")
+	envoy.Flags().StringVar(&opts.File, "file", "", "write the document to this file (replaced atomically) instead of stdout")
+	_ = envoy.MarkFlagFilename("file", "yaml", "yml")
+	cmd.AddCommand(envoy)
+	return cmd
+}
+
+// ReadEnvoy reads the Envoy configuration at path (a file or a directory)
+// into definitions, validated as the server validates them; problems name
+// file, line and field.
+func ReadEnvoy(path string) ([]ratelimit.Definition, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	files := []string{path}
+	if info.IsDir() {
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return nil, err
+		}
+		files = files[:0]
+		for _, e := range entries {
+			if ext := strings.ToLower(filepath.Ext(e.Name())); !e.IsDir() && (ext == ".yaml" || ext == ".yml") {
+				files = append(files, filepath.Join(path, e.Name()))
+			}
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("%s: no *.yaml or *.yml files", path)
+		}
+	}
+	var probs []string
+	var defs []ratelimit.Definition
+	where := map[string]string{}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			probs = append(probs, err.Error())
+			continue
+		}
+		got, err := envoyconf.Parse(file, data)
+		var es envoyconf.Errors
+		if errors.As(err, &es) {
+			for _, e := range es {
+				probs = append(probs, e.Error())
+			}
+			continue
+		}
+		for _, d := range got {
+			n, err := validate.Definition(d, validate.Floors{})
+			if err != nil {
+				probs = append(probs, fmt.Sprintf("%s: descriptor %s: %v", file, d.Name, err))
+				continue
+			}
+			if prev, dup := where[n.Key()]; dup {
+				probs = append(probs, fmt.Sprintf("%s: descriptor %s of domain %s is also in %s", file, n.Name, n.Domain, prev))
+				continue
+			}
+			where[n.Key()] = file
+			defs = append(defs, n)
+		}
+	}
+	if len(probs) > 0 {
+		return nil, &LoadError{Problems: probs}
+	}
+	slices.SortFunc(defs, func(a, b ratelimit.Definition) int { return strings.Compare(a.Key(), b.Key()) })
+	return defs, nil
+}
+
+func importRun(ctx context.Context, opts *ImportOptions) error {
+	f := opts.Factory
+	defs, err := ReadEnvoy(opts.Path)
+	if err != nil {
+		return &cmdutil.FlagError{Err: err}
+	}
+	doc := NewDocument(defs, nil, nil)
+	doc.Memberships, doc.Admins = nil, nil
+	if !opts.Apply {
+		var b bytes.Buffer
+		if err := doc.WriteYAML(&b); err != nil {
+			return err
+		}
+		if opts.File == "" {
+			_, err := f.IOStreams.Out.Write(b.Bytes())
+			return err
+		}
+		if err := writeFileAtomic(opts.File, b.Bytes()); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		fmt.Fprintf(f.IOStreams.ErrOut, "wrote %s to %s\n", plural(len(doc.Definitions), "definition"), opts.File)
+		return nil
+	}
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	res, err := c.Apply(ctx, client.State{Definitions: doc.Definitions}, client.ApplyOptions{})
+	if err != nil {
+		return err
+	}
+	return printResult(f, res)
+}

@@ -1,0 +1,110 @@
+package state_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rlctl/rlctl/internal/cli/clitest"
+	"github.com/rlctl/rlctl/pkg/client"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+const envoyConfig = `domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit:
+      unit: second
+      requests_per_unit: 10
+  - key: path
+    value: /files/*
+    share_threshold: true
+    rate_limit:
+      name: files
+      unit: hour
+      requests_per_unit: 100
+  - key: tenant
+    value: acme
+    descriptors:
+      - key: user
+        shadow_mode: true
+        detailed_metric: true
+        rate_limit:
+          replaces:
+            - name: files
+          unit: minute
+          requests_per_unit: 60
+      - key: internal
+`
+
+// TestImportEnvoyWritesApplyAndExportsBack: the document import writes is
+// what --apply applies; export --format envoy-ratelimit writes it back, and
+// importing that export gives the same document.
+func TestImportEnvoyWritesApplyAndExportsBack(t *testing.T) {
+	t.Parallel()
+	r := clitest.Start(t)
+	dir := t.TempDir()
+	path := writeFile(t, dir, "edge.yaml", envoyConfig)
+	doc := r.Must("import", "envoy-ratelimit", path)
+	for _, want := range []string{"name: edge/remote_address", "name: edge/path=%2Ffiles%2F*", "share_threshold: true",
+		"limit_name: files", "name: edge/tenant=acme/user", "mode: shadow", "replaces:", "name: edge/tenant=acme/internal", "unlimited: true"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("import wrote no %q:\n%s", want, doc)
+		}
+	}
+	if strings.Contains(doc, "memberships") || strings.Contains(doc, "admins") {
+		t.Errorf("import wrote sections besides definitions (an apply --prune of it would empty them):\n%s", doc)
+	}
+	out := r.Must("import", "envoy-ratelimit", dir, "--apply")
+	if !strings.Contains(out, "created 4") {
+		t.Errorf("import --apply said %q, want 4 created", out)
+	}
+	defs, err := r.Client().ListAllDefinitions(t.Context(), client.DefinitionFilter{EntityType: ratelimit.EntityDescriptor})
+	if err != nil || len(defs) != 4 {
+		t.Fatalf("after --apply: %d descriptor definitions (%v), want 4", len(defs), err)
+	}
+	// The applied document diffs as unchanged.
+	docFile := writeFile(t, dir+"-doc", "doc.yaml", doc)
+	r.Expect(0, "diff", "-f", docFile)
+
+	exported := r.Must("export", "--format", "envoy-ratelimit")
+	again := writeFile(t, t.TempDir(), "exported.yaml", exported)
+	if doc2 := r.Must("import", "envoy-ratelimit", again); doc2 != doc {
+		t.Errorf("import of the export differs:\n%s\nexported:\n%s\nfirst import:\n%s", doc2, exported, doc)
+	}
+}
+
+// TestImportEnvoyBadFiles: each exits 2 naming file, line and field, and
+// nothing is applied.
+func TestImportEnvoyBadFiles(t *testing.T) {
+	t.Parallel()
+	r := clitest.Start(t)
+	tests := []struct {
+		name, config string
+		want         []string
+	}{
+		{"malformed YAML", "domain: edge\ndescriptors:\n  - key: a\n   value: b\n", []string{":2:", "not valid YAML"}},
+		{"unknown field", "domain: edge\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      request_per_unit: 5\n", []string{":6:", "descriptors[0].rate_limit.request_per_unit", "unknown field"}},
+		{"duplicate key", "domain: edge\ndescriptors:\n  - key: a\n    key: b\n", []string{":4:", "descriptors[0].key", "duplicate key"}},
+		{"unsupported field", "domain: edge\ndescriptors:\n  - key: a\n    quota_mode: true\n", []string{":4:", "descriptors[0].quota_mode", "not supported"}},
+		{"bad unit", "domain: edge\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: fortnight\n      requests_per_unit: 5\n", []string{":5:", "descriptors[0].rate_limit.unit", "fortnight"}},
+		{"no domain", "descriptors:\n  - key: a\n", []string{":1:", "domain", "required"}},
+		{"duplicate descriptor", "domain: edge\ndescriptors:\n  - key: a\n  - key: a\n", []string{":4:", "descriptors[1]", "duplicate descriptor"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "a-good.yaml", "domain: good\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n")
+			bad := writeFile(t, dir, "b-bad.yaml", tt.config)
+			res := r.Expect(2, "import", "envoy-ratelimit", dir, "--apply")
+			for _, w := range append([]string{bad}, tt.want...) {
+				if !strings.Contains(res.ErrOut, w) {
+					t.Errorf("stderr %q names no %q", res.ErrOut, w)
+				}
+			}
+		})
+	}
+	defs, err := r.Client().ListAllDefinitions(t.Context(), client.DefinitionFilter{EntityType: ratelimit.EntityDescriptor})
+	if err != nil || len(defs) != 0 {
+		t.Errorf("after refused imports: %d descriptor definitions (%v), want none", len(defs), err)
+	}
+}

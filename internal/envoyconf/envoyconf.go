@@ -1,0 +1,347 @@
+// Package envoyconf reads and writes the configuration format of Envoy's
+// reference rate-limit service (github.com/envoyproxy/ratelimit, README
+// "Configuration"): one YAML document per domain, nested descriptor lists
+// with optional rate limits. Parse turns a file into descriptor
+// definitions (`rlctl import envoy-ratelimit`), Render turns descriptor
+// definitions back into that format (`rlctl export --format
+// envoy-ratelimit`). docs/envoy.md describes the mapping.
+package envoyconf
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// Error is a problem at one place of one file: Error() reads
+// "<file>:<line>: <field>: <message>".
+type Error struct {
+	File    string
+	Line    int
+	Field   string // the path of the field, e.g. descriptors[0].rate_limit.unit
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Message)
+	}
+	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Field, e.Message)
+}
+
+// Errors are every problem found in one parse.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+type parser struct {
+	file string
+	errs Errors
+}
+
+func (p *parser) fail(n *yaml.Node, field, format string, args ...any) {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// unsupported are documented fields rlctl cannot honour, and why.
+var unsupported = map[string]string{
+	"quota_mode": "quota mode is not supported: rlctl limits enforce (or shadow), they do not only report quota",
+	"metadata":   "descriptor metadata (dynamic metadata in answers) is not supported",
+}
+
+// fields reads a mapping, refusing what is not one, duplicate keys and
+// keys not in known; it returns the values by key.
+func (p *parser) fields(n *yaml.Node, path string, known ...string) map[string]*yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		p.fail(n, path, "must be a mapping (got %s)", kindName(n))
+		return nil
+	}
+	out := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		field := join(path, k.Value)
+		if _, dup := out[k.Value]; dup {
+			p.fail(k, field, "duplicate key %q (first at line %d)", k.Value, lineOfKey(n, k.Value))
+			continue
+		}
+		if why, ok := unsupported[k.Value]; ok {
+			p.fail(k, field, "%s", why)
+			out[k.Value] = v
+			continue
+		}
+		if !slices.Contains(known, k.Value) {
+			p.fail(k, field, "unknown field %q (known: %s)", k.Value, strings.Join(known, ", "))
+			out[k.Value] = v
+			continue
+		}
+		out[k.Value] = v
+	}
+	return out
+}
+
+func lineOfKey(n *yaml.Node, key string) int {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i].Line
+		}
+	}
+	return 0
+}
+
+func join(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "nothing"
+}
+
+func (p *parser) str(n *yaml.Node, field string) (string, bool) {
+	if n == nil {
+		return "", false
+	}
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		p.fail(n, field, "must be a string (got %s)", kindName(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+func (p *parser) boolean(n *yaml.Node, field string) bool {
+	if n == nil {
+		return false
+	}
+	var b bool
+	if n.Kind != yaml.ScalarNode || n.Decode(&b) != nil {
+		p.fail(n, field, "must be true or false (got %s)", kindName(n))
+	}
+	return b
+}
+
+func (p *parser) seq(n *yaml.Node, field string) []*yaml.Node {
+	if n == nil || (n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.fail(n, field, "must be a list (got %s)", kindName(n))
+		return nil
+	}
+	return n.Content
+}
+
+// inherited are a node's flags its nested descriptors take when they set
+// a limit: share_threshold (Envoy tracks it on the wildcard entry it is
+// set on).
+type inherited struct {
+	share bool
+}
+
+// Parse reads one file of Envoy's format (one or more YAML documents, each
+// a domain) into descriptor definitions, in file order. Every problem (bad
+// YAML, unknown or unsupported fields, duplicate keys, wrong types,
+// duplicate descriptors) is returned as Errors naming the file, line and
+// field.
+func Parse(file string, data []byte) ([]ratelimit.Definition, error) {
+	p := &parser{file: file}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var defs []ratelimit.Definition
+	for doc := 0; ; doc++ {
+		var root yaml.Node
+		err := dec.Decode(&root)
+		if err != nil {
+			if err.Error() == "EOF" {
+				break
+			}
+			line := 0
+			if i := strings.Index(err.Error(), "line "); i >= 0 {
+				line, _ = strconv.Atoi(strings.TrimRight(strings.Fields(err.Error()[i+5:])[0], ":"))
+			}
+			p.errs = append(p.errs, &Error{File: file, Line: line, Message: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")})
+			break
+		}
+		if len(root.Content) == 0 {
+			continue
+		}
+		defs = append(defs, p.domain(root.Content[0])...)
+	}
+	if len(p.errs) > 0 {
+		return nil, p.errs
+	}
+	return defs, nil
+}
+
+func (p *parser) domain(n *yaml.Node) []ratelimit.Definition {
+	f := p.fields(n, "", "domain", "descriptors")
+	if f == nil {
+		return nil
+	}
+	domain, ok := p.str(f["domain"], "domain")
+	switch {
+	case f["domain"] == nil:
+		p.fail(n, "domain", "required: the domain the descriptors belong to")
+		return nil
+	case !ok:
+		return nil
+	case domain == "":
+		p.fail(f["domain"], "domain", "must not be empty")
+		return nil
+	}
+	var defs []ratelimit.Definition
+	p.list(f["descriptors"], "descriptors", domain, nil, inherited{}, &defs)
+	return defs
+}
+
+// list reads a descriptor list below path (the entries above it).
+func (p *parser) list(n *yaml.Node, field, domain string, above []ratelimit.DescriptorEntry, inh inherited, defs *[]ratelimit.Definition) {
+	seen := map[ratelimit.DescriptorEntry]int{}
+	for i, item := range p.seq(n, field) {
+		path := fmt.Sprintf("%s[%d]", field, i)
+		f := p.fields(item, path, "key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
+			"value_to_metric", "share_threshold", "quota_mode", "metadata")
+		if f == nil {
+			continue
+		}
+		key, ok := p.str(f["key"], join(path, "key"))
+		if f["key"] == nil || (ok && key == "") {
+			p.fail(item, join(path, "key"), "required: every descriptor has a key")
+			continue
+		}
+		if !ok {
+			continue
+		}
+		value := ""
+		if f["value"] != nil {
+			if value, ok = p.str(f["value"], join(path, "value")); !ok {
+				continue
+			}
+		}
+		e := ratelimit.DescriptorEntry{Key: key, Value: value}
+		if line, dup := seen[e]; dup {
+			p.fail(item, path, "duplicate descriptor %s (first at line %d): Envoy's service refuses it too", e, line)
+			continue
+		}
+		seen[e] = item.Line
+		entries := append(slices.Clone(above), e)
+		share := p.boolean(f["share_threshold"], join(path, "share_threshold"))
+		if share && !strings.Contains(value, "*") {
+			p.fail(f["share_threshold"], join(path, "share_threshold"), "needs a wildcard value (ending in '*') on this descriptor (value is %q)", value)
+		}
+		shadow := p.boolean(f["shadow_mode"], join(path, "shadow_mode"))
+		detailed := p.boolean(f["detailed_metric"], join(path, "detailed_metric"))
+		valueMetric := p.boolean(f["value_to_metric"], join(path, "value_to_metric"))
+		children := p.seq(f["descriptors"], join(path, "descriptors"))
+		rl := f["rate_limit"]
+		if rl != nil || len(children) == 0 {
+			d := ratelimit.Definition{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityDescriptor, Enabled: true, WindowSeconds: 1}
+			d.Domain, d.Descriptor = domain, entries
+			d.Name = ratelimit.DescriptorName(domain, entries)
+			d.ShareThreshold = share || inh.share
+			d.DetailedMetric, d.ValueToMetric = detailed, valueMetric
+			if shadow {
+				d.Mode = ratelimit.ModeShadow
+			}
+			if rl == nil {
+				d.Unlimited = true // a leaf without rate_limit: whitelisted
+			} else {
+				p.rateLimit(rl, join(path, "rate_limit"), &d)
+			}
+			if d.ShareThreshold && !slices.ContainsFunc(entries, func(e ratelimit.DescriptorEntry) bool { return strings.Contains(e.Value, "*") }) {
+				d.ShareThreshold = false
+			}
+			*defs = append(*defs, d)
+		}
+		p.list(f["descriptors"], join(path, "descriptors"), domain, entries, inherited{share: share || inh.share}, defs)
+	}
+}
+
+func (p *parser) rateLimit(n *yaml.Node, path string, d *ratelimit.Definition) {
+	f := p.fields(n, path, "unit", "requests_per_unit", "unlimited", "name", "replaces")
+	if f == nil {
+		return
+	}
+	d.Unlimited = p.boolean(f["unlimited"], join(path, "unlimited"))
+	if name, ok := p.str(f["name"], join(path, "name")); ok {
+		d.LimitName = name
+	}
+	for i, r := range p.seq(f["replaces"], join(path, "replaces")) {
+		rp := fmt.Sprintf("%s[%d]", join(path, "replaces"), i)
+		rf := p.fields(r, rp, "name")
+		if rf == nil {
+			continue
+		}
+		name, ok := p.str(rf["name"], join(rp, "name"))
+		if rf["name"] == nil || (ok && name == "") {
+			p.fail(r, join(rp, "name"), "required: the name of the rate limit this one replaces")
+			continue
+		}
+		if ok {
+			d.Replaces = append(d.Replaces, name)
+		}
+	}
+	unitNode := f["unit"]
+	if unitNode != nil {
+		if unit, ok := p.str(unitNode, join(path, "unit")); ok {
+			w, known := ratelimit.DescriptorUnitSeconds(unit)
+			if !known {
+				p.fail(unitNode, join(path, "unit"), "must be one of %s (got %q)", strings.Join(ratelimit.DescriptorUnitNames(), ", "), unit)
+			} else {
+				d.WindowSeconds = w
+			}
+		}
+	}
+	if d.Unlimited {
+		if rpu := f["requests_per_unit"]; rpu != nil {
+			p.fail(rpu, join(path, "requests_per_unit"), "not allowed with unlimited: true")
+		}
+		d.WindowSeconds = 1
+		return
+	}
+	if unitNode == nil {
+		p.fail(n, join(path, "unit"), "required: second, minute, hour or day")
+	}
+	rpu := f["requests_per_unit"]
+	if rpu == nil {
+		p.fail(n, join(path, "requests_per_unit"), "required: the requests admitted per unit")
+		return
+	}
+	var v uint64
+	if rpu.Kind != yaml.ScalarNode || rpu.Decode(&v) != nil {
+		p.fail(rpu, join(path, "requests_per_unit"), "must be a whole number >= 0 (got %s)", kindName(rpu))
+		return
+	}
+	if v > 1_000_000_000 {
+		p.fail(rpu, join(path, "requests_per_unit"), "must be at most 1000000000 (got %d)", v)
+		return
+	}
+	n32 := int(v)
+	d.MaxRequests = &n32
+}

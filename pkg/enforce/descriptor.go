@@ -1,0 +1,308 @@
+package enforce
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// Descriptors: Envoy's rate-limit descriptors as gates (docs/envoy.md).
+// A call may carry a domain and descriptors (Call.Descriptors); each descriptor selects at most one node of the
+// domain's descriptor definitions, as Envoy's ratelimit service does, and
+// the definitions of that node (one per window) become gates of the call,
+// taken with its other gates all or nothing. The protocol adapter
+// (pkg/envoyrls) builds the Call and renders the Decision; the matching
+// lives here so that every protocol decides alike.
+
+// DescriptorRequest is the domain and descriptors of a call.
+type DescriptorRequest struct {
+	Domain      string
+	Descriptors []Descriptor
+}
+
+// Descriptor is one descriptor of a call: its entries, outermost first, and
+// an optional limit override.
+type Descriptor struct {
+	Entries []ratelimit.DescriptorEntry
+	// Limit, when set, replaces what the descriptor's definitions say
+	// (Envoy's per-descriptor limit override): one fixed-window gate of
+	// RequestsPerUnit per WindowSeconds, keyed by the request's
+	// descriptor. It applies in a domain that has descriptor definitions,
+	// matching or not, and never in an unknown one (as Envoy's service).
+	Limit *DescriptorLimit
+}
+
+// DescriptorLimit is a per-request limit override.
+type DescriptorLimit struct {
+	RequestsPerUnit int64
+	WindowSeconds   int
+}
+
+// DescriptorMatch is what a descriptor of a call matched, reported by
+// Enforcer.MatchDescriptors.
+type DescriptorMatch struct {
+	// Known: the domain has descriptor definitions.
+	Known bool
+	// Definitions are the definitions of the node the descriptor matched
+	// (empty: no match, or the node only leads to others).
+	Definitions []ratelimit.Definition
+	// Unlimited: the match is an unlimited definition.
+	Unlimited bool
+	// Replaced: every limit it matched is replaced by another descriptor's
+	// (replaces).
+	Replaced bool
+}
+
+// descNode is one node of a domain's descriptor tree.
+type descNode struct {
+	exact    map[ratelimit.DescriptorEntry]*descNode
+	keyOnly  map[string]*descNode
+	wildcard []descWild
+	defs     []ratelimit.Definition
+}
+
+type descWild struct {
+	key   string
+	parts []string // the value split at '*'
+	node  *descNode
+}
+
+func (n *descNode) leaf() bool {
+	return len(n.exact) == 0 && len(n.keyOnly) == 0 && len(n.wildcard) == 0
+}
+
+// addDescriptor puts d at its path in the domain trees.
+func addDescriptor(trees map[string]*descNode, d ratelimit.Definition) {
+	domain, entries, err := ratelimit.ParseDescriptorName("name", d.Name)
+	if err != nil {
+		return // validated on write: cannot happen
+	}
+	d.Domain, d.Descriptor = domain, entries
+	n := trees[domain]
+	if n == nil {
+		n = &descNode{}
+		trees[domain] = n
+	}
+	for _, e := range entries {
+		var next *descNode
+		switch {
+		case strings.Contains(e.Value, "*"):
+			for _, w := range n.wildcard {
+				if w.key == e.Key && strings.Join(w.parts, "*") == e.Value {
+					next = w.node
+				}
+			}
+			if next == nil {
+				next = &descNode{}
+				n.wildcard = append(n.wildcard, descWild{key: e.Key, parts: strings.Split(e.Value, "*"), node: next})
+				// The most specific pattern first: more literal bytes,
+				// then the pattern's text (the order is stable).
+				slices.SortStableFunc(n.wildcard, func(a, b descWild) int {
+					return cmp.Or(cmp.Compare(literal(b.parts), literal(a.parts)), strings.Compare(a.key, b.key),
+						strings.Compare(strings.Join(a.parts, "*"), strings.Join(b.parts, "*")))
+				})
+			}
+		case e.Value != "":
+			if n.exact == nil {
+				n.exact = map[ratelimit.DescriptorEntry]*descNode{}
+			}
+			if next = n.exact[e]; next == nil {
+				next = &descNode{}
+				n.exact[e] = next
+			}
+		default:
+			if n.keyOnly == nil {
+				n.keyOnly = map[string]*descNode{}
+			}
+			if next = n.keyOnly[e.Key]; next == nil {
+				next = &descNode{}
+				n.keyOnly[e.Key] = next
+			}
+		}
+		n = next
+	}
+	n.defs = append(n.defs, d)
+}
+
+func literal(parts []string) int {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	return n
+}
+
+// globMatch reports whether value matches the pattern split at '*'.
+func globMatch(parts []string, value string) bool {
+	if len(parts) == 1 {
+		return parts[0] == value
+	}
+	if !strings.HasPrefix(value, parts[0]) {
+		return false
+	}
+	value = value[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(value, p)
+		if i < 0 {
+			return false
+		}
+		value = value[i+len(p):]
+	}
+	return strings.HasSuffix(value, last)
+}
+
+// matchDescriptor walks the domain's tree as Envoy's service does: at each
+// entry the exact key and value, else the first wildcard of the key whose
+// pattern matches, else the key alone; the node reached at the last entry
+// is the match when it has definitions. shared holds, per entry matched by
+// a wildcard, its pattern (for share_threshold).
+func matchDescriptor(root *descNode, entries []ratelimit.DescriptorEntry) (node *descNode, shared []string) {
+	n := root
+	for i, e := range entries {
+		next := n.exact[e]
+		if next == nil {
+			for _, w := range n.wildcard {
+				if w.key == e.Key && globMatch(w.parts, e.Value) {
+					next = w.node
+					if shared == nil {
+						shared = make([]string, len(entries))
+					}
+					shared[i] = strings.Join(w.parts, "*")
+					break
+				}
+			}
+		}
+		if next == nil {
+			next = n.keyOnly[e.Key]
+		}
+		if next == nil {
+			return nil, nil
+		}
+		if i == len(entries)-1 {
+			if len(next.defs) == 0 {
+				return nil, nil
+			}
+			return next, shared
+		}
+		if next.leaf() {
+			return nil, nil // the request is deeper than the configuration
+		}
+		n = next
+	}
+	return nil, nil
+}
+
+// descriptorMatches matches each descriptor of c and applies replaces:
+// a limit whose limit_name another matched limit replaces is dropped.
+func descriptorMatches(snap *snapshot, r *DescriptorRequest) ([]DescriptorMatch, [][]string) {
+	if r == nil {
+		return nil, nil
+	}
+	root := snap.descriptors[r.Domain]
+	out := make([]DescriptorMatch, len(r.Descriptors))
+	shared := make([][]string, len(r.Descriptors))
+	if root == nil {
+		return out, shared
+	}
+	replacing := map[string]bool{}
+	for i, desc := range r.Descriptors {
+		out[i].Known = true
+		if desc.Limit != nil || len(desc.Entries) == 0 {
+			continue
+		}
+		n, sh := matchDescriptor(root, desc.Entries)
+		if n == nil {
+			continue
+		}
+		out[i].Definitions, shared[i] = n.defs, sh
+		for _, d := range n.defs {
+			for _, r := range d.Replaces {
+				replacing[r] = true
+			}
+			out[i].Unlimited = out[i].Unlimited || d.Unlimited
+		}
+	}
+	if len(replacing) > 0 {
+		for i := range out {
+			kept := out[i].Definitions[:0:0]
+			for _, d := range out[i].Definitions {
+				if d.LimitName == "" || !replacing[d.LimitName] {
+					kept = append(kept, d)
+				}
+			}
+			if len(kept) == 0 && len(out[i].Definitions) > 0 {
+				out[i].Replaced = true
+			}
+			out[i].Definitions = kept
+		}
+	}
+	return out, shared
+}
+
+// descriptorGates are the gates of c's descriptors.
+func descriptorGates(snap *snapshot, r *DescriptorRequest, now time.Time) []Gate {
+	if r == nil {
+		return nil
+	}
+	matches, shared := descriptorMatches(snap, r)
+	var gates []Gate
+	for i, desc := range r.Descriptors {
+		m := matches[i]
+		if !m.Known {
+			continue
+		}
+		if desc.Limit != nil {
+			w := desc.Limit.WindowSeconds
+			path := ratelimit.DescriptorCounterPath(r.Domain, desc.Entries, nil)
+			id := ratelimit.DefinitionID(ratelimit.AxisTarget, ratelimit.EntityDescriptor, path, w)
+			d := ratelimit.Definition{ID: id, Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityDescriptor, WindowSeconds: w}
+			key := CounterKey{Kind: KindTarget, DefinitionID: id}.String()
+			g := newGate(d, key, desc.Limit.RequestsPerUnit, nil, false, now)
+			g.Descriptor = i + 1
+			gates = append(gates, g)
+			continue
+		}
+		for _, d := range m.Definitions {
+			if d.Unlimited || d.MaxRequests == nil {
+				continue
+			}
+			var sh []string
+			if d.ShareThreshold {
+				sh = shared[i]
+			}
+			path := ratelimit.DescriptorCounterPath(r.Domain, desc.Entries, sh)
+			key := CounterKey{Kind: KindTarget, Algorithm: keyAlgorithm(algorithmOf(d)),
+				DefinitionID: ratelimit.DefinitionID(ratelimit.AxisTarget, ratelimit.EntityDescriptor, path, d.WindowSeconds)}.String()
+			g := newGate(d, key, int64(*d.MaxRequests), d.Burst, d.Mode == ratelimit.ModeShadow, now)
+			g.Descriptor = i + 1
+			gates = append(gates, g)
+		}
+	}
+	return gates
+}
+
+// MatchDescriptors reports, per descriptor of c, what it matches in the
+// current snapshot (for the adapters' answers and metrics: unlimited
+// descriptors, unknown domains). It consumes nothing.
+func (e *Enforcer) MatchDescriptors(r *DescriptorRequest) []DescriptorMatch {
+	snap := e.snap.Load()
+	if r == nil {
+		return nil
+	}
+	if snap == nil {
+		return make([]DescriptorMatch, len(r.Descriptors))
+	}
+	m, _ := descriptorMatches(snap, r)
+	return m
+}
+
+// KnownDomain reports whether the current snapshot has descriptor
+// definitions of domain (enabled ones).
+func (e *Enforcer) KnownDomain(domain string) bool {
+	snap := e.snap.Load()
+	return snap != nil && snap.descriptors[domain] != nil
+}

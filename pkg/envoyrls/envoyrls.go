@@ -1,0 +1,414 @@
+// Package envoyrls serves Envoy's rate-limit protocol,
+// envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit, over an
+// *enforce.Enforcer: Envoy, Istio, Contour, Emissary, Gloo and Envoy
+// Gateway ask it for global rate-limit decisions, decided from the same
+// definitions and counters as every other gateway of rlctl.
+//
+// It is an adapter (docs/design.md): it builds an enforce.Call from the
+// request (the domain and descriptors, the hits_addend as the cost, the
+// identities found in descriptor entries) and renders the Decision as
+// Envoy expects it; descriptor matching is pkg/enforce's. rlapi serves it
+// on --grpc-addr; a Go program registers it on its own grpc.Server:
+//
+//	svc, err := envoyrls.New(envoyrls.Options{Enforcer: enf})
+//	svc.Register(grpcServer)
+//
+// docs/envoy.md has the mapping, Envoy's configuration and the differences
+// from Envoy's own service.
+package envoyrls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// IdentityKeys name the descriptor entries whose values are the call's
+// identities, so that caller, caller_target, target and quarantine
+// definitions apply to Envoy traffic. An empty key maps nothing.
+type IdentityKeys struct {
+	User       string // the user (Call.Username)
+	ClientID   string // the agent's client id (Call.ClientID)
+	ClientIP   string // the client address (Call.ClientIP); Envoy's remote_address action
+	TargetType string // mcp_server or a2a_agent (Call.TargetType)
+	TargetName string // the target's name (Call.TargetName)
+	Tool       string // the MCP tool or A2A skill (Call.Tool)
+}
+
+// DefaultIdentityKeys is the mapping Options takes when it names none.
+func DefaultIdentityKeys() IdentityKeys {
+	return IdentityKeys{User: "user", ClientID: "client_id", ClientIP: "remote_address",
+		TargetType: "target_type", TargetName: "target_name", Tool: "tool"}
+}
+
+// Options configure a Service.
+type Options struct {
+	// Enforcer decides (required).
+	Enforcer *enforce.Enforcer
+	// Identity maps descriptor entries to identities (zero value:
+	// DefaultIdentityKeys; set NoIdentity to map none).
+	Identity   IdentityKeys
+	NoIdentity bool
+	// Headers adds the rate-limit headers (X-RateLimit-*, RateLimit,
+	// RateLimit-Policy, Retry-After: enforce.SetHeaders) to the answer's
+	// response_headers_to_add.
+	Headers bool
+	// Authenticate checks the token of the authorization metadata
+	// ("Bearer <token>" or the token alone); peer is the client's
+	// address. nil: no token is needed. Its error is the answer's: a
+	// *status.Status error as it is, anything else Unauthenticated.
+	Authenticate func(ctx context.Context, token string, peer netip.Addr) error
+	// TrustedClients are the networks whose calls need no token.
+	TrustedClients []netip.Prefix
+	// Registerer receives the metrics (nil: not registered).
+	Registerer prometheus.Registerer
+	// Now is the clock the answers' durations are computed from (the
+	// Enforcer's should be the same); default time.Now.
+	Now func() time.Time
+}
+
+// Service is the RateLimitService. It is safe for concurrent use.
+type Service struct {
+	rlsv3.UnimplementedRateLimitServiceServer
+	opts    Options
+	now     func() time.Time
+	metrics *metrics
+}
+
+// New builds a Service.
+func New(opts Options) (*Service, error) {
+	if opts.Enforcer == nil {
+		return nil, errors.New("envoyrls: Options.Enforcer is required")
+	}
+	if opts.Identity == (IdentityKeys{}) && !opts.NoIdentity {
+		opts.Identity = DefaultIdentityKeys()
+	}
+	if opts.NoIdentity {
+		opts.Identity = IdentityKeys{}
+	}
+	s := &Service{opts: opts, now: opts.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	return s, nil
+}
+
+// Register registers the service on gs.
+func (s *Service) Register(gs grpc.ServiceRegistrar) {
+	rlsv3.RegisterRateLimitServiceServer(gs, s)
+}
+
+// QuarantineHeader marks a quarantined call's answer (its value is the
+// quarantine's scope, caller or target): the only header such an answer
+// carries.
+const QuarantineHeader = "x-rlctl-quarantined"
+
+// Bounds on a request: its descriptors, and each entry's key and value
+// (a descriptor's values are part of its counter's key; a descriptor has at
+// most ratelimit.MaxDescriptorEntries entries).
+const (
+	MaxDescriptors = 64
+	MaxEntryBytes  = 1024
+)
+
+// MaxHitsAddend bounds hits_addend: what one request takes from each of
+// its gates (enforce.MaxCost).
+const MaxHitsAddend = enforce.MaxCost
+
+// ShouldRateLimit decides one request.
+func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	if err := s.authorize(ctx); err != nil {
+		s.metrics.refused.WithLabelValues(status.Code(err).String()).Inc()
+		return nil, err
+	}
+	call, err := s.call(req)
+	if err != nil {
+		s.metrics.refused.WithLabelValues(codes.InvalidArgument.String()).Inc()
+		return nil, err
+	}
+	matches := s.opts.Enforcer.MatchDescriptors(call.Descriptors)
+	dec, _ := s.opts.Enforcer.Check(ctx, call) // a backend failure is decided by the fail policy: follow it
+	now := s.now()
+	resp := render(call, dec, matches, now)
+	if dec.Reason == enforce.ReasonQuarantined {
+		// No rate headers (an access decision, not a rate), but a mark
+		// Envoy's local_reply_config can turn into a 403 (docs/envoy.md).
+		resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, &corev3.HeaderValue{Key: QuarantineHeader, Value: dec.QuarantineScope})
+	}
+	if s.opts.Headers && dec.Reason != enforce.ReasonQuarantined {
+		h := http.Header{}
+		enforce.SetHeaders(h, dec, now)
+		for _, k := range slices.Sorted(func(yield func(string) bool) {
+			for k := range h {
+				if !yield(k) {
+					return
+				}
+			}
+		}) {
+			for _, v := range h[k] {
+				resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, &corev3.HeaderValue{Key: k, Value: v})
+			}
+		}
+	}
+	s.metrics.observe(call.Descriptors, matches, resp)
+	return resp, nil
+}
+
+// authorize lets trusted clients through, then asks for a token when
+// Authenticate is set.
+func (s *Service) authorize(ctx context.Context) error {
+	var addr netip.Addr
+	if p, ok := peer.FromContext(ctx); ok {
+		if tcp, ok := p.Addr.(*net.TCPAddr); ok {
+			addr = tcp.AddrPort().Addr().Unmap()
+		}
+	}
+	for _, n := range s.opts.TrustedClients {
+		if addr.IsValid() && n.Contains(addr) {
+			return nil
+		}
+	}
+	if s.opts.Authenticate == nil {
+		if len(s.opts.TrustedClients) > 0 {
+			return status.Error(codes.PermissionDenied, "this client address is not a trusted client of the rate-limit service")
+		}
+		return nil
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	var tok string
+	if v := md.Get("authorization"); len(v) > 0 {
+		tok = v[0]
+		if t, ok := strings.CutPrefix(tok, "Bearer "); ok {
+			tok = t
+		}
+	}
+	if err := s.opts.Authenticate(ctx, tok, addr); err != nil {
+		if _, ok := status.FromError(err); ok {
+			return err
+		}
+		return status.Error(codes.Unauthenticated, err.Error())
+	}
+	return nil
+}
+
+// call builds the enforce.Call of a request, or an InvalidArgument status
+// naming what is wrong.
+func (s *Service) call(req *rlsv3.RateLimitRequest) (enforce.Call, error) {
+	invalid := func(format string, args ...any) (enforce.Call, error) {
+		return enforce.Call{}, status.Errorf(codes.InvalidArgument, format, args...)
+	}
+	if req.GetDomain() == "" {
+		return invalid("domain: must not be empty (rate limit domain must not be empty)")
+	}
+	if len(req.GetDescriptors()) == 0 {
+		return invalid("descriptors: must not be empty (rate limit descriptor list must not be empty)")
+	}
+	if n := len(req.GetDescriptors()); n > MaxDescriptors {
+		return invalid("descriptors: at most %d per request (got %d)", MaxDescriptors, n)
+	}
+	if req.GetHitsAddend() > MaxHitsAddend {
+		return invalid("hits_addend: must be at most %d (got %d)", MaxHitsAddend, req.GetHitsAddend())
+	}
+	cost := int64(req.GetHitsAddend())
+	if cost == 0 {
+		cost = 1
+	}
+	c := enforce.Call{Cost: cost, Descriptors: &enforce.DescriptorRequest{Domain: req.GetDomain()}}
+	ids := s.opts.Identity
+	idFields := []struct {
+		key string
+		to  *string
+	}{{ids.User, &c.Username}, {ids.ClientID, &c.ClientID}, {ids.ClientIP, &c.ClientIP},
+		{ids.TargetType, &c.TargetType}, {ids.TargetName, &c.TargetName}, {ids.Tool, &c.Tool}}
+	for i, d := range req.GetDescriptors() {
+		if len(d.GetEntries()) == 0 {
+			return invalid("descriptors[%d]: must have at least one entry", i)
+		}
+		if h := d.GetHitsAddend(); h != nil && h.GetValue() != uint64(cost) {
+			return invalid("descriptors[%d].hits_addend: %d differs from the request's %d; every descriptor of a request takes the same cost here (all or nothing)", i, h.GetValue(), cost)
+		}
+		if n := len(d.GetEntries()); n > ratelimit.MaxDescriptorEntries {
+			return invalid("descriptors[%d].entries: at most %d (got %d)", i, ratelimit.MaxDescriptorEntries, n)
+		}
+		desc := enforce.Descriptor{Entries: make([]ratelimit.DescriptorEntry, len(d.GetEntries()))}
+		for j, e := range d.GetEntries() {
+			if e.GetKey() == "" {
+				return invalid("descriptors[%d].entries[%d].key: must not be empty", i, j)
+			}
+			if len(e.GetKey()) > MaxEntryBytes || len(e.GetValue()) > MaxEntryBytes {
+				return invalid("descriptors[%d].entries[%d]: key and value must be at most %d bytes each (got %d and %d): they are part of counter keys", i, j, MaxEntryBytes, len(e.GetKey()), len(e.GetValue()))
+			}
+			desc.Entries[j] = ratelimit.DescriptorEntry{Key: e.GetKey(), Value: e.GetValue()}
+			for _, f := range idFields {
+				if f.key == "" || e.GetKey() != f.key || e.GetValue() == "" {
+					continue
+				}
+				v := e.GetValue()
+				if f.to == &c.ClientIP {
+					a, err := netip.ParseAddr(v)
+					if err != nil {
+						continue // not an address: not an identity (its descriptor still counts)
+					}
+					v = a.Unmap().String()
+				}
+				if *f.to != "" && *f.to != v {
+					return invalid("descriptors[%d].entries[%d]: %s %q differs from %q given by an earlier entry; a request has one of each identity", i, j, f.key, v, *f.to)
+				}
+				*f.to = v
+			}
+		}
+		if l := d.GetLimit(); l != nil {
+			w, ok := unitSeconds(l.GetUnit())
+			if !ok {
+				return invalid("descriptors[%d].limit.unit: %s is not supported; use SECOND, MINUTE, HOUR or DAY", i, l.GetUnit())
+			}
+			if l.GetRequestsPerUnit() == 0 {
+				return invalid("descriptors[%d].limit.requests_per_unit: must be at least 1", i)
+			}
+			desc.Limit = &enforce.DescriptorLimit{RequestsPerUnit: int64(l.GetRequestsPerUnit()), WindowSeconds: w}
+		}
+		c.Descriptors.Descriptors = append(c.Descriptors.Descriptors, desc)
+	}
+	norm, err := c.Normalize()
+	if err != nil {
+		var ce *enforce.CallError
+		if errors.As(err, &ce) {
+			return invalid("descriptor identity entries: %s", strings.ReplaceAll(ce.Error(), "target_type: must be mcp_server, a2a_agent or empty", "target_type: must be mcp_server or a2a_agent"))
+		}
+		return invalid("%v", err)
+	}
+	return norm, nil
+}
+
+func unitSeconds(u typev3.RateLimitUnit) (int, bool) {
+	switch u {
+	case typev3.RateLimitUnit_SECOND:
+		return 1, true
+	case typev3.RateLimitUnit_MINUTE:
+		return 60, true
+	case typev3.RateLimitUnit_HOUR:
+		return 3600, true
+	case typev3.RateLimitUnit_DAY:
+		return 86400, true
+	}
+	return 0, false
+}
+
+func responseUnit(window int) rlsv3.RateLimitResponse_RateLimit_Unit {
+	switch window {
+	case 1:
+		return rlsv3.RateLimitResponse_RateLimit_SECOND
+	case 60:
+		return rlsv3.RateLimitResponse_RateLimit_MINUTE
+	case 3600:
+		return rlsv3.RateLimitResponse_RateLimit_HOUR
+	case 86400:
+		return rlsv3.RateLimitResponse_RateLimit_DAY
+	}
+	return rlsv3.RateLimitResponse_RateLimit_UNKNOWN
+}
+
+// render turns a decision into Envoy's answer: the overall code, and per
+// descriptor its code and the tightest of its gates.
+//
+// A quarantined or fail-closed call is OVER_LIMIT on every descriptor,
+// without limits (quarantine is an access decision, not a rate). Otherwise
+// a descriptor is OVER_LIMIT when one of its enforce gates had no room
+// (the call then took nothing anywhere: all or nothing), and OK with its
+// tightest gate's limit, remaining and reset; an unlimited one is OK with
+// remaining 4294967295 as in Envoy's service, one that matched nothing is
+// OK without a limit.
+func render(c enforce.Call, dec enforce.Decision, matches []enforce.DescriptorMatch, now time.Time) *rlsv3.RateLimitResponse {
+	n := len(c.Descriptors.Descriptors)
+	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, n)}
+	if !dec.Allowed {
+		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+	}
+	if dec.Reason == enforce.ReasonQuarantined || dec.Reason == enforce.ReasonFailClosed {
+		for i := range resp.Statuses {
+			resp.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OVER_LIMIT}
+		}
+		return resp
+	}
+	denied := map[string]bool{}
+	for _, g := range dec.Denied {
+		denied[gateID(g)] = true
+	}
+	for i := range resp.Statuses {
+		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+		resp.Statuses[i] = st
+		var best *enforce.Gate
+		bestDenied := false
+		for j := range dec.Gates {
+			g := &dec.Gates[j]
+			if g.Descriptor != i+1 || g.Shadow {
+				continue
+			}
+			isDenied := denied[gateID(*g)]
+			switch {
+			case best == nil, isDenied && !bestDenied, isDenied == bestDenied && g.Remaining < best.Remaining:
+				best, bestDenied = g, isDenied
+			}
+		}
+		if best == nil {
+			if i < len(matches) && matches[i].Unlimited {
+				st.LimitRemaining = math.MaxUint32
+			}
+			continue
+		}
+		if bestDenied {
+			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+		}
+		st.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{
+			Name: best.DefinitionID, RequestsPerUnit: clampUint32(best.Limit), Unit: responseUnit(best.WindowSeconds)}
+		st.LimitRemaining = clampUint32(best.Remaining)
+		reset := best.Reset.Sub(now)
+		if bestDenied && best.RetryAfter > 0 {
+			reset = best.RetryAfter
+		}
+		st.DurationUntilReset = durationpb.New(max(reset, 0).Round(time.Second))
+	}
+	return resp
+}
+
+// gateID tells a decision's gates apart (its key is not exported; the
+// definition, window and descriptor are enough within one decision).
+func gateID(g enforce.Gate) string {
+	return fmt.Sprintf("%s|%d|%d", g.DefinitionID, g.WindowSeconds, g.Descriptor)
+}
+
+func clampUint32(v int64) uint32 {
+	switch {
+	case v < 0:
+		return 0
+	case v > math.MaxUint32:
+		return math.MaxUint32
+	}
+	return uint32(v)
+}
