@@ -86,6 +86,13 @@ type Options struct {
 	Logger     *slog.Logger
 	// Registerer receives the metrics (nil: not registered).
 	Registerer prometheus.Registerer
+
+	// AuthThrottle, when set, turns on failed-credential throttling
+	// (authfail.go) over Counters: gateways report authentications
+	// (Enforcer.ReportAuth), and Check answers a locked-out client
+	// address ReasonAuthLocked before anything else. Its Now, IPv6Prefix
+	// and BackendTimeout default to the Enforcer's.
+	AuthThrottle *AuthThrottleOptions
 }
 
 // Enforcer decides calls. It is safe for concurrent use.
@@ -111,6 +118,8 @@ type Enforcer struct {
 	batcher *batcher
 	// events aggregates what the hot path would log (events.go).
 	events *eventLog
+	// auth is the failed-credential throttle (nil: off; authfail.go).
+	auth *AuthThrottle
 }
 
 // New starts an Enforcer over opts.Counters and opts.Source. It loads the
@@ -154,6 +163,9 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	}
 	e.metrics = m
 	m.backendTimeout.Set(opts.BackendTimeout.Seconds())
+	if err := e.startAuthThrottle(); err != nil {
+		return nil, err
+	}
 	if err := e.refresh(ctx); err != nil {
 		return nil, err
 	}
@@ -222,6 +234,12 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if snap.enforcementOff {
 		e.metrics.checks.WithLabelValues("enforcement_off").Inc()
 		return Decision{Allowed: true, Reason: ReasonEnforcementOff}, nil
+	}
+	// 0. A client address locked out for failed authentications: refused
+	// before anything else, administrators included (its credentials are
+	// not to be verified while it is locked).
+	if d, locked := e.authLocked(ctx, c, ip); locked {
+		return d, nil
 	}
 	// A target name that is not valid (too long, control characters) can
 	// match no target definition or quarantine, but the caller's own

@@ -44,6 +44,10 @@ type MiddlewareOptions struct {
 //     application/problem+json body; next is not called;
 //   - quarantined: 403 with a problem body and no rate-limit headers (an
 //     access decision: retrying will not help);
+//   - locked out for failed authentications (Options.AuthThrottle):
+//     429 with Retry-After and a problem body, before classify's
+//     credentials matter (see AuthMiddleware to refuse before verifying
+//     them);
 //   - fail-closed (the counter store failed and policy says deny): 503
 //     with Retry-After.
 //
@@ -77,6 +81,9 @@ func Middleware(e *Enforcer, classify func(*http.Request) (Call, bool), opts Mid
 			case d.Reason == ReasonQuarantined:
 				writeDenial(w, http.StatusForbidden, "quarantined", "Forbidden",
 					"access is suspended (quarantined "+d.QuarantineScope+")")
+			case d.Reason == ReasonAuthLocked:
+				writeDenial(w, http.StatusTooManyRequests, "too-many-auth-failures", "Too many failed authentications",
+					authLockedDetail(d.RetryAfter))
 			case d.Reason == ReasonFailClosed:
 				writeDenial(w, http.StatusServiceUnavailable, "rate-limit-unavailable", "Service unavailable",
 					"rate limits cannot be checked right now; retry after "+w.Header().Get(HeaderRetryAfter)+"s")

@@ -346,3 +346,16 @@ func RowState(algorithm enforce.Algorithm, count, previous int64) enforce.GateSt
 	}
 	return enforce.GateState{Count: count}
 }
+
+var _ enforce.CounterResetter = (*CounterStore)(nil)
+
+// Reset deletes every counter of keys, all windows and algorithms
+// (enforce.CounterResetter), within deadline.
+func (c *CounterStore) Reset(ctx context.Context, keys []string, deadline time.Time) error {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if err := c.st.DeleteCounterKeys(ctx, keys); err != nil {
+		return fmt.Errorf("reset counters: %w", err)
+	}
+	return nil
+}
