@@ -87,7 +87,9 @@ func serve(t testing.TB, st *store.Store, cfg api.Config) *Env {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	registry := prometheus.NewRegistry()
-	enf, err := postgres.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry, IPv6Prefix: cfg.IPv6Prefix})
+	enf, err := postgres.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry, IPv6Prefix: cfg.IPv6Prefix,
+		// Failed-credential throttling as rlapi runs it (5 failures in 60 s, 300 s).
+		AuthThrottle: &enforce.AuthThrottleOptions{}})
 	if err != nil {
 		t.Fatal(err)
 	}
