@@ -38,7 +38,9 @@ type AuthStatus struct {
 }
 
 // RetryAfterDuration is RetryAfter as a duration.
-func (s AuthStatus) RetryAfterDuration() time.Duration { return time.Duration(s.RetryAfter) * time.Second }
+func (s AuthStatus) RetryAfterDuration() time.Duration {
+	return time.Duration(s.RetryAfter) * time.Second
+}
 
 // ReportAuth reports an authentication (POST /api/auth-events); it needs
 // a token of role enforcer or admin. It is not retried: a failure counted
