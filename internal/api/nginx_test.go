@@ -456,3 +456,68 @@ func TestNginxClientIP(t *testing.T) {
 		}
 	}
 }
+
+// TestNginxAuthLockout runs reference 002's scenario through a real nginx
+// (docs/nginx/rlctl.conf): 5 failed authentications reported for an IPv6
+// client (POST /api/auth-events, as the gateway's authentication would)
+// lock its /64: a call from a second address of it is answered 429 with
+// Retry-After by nginx and never reaches the backend; the next /64 passes.
+// rlapi trusts the whole loopback range, as it would a load balancer in
+// front of nginx, so the client's own X-Forwarded-For entry is believed.
+func TestNginxAuthLockout(t *testing.T) {
+	t.Parallel()
+	bin := nginxBinary(t)
+	const secret = "nginx-test-secret-authlock"
+	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.0/8"), GatewaySecret: secret})
+	var reached atomic.Int64
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
+	t.Cleanup(backend.Close)
+	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+	hc := &http.Client{Timeout: 10 * time.Second}
+	from := func(ip string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, gw+"/srv/mcp", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Auth-Username", "alice")
+		req.Header.Set("X-Forwarded-For", ip)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("call from %s: %v", ip, err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	if r := from("2001:db8:5:6::abcd"); r.StatusCode != http.StatusOK {
+		t.Fatalf("before any failure: %d", r.StatusCode)
+	}
+	gwc := clientFor(t, env, env.Token(t, "gateway", ratelimit.RoleEnforcer))
+	for range 5 {
+		if _, err := gwc.ReportAuth(t.Context(), client.AuthEvent{ClientIP: "2001:db8:5:6::1", Outcome: client.AuthFailure}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := reached.Load()
+	r := from("2001:db8:5:6::abcd")
+	if r.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a second address of the locked /64: %d through nginx, want 429", r.StatusCode)
+	}
+	retry, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	if err != nil || retry < 290 || retry > 300 {
+		t.Errorf("429 Retry-After %q, want about 300", r.Header.Get("Retry-After"))
+	}
+	var denial struct {
+		Error      string `json:"error"`
+		RetryAfter int    `json:"retry_after"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&denial); err != nil || denial.Error != "rate_limited" || denial.RetryAfter != retry {
+		t.Errorf("429 body: %+v (%v)", denial, err)
+	}
+	if n := reached.Load() - before; n != 0 {
+		t.Errorf("the locked-out call reached the backend")
+	}
+	if r := from("2001:db8:5:7::abcd"); r.StatusCode != http.StatusOK {
+		t.Errorf("the next /64: %d, want 200", r.StatusCode)
+	}
+}
