@@ -226,6 +226,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		def time.Duration
 	}{{"RLAPI_SHUTDOWN_TIMEOUT", 20 * time.Second}, {"RLAPI_AUTH_WINDOW", time.Minute}, {"RLAPI_AUTH_LOCKOUT", 5 * time.Minute},
 		{"RLAPI_GATEWAY_AUTH_WINDOW", time.Minute}, {"RLAPI_GATEWAY_AUTH_LOCKOUT", 5 * time.Minute},
+		{"RLAPI_LOCKOUT_WITHIN", 5 * time.Minute}, {"RLAPI_LOCKOUT_DURATION", 15 * time.Minute},
 		{"RLAPI_BACKEND_TIMEOUT", 250 * time.Millisecond}, {"RLAPI_CACHE_TTL", 30 * time.Second}} {
 		if durations[d.env], err = envDuration(getenv, d.env, d.def); err != nil {
 			return err
@@ -236,6 +237,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	gatewayFailuresDefault, err := envInt(getenv, "RLAPI_GATEWAY_AUTH_MAX_FAILURES", 5)
+	if err != nil {
+		return err
+	}
+	lockoutAfterDefault, err := envInt(getenv, "RLAPI_LOCKOUT_AFTER", 0)
 	if err != nil {
 		return err
 	}
@@ -262,6 +267,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	authFailures := fs.Int("auth-max-failures", authFailuresDefault, "failed authentications (unknown tokens) from one address (IPv6: /64) that lock it out; 0 takes the default, -1 disables (RLAPI_AUTH_MAX_FAILURES)")
 	authWindow := fs.Duration("auth-window", durations["RLAPI_AUTH_WINDOW"], "window in which failed authentications are counted (RLAPI_AUTH_WINDOW)")
 	authLockout := fs.Duration("auth-lockout", durations["RLAPI_AUTH_LOCKOUT"], "how long an address stays locked out (RLAPI_AUTH_LOCKOUT)")
+	lockoutAfter := fs.Int("lockout-after", lockoutAfterDefault,
+		"escalation lockouts: throttled calls of one caller within --lockout-within that quarantine it for --lockout-duration; 0 turns them off (RLAPI_LOCKOUT_AFTER)")
+	lockoutWithin := fs.Duration("lockout-within", durations["RLAPI_LOCKOUT_WITHIN"],
+		"sliding window in which a caller's violations are counted, whole seconds (RLAPI_LOCKOUT_WITHIN)")
+	lockoutDuration := fs.Duration("lockout-duration", durations["RLAPI_LOCKOUT_DURATION"],
+		"how long an escalation lockout quarantines the caller, whole seconds (RLAPI_LOCKOUT_DURATION)")
 	gatewayFailures := fs.Int("gateway-auth-max-failures", gatewayFailuresDefault,
 		"failed authentications gateways report (POST /api/auth-events) for one client address (IPv6: /64) within --gateway-auth-window that lock it out; -1 disables (RLAPI_GATEWAY_AUTH_MAX_FAILURES)")
 	gatewayWindow := fs.Duration("gateway-auth-window", durations["RLAPI_GATEWAY_AUTH_WINDOW"],
@@ -345,6 +356,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := enforce.CheckAuthThrottle(*gatewayFailures, *gatewayWindow, *gatewayLockout); err != nil {
 		return fmt.Errorf("%w: --gateway-auth-max-failures, --gateway-auth-window, --gateway-auth-lockout: %v", errUsage, err)
 	}
+	var escalation *enforce.EscalationOptions
+	switch {
+	case *lockoutAfter < 0:
+		return fmt.Errorf("%w: --lockout-after: must be 0 (off) or a number of violations (got %d)", errUsage, *lockoutAfter)
+	case *lockoutAfter > 0:
+		escalation = &enforce.EscalationOptions{After: *lockoutAfter, Within: *lockoutWithin, Lockout: *lockoutDuration}
+		if err := enforce.CheckEscalation(*escalation); err != nil {
+			return fmt.Errorf("%w: --lockout-after, --lockout-within, --lockout-duration: %v", errUsage, err)
+		}
+	}
 	if floors.User < 1 || floors.Agent < 1 {
 		return fmt.Errorf("%w: floors must be >= 1 (user %d, agent %d)", errUsage, floors.User, floors.Agent)
 	}
@@ -393,6 +414,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		FailClosed: *failClosed, QuarantineFailClosed: *quarantineFailClosed,
 		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log, IPv6Prefix: *ipv6Prefix,
 		AuthThrottle: &enforce.AuthThrottleOptions{MaxFailures: *gatewayFailures, Window: *gatewayWindow, Lockout: *gatewayLockout},
+		Escalation:   escalation,
 	})
 	if err != nil {
 		return fmt.Errorf("start enforcement: %w", err)

@@ -44,6 +44,9 @@ type checkResult struct {
 	RetryAfter      int64       `json:"retry_after"`
 	Gates           []checkGate `json:"gates"`
 	QuarantineScope string      `json:"quarantine_scope,omitempty"`
+	// LockoutRemaining is, for reason locked-out, the seconds the
+	// escalation lockout lasts still (X-Lockout-Remaining).
+	LockoutRemaining int64 `json:"lockout_remaining,omitempty"`
 }
 
 func newCheckResult(d enforce.Decision) checkResult {
@@ -51,6 +54,9 @@ func newCheckResult(d enforce.Decision) checkResult {
 		Reset: unixOrZero(d.Reset), QuarantineScope: d.QuarantineScope, Gates: make([]checkGate, 0, len(d.Gates))}
 	if !d.Allowed && d.Reason != enforce.ReasonQuarantined {
 		res.RetryAfter = max(int64((d.RetryAfter+time.Second-1)/time.Second), 1)
+	}
+	if d.Reason == enforce.ReasonLockedOut {
+		res.LockoutRemaining = max(int64((d.LockoutRemaining+time.Second-1)/time.Second), 1)
 	}
 	for _, g := range d.Gates {
 		res.Gates = append(res.Gates, checkGate{DefinitionID: g.DefinitionID, Axis: g.Axis, EntityType: g.EntityType,
@@ -205,6 +211,11 @@ func (s *Server) handleValidate() http.Handler {
 		case d.Reason == enforce.ReasonQuarantined:
 			s.writeProblem(w, r, errorf(http.StatusForbidden, "quarantined", "Forbidden",
 				"access is suspended (quarantined "+d.QuarantineScope+")"))
+		case d.Reason == enforce.ReasonLockedOut:
+			// Marked as a throttle: nginx answers 429 with Retry-After.
+			w.Header().Set(headerThrottled, "1")
+			s.writeProblem(w, r, errorf(http.StatusForbidden, "locked-out", "Locked out",
+				fmt.Sprintf("locked out after repeated rate-limit violations; retry after %ss", w.Header().Get(enforce.HeaderRetryAfter))))
 		case d.Reason == enforce.ReasonAuthLocked:
 			// Marked as a throttle: nginx answers 429 with Retry-After.
 			w.Header().Set(headerThrottled, "1")

@@ -93,6 +93,14 @@ type Options struct {
 	// address ReasonAuthLocked before anything else. Its Now, IPv6Prefix
 	// and BackendTimeout default to the Enforcer's.
 	AuthThrottle *AuthThrottleOptions
+
+	// Escalation, when set, turns on escalation lockouts (lockout.go):
+	// a caller throttled Escalation.After times within Escalation.Within
+	// is quarantined for Escalation.Lockout through the Source's Locker.
+	Escalation *EscalationOptions
+	// OnLockout, when set, is told of every escalation lockout this
+	// Enforcer wrote (event lockout_started).
+	OnLockout func(Lockout)
 }
 
 // Enforcer decides calls. It is safe for concurrent use.
@@ -165,6 +173,11 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	m.backendTimeout.Set(opts.BackendTimeout.Seconds())
 	if err := e.startAuthThrottle(); err != nil {
 		return nil, err
+	}
+	if opts.Escalation != nil {
+		if err := CheckEscalation(*opts.Escalation); err != nil {
+			return nil, fmt.Errorf("enforce: Options.Escalation: %w", err)
+		}
 	}
 	if err := e.refresh(ctx); err != nil {
 		return nil, err
@@ -280,6 +293,9 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if snap.callersOn && !admin {
 		for i, k := range []string{userKey, clientKey} {
 			if m, ok := snap.members.get(k); ok && k != "" && m.quarantinedAt(now) {
+				if m.lockout {
+					return e.lockedOut(c, m, targetName, now), nil
+				}
 				return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient}[i], c, targetName), nil
 			}
 		}
@@ -301,7 +317,11 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if cost <= 0 {
 		cost = 1
 	}
-	return e.take(ctx, c, gates, cost, consume, now)
+	d, err := e.take(ctx, c, gates, cost, consume, now)
+	if consume && err == nil && d.Reason == ReasonThrottled && !admin && e.opts.Escalation != nil {
+		d, _ = e.escalate(ctx, c, d, now)
+	}
+	return d, err
 }
 
 func targetSubject(targetType, name string) string {

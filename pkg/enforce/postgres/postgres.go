@@ -359,3 +359,12 @@ func (c *CounterStore) Reset(ctx context.Context, keys []string, deadline time.T
 	}
 	return nil
 }
+
+var _ enforce.Locker = (*Source)(nil)
+
+// LockOut writes an escalation lockout: the caller's quarantine until
+// l.Until, audited as store.LockoutActor, in one transaction; its change
+// notice reaches every replica (enforce.Locker).
+func (s *Source) LockOut(ctx context.Context, l enforce.Lockout) (bool, error) {
+	return s.st.LockOut(ctx, store.Lockout{SubjectType: l.SubjectType, Subject: l.Subject, Until: l.Until, Now: l.Now, Reason: l.Reason})
+}
