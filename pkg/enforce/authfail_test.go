@@ -37,7 +37,10 @@ func authEnforcer(t *testing.T, clk *clock, counters enforce.CounterStore, o enf
 	ev := &authEvents{}
 	o.OnEvent = ev.add
 	e, err := enforce.New(context.Background(), enforce.Options{Counters: counters, Source: enforcetest.StaticSource(enforce.State{}),
-		Now: clk.Now, SweepInterval: -1, CacheTTL: 72 * time.Hour, AuthThrottle: &o})
+		Now: clk.Now, SweepInterval: -1, CacheTTL: 72 * time.Hour, AuthThrottle: &o,
+		// A deadline that only bounds a hang: the flood test runs 400,000
+		// round trips on a busy machine under the race detector.
+		BackendTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
