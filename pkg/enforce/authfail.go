@@ -155,6 +155,9 @@ type AuthThrottle struct {
 	quiet *list.List
 	// locked counts the entries holding a lockout.
 	locked int
+	// scanned is when makeRoomLocked last looked for ended lockouts: a
+	// cache full of lockouts is scanned at most once a second.
+	scanned time.Time
 }
 
 type authEntry struct {
@@ -499,7 +502,12 @@ func (t *AuthThrottle) makeRoomLocked(now time.Time) bool {
 	}
 	// Only lockouts: drop those that ended (their end is logged at the
 	// next touch by whoever still knows of it; here it is simply
-	// forgotten).
+	// forgotten), at most once a second so that a cache full of lockouts
+	// costs a newcomer no scan.
+	if !t.scanned.IsZero() && now.Sub(t.scanned) < time.Second && !now.Before(t.scanned) {
+		return false
+	}
+	t.scanned = now
 	freed := false
 	for k, e := range t.entries {
 		if !now.Before(e.until) {
