@@ -23,6 +23,7 @@ import (
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/pkg/client"
+	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -519,5 +520,59 @@ func TestNginxAuthLockout(t *testing.T) {
 	}
 	if r := from("2001:db8:5:7::abcd"); r.StatusCode != http.StatusOK {
 		t.Errorf("the next /64: %d, want 200", r.StatusCode)
+	}
+}
+
+// TestNginxEscalationLockout runs reference 004's lockout through a real
+// nginx: alice's 5th throttled call within 5 minutes locks her out for 15
+// minutes; nginx answers 429 with Retry-After and X-Lockout-Remaining, and
+// so it answers her next call, on another server, too.
+func TestNginxEscalationLockout(t *testing.T) {
+	t.Parallel()
+	bin := nginxBinary(t)
+	const secret = "nginx-test-secret-escalation"
+	env := apitest.StartWith(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.0/8"), GatewaySecret: secret},
+		apitest.Options{Escalation: &enforce.EscalationOptions{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
+	admin := clientFor(t, env, env.AdminToken)
+	if _, err := admin.PutMembership(t.Context(), ratelimit.Membership{SubjectType: "user", Subject: "alice", Groups: []string{"hourly"}}, client.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	define(t, env, admin, group("hourly", 3600, 1, 0))
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(backend.Close)
+	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+	hc := &http.Client{Timeout: 10 * time.Second}
+	send := func(path string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, gw+path, strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Auth-Username", "alice")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	if r := send("/srv/mcp"); r.StatusCode != http.StatusOK {
+		t.Fatalf("first call: %d", r.StatusCode)
+	}
+	for i := 1; i <= 4; i++ {
+		if r := send("/srv/mcp"); r.StatusCode != http.StatusTooManyRequests || r.Header.Get("X-Lockout-Remaining") != "" {
+			t.Fatalf("violation %d: %d %v, want a plain 429", i, r.StatusCode, r.Header)
+		}
+	}
+	r := send("/srv/mcp")
+	if r.StatusCode != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "900" || r.Header.Get("X-Lockout-Remaining") != "900" {
+		t.Fatalf("5th violation: %d, Retry-After %q, X-Lockout-Remaining %q; want 429, 900, 900",
+			r.StatusCode, r.Header.Get("Retry-After"), r.Header.Get("X-Lockout-Remaining"))
+	}
+	refresh(t, env)
+	r = send("/other/mcp")
+	if r.StatusCode != http.StatusTooManyRequests || r.Header.Get("X-Lockout-Remaining") == "" {
+		t.Errorf("locked out, another server: %d %v, want 429 with X-Lockout-Remaining", r.StatusCode, r.Header)
 	}
 }
