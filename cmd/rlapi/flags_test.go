@@ -42,6 +42,14 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 		"RLAPI_GRPC_TLS_KEY":           {"/etc/rl/key.pem", `"/etc/rl/key.pem"`},
 		"RLAPI_GRPC_CLIENT_CA":         {"/etc/rl/ca.pem", `"/etc/rl/ca.pem"`},
 		"RLAPI_GRPC_HEADERS":           {"true", "true"},
+
+		// Failed-credential throttling and escalation lockouts (issue 13).
+		"RLAPI_GATEWAY_AUTH_MAX_FAILURES": {"7", "7"},
+		"RLAPI_GATEWAY_AUTH_WINDOW":       {"90s", "1m30s"},
+		"RLAPI_GATEWAY_AUTH_LOCKOUT":      {"10m", "10m0s"},
+		"RLAPI_LOCKOUT_AFTER":             {"5", "5"},
+		"RLAPI_LOCKOUT_WITHIN":            {"10m", "10m0s"},
+		"RLAPI_LOCKOUT_DURATION":          {"30m", "30m0s"},
 	}
 	// Read on purpose without showing them as defaults: a secret, and the
 	// database URL (which may hold a password).

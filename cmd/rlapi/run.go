@@ -226,12 +226,22 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		env string
 		def time.Duration
 	}{{"RLAPI_SHUTDOWN_TIMEOUT", 20 * time.Second}, {"RLAPI_AUTH_WINDOW", time.Minute}, {"RLAPI_AUTH_LOCKOUT", 5 * time.Minute},
+		{"RLAPI_GATEWAY_AUTH_WINDOW", time.Minute}, {"RLAPI_GATEWAY_AUTH_LOCKOUT", 5 * time.Minute},
+		{"RLAPI_LOCKOUT_WITHIN", 5 * time.Minute}, {"RLAPI_LOCKOUT_DURATION", 15 * time.Minute},
 		{"RLAPI_BACKEND_TIMEOUT", 250 * time.Millisecond}, {"RLAPI_CACHE_TTL", 30 * time.Second}} {
 		if durations[d.env], err = envDuration(getenv, d.env, d.def); err != nil {
 			return err
 		}
 	}
 	authFailuresDefault, err := envInt(getenv, "RLAPI_AUTH_MAX_FAILURES", 5)
+	if err != nil {
+		return err
+	}
+	gatewayFailuresDefault, err := envInt(getenv, "RLAPI_GATEWAY_AUTH_MAX_FAILURES", 5)
+	if err != nil {
+		return err
+	}
+	lockoutAfterDefault, err := envInt(getenv, "RLAPI_LOCKOUT_AFTER", 0)
 	if err != nil {
 		return err
 	}
@@ -258,6 +268,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	authFailures := fs.Int("auth-max-failures", authFailuresDefault, "failed authentications (unknown tokens) from one address (IPv6: /64) that lock it out; 0 takes the default, -1 disables (RLAPI_AUTH_MAX_FAILURES)")
 	authWindow := fs.Duration("auth-window", durations["RLAPI_AUTH_WINDOW"], "window in which failed authentications are counted (RLAPI_AUTH_WINDOW)")
 	authLockout := fs.Duration("auth-lockout", durations["RLAPI_AUTH_LOCKOUT"], "how long an address stays locked out (RLAPI_AUTH_LOCKOUT)")
+	lockoutAfter := fs.Int("lockout-after", lockoutAfterDefault,
+		"escalation lockouts: throttled calls of one caller within --lockout-within that quarantine it for --lockout-duration; 0 turns them off (RLAPI_LOCKOUT_AFTER)")
+	lockoutWithin := fs.Duration("lockout-within", durations["RLAPI_LOCKOUT_WITHIN"],
+		"sliding window in which a caller's violations are counted, whole seconds (RLAPI_LOCKOUT_WITHIN)")
+	lockoutDuration := fs.Duration("lockout-duration", durations["RLAPI_LOCKOUT_DURATION"],
+		"how long an escalation lockout quarantines the caller, whole seconds (RLAPI_LOCKOUT_DURATION)")
+	gatewayFailures := fs.Int("gateway-auth-max-failures", gatewayFailuresDefault,
+		"failed authentications gateways report (POST /api/auth-events) for one client address (IPv6: /64) within --gateway-auth-window that lock it out; -1 disables (RLAPI_GATEWAY_AUTH_MAX_FAILURES)")
+	gatewayWindow := fs.Duration("gateway-auth-window", durations["RLAPI_GATEWAY_AUTH_WINDOW"],
+		"sliding window in which reported failures are counted, whole seconds (RLAPI_GATEWAY_AUTH_WINDOW)")
+	gatewayLockout := fs.Duration("gateway-auth-lockout", durations["RLAPI_GATEWAY_AUTH_LOCKOUT"],
+		"how long a client address reported failing stays locked out, whole seconds (RLAPI_GATEWAY_AUTH_LOCKOUT)")
 	tokenCacheTTL := fs.Duration("token-cache-ttl", tokenCacheDef, "how long a verified token is trusted without asking the database; revocations reach every replica at once anyway (RLAPI_TOKEN_CACHE_TTL; negative: no cache)")
 	decisionConns := fs.Int("decision-max-conns", decisionConnsDef, "size of the decisions' own database pool (counters, token checks), apart from the management API's (RLAPI_DECISION_MAX_CONNS)")
 	failClosed := fs.Bool("fail-closed", envBool(getenv, "RLAPI_FAIL_CLOSED"), "decision endpoints deny when the counter store fails (RLAPI_FAIL_CLOSED; default fail open)")
@@ -339,6 +361,36 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if maxConns == 0 || maxConns < -1 {
 		return fmt.Errorf("%w: --max-client-conns: must be >= 1, or -1 for no cap (got %d)", errUsage, maxConns)
 	}
+	// 0 takes the default, as it always has.
+	for _, v := range []*int{authFailures, gatewayFailures} {
+		if *v == 0 {
+			*v = 5
+		}
+	}
+	for _, v := range []struct {
+		d   *time.Duration
+		def time.Duration
+	}{{authWindow, time.Minute}, {authLockout, 5 * time.Minute}, {gatewayWindow, time.Minute}, {gatewayLockout, 5 * time.Minute}} {
+		if *v.d == 0 {
+			*v.d = v.def
+		}
+	}
+	if err := enforce.CheckAuthThrottle(*authFailures, *authWindow, *authLockout); err != nil {
+		return fmt.Errorf("%w: --auth-max-failures, --auth-window, --auth-lockout: %v", errUsage, err)
+	}
+	if err := enforce.CheckAuthThrottle(*gatewayFailures, *gatewayWindow, *gatewayLockout); err != nil {
+		return fmt.Errorf("%w: --gateway-auth-max-failures, --gateway-auth-window, --gateway-auth-lockout: %v", errUsage, err)
+	}
+	var escalation *enforce.EscalationOptions
+	switch {
+	case *lockoutAfter < 0:
+		return fmt.Errorf("%w: --lockout-after: must be 0 (off) or a number of violations (got %d)", errUsage, *lockoutAfter)
+	case *lockoutAfter > 0:
+		escalation = &enforce.EscalationOptions{After: *lockoutAfter, Within: *lockoutWithin, Lockout: *lockoutDuration}
+		if err := enforce.CheckEscalation(*escalation); err != nil {
+			return fmt.Errorf("%w: --lockout-after, --lockout-within, --lockout-duration: %v", errUsage, err)
+		}
+	}
 	if floors.User < 1 || floors.Agent < 1 {
 		return fmt.Errorf("%w: floors must be >= 1 (user %d, agent %d)", errUsage, floors.User, floors.Agent)
 	}
@@ -399,6 +451,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Registerer: registry, ViolationLog: violationLog,
 		FailClosed: *failClosed, QuarantineFailClosed: *quarantineFailClosed,
 		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log, IPv6Prefix: *ipv6Prefix,
+		AuthThrottle: &enforce.AuthThrottleOptions{MaxFailures: *gatewayFailures, Window: *gatewayWindow, Lockout: *gatewayLockout},
+		Escalation:   escalation,
 	}
 	countersIn := ""
 	if countersURL.s != "" {

@@ -166,6 +166,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--max-client-conns", "0"}, "--max-client-conns: must be >= 1"},
 		{[]string{"serve", "--client-ip-header", "X-Client-IP"}, `--client-ip-header: client IP header "X-Client-IP": must be one of X-Forwarded-For, Forwarded, X-Real-IP`},
 		{[]string{"serve", "--ipv6-prefix", "129"}, "--ipv6-prefix: must be between 1 and 128 (got 129)"},
+		{[]string{"serve", "--gateway-auth-window", "1500ms"}, "--gateway-auth-window, --gateway-auth-lockout: window: must be whole seconds between 1s and 24h (got 1.5s)"},
+		{[]string{"serve", "--gateway-auth-lockout", "-5m"}, "lockout: must be whole seconds between 1s and 24h (got -5m0s)"},
+		{[]string{"serve", "--lockout-after", "-1"}, "--lockout-after: must be 0 (off) or a number of violations (got -1)"},
+		{[]string{"serve", "--lockout-after", "5", "--lockout-duration", "-15m"}, "--lockout-duration: lockout: must be whole seconds between 1s and 720h (got -15m0s)"},
+		{[]string{"serve", "--lockout-after", "5", "--lockout-within", "0s"}, "within: must be whole seconds between 1s and 24h (got 0s)"},
+		{[]string{"serve", "--auth-lockout", "-1s"}, "--auth-lockout: lockout: must be whole seconds"},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.args), func(t *testing.T) {

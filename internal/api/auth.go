@@ -74,7 +74,7 @@ func (s *Server) authenticate(p permission, next http.Handler) http.Handler {
 		ip := s.clientIP(r)
 		charge := !s.trusted(ip)
 		if charge {
-			if wait := s.authThrottle.lockedFor(ip, s.now()); wait > 0 {
+			if wait := s.authThrottle.lockedFor(r.Context(), ip); wait > 0 {
 				he := errorf(http.StatusTooManyRequests, "too-many-auth-failures", "Too many failed authentications",
 					fmt.Sprintf("too many failed authentications from this address; retry in %ds", int(wait.Seconds()+0.999)))
 				he.retryAfter = wait
@@ -92,7 +92,7 @@ func (s *Server) authenticate(p permission, next http.Handler) http.Handler {
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			if charge {
-				s.authThrottle.fail(ip, s.now())
+				s.authThrottle.fail(r.Context(), ip)
 			}
 			s.unauthorized(w, r, "invalid token")
 			return
@@ -107,7 +107,7 @@ func (s *Server) authenticate(p permission, next http.Handler) http.Handler {
 			return
 		}
 		if charge {
-			s.authThrottle.succeeded(ip)
+			s.authThrottle.succeeded(r.Context(), ip)
 		}
 		if !p.allows(tok.Role) {
 			s.writeProblem(w, r, errorf(http.StatusForbidden, "forbidden", "Forbidden",

@@ -136,6 +136,8 @@ func TestCheckRequestIsEnforceCallOnTheWire(t *testing.T) {
 		{client.ReasonFailOpen, enforce.ReasonFailOpen},
 		{client.ReasonFailClosed, enforce.ReasonFailClosed},
 		{client.ReasonEnforcementOff, enforce.ReasonEnforcementOff},
+		{client.ReasonAuthLocked, enforce.ReasonAuthLocked},
+		{client.ReasonLockedOut, enforce.ReasonLockedOut},
 	} {
 		if r.sdk != r.core {
 			t.Errorf("client reason %q, enforce reason %q", r.sdk, r.core)

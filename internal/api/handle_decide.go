@@ -46,6 +46,9 @@ type checkResult struct {
 	RetryAfter      int64       `json:"retry_after"`
 	Gates           []checkGate `json:"gates"`
 	QuarantineScope string      `json:"quarantine_scope,omitempty"`
+	// LockoutRemaining is, for reason locked-out, the seconds the
+	// escalation lockout lasts still (X-Lockout-Remaining).
+	LockoutRemaining int64 `json:"lockout_remaining,omitempty"`
 }
 
 func newCheckResult(d enforce.Decision) checkResult {
@@ -53,6 +56,9 @@ func newCheckResult(d enforce.Decision) checkResult {
 		Reset: unixOrZero(d.Reset), QuarantineScope: d.QuarantineScope, Gates: make([]checkGate, 0, len(d.Gates))}
 	if !d.Allowed && d.Reason != enforce.ReasonQuarantined {
 		res.RetryAfter = max(int64((d.RetryAfter+time.Second-1)/time.Second), 1)
+	}
+	if d.Reason == enforce.ReasonLockedOut {
+		res.LockoutRemaining = max(int64((d.LockoutRemaining+time.Second-1)/time.Second), 1)
 	}
 	for _, g := range d.Gates {
 		res.Gates = append(res.Gates, checkGate{DefinitionID: g.DefinitionID, Axis: g.Axis, EntityType: g.EntityType,
@@ -135,6 +141,9 @@ const (
 //     and Retry-After (nginx answers 429);
 //   - quarantined: a plain 403 without rate-limit headers (nginx answers
 //     403);
+//   - locked out for failed authentications (POST /api/auth-events): 403
+//     with X-RateLimit-Throttled: 1 and Retry-After, no rate-limit
+//     headers (nginx answers 429);
 //   - fail-closed: 403 with X-RateLimit-Unavailable: 1 and Retry-After, no
 //     throttled marker (nginx answers 503; a configuration that does not
 //     read the marker answers 403, never a misleading 429);
@@ -208,6 +217,16 @@ func (s *Server) handleValidate() http.Handler {
 		case d.Reason == enforce.ReasonQuarantined:
 			s.writeProblem(w, r, errorf(http.StatusForbidden, "quarantined", "Forbidden",
 				"access is suspended (quarantined "+d.QuarantineScope+")"))
+		case d.Reason == enforce.ReasonLockedOut:
+			// Marked as a throttle: nginx answers 429 with Retry-After.
+			w.Header().Set(headerThrottled, "1")
+			s.writeProblem(w, r, errorf(http.StatusForbidden, "locked-out", "Locked out",
+				fmt.Sprintf("locked out after repeated rate-limit violations; retry after %ss", w.Header().Get(enforce.HeaderRetryAfter))))
+		case d.Reason == enforce.ReasonAuthLocked:
+			// Marked as a throttle: nginx answers 429 with Retry-After.
+			w.Header().Set(headerThrottled, "1")
+			s.writeProblem(w, r, errorf(http.StatusForbidden, "too-many-auth-failures", "Too many failed authentications",
+				fmt.Sprintf("too many failed authentications from this address; retry after %ss", w.Header().Get(enforce.HeaderRetryAfter))))
 		case d.Reason == enforce.ReasonFailClosed:
 			w.Header().Set(headerUnavailable, "1")
 			s.writeProblem(w, r, errorf(http.StatusForbidden, "rate-limit-unavailable", "Rate limits unavailable",
@@ -229,20 +248,19 @@ func (s *Server) handleValidate() http.Handler {
 // locking out the gateway's address would refuse every call through it.
 func (s *Server) gatewayTrusted(w http.ResponseWriter, r *http.Request) bool {
 	peer := remoteAddr(r)
-	now := s.now()
 	refuse := func(detail string) bool {
 		s.writeProblem(w, r, errorf(http.StatusUnauthorized, "unauthorized", "Unauthorized", detail))
 		return false
 	}
 	if !s.trusted(peer) {
-		if wait := s.authThrottle.lockedFor(peer, now); wait > 0 {
+		if wait := s.authThrottle.lockedFor(r.Context(), peer); wait > 0 {
 			he := errorf(http.StatusTooManyRequests, "too-many-auth-failures", "Too many failed authentications",
 				fmt.Sprintf("too many failed authentications from this address; retry in %ds", int(wait.Seconds()+0.999)))
 			he.retryAfter = wait
 			s.writeProblem(w, r, he)
 			return false
 		}
-		s.authThrottle.fail(peer, now)
+		s.authThrottle.fail(r.Context(), peer)
 		return refuse("GET /api/validate answers trusted proxies only (--trusted-proxies, RLAPI_TRUSTED_PROXIES)")
 	}
 	if s.cfg.GatewaySecret == "" {

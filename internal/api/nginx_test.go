@@ -23,6 +23,7 @@ import (
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/pkg/client"
+	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -454,5 +455,124 @@ func TestNginxClientIP(t *testing.T) {
 		if got := from(s.local, s.user, s.xff); got != s.status {
 			t.Errorf("step %d: from %s as %q with X-Forwarded-For %q: %d, want %d", i+1, s.local, s.user, s.xff, got, s.status)
 		}
+	}
+}
+
+// TestNginxAuthLockout runs reference 002's scenario through a real nginx
+// (docs/nginx/rlctl.conf): 5 failed authentications reported for an IPv6
+// client (POST /api/auth-events, as the gateway's authentication would)
+// lock its /64: a call from a second address of it is answered 429 with
+// Retry-After by nginx and never reaches the backend; the next /64 passes.
+// rlapi trusts the whole loopback range, as it would a load balancer in
+// front of nginx, so the client's own X-Forwarded-For entry is believed.
+func TestNginxAuthLockout(t *testing.T) {
+	t.Parallel()
+	bin := nginxBinary(t)
+	const secret = "nginx-test-secret-authlock"
+	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.0/8"), GatewaySecret: secret})
+	var reached atomic.Int64
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
+	t.Cleanup(backend.Close)
+	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+	hc := &http.Client{Timeout: 10 * time.Second}
+	from := func(ip string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, gw+"/srv/mcp", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Auth-Username", "alice")
+		req.Header.Set("X-Forwarded-For", ip)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("call from %s: %v", ip, err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	if r := from("2001:db8:5:6::abcd"); r.StatusCode != http.StatusOK {
+		t.Fatalf("before any failure: %d", r.StatusCode)
+	}
+	gwc := clientFor(t, env, env.Token(t, "gateway", ratelimit.RoleEnforcer))
+	for range 5 {
+		if _, err := gwc.ReportAuth(t.Context(), client.AuthEvent{ClientIP: "2001:db8:5:6::1", Outcome: client.AuthFailure}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := reached.Load()
+	r := from("2001:db8:5:6::abcd")
+	if r.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a second address of the locked /64: %d through nginx, want 429", r.StatusCode)
+	}
+	retry, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	if err != nil || retry < 290 || retry > 300 {
+		t.Errorf("429 Retry-After %q, want about 300", r.Header.Get("Retry-After"))
+	}
+	var denial struct {
+		Error      string `json:"error"`
+		RetryAfter int    `json:"retry_after"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&denial); err != nil || denial.Error != "rate_limited" || denial.RetryAfter != retry {
+		t.Errorf("429 body: %+v (%v)", denial, err)
+	}
+	if n := reached.Load() - before; n != 0 {
+		t.Errorf("the locked-out call reached the backend")
+	}
+	if r := from("2001:db8:5:7::abcd"); r.StatusCode != http.StatusOK {
+		t.Errorf("the next /64: %d, want 200", r.StatusCode)
+	}
+}
+
+// TestNginxEscalationLockout runs reference 004's lockout through a real
+// nginx: alice's 5th throttled call within 5 minutes locks her out for 15
+// minutes; nginx answers 429 with Retry-After and X-Lockout-Remaining, and
+// so it answers her next call, on another server, too.
+func TestNginxEscalationLockout(t *testing.T) {
+	t.Parallel()
+	bin := nginxBinary(t)
+	const secret = "nginx-test-secret-escalation"
+	env := apitest.StartWith(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.0/8"), GatewaySecret: secret},
+		apitest.Options{Escalation: &enforce.EscalationOptions{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
+	admin := clientFor(t, env, env.AdminToken)
+	if _, err := admin.PutMembership(t.Context(), ratelimit.Membership{SubjectType: "user", Subject: "alice", Groups: []string{"hourly"}}, client.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	define(t, env, admin, group("hourly", 3600, 1, 0))
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(backend.Close)
+	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+	hc := &http.Client{Timeout: 10 * time.Second}
+	send := func(path string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, gw+path, strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Auth-Username", "alice")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	if r := send("/srv/mcp"); r.StatusCode != http.StatusOK {
+		t.Fatalf("first call: %d", r.StatusCode)
+	}
+	for i := 1; i <= 4; i++ {
+		if r := send("/srv/mcp"); r.StatusCode != http.StatusTooManyRequests || r.Header.Get("X-Lockout-Remaining") != "" {
+			t.Fatalf("violation %d: %d %v, want a plain 429", i, r.StatusCode, r.Header)
+		}
+	}
+	r := send("/srv/mcp")
+	if r.StatusCode != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "900" || r.Header.Get("X-Lockout-Remaining") != "900" {
+		t.Fatalf("5th violation: %d, Retry-After %q, X-Lockout-Remaining %q; want 429, 900, 900",
+			r.StatusCode, r.Header.Get("Retry-After"), r.Header.Get("X-Lockout-Remaining"))
+	}
+	refresh(t, env)
+	r = send("/other/mcp")
+	if r.StatusCode != http.StatusTooManyRequests || r.Header.Get("X-Lockout-Remaining") == "" {
+		t.Errorf("locked out, another server: %d %v, want 429 with X-Lockout-Remaining", r.StatusCode, r.Header)
 	}
 }

@@ -51,6 +51,8 @@ func (s *Server) Handler() http.Handler {
 	route("GET /api/rate-limit-events", permRead, s.handleListEvents())
 	route("POST /api/check", permDecide, s.handleCheck())
 	route("GET /api/validate", permPublic, s.handleValidate()) // trusted proxy + X-Gateway-Secret, checked in the handler
+	route("POST /api/auth-events", permDecide, s.handleReportAuth())
+	route("GET /api/auth-lockout", permDecide, s.handleAuthLockout())
 	route("GET /api/rate-limit-counters", permRead, s.handleListCounters())
 	route("DELETE /api/rate-limit-counters", permWrite, s.handleResetCounters())
 	route("POST /api/apply", permWrite, s.handleApply())

@@ -18,6 +18,7 @@ import (
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 )
 
 // Config is what an operator tunes; zero values take the defaults.
@@ -39,7 +40,9 @@ type Config struct {
 	GatewaySecret string
 	// AuthMaxFailures failed authentications from one address within
 	// AuthWindow lock it out for AuthLockout (defaults 5, 60s, 300s, as
-	// reference 002). A negative AuthMaxFailures turns the lockout off.
+	// reference 002), shared by every replica of the database (the
+	// decisions' counter store). A negative AuthMaxFailures turns the
+	// lockout off. Window and lockout are whole seconds, 1s to 24h.
 	AuthMaxFailures int
 	AuthWindow      time.Duration
 	AuthLockout     time.Duration
@@ -173,12 +176,13 @@ func New(st *store.Store, cfg Config, opts Opts) *Server {
 	}
 	s.clientIPs = ips
 	s.metrics = newMetrics(st.Pool(), opts.Registry)
-	s.authThrottle = newAuthThrottle(cfg.AuthMaxFailures, cfg.AuthWindow, cfg.AuthLockout, s.log)
-	s.metrics.registry.MustRegister(s.authThrottle.lockouts)
 	s.authStore = opts.AuthStore
 	if s.authStore == nil {
 		s.authStore = st
 	}
+	s.authThrottle = newAuthThrottle(postgres.NewCounterStore(s.authStore.Pool()), cfg.AuthMaxFailures, cfg.AuthWindow, cfg.AuthLockout,
+		maxTracked, s.now, s.log)
+	s.metrics.registry.MustRegister(s.authThrottle.lockouts, s.authThrottle.active)
 	s.tokens = newTokenCache(cfg.TokenCacheTTL, maxCachedTokens)
 	return s
 }

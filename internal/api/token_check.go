@@ -30,7 +30,7 @@ func (e *TokenRefusal) Error() string { return e.Detail }
 func (s *Server) VerifyDecisionToken(ctx context.Context, secret string, ip netip.Addr) error {
 	charge := ip.IsValid() && !s.trusted(ip)
 	if charge {
-		if wait := s.authThrottle.lockedFor(ip, s.now()); wait > 0 {
+		if wait := s.authThrottle.lockedFor(ctx, ip); wait > 0 {
 			return &TokenRefusal{http.StatusTooManyRequests,
 				fmt.Sprintf("too many failed authentications from this address; retry in %ds", int(wait.Seconds()+0.999))}
 		}
@@ -44,7 +44,7 @@ func (s *Server) VerifyDecisionToken(ctx context.Context, secret string, ip neti
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		if charge {
-			s.authThrottle.fail(ip, s.now())
+			s.authThrottle.fail(ctx, ip)
 		}
 		return &TokenRefusal{http.StatusUnauthorized, "invalid token"}
 	case err != nil:
@@ -55,7 +55,7 @@ func (s *Server) VerifyDecisionToken(ctx context.Context, secret string, ip neti
 		return &TokenRefusal{http.StatusUnauthorized, "token has expired"}
 	}
 	if charge {
-		s.authThrottle.succeeded(ip)
+		s.authThrottle.succeeded(ctx, ip)
 	}
 	if !permDecide.allows(tok.Role) {
 		return &TokenRefusal{http.StatusForbidden, fmt.Sprintf("token %q has role %s, which may not decide", tok.Name, tok.Role)}

@@ -43,7 +43,7 @@ func Start(t testing.TB, cfg api.Config) *Env {
 // StartOn serves rlapi over an existing store.
 func StartOn(t testing.TB, st *store.Store, cfg api.Config) *Env {
 	t.Helper()
-	e := serve(t, st, cfg)
+	e := serve(t, st, cfg, Options{})
 	// A second rlapi over the same database gets an admin token of its own.
 	name := "test-admin"
 	if tokens, err := st.ListTokens(context.Background()); err == nil && len(tokens) > 0 {
@@ -58,6 +58,11 @@ func StartOn(t testing.TB, st *store.Store, cfg api.Config) *Env {
 // tokens.
 func StartReplica(t testing.TB, e *Env, cfg api.Config) *Env {
 	t.Helper()
+	return startReplica(t, e, cfg, Options{})
+}
+
+func startReplica(t testing.TB, e *Env, cfg api.Config, o Options) *Env {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := store.Open(ctx, e.Store.Pool().Config().ConnString(), store.Opts{ApplicationName: "rlapi-replica"})
@@ -65,12 +70,34 @@ func StartReplica(t testing.TB, e *Env, cfg api.Config) *Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	r := serve(t, st, cfg)
+	r := serve(t, st, cfg, o)
 	r.AdminToken = e.AdminToken
 	return r
 }
 
-func serve(t testing.TB, st *store.Store, cfg api.Config) *Env {
+// Options tune the Enforcer of an Env beyond what rlapi's Config says
+// (rlapi's flags build them in cmd/rlapi).
+type Options struct {
+	// Escalation turns on escalation lockouts (rlapi --lockout-*).
+	Escalation *enforce.EscalationOptions
+}
+
+// StartWith is Start with Enforcer options.
+func StartWith(t testing.TB, cfg api.Config, o Options) *Env {
+	t.Helper()
+	st := pgtest.NewStore(t)
+	e := serve(t, st, cfg, o)
+	e.AdminToken = e.Token(t, "test-admin", "admin")
+	return e
+}
+
+// StartReplicaWith is StartReplica with Enforcer options.
+func StartReplicaWith(t testing.TB, e *Env, cfg api.Config, o Options) *Env {
+	t.Helper()
+	return startReplica(t, e, cfg, o)
+}
+
+func serve(t testing.TB, st *store.Store, cfg api.Config, o Options) *Env {
 	t.Helper()
 	if cfg.BackendTimeout == 0 {
 		// rlapi's 250ms bound on a decision's token lookup is a production
@@ -87,7 +114,9 @@ func serve(t testing.TB, st *store.Store, cfg api.Config) *Env {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	registry := prometheus.NewRegistry()
-	enf, err := postgres.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry, IPv6Prefix: cfg.IPv6Prefix})
+	enf, err := postgres.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry, IPv6Prefix: cfg.IPv6Prefix,
+		// Failed-credential throttling as rlapi runs it (5 failures in 60 s, 300 s).
+		AuthThrottle: &enforce.AuthThrottleOptions{}, Escalation: o.Escalation})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -559,3 +559,19 @@ func scanCounter(row pgx.CollectableRow) (CounterRow, error) {
 	err := row.Scan(&c.Key, &c.WindowIndex, &c.Count, &c.ExpiresAt)
 	return c, err
 }
+
+// DeleteCounterKeys deletes every counter of keys (every window), keys
+// as gateways built them (stored through CounterKeyText).
+func (s *Store) DeleteCounterKeys(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	stored := make([]string, len(keys))
+	for i, k := range keys {
+		stored[i] = CounterKeyText(k)
+	}
+	if _, err := s.pool.Exec(ctx, `delete from rl_counters where key = any ($1)`, stored); err != nil {
+		return interpretError(err)
+	}
+	return nil
+}

@@ -16,6 +16,10 @@ const (
 	// ReasonEnforcementOff: the master switch is off (SetEnforcement); the
 	// call was allowed without any limit or quarantine applied.
 	ReasonEnforcementOff = "enforcement-off"
+	// ReasonLockedOut: the caller is under an escalation lockout (an
+	// automatic quarantine after repeated violations); RetryAfter and
+	// LockoutRemaining say for how long.
+	ReasonLockedOut = "locked-out"
 )
 
 // CheckRequest is one data-plane call for Check to decide.
@@ -62,6 +66,9 @@ type CheckResult struct {
 	RetryAfter      int64       `json:"retry_after"`
 	Gates           []CheckGate `json:"gates"`
 	QuarantineScope string      `json:"quarantine_scope,omitempty"` // "caller" or "target"
+	// LockoutRemaining is, for ReasonLockedOut, the seconds the lockout
+	// lasts still.
+	LockoutRemaining int64 `json:"lockout_remaining,omitempty"`
 }
 
 // ResetTime is Reset as a time; the zero time when no gate applied.

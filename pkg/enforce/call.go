@@ -211,6 +211,10 @@ type Decision struct {
 	RetryAfter time.Duration `json:"retry_after"`
 	// QuarantineScope is "caller" or "target" for quarantine denials.
 	QuarantineScope string `json:"quarantine_scope,omitempty"`
+	// LockoutRemaining, on ReasonLockedOut, is how long the escalation
+	// lockout lasts still (whole seconds, at least one): the
+	// X-Lockout-Remaining header.
+	LockoutRemaining time.Duration `json:"lockout_remaining,omitempty"`
 }
 
 // NormalizeTeam trims a team name and says why it cannot be one: a team

@@ -102,6 +102,21 @@ type Options struct {
 	// ViolationFlushInterval is how often the entries are written (default
 	// DefaultViolationFlushInterval).
 	ViolationFlushInterval time.Duration
+
+	// AuthThrottle, when set, turns on failed-credential throttling
+	// (authfail.go) over Counters: gateways report authentications
+	// (Enforcer.ReportAuth), and Check answers a locked-out client
+	// address ReasonAuthLocked before anything else. Its Now, IPv6Prefix
+	// and BackendTimeout default to the Enforcer's.
+	AuthThrottle *AuthThrottleOptions
+
+	// Escalation, when set, turns on escalation lockouts (lockout.go):
+	// a caller throttled Escalation.After times within Escalation.Within
+	// is quarantined for Escalation.Lockout through the Source's Locker.
+	Escalation *EscalationOptions
+	// OnLockout, when set, is told of every escalation lockout this
+	// Enforcer wrote (event lockout_started).
+	OnLockout func(Lockout)
 }
 
 // Enforcer decides calls. It is safe for concurrent use.
@@ -129,6 +144,8 @@ type Enforcer struct {
 	events *eventLog
 	// violations aggregates the record of violations (violations.go).
 	violations *violationRecorder
+	// auth is the failed-credential throttle (nil: off; authfail.go).
+	auth *AuthThrottle
 }
 
 // New starts an Enforcer over opts.Counters and opts.Source. It loads the
@@ -177,6 +194,14 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		opts.ViolationFlushInterval = DefaultViolationFlushInterval
 	}
 	m.backendTimeout.Set(opts.BackendTimeout.Seconds())
+	if err := e.startAuthThrottle(); err != nil {
+		return nil, err
+	}
+	if opts.Escalation != nil {
+		if err := CheckEscalation(*opts.Escalation); err != nil {
+			return nil, fmt.Errorf("enforce: Options.Escalation: %w", err)
+		}
+	}
 	if err := e.refresh(ctx); err != nil {
 		return nil, err
 	}
@@ -248,6 +273,12 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		e.metrics.checks.WithLabelValues("enforcement_off").Inc()
 		return Decision{Allowed: true, Reason: ReasonEnforcementOff}, nil
 	}
+	// 0. A client address locked out for failed authentications: refused
+	// before anything else, administrators included (its credentials are
+	// not to be verified while it is locked).
+	if d, locked := e.authLocked(ctx, c, ip); locked {
+		return d, nil
+	}
 	// A target name that is not valid (too long, control characters) can
 	// match no target definition or quarantine, but the caller's own
 	// quarantine and limits still apply: an odd path must not be a way
@@ -290,6 +321,9 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if snap.callersOn && !admin {
 		for i, k := range []string{userKey, clientKey, teamKey} {
 			if m, ok := snap.members.get(k); ok && k != "" && m.quarantinedAt(now) {
+				if m.lockout {
+					return e.lockedOut(c, m, targetName, now), nil
+				}
 				return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient, ratelimit.SubjectTeam}[i], c, targetName), nil
 			}
 		}
@@ -329,7 +363,11 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if cost <= 0 {
 		cost = 1
 	}
-	return e.take(ctx, c, gates, cost, consume, now)
+	d, err := e.take(ctx, c, gates, cost, consume, now)
+	if consume && err == nil && d.Reason == ReasonThrottled && !admin && e.opts.Escalation != nil {
+		d, _ = e.escalate(ctx, c, d, now)
+	}
+	return d, err
 }
 
 func targetSubject(targetType, name string) string {

@@ -41,6 +41,7 @@ type event struct {
 	retryAfter time.Duration
 	failClosed bool // backend
 	err        error
+	until      time.Time // auth lockouts: when the lockout ends
 }
 
 // eventKey is what one line is kept per.
@@ -166,12 +167,30 @@ func (l *eventLog) writeLocked() {
 		case eventQuarantined:
 			l.log.Warn("calls denied: quarantined", "count", c.count, "period_s", period, "scope", ev.scope, "caller", ev.caller, "username", ev.username,
 				"client_id", ev.clientID, "target_type", ev.targetType, "target", ev.target)
+		case EventLockoutStarted:
+			l.log.Warn("caller locked out after repeated violations", "event", ev.reason, "count", c.count, "caller", ev.caller, "username", ev.username,
+				"client_id", ev.clientID, "target_type", ev.targetType, "target", ev.target, "gate", ev.gate, "violations", ev.limit,
+				"duration", ev.retryAfter.String(), "until", ev.until.UTC().Format(time.RFC3339))
+		case eventLockedOut:
+			l.log.Warn("calls denied: caller locked out", "event", ev.reason, "count", c.count, "period_s", period, "caller", ev.caller,
+				"username", ev.username, "client_id", ev.clientID, "target_type", ev.targetType, "target", ev.target,
+				"until", ev.until.UTC().Format(time.RFC3339))
+		case eventAuthLocked:
+			l.log.Warn("calls denied: address locked out for failed authentications", "event", ev.reason, "count", c.count, "period_s", period,
+				"caller", ev.caller, "username", ev.username, "client_id", ev.clientID, "target_type", ev.targetType, "target", ev.target,
+				"retry_after_s", ev.retryAfter.Seconds())
+		case eventAuthLockoutStarted:
+			l.log.Warn("auth lockout", "event", ev.reason, "count", c.count, "scope", ev.scope, "caller", ev.caller, "identity", ev.username,
+				"failures", ev.limit, "duration", ev.retryAfter.String(), "until", ev.until.UTC().Format(time.RFC3339))
+		case eventAuthLockoutEnded:
+			l.log.Warn("auth lockout released", "event", ev.reason, "count", c.count, "scope", ev.scope, "caller", ev.caller,
+				"ended", ev.until.UTC().Format(time.RFC3339))
 		case eventBackend:
 			l.log.Warn("counter store failed; applied the fail policy", "count", c.count, "period_s", period,
 				"fail_closed", ev.failClosed, "target", ev.target, "err", ev.err)
 		}
 	}
-	for _, reason := range []string{eventThrottled, eventQuarantined, eventShadow, eventBackend} {
+	for _, reason := range []string{eventThrottled, eventQuarantined, eventShadow, eventBackend, eventAuthLocked, eventAuthLockoutStarted, eventAuthLockoutEnded, EventLockoutStarted, eventLockedOut} {
 		if n := dropped[reason]; n > 0 {
 			l.log.LogAttrs(ctx, slog.LevelWarn, "more subjects than the log itemizes; counted here",
 				slog.String("reason", reason), slog.Int64("count", n), slog.Float64("period_s", period), slog.Int("max_keys", l.maxKeys))

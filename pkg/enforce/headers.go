@@ -55,7 +55,7 @@ const (
 // not read it as "retry later". A fail-closed denial carries Retry-After
 // only.
 func SetHeaders(h http.Header, d Decision, now time.Time) {
-	for _, k := range []string{HeaderLimit, HeaderRemaining, HeaderReset, HeaderPolicy, HeaderRateLimit, HeaderRetryAfter} {
+	for _, k := range []string{HeaderLimit, HeaderRemaining, HeaderReset, HeaderPolicy, HeaderRateLimit, HeaderRetryAfter, HeaderLockoutRemaining} {
 		h.Del(k)
 	}
 	if d.Reason == ReasonQuarantined {
@@ -67,6 +67,9 @@ func SetHeaders(h http.Header, d Decision, now time.Time) {
 			wait = d.Reset.Sub(now)
 		}
 		h.Set(HeaderRetryAfter, strconv.FormatInt(max(ceilSeconds(wait), 1), 10))
+		if d.Reason == ReasonLockedOut {
+			h.Set(HeaderLockoutRemaining, strconv.FormatInt(max(ceilSeconds(d.LockoutRemaining), 1), 10))
+		}
 	}
 	if d.Limit <= 0 {
 		return

@@ -51,6 +51,12 @@ type MiddlewareOptions struct {
 //     application/problem+json body; next is not called;
 //   - quarantined: 403 with a problem body and no rate-limit headers (an
 //     access decision: retrying will not help);
+//   - locked out by an escalation lockout (Options.Escalation): 429 with
+//     Retry-After and X-Lockout-Remaining;
+//   - locked out for failed authentications (Options.AuthThrottle):
+//     429 with Retry-After and a problem body, before classify's
+//     credentials matter (see AuthMiddleware to refuse before verifying
+//     them);
 //   - fail-closed (the counter store failed and policy says deny): 503
 //     with Retry-After.
 //
@@ -90,6 +96,12 @@ func Middleware(e *Enforcer, classify func(*http.Request) (Call, bool), opts Mid
 			case d.Reason == ReasonQuarantined:
 				writeDenial(w, http.StatusForbidden, "quarantined", "Forbidden",
 					"access is suspended (quarantined "+d.QuarantineScope+")")
+			case d.Reason == ReasonLockedOut:
+				writeDenial(w, http.StatusTooManyRequests, "locked-out", "Locked out",
+					"locked out after repeated rate-limit violations; retry after "+w.Header().Get(HeaderRetryAfter)+"s")
+			case d.Reason == ReasonAuthLocked:
+				writeDenial(w, http.StatusTooManyRequests, "too-many-auth-failures", "Too many failed authentications",
+					authLockedDetail(d.RetryAfter))
 			case d.Reason == ReasonFailClosed:
 				writeDenial(w, http.StatusServiceUnavailable, "rate-limit-unavailable", "Service unavailable",
 					"rate limits cannot be checked right now; retry after "+w.Header().Get(HeaderRetryAfter)+"s")

@@ -55,6 +55,8 @@ type member struct {
 	groups             []string
 	quarantined        bool
 	quarantineExpireAt time.Time // zero: no expiry
+	// lockout: the quarantine is an escalation lockout (lockout.go).
+	lockout bool
 }
 
 // quarantinedAt reports whether the subject's quarantine applies at now.
@@ -68,6 +70,7 @@ func memberOf(m ratelimit.Membership) member {
 	if m.QuarantineExpiresAt != nil {
 		mem.quarantineExpireAt = *m.QuarantineExpiresAt
 	}
+	mem.lockout = mem.quarantined && isLockout(m)
 	return mem
 }
 

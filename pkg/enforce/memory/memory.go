@@ -348,3 +348,25 @@ func (s *Store) Len() int {
 }
 
 var _ enforce.CounterStore = (*Store)(nil)
+
+var _ enforce.CounterResetter = (*Store)(nil)
+
+// Reset removes every counter of keys, whatever its window or algorithm
+// (enforce.CounterResetter: a successful authentication resets its
+// address's failures). It scans each key's shard.
+func (s *Store) Reset(ctx context.Context, keys []string, deadline time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("reset counters: %w: %w", enforce.ErrTimedOut, err)
+	}
+	for _, k := range keys {
+		sh := &s.shards[maphash.String(s.seed, k)%shardCount]
+		sh.mu.Lock()
+		for id := range sh.counters {
+			if id.key == k {
+				delete(sh.counters, id)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return nil
+}

@@ -370,3 +370,25 @@ func RowState(algorithm enforce.Algorithm, count, previous int64) enforce.GateSt
 	}
 	return enforce.GateState{Count: count}
 }
+
+var _ enforce.CounterResetter = (*CounterStore)(nil)
+
+// Reset deletes every counter of keys, all windows and algorithms
+// (enforce.CounterResetter), within deadline.
+func (c *CounterStore) Reset(ctx context.Context, keys []string, deadline time.Time) error {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if err := c.st.DeleteCounterKeys(ctx, keys); err != nil {
+		return fmt.Errorf("reset counters: %w", err)
+	}
+	return nil
+}
+
+var _ enforce.Locker = (*Source)(nil)
+
+// LockOut writes an escalation lockout: the caller's quarantine until
+// l.Until, audited as store.LockoutActor, in one transaction; its change
+// notice reaches every replica (enforce.Locker).
+func (s *Source) LockOut(ctx context.Context, l enforce.Lockout) (bool, error) {
+	return s.st.LockOut(ctx, store.Lockout{SubjectType: l.SubjectType, Subject: l.Subject, Until: l.Until, Now: l.Now, Reason: l.Reason})
+}

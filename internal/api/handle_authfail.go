@@ -1,0 +1,126 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/rlctl/rlctl/pkg/enforce"
+)
+
+// Failed-credential throttling for gateways (docs/api.md, "Failed
+// credentials"): POST /api/auth-events reports an authentication the
+// gateway made, GET /api/auth-lockout asks whether an address is locked
+// before the gateway verifies its credentials. Both need an enforcer (or
+// admin) token; the count and the lockout are the Enforcer's
+// (pkg/enforce/authfail.go), shared by every replica. POST /api/check and
+// GET /api/validate refuse a locked address on their own.
+
+// authEventRequest is the body of POST /api/auth-events.
+type authEventRequest struct {
+	// ClientIP is the client's address (IPv4 or IPv6; IPv6 is counted by
+	// its /64).
+	ClientIP string `json:"client_ip"`
+	// Identity is who the call claimed to be (a username, a client id),
+	// for the lockout's event; it is not counted on its own.
+	Identity string `json:"identity"`
+	// Outcome is failure (counts), success (resets the count) or expired
+	// (a credential that was valid once: neither).
+	Outcome string `json:"outcome"`
+}
+
+// authStatus is the answer of both endpoints.
+type authStatus struct {
+	// ClientIP is the address as normalized; Address the key it is
+	// counted by (the IPv4 address, the IPv6 /64).
+	ClientIP string `json:"client_ip"`
+	Address  string `json:"address"`
+	Locked   bool   `json:"locked"`
+	// RetryAfter is how many seconds the address stays locked (0 when it
+	// is not).
+	RetryAfter int64 `json:"retry_after"`
+	// Started: this report locked the address (POST only).
+	Started bool `json:"started,omitempty"`
+}
+
+func (s *Server) authStatusOf(w http.ResponseWriter, ip string, st enforce.AuthStatus) authStatus {
+	res := authStatus{ClientIP: ip, Locked: st.Locked, Started: st.Started}
+	if t := s.enforcer.AuthThrottle(); t != nil {
+		res.Address = t.Key(netip.MustParseAddr(ip))
+	}
+	if st.Locked {
+		res.RetryAfter = max(int64((st.RetryAfter+time.Second-1)/time.Second), 1)
+		w.Header().Set(enforce.HeaderRetryAfter, strconv.FormatInt(res.RetryAfter, 10))
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	return res
+}
+
+// errAuthUnknown answers a report or check the counter store could not
+// take: the gateway applies its own policy.
+func errAuthUnknown(err error) error {
+	he := errorf(http.StatusServiceUnavailable, "unavailable", "Service unavailable",
+		fmt.Sprintf("the failed-credential count cannot be read or written right now (%v); retry shortly", errors.Unwrap(err)))
+	he.retryAfter = time.Second
+	return he
+}
+
+func (s *Server) handleReportAuth() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.enforcer == nil {
+			s.writeProblem(w, r, errNoEnforcer)
+			return
+		}
+		req, err := decode[authEventRequest](w, r, false)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		rep, err := enforce.NormalizeAuthReport(enforce.AuthReport{ClientIP: req.ClientIP, Identity: req.Identity, Outcome: enforce.AuthOutcome(req.Outcome)})
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		st, err := s.enforcer.ReportAuth(r.Context(), rep)
+		if err != nil {
+			s.writeProblem(w, r, errAuthUnknown(err))
+			return
+		}
+		encode(w, http.StatusOK, s.authStatusOf(w, rep.ClientIP, st))
+	})
+}
+
+func (s *Server) handleAuthLockout() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.enforcer == nil {
+			s.writeProblem(w, r, errNoEnforcer)
+			return
+		}
+		q := r.URL.Query()
+		for k := range q {
+			if k != "client_ip" {
+				s.writeProblem(w, r, fieldProblem(k, k+": unknown query parameter (want client_ip)"))
+				return
+			}
+		}
+		rep, err := enforce.NormalizeAuthReport(enforce.AuthReport{ClientIP: q.Get("client_ip"), Outcome: enforce.AuthExpired})
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		st, err := s.enforcer.AuthLocked(r.Context(), rep.ClientIP)
+		if err != nil {
+			s.writeProblem(w, r, errAuthUnknown(err))
+			return
+		}
+		encode(w, http.StatusOK, s.authStatusOf(w, rep.ClientIP, st))
+	})
+}
+
+// fieldProblem is a 400 naming one field.
+func fieldProblem(field, message string) error {
+	return &enforce.CallError{Fields: []enforce.FieldError{{Field: field, Message: message}}}
+}

@@ -1,0 +1,545 @@
+package enforce
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rlctl/rlctl/pkg/clientip"
+	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
+)
+
+// Failed-credential throttling (references 001 and 002): gateways report
+// authentication failures and successes per client address; MaxFailures
+// failures within Window (a sliding window: the last Window seconds,
+// whenever the first failure was) lock the address out for Lockout, and
+// while it is locked the gateway refuses it (429, Retry-After) before it
+// verifies any credential. IPv4 addresses are counted one by one, IPv6
+// addresses by their /64 (pkg/clientip).
+//
+// Both the failure count and the lockout live in the counter store, so
+// every replica sharing it shares them: the count is a sliding-window
+// counter of limit MaxFailures, the lockout a token bucket of capacity one
+// refilled once per Lockout, taken when the count is reached. A taken
+// bucket is a lockout that every replica sees and that ends by itself,
+// exactly Lockout later (its TAT), on every store, with no new table and
+// no clock but the Enforcer's (docs/design.md, "Failed-credential
+// throttling").
+//
+// What a replica keeps in memory is a cache, bounded by MaxTracked
+// entries: the lockouts it knows of (kept until they end, never evicted),
+// and for quiet addresses when it last asked the store (an answer "not
+// locked" is trusted for RecheckAfter) and last reset their count. When
+// the cache is full the quiet entry touched least recently goes; when it
+// holds nothing but active lockouts, a newcomer is not cached and is asked
+// about every time. The store stays the truth either way, so no flood of
+// fresh addresses can release a lockout.
+
+// AuthOutcome is what a gateway reports of one authentication.
+type AuthOutcome string
+
+const (
+	// AuthFailure: a credential that is not valid (an unknown token, a
+	// wrong password). It counts.
+	AuthFailure AuthOutcome = "failure"
+	// AuthSuccess: a valid credential. It resets the address's count.
+	AuthSuccess AuthOutcome = "success"
+	// AuthExpired: a credential that was valid and has expired (or was
+	// revoked). It is no guess at a secret: it neither counts nor resets.
+	AuthExpired AuthOutcome = "expired"
+)
+
+// AuthThrottleOptions tune an AuthThrottle; zero values take the
+// defaults (reference 002: 5 failures in 60 s lock an address for 300 s).
+type AuthThrottleOptions struct {
+	// Scope separates throttles sharing one counter store (rlapi's own
+	// tokens count apart from the gateways' credentials); default
+	// "gateway".
+	Scope string
+	// MaxFailures within Window lock an address out (default 5; negative
+	// turns the throttle off: nothing counts, nothing is locked).
+	MaxFailures int
+	// Window is the sliding window failures are counted in (default 60 s,
+	// whole seconds).
+	Window time.Duration
+	// Lockout is how long a locked address stays locked (default 300 s,
+	// whole seconds).
+	Lockout time.Duration
+	// MaxTracked bounds the addresses cached in memory (default 100,000).
+	MaxTracked int
+	// RecheckAfter is how long an answer "not locked" from the store is
+	// trusted before asking again (default 1 s; negative: always ask). A
+	// lockout taken on another replica is refused here within it.
+	RecheckAfter time.Duration
+	// BackendTimeout bounds each counter round trip (default 250 ms).
+	BackendTimeout time.Duration
+	// IPv6Prefix is the prefix IPv6 addresses are counted by (default 64).
+	IPv6Prefix int
+	Now        func() time.Time
+	// OnEvent, when set, is told of every lockout this throttle takes and
+	// of every lockout it knew of that ended (AuthLockoutStarted,
+	// AuthLockoutEnded). It runs on the reporting goroutine.
+	OnEvent func(AuthEvent)
+}
+
+// Kinds of AuthEvent.
+const (
+	// EventAuthLockoutStarted: an address was locked out for its failed
+	// authentications (by this replica: each lockout is reported once).
+	EventAuthLockoutStarted = "auth_lockout_started"
+	// EventAuthLockoutEnded: a lockout this replica knew of has ended (on
+	// the first touch after its end; every replica that knew of it says
+	// so).
+	EventAuthLockoutEnded = "auth_lockout_ended"
+)
+
+// AuthEvent is a lockout starting or ending.
+type AuthEvent struct {
+	Kind  string
+	Scope string
+	// Address is the locked key: the IPv4 address or the IPv6 prefix
+	// (2001:db8:1:2::/64).
+	Address string
+	// ClientIP is the address whose failure locked it (started only).
+	ClientIP string
+	// Identity is what the failing call claimed to be, when the gateway
+	// said (started only).
+	Identity string
+	// Failures is the count that locked it (started only).
+	Failures int
+	Window   time.Duration
+	Lockout  time.Duration
+	Until    time.Time
+}
+
+// AuthStatus is an address's state after a report or a check.
+type AuthStatus struct {
+	// Locked: the address is locked out; RetryAfter is how long for
+	// (rounded up to whole seconds, at least one).
+	Locked     bool
+	RetryAfter time.Duration
+	// Started: this report locked it.
+	Started bool
+}
+
+// CounterResetter is a CounterStore that can forget counters: a
+// successful authentication resets its address's failures through it.
+// The stores in this module (memory, postgres) implement it; with a store
+// that does not, a success resets nothing and failures only age out of
+// their window (the lockout is then stricter, never looser).
+type CounterResetter interface {
+	// Reset removes every counter of keys (all windows, every
+	// algorithm). deadline bounds it.
+	Reset(ctx context.Context, keys []string, deadline time.Time) error
+}
+
+// AuthThrottle counts failed authentications and locks addresses out. It
+// is safe for concurrent use. An Enforcer built with Options.AuthThrottle
+// has one (Enforcer.AuthThrottle); NewAuthThrottle builds one over any
+// counter store (rlapi does, for its own tokens).
+type AuthThrottle struct {
+	counters CounterStore
+	opts     AuthThrottleOptions
+	now      func() time.Time
+
+	mu      sync.Mutex
+	entries map[string]*authEntry
+	// quiet holds the entries that are not locked, least recently touched
+	// first; locked entries are in entries only.
+	quiet *list.List
+	// locked counts the entries holding a lockout.
+	locked int
+	// scanned is when makeRoomLocked last looked for ended lockouts: a
+	// cache full of lockouts is scanned at most once a second.
+	scanned time.Time
+}
+
+type authEntry struct {
+	key string
+	// until is the end of the lockout this replica knows of (zero: none).
+	until time.Time
+	// checked is when the store last said "not locked"; reset when the
+	// count was last reset.
+	checked, reset time.Time
+	elem           *list.Element // in quiet; nil while locked
+}
+
+// NewAuthThrottle builds a throttle counting in counters.
+func NewAuthThrottle(counters CounterStore, opts AuthThrottleOptions) (*AuthThrottle, error) {
+	if counters == nil {
+		return nil, errors.New("enforce: NewAuthThrottle needs a counter store")
+	}
+	if opts.Scope == "" {
+		opts.Scope = "gateway"
+	}
+	if opts.MaxFailures == 0 {
+		opts.MaxFailures = 5
+	}
+	if opts.Window == 0 {
+		opts.Window = time.Minute
+	}
+	if opts.Lockout == 0 {
+		opts.Lockout = 5 * time.Minute
+	}
+	if err := CheckAuthThrottle(opts.MaxFailures, opts.Window, opts.Lockout); err != nil {
+		return nil, err
+	}
+	if opts.MaxTracked <= 0 {
+		opts.MaxTracked = 100_000
+	}
+	if opts.RecheckAfter == 0 {
+		opts.RecheckAfter = time.Second
+	}
+	if opts.BackendTimeout <= 0 {
+		opts.BackendTimeout = 250 * time.Millisecond
+	}
+	if !clientip.ValidIPv6Prefix(opts.IPv6Prefix) {
+		opts.IPv6Prefix = clientip.DefaultIPv6Prefix
+	}
+	t := &AuthThrottle{counters: counters, opts: opts, now: opts.Now, entries: map[string]*authEntry{}, quiet: list.New()}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	return t, nil
+}
+
+// CheckAuthThrottle checks a throttle's settings (after defaults): a
+// positive count (or a negative one, off), and windows of whole seconds,
+// at least one second and at most a day. Its errors name the setting.
+func CheckAuthThrottle(maxFailures int, window, lockout time.Duration) error {
+	if maxFailures < 0 {
+		return nil
+	}
+	if maxFailures == 0 || maxFailures > 1_000_000 {
+		return fmt.Errorf("max failures: must be between 1 and 1000000 (got %d; negative turns the throttle off)", maxFailures)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"window", window}, {"lockout", lockout}} {
+		if d.v < time.Second || d.v > 24*time.Hour || d.v%time.Second != 0 {
+			return fmt.Errorf("%s: must be whole seconds between 1s and 24h (got %s)", d.name, d.v)
+		}
+	}
+	return nil
+}
+
+// Options are the throttle's settings, defaults filled in.
+func (t *AuthThrottle) Options() AuthThrottleOptions { return t.opts }
+
+// Off reports whether the throttle is turned off (MaxFailures < 0).
+func (t *AuthThrottle) Off() bool { return t.opts.MaxFailures < 0 }
+
+// Key is the key addr is counted by: the IPv4 address, the IPv6 prefix
+// (empty for an address that is not valid).
+func (t *AuthThrottle) Key(addr netip.Addr) string {
+	if !addr.IsValid() {
+		return ""
+	}
+	return clientip.Key(addr.Unmap().WithZone(""), t.opts.IPv6Prefix)
+}
+
+// failureGate counts key's failures: limit MaxFailures per sliding
+// Window. Keys: a|<scope>|<window>|ip:<key> and l|<scope>|ip:<key>
+// (docs/design.md, "Counter keys"), kinds no definition's counter has.
+func (t *AuthThrottle) failureGate(key string) CounterGate {
+	return CounterGate{Key: "af|" + t.opts.Scope + "|" + strconv.Itoa(int(t.opts.Window/time.Second)) + "|" + CallerIP + ":" + key,
+		Algorithm: AlgorithmSlidingWindow, Window: t.opts.Window, Limit: int64(t.opts.MaxFailures), Enforce: true}
+}
+
+// lockGate is key's lockout: a bucket of one token refilled once per
+// Lockout.
+func (t *AuthThrottle) lockGate(key string) CounterGate {
+	return CounterGate{Key: "al|" + t.opts.Scope + "|" + CallerIP + ":" + key,
+		Algorithm: AlgorithmTokenBucket, Window: t.opts.Lockout, Limit: 1, Burst: 1, Enforce: true}
+}
+
+func (t *AuthThrottle) take(ctx context.Context, g CounterGate, consume bool, now time.Time) (TakeResult, error) {
+	deadline := time.Now().Add(t.opts.BackendTimeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	res, err := t.counters.Take(ctx, []TakeRequest{{Gates: []CounterGate{g}, Cost: 1, Consume: consume, Now: now}}, deadline)
+	if err != nil {
+		return TakeResult{}, err
+	}
+	if len(res) != 1 || len(res[0].Room) != 1 || len(res[0].States) != 1 {
+		return TakeResult{}, fmt.Errorf("counter store answered %d results for one request", len(res))
+	}
+	return res[0], nil
+}
+
+// lockedStatus is the status of a lockout ending at until.
+func lockedStatus(until, now time.Time) AuthStatus {
+	return AuthStatus{Locked: true, RetryAfter: retryAfter(until.Sub(now))}
+}
+
+// Check reports whether addr is locked out: from the cache when it knows,
+// else from the store. An invalid address is never locked. An error means
+// the store could not say; the status is then "not locked" (a gateway
+// that prefers to refuse can).
+func (t *AuthThrottle) Check(ctx context.Context, addr netip.Addr) (AuthStatus, error) {
+	key := t.Key(addr)
+	if key == "" || t.Off() {
+		return AuthStatus{}, nil
+	}
+	now := t.now()
+	if st, known := t.cached(key, now); known {
+		return st, nil
+	}
+	return t.ask(ctx, key, now)
+}
+
+// cached answers from memory when it can: a known lockout still running,
+// or "not locked" asked about within RecheckAfter.
+func (t *AuthThrottle) cached(key string, now time.Time) (AuthStatus, bool) {
+	var ended *AuthEvent
+	t.mu.Lock()
+	e := t.entries[key]
+	var st AuthStatus
+	known := false
+	switch {
+	case e == nil:
+	case !e.until.IsZero() && now.Before(e.until):
+		st, known = lockedStatus(e.until, now), true
+	case !e.until.IsZero():
+		// Ended: say so, and ask the store (another replica may have
+		// locked it again).
+		ended = &AuthEvent{Kind: EventAuthLockoutEnded, Scope: t.opts.Scope, Address: key, Until: e.until,
+			Window: t.opts.Window, Lockout: t.opts.Lockout}
+		t.unlockLocked(e)
+	case t.opts.RecheckAfter > 0 && !e.checked.IsZero() && now.Sub(e.checked) < t.opts.RecheckAfter && !now.Before(e.checked):
+		t.quiet.MoveToBack(e.elem)
+		known = true
+	}
+	t.mu.Unlock()
+	if ended != nil && t.opts.OnEvent != nil {
+		t.opts.OnEvent(*ended)
+	}
+	return st, known
+}
+
+// ask peeks key's lockout in the store and caches the answer.
+func (t *AuthThrottle) ask(ctx context.Context, key string, now time.Time) (AuthStatus, error) {
+	res, err := t.take(ctx, t.lockGate(key), false, now)
+	if err != nil {
+		return AuthStatus{}, fmt.Errorf("check auth lockout: %w", err)
+	}
+	if !res.Room[0] && res.States[0].TAT.After(now) {
+		t.remember(key, res.States[0].TAT, now)
+		return lockedStatus(res.States[0].TAT, now), nil
+	}
+	t.touch(key, now, func(e *authEntry) { e.checked = now })
+	return AuthStatus{}, nil
+}
+
+// Report records one authentication from addr (identity is what it
+// claimed to be, for the event; it may be empty). A failure from an
+// address already locked is not counted again. The status says whether
+// addr is locked now.
+func (t *AuthThrottle) Report(ctx context.Context, addr netip.Addr, identity string, outcome AuthOutcome) (AuthStatus, error) {
+	key := t.Key(addr)
+	if key == "" || t.Off() {
+		return AuthStatus{}, nil
+	}
+	switch outcome {
+	case AuthExpired:
+		return t.Check(ctx, addr)
+	case AuthSuccess:
+		return t.succeeded(ctx, key)
+	case AuthFailure:
+	default:
+		return AuthStatus{}, fmt.Errorf("outcome %q: want failure, success or expired", outcome)
+	}
+	st, err := t.Check(ctx, addr)
+	if err != nil || st.Locked {
+		return st, err
+	}
+	now := t.now()
+	fg := t.failureGate(key)
+	res, err := t.take(ctx, fg, true, now)
+	if err != nil {
+		return AuthStatus{}, fmt.Errorf("count auth failure: %w", err)
+	}
+	s := res.States[0]
+	remaining, _ := algorithm.Describe(algorithm.Gate{Algorithm: string(fg.Algorithm), Window: fg.Window, Limit: fg.Limit},
+		algorithm.State{Count: s.Count, Previous: s.Previous}, now)
+	if res.Room[0] && remaining > 0 {
+		return AuthStatus{}, nil
+	}
+	// The count is reached: lock. A bucket already taken is a lockout
+	// another replica took meanwhile.
+	lr, err := t.take(ctx, t.lockGate(key), true, now)
+	if err != nil {
+		return AuthStatus{}, fmt.Errorf("take auth lockout: %w", err)
+	}
+	until := now.Add(t.opts.Lockout)
+	started := lr.Room[0]
+	if !started {
+		until = lr.States[0].TAT
+	}
+	t.remember(key, until, now)
+	if started {
+		// The failures that locked it are spent: after the lockout the
+		// address starts afresh.
+		t.resetKeys(ctx, fg.Key)
+		if t.opts.OnEvent != nil {
+			t.opts.OnEvent(AuthEvent{Kind: EventAuthLockoutStarted, Scope: t.opts.Scope, Address: key, ClientIP: addr.Unmap().WithZone("").String(),
+				Identity: identity, Failures: t.opts.MaxFailures, Window: t.opts.Window, Lockout: t.opts.Lockout, Until: until})
+		}
+	}
+	st = lockedStatus(until, now)
+	st.Started = started
+	return st, nil
+}
+
+// succeeded resets key's failures, at most once per RecheckAfter from
+// this replica (a reset skipped counts failures longer: stricter, never
+// looser), and reports whether it is locked (a lockout is not lifted by a
+// success: while locked, no credential is verified).
+func (t *AuthThrottle) succeeded(ctx context.Context, key string) (AuthStatus, error) {
+	now := t.now()
+	if st, known := t.cached(key, now); known && st.Locked {
+		return st, nil
+	}
+	due := true
+	t.mu.Lock()
+	if e := t.entries[key]; e != nil && e.until.IsZero() && t.opts.RecheckAfter > 0 && !e.reset.IsZero() &&
+		now.Sub(e.reset) < t.opts.RecheckAfter && !now.Before(e.reset) {
+		due = false
+	}
+	t.mu.Unlock()
+	if !due {
+		return AuthStatus{}, nil
+	}
+	if err := t.resetKeys(ctx, t.failureGate(key).Key); err != nil {
+		return AuthStatus{}, err
+	}
+	t.touch(key, now, func(e *authEntry) { e.reset = now })
+	return AuthStatus{}, nil
+}
+
+func (t *AuthThrottle) resetKeys(ctx context.Context, keys ...string) error {
+	r, ok := t.counters.(CounterResetter)
+	if !ok {
+		return nil
+	}
+	deadline := time.Now().Add(t.opts.BackendTimeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if err := r.Reset(ctx, keys, deadline); err != nil {
+		return fmt.Errorf("reset auth failures: %w", err)
+	}
+	return nil
+}
+
+// remember caches key's lockout until until. With the cache full of
+// lockouts it is not cached: the store answers for it.
+func (t *AuthThrottle) remember(key string, until, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.entries[key]
+	if e == nil {
+		if !t.makeRoomLocked(now) {
+			return
+		}
+		e = &authEntry{key: key}
+		t.entries[key] = e
+	} else if e.elem != nil {
+		t.quiet.Remove(e.elem)
+		e.elem = nil
+	}
+	if e.until.IsZero() {
+		t.locked++
+	}
+	e.until = until
+}
+
+// touch updates key's quiet entry (creating it when there is room) with
+// set, and marks it the most recently touched.
+func (t *AuthThrottle) touch(key string, now time.Time, set func(*authEntry)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.entries[key]
+	if e != nil && !e.until.IsZero() {
+		return // a lockout learned meanwhile stands
+	}
+	if e == nil {
+		if !t.makeRoomLocked(now) {
+			return
+		}
+		e = &authEntry{key: key}
+		e.elem = t.quiet.PushBack(e)
+		t.entries[key] = e
+	} else {
+		t.quiet.MoveToBack(e.elem)
+	}
+	set(e)
+}
+
+// unlockLocked forgets an ended lockout's entry.
+func (t *AuthThrottle) unlockLocked(e *authEntry) {
+	delete(t.entries, e.key)
+	t.locked--
+}
+
+// makeRoomLocked frees one entry when the cache is full: the quiet entry
+// touched least recently, else (every entry a lockout) the ended ones. It
+// reports false when every entry is a running lockout.
+func (t *AuthThrottle) makeRoomLocked(now time.Time) bool {
+	if len(t.entries) < t.opts.MaxTracked {
+		return true
+	}
+	if f := t.quiet.Front(); f != nil {
+		t.quiet.Remove(f)
+		delete(t.entries, f.Value.(*authEntry).key)
+		return true
+	}
+	// Only lockouts: drop those that ended (their end is logged at the
+	// next touch by whoever still knows of it; here it is simply
+	// forgotten), at most once a second so that a cache full of lockouts
+	// costs a newcomer no scan.
+	if !t.scanned.IsZero() && now.Sub(t.scanned) < time.Second && !now.Before(t.scanned) {
+		return false
+	}
+	t.scanned = now
+	freed := false
+	for k, e := range t.entries {
+		if !now.Before(e.until) {
+			delete(t.entries, k)
+			t.locked--
+			freed = true
+		}
+	}
+	return freed
+}
+
+// Tracked is how many addresses the cache holds, and how many of them are
+// lockouts.
+func (t *AuthThrottle) Tracked() (entries, lockouts int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.entries), t.locked
+}
+
+// logAuthEvent is the WARN line of an AuthEvent.
+func logAuthEvent(log *slog.Logger, ev AuthEvent) {
+	switch ev.Kind {
+	case EventAuthLockoutStarted:
+		log.Warn("auth lockout", "event", ev.Kind, "scope", ev.Scope, "address", ev.Address, "client_ip", ev.ClientIP,
+			"identity", ev.Identity, "failures", ev.Failures, "window", ev.Window.String(), "duration", ev.Lockout.String(),
+			"until", ev.Until.UTC().Format(time.RFC3339))
+	case EventAuthLockoutEnded:
+		log.Warn("auth lockout released", "event", ev.Kind, "scope", ev.Scope, "address", ev.Address,
+			"ended", ev.Until.UTC().Format(time.RFC3339))
+	}
+}
+
+// LogAuthEvent writes ev as the WARN line rlapi and the Enforcer write:
+// "auth lockout" and "auth lockout released".
+func LogAuthEvent(log *slog.Logger, ev AuthEvent) { logAuthEvent(log, ev) }

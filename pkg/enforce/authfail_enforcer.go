@@ -1,0 +1,188 @@
+package enforce
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rlctl/rlctl/pkg/clientip"
+)
+
+// ReasonAuthLocked: the client address is locked out for repeated failed
+// authentications (Options.AuthThrottle); RetryAfter says for how long.
+// Gateways answer it 429 with Retry-After, before verifying credentials.
+const ReasonAuthLocked = "auth-locked"
+
+// Reasons an auth event is logged for (events.go aggregates them as it
+// does throttles: one line per address and interval at most).
+const (
+	eventAuthLocked         = "auth_locked"
+	eventAuthLockoutStarted = EventAuthLockoutStarted
+	eventAuthLockoutEnded   = EventAuthLockoutEnded
+)
+
+// AuthReport is one authentication a gateway reports: its client address,
+// optionally the identity it claimed, and its outcome.
+type AuthReport struct {
+	ClientIP string
+	Identity string
+	Outcome  AuthOutcome
+}
+
+// startAuthThrottle builds the throttle Options.AuthThrottle asks for.
+func (e *Enforcer) startAuthThrottle() error {
+	if e.opts.AuthThrottle == nil {
+		return nil
+	}
+	o := *e.opts.AuthThrottle
+	if o.Now == nil {
+		o.Now = e.now
+	}
+	if o.IPv6Prefix == 0 {
+		o.IPv6Prefix = e.opts.IPv6Prefix
+	}
+	if o.BackendTimeout <= 0 {
+		o.BackendTimeout = e.opts.BackendTimeout
+	}
+	lockouts := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_auth_lockouts_total",
+		Help: "Client addresses (IPv6: prefixes) this replica locked out for failed authentications, by scope."}, []string{"scope"})
+	if e.opts.Registerer != nil {
+		if err := e.opts.Registerer.Register(lockouts); err != nil {
+			return err
+		}
+	}
+	next := o.OnEvent
+	o.OnEvent = func(ev AuthEvent) {
+		if ev.Kind == EventAuthLockoutStarted {
+			lockouts.WithLabelValues(ev.Scope).Inc()
+		}
+		e.events.record(event{reason: ev.Kind, caller: CallerIP + ":" + ev.Address, username: ev.Identity,
+			limit: int64(ev.Failures), retryAfter: ev.Lockout, scope: ev.Scope, until: ev.Until})
+		if next != nil {
+			next(ev)
+		}
+	}
+	t, err := NewAuthThrottle(e.counters, o)
+	if err != nil {
+		return err
+	}
+	e.auth = t
+	return nil
+}
+
+// AuthThrottle is the Enforcer's failed-credential throttle (nil when
+// Options.AuthThrottle was not set).
+func (e *Enforcer) AuthThrottle() *AuthThrottle { return e.auth }
+
+// ReportAuth records an authentication a gateway made (see AuthThrottle.
+// Report). The client address must be valid (normalize it first:
+// NormalizeAuthReport). Without Options.AuthThrottle it does nothing.
+func (e *Enforcer) ReportAuth(ctx context.Context, r AuthReport) (AuthStatus, error) {
+	if e.auth == nil {
+		return AuthStatus{}, nil
+	}
+	a, err := netip.ParseAddr(r.ClientIP)
+	if err != nil {
+		return AuthStatus{}, err
+	}
+	return e.auth.Report(ctx, a, r.Identity, r.Outcome)
+}
+
+// AuthLocked reports whether clientIP is locked out for failed
+// authentications: what a gateway asks before it verifies credentials.
+func (e *Enforcer) AuthLocked(ctx context.Context, clientIP string) (AuthStatus, error) {
+	if e.auth == nil {
+		return AuthStatus{}, nil
+	}
+	a := clientAddr(clientIP)
+	if !a.IsValid() {
+		return AuthStatus{}, nil
+	}
+	return e.auth.Check(ctx, a)
+}
+
+// authLocked decides a call from a locked-out address. A store that cannot
+// say leaves the call to the rest of the decision.
+func (e *Enforcer) authLocked(ctx context.Context, c Call, ip netip.Addr) (Decision, bool) {
+	if e.auth == nil || !ip.IsValid() {
+		return Decision{}, false
+	}
+	st, err := e.auth.Check(ctx, ip)
+	if err != nil || !st.Locked {
+		if err != nil {
+			e.metrics.errors.WithLabelValues("auth").Inc()
+		}
+		return Decision{}, false
+	}
+	e.metrics.checks.WithLabelValues("auth_locked").Inc()
+	e.events.record(event{reason: eventAuthLocked, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
+		target: c.TargetName, caller: CallerIP + ":" + e.auth.Key(ip), retryAfter: st.RetryAfter})
+	return Decision{Allowed: false, Reason: ReasonAuthLocked, RetryAfter: st.RetryAfter}, true
+}
+
+// NormalizeAuthReport checks a report: a valid client address, a known
+// outcome, an identity of at most 256 bytes. The errors name the field
+// (client_ip, outcome, identity), as Call.Normalize's do.
+func NormalizeAuthReport(r AuthReport) (AuthReport, error) {
+	var fields []FieldError
+	if r.ClientIP == "" {
+		fields = append(fields, FieldError{Field: "client_ip", Message: "client_ip: required (the client's address, IPv4 or IPv6)"})
+	} else if a, problem := normalizeClientIP(r.ClientIP); problem != "" {
+		fields = append(fields, FieldError{Field: "client_ip", Message: "client_ip: " + problem})
+	} else {
+		r.ClientIP = a
+	}
+	switch r.Outcome {
+	case AuthFailure, AuthSuccess, AuthExpired:
+	case "":
+		fields = append(fields, FieldError{Field: "outcome", Message: "outcome: required (failure, success or expired)"})
+	default:
+		fields = append(fields, FieldError{Field: "outcome", Message: "outcome: must be failure, success or expired (got " + strconv.Quote(string(r.Outcome)) + ")"})
+	}
+	if len(r.Identity) > 256 {
+		fields = append(fields, FieldError{Field: "identity", Message: "identity: must be at most 256 bytes"})
+	}
+	if len(fields) > 0 {
+		return r, &CallError{Fields: fields}
+	}
+	return r, nil
+}
+
+// authLockedDetail is the problem detail of a locked-out address.
+func authLockedDetail(retry time.Duration) string {
+	return "too many failed authentications from this address; retry after " + strconv.FormatInt(max(ceilSeconds(retry), 1), 10) + "s"
+}
+
+// AuthMiddleware refuses requests from addresses locked out for failed
+// authentications, before next (the gateway's authentication, then
+// Middleware) sees them: 429 with Retry-After and a problem body. The
+// client address is resolver's (nil: the peer's). Requests whose address
+// is unknown, and every request while the Enforcer has no AuthThrottle,
+// pass. The gateway reports each authentication with Enforcer.ReportAuth.
+func AuthMiddleware(e *Enforcer, resolver *clientip.Resolver) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			a := clientip.Peer(r)
+			if resolver != nil {
+				a = resolver.FromRequest(r)
+			}
+			if e.auth != nil && a.IsValid() {
+				if st, err := e.auth.Check(r.Context(), a); err == nil && st.Locked {
+					e.metrics.checks.WithLabelValues("auth_locked").Inc()
+					e.events.record(event{reason: eventAuthLocked, target: r.URL.Path, caller: CallerIP + ":" + e.auth.Key(a), retryAfter: st.RetryAfter})
+					w.Header().Set(HeaderRetryAfter, strconv.FormatInt(max(ceilSeconds(st.RetryAfter), 1), 10))
+					writeDenial(w, http.StatusTooManyRequests, "too-many-auth-failures", "Too many failed authentications",
+						authLockedDetail(st.RetryAfter))
+					return
+				} else if err != nil {
+					e.metrics.errors.WithLabelValues("auth").Inc()
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}

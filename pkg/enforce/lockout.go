@@ -1,0 +1,164 @@
+package enforce
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// Escalation lockouts (reference 004): a caller throttled After times
+// within Within is locked out for Lockout. The violations are a
+// sliding-window counter in the counter store like any other (key
+// v|<window>|<caller>), so every replica counts toward one total; the
+// lockout is an automatic quarantine of the caller (user or client) with
+// an expiry and a reason naming the definition and the count, written
+// through the Source's Locker (pkg/enforce/postgres: one audited
+// transaction), so it is shared, listed by `rlctl quarantine list`,
+// removable by an operator and never applied to an administrator.
+// Anonymous callers (ip:<key>) are not locked out: they have no
+// membership to quarantine.
+
+// EscalationOptions turn on escalation lockouts (Options.Escalation).
+type EscalationOptions struct {
+	// After is how many violations (throttled calls) lock a caller out
+	// (>= 1).
+	After int
+	// Within is the sliding window they are counted in (whole seconds,
+	// 1s to 24h).
+	Within time.Duration
+	// Lockout is how long the caller is locked out (whole seconds, 1s to
+	// 30 days).
+	Lockout time.Duration
+}
+
+// CheckEscalation checks escalation settings; its errors name the setting.
+func CheckEscalation(o EscalationOptions) error {
+	if o.After < 1 || o.After > 1_000_000 {
+		return fmt.Errorf("after: must be between 1 and 1000000 violations (got %d)", o.After)
+	}
+	if o.Within < time.Second || o.Within > 24*time.Hour || o.Within%time.Second != 0 {
+		return fmt.Errorf("within: must be whole seconds between 1s and 24h (got %s)", o.Within)
+	}
+	if o.Lockout < time.Second || o.Lockout > 30*24*time.Hour || o.Lockout%time.Second != 0 {
+		return fmt.Errorf("lockout: must be whole seconds between 1s and 720h (got %s)", o.Lockout)
+	}
+	return nil
+}
+
+// Locker is a Source that can write escalation lockouts (an optional
+// interface beside Source; pkg/enforce/postgres's Source has it). LockOut
+// quarantines the caller until l.Until, unless it is an administrator or
+// already quarantined at least as long, and reports whether it did.
+type Locker interface {
+	LockOut(ctx context.Context, l Lockout) (applied bool, err error)
+}
+
+// Lockout is one escalation lockout.
+type Lockout struct {
+	// SubjectType is user or client, Subject its name.
+	SubjectType, Subject string
+	Until, Now           time.Time
+	// Definition is the definition of the violation that reached the
+	// count, Count the count, Reason the quarantine's reason.
+	Definition string
+	Count      int
+	Reason     string
+}
+
+// LockoutReasonPrefix starts the reason of every escalation lockout; a
+// caller quarantine with an expiry whose reason starts with it is answered
+// ReasonLockedOut (429, Retry-After, X-Lockout-Remaining) rather than as a
+// quarantine (403).
+const LockoutReasonPrefix = "lockout: "
+
+// HeaderLockoutRemaining carries, on a locked-out answer, the seconds the
+// escalation lockout lasts still (reference 004), beside Retry-After.
+const HeaderLockoutRemaining = "X-Lockout-Remaining"
+
+// ReasonLockedOut: the caller is locked out by an escalation lockout;
+// RetryAfter and LockoutRemaining say for how long.
+const ReasonLockedOut = "locked-out"
+
+// Event kinds of escalation lockouts (events.go).
+const (
+	EventLockoutStarted = "lockout_started"
+	eventLockedOut      = "locked_out"
+)
+
+// isLockout reports whether m is an escalation lockout.
+func isLockout(m ratelimit.Membership) bool {
+	return m.QuarantineExpiresAt != nil && strings.HasPrefix(m.QuarantineReason, LockoutReasonPrefix)
+}
+
+// lockedOut is the decision for a caller under an escalation lockout.
+func (e *Enforcer) lockedOut(c Call, m member, target string, now time.Time) Decision {
+	e.metrics.checks.WithLabelValues("locked_out").Inc()
+	left := m.quarantineExpireAt.Sub(now)
+	e.events.record(event{reason: eventLockedOut, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
+		target: target, caller: e.eventCaller(c), retryAfter: left, until: m.quarantineExpireAt})
+	return Decision{Allowed: false, Reason: ReasonLockedOut, RetryAfter: retryAfter(left), LockoutRemaining: retryAfter(left)}
+}
+
+// escalate counts a throttled call as a violation of its caller, and locks
+// the caller out when it reaches the count. It returns the decision to
+// answer instead (locked out) when it did.
+func (e *Enforcer) escalate(ctx context.Context, c Call, d Decision, now time.Time) (Decision, bool) {
+	o := e.opts.Escalation
+	locker, ok := e.source.(Locker)
+	if o == nil || !ok || len(d.Denied) == 0 {
+		return d, false
+	}
+	subjectType, subject := ratelimit.SubjectUser, c.Username
+	if c.ClientID != "" {
+		subjectType, subject = ratelimit.SubjectClient, c.ClientID
+	}
+	if subject == "" {
+		return d, false
+	}
+	g := CounterGate{Key: "v|" + fmt.Sprint(int(o.Within/time.Second)) + "|" + ratelimit.MembershipID(subjectType, subject),
+		Algorithm: AlgorithmSlidingWindow, Window: o.Within, Limit: int64(o.After), Enforce: true}
+	tctx, cancel := context.WithTimeout(ctx, e.opts.BackendTimeout)
+	res, err := e.batcher.take(tctx, TakeRequest{Gates: []CounterGate{g}, Cost: 1, Consume: true, Now: now})
+	cancel()
+	if err != nil {
+		e.metrics.errors.WithLabelValues("escalation").Inc()
+		return d, false
+	}
+	st := res.States[0]
+	remaining, _ := algorithm.Describe(algorithm.Gate{Algorithm: string(g.Algorithm), Window: g.Window, Limit: g.Limit},
+		algorithm.State{Count: st.Count, Previous: st.Previous}, now)
+	if res.Room[0] && remaining > 0 {
+		return d, false
+	}
+	def := longestWait(d.Denied, now).DefinitionID
+	l := Lockout{SubjectType: subjectType, Subject: subject, Now: now, Until: now.Add(o.Lockout), Definition: def, Count: o.After,
+		Reason: fmt.Sprintf("%s%d violations of %s within %s; locked out for %s", LockoutReasonPrefix, o.After, def, o.Within, o.Lockout)}
+	lctx, cancel := context.WithTimeout(ctx, 4*e.opts.BackendTimeout)
+	applied, err := locker.LockOut(lctx, l)
+	cancel()
+	if err != nil {
+		e.metrics.errors.WithLabelValues("escalation").Inc()
+		e.log.Warn("escalation lockout could not be written", "caller", ratelimit.MembershipID(subjectType, subject), "definition", def, "err", err)
+		return d, false
+	}
+	if !applied {
+		return d, false // an administrator, or quarantined already
+	}
+	if r, ok := e.counters.(CounterResetter); ok {
+		rctx, cancel := context.WithTimeout(ctx, e.opts.BackendTimeout)
+		_ = r.Reset(rctx, []string{g.Key}, time.Now().Add(e.opts.BackendTimeout))
+		cancel()
+	}
+	e.metrics.checks.WithLabelValues("lockout_started").Inc()
+	e.events.record(event{reason: EventLockoutStarted, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
+		target: c.TargetName, caller: e.eventCaller(c), gate: def, limit: int64(o.After), retryAfter: o.Lockout, until: l.Until})
+	if e.opts.OnLockout != nil {
+		e.opts.OnLockout(l)
+	}
+	d.Reason, d.RetryAfter, d.LockoutRemaining = ReasonLockedOut, retryAfter(o.Lockout), retryAfter(o.Lockout)
+	return d, true
+}
