@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // The decision endpoints: POST /api/check for gateways that call rlapi as a
@@ -27,6 +28,8 @@ type checkGate struct {
 	Remaining     int64  `json:"remaining"`
 	Reset         int64  `json:"reset"`
 	Shadow        bool   `json:"shadow"`
+	Matched       string `json:"matched,omitempty"`
+	Dimension     string `json:"dimension,omitempty"`
 }
 
 // checkResult is the answer of POST /api/check: the decision in wire
@@ -55,7 +58,7 @@ func newCheckResult(d enforce.Decision) checkResult {
 	for _, g := range d.Gates {
 		res.Gates = append(res.Gates, checkGate{DefinitionID: g.DefinitionID, Axis: g.Axis, EntityType: g.EntityType,
 			WindowSeconds: g.WindowSeconds, Limit: g.Limit, Count: g.Count, Remaining: g.Remaining,
-			Reset: unixOrZero(g.Reset), Shadow: g.Shadow})
+			Reset: unixOrZero(g.Reset), Shadow: g.Shadow, Matched: g.Matched, Dimension: g.Dimension})
 	}
 	return res
 }
@@ -104,9 +107,12 @@ func (s *Server) handleCheck() http.Handler {
 const (
 	headerGatewaySecret = "X-Gateway-Secret"
 	headerOriginalURI   = "X-Original-URI"
-	headerAuthUsername  = "X-Auth-Username"
-	headerAuthClientID  = "X-Auth-Client-Id"
-	headerAuthAdmin     = "X-Auth-Admin"
+	// headerOriginalMethod is the client's request method (nginx:
+	// $request_method): route definitions naming methods need it.
+	headerOriginalMethod = "X-Original-Method"
+	headerAuthUsername   = "X-Auth-Username"
+	headerAuthClientID   = "X-Auth-Client-Id"
+	headerAuthAdmin      = "X-Auth-Admin"
 	// headerThrottled marks a 403 that is a throttle, for nginx to turn
 	// into a 429.
 	headerThrottled = "X-RateLimit-Throttled"
@@ -169,7 +175,7 @@ func (s *Server) handleValidate() http.Handler {
 				"the path reaches the control plane (/api) only once decoded or normalized; write /api literally"))
 			return
 		}
-		if targetType == "" {
+		if targetType == "" && enforce.IsControlPlane(uri) {
 			w.WriteHeader(http.StatusOK)
 			return
 		}
@@ -180,6 +186,16 @@ func (s *Server) handleValidate() http.Handler {
 			IsAdmin:    admin == "1" || strings.EqualFold(admin, "true"),
 			TargetType: targetType,
 			TargetName: targetName,
+			// Routes: every path is matched against the route
+			// definitions, with or without a target; a path no route
+			// matches and without a target is allowed untouched, as
+			// before routes existed.
+			Path: enforce.RoutePath(uri),
+		}
+		// An unknown method matches only the routes naming no method (an
+		// odd method must not be a 400, which nginx would turn into a 500).
+		if m, ne := ratelimit.RouteMethod("method", r.Header.Get(headerOriginalMethod)); ne == nil {
+			c.Method = m
 		}
 		// The client's address, from the forwarding header nginx sets
 		// (the peer is nginx, a trusted proxy). An address that is itself

@@ -13,22 +13,24 @@ import (
 
 const definitionColumns = `id, axis, entity_type, name, window_seconds, max_requests, user_max_requests,
 	agent_max_requests, members, fail_closed, enabled, mode, description, created_at, updated_at,
-	updated_by, version, algorithm, burst, user_burst, agent_burst`
+	updated_by, version, algorithm, burst, user_burst, agent_burst, methods, paths, exempt, ip_max_requests, ip_burst`
 
 func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	var (
 		d                    ratelimit.Definition
 		maxR, userR, agentR  *int32
 		burst, userB, agentB *int32
+		ipR, ipB             *int32
 	)
 	err := row.Scan(&d.ID, &d.Axis, &d.EntityType, &d.Name, &d.WindowSeconds, &maxR, &userR, &agentR,
 		&d.Members, &d.FailClosed, &d.Enabled, &d.Mode, &d.Description, &d.CreatedAt, &d.UpdatedAt,
-		&d.UpdatedBy, &d.Version, &d.Algorithm, &burst, &userB, &agentB)
+		&d.UpdatedBy, &d.Version, &d.Algorithm, &burst, &userB, &agentB, &d.Methods, &d.Paths, &d.Exempt, &ipR, &ipB)
 	if err != nil {
 		return d, err
 	}
 	d.MaxRequests, d.UserMaxRequests, d.AgentMaxRequests = intPtr(maxR), intPtr(userR), intPtr(agentR)
 	d.Burst, d.UserBurst, d.AgentBurst = intPtr(burst), intPtr(userB), intPtr(agentB)
+	d.IPMaxRequests, d.IPBurst = intPtr(ipR), intPtr(ipB)
 	d.Algorithm = algorithmRead(d.Algorithm)
 	if d.Axis == ratelimit.AxisQuarantine {
 		d.Scope = strings.TrimPrefix(d.Name, "quarantine-")
@@ -201,8 +203,8 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 	res.After, err = scanDefinition(q.db.QueryRow(ctx, `
 		insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests,
 			user_max_requests, agent_max_requests, members, fail_closed, enabled, mode, description, updated_by,
-			algorithm, burst, user_burst, agent_burst)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+			algorithm, burst, user_burst, agent_burst, methods, paths, exempt, ip_max_requests, ip_burst)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
 		on conflict (id) do update set
 			max_requests = excluded.max_requests,
 			user_max_requests = excluded.user_max_requests,
@@ -211,6 +213,11 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 			burst = excluded.burst,
 			user_burst = excluded.user_burst,
 			agent_burst = excluded.agent_burst,
+			methods = excluded.methods,
+			paths = excluded.paths,
+			exempt = excluded.exempt,
+			ip_max_requests = excluded.ip_max_requests,
+			ip_burst = excluded.ip_burst,
 			members = excluded.members,
 			fail_closed = excluded.fail_closed,
 			enabled = excluded.enabled,
@@ -222,7 +229,7 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 		returning `+definitionColumns,
 		id, d.Axis, d.EntityType, d.Name, d.WindowSeconds, d.MaxRequests, d.UserMaxRequests,
 		d.AgentMaxRequests, members, d.FailClosed, d.Enabled, mode, d.Description, w.Actor,
-		algorithmColumn(d), d.Burst, d.UserBurst, d.AgentBurst))
+		algorithmColumn(d), d.Burst, d.UserBurst, d.AgentBurst, routeMethods(d), routePaths(d), d.Exempt, d.IPMaxRequests, d.IPBurst))
 	if err != nil {
 		return res, fmt.Errorf("put definition %q: %w", id, interpretError(err))
 	}
@@ -239,7 +246,31 @@ func sameDefinition(a, b ratelimit.Definition) bool {
 		equalInt(a.AgentMaxRequests, b.AgentMaxRequests) && slices.Equal(a.Members, b.Members) &&
 		a.FailClosed == b.FailClosed && a.Enabled == b.Enabled && a.Mode == modeB && a.Description == b.Description &&
 		a.AlgorithmOrDefault() == b.AlgorithmOrDefault() && equalInt(a.Burst, b.Burst) &&
-		equalInt(a.UserBurst, b.UserBurst) && equalInt(a.AgentBurst, b.AgentBurst)
+		equalInt(a.UserBurst, b.UserBurst) && equalInt(a.AgentBurst, b.AgentBurst) && sameRoute(a, b)
+}
+
+// sameRoute compares the route fields (entity_type route).
+func sameRoute(a, b ratelimit.Definition) bool {
+	return slices.Equal(a.Methods, b.Methods) && slices.Equal(a.Paths, b.Paths) && a.Exempt == b.Exempt &&
+		equalInt(a.IPMaxRequests, b.IPMaxRequests) && equalInt(a.IPBurst, b.IPBurst)
+}
+
+// routePaths is what the paths column holds: the patterns for a route,
+// NULL for everything else.
+func routePaths(d ratelimit.Definition) []string {
+	if d.EntityType != ratelimit.EntityRoute {
+		return nil
+	}
+	return d.Paths
+}
+
+// routeMethods is what the methods column holds: a route's methods, NULL
+// when it names none (every method) or is no route.
+func routeMethods(d ratelimit.Definition) []string {
+	if d.EntityType != ratelimit.EntityRoute || len(d.Methods) == 0 {
+		return nil
+	}
+	return d.Methods
 }
 
 func equalInt(a, b *int) bool {

@@ -40,6 +40,11 @@ type CheckRequest struct {
 	// (no Username, no ClientID) is the caller ip:<key>, limited through
 	// its network's groups.
 	ClientIP string `json:"client_ip,omitempty"`
+	// Method and Path are the HTTP request's method and path: the route
+	// definitions matching them apply (even without a target), and an
+	// exempt route makes the call allowed and counted nowhere.
+	Method string `json:"method,omitempty"`
+	Path   string `json:"path,omitempty"`
 }
 
 // CheckResult is the server's decision. Times are Unix seconds on the wire;
@@ -80,6 +85,10 @@ type CheckGate struct {
 	Remaining int64 `json:"remaining"`
 	Reset     int64 `json:"reset"` // Unix seconds
 	Shadow    bool  `json:"shadow"`
+	// Matched and Dimension say why a route gate applies: the pattern the
+	// path matched, and what the bucket is kept per (all, ip, user, agent).
+	Matched   string `json:"matched,omitempty"`
+	Dimension string `json:"dimension,omitempty"`
 }
 
 // ResetTime is Reset as a time.

@@ -37,7 +37,20 @@ type Call struct {
 	// address, IPv6 by its /64 or Options.IPv6Prefix), limited through
 	// the groups of its network. Empty: no client address is known.
 	ClientIP string `json:"client_ip"`
+
+	// Routes (route definitions, docs/api.md "Routes and tiers"). Method
+	// is the HTTP method (GET, POST, ...; empty: unknown, only route
+	// definitions naming no method apply) and Path the request path (a
+	// query is dropped; Normalize normalizes it as RoutePath does). A call
+	// with a path is limited by the route definitions matching it even
+	// without a target, and an exempt route makes it allowed and counted
+	// nowhere. Empty Path: no route applies.
+	Method string `json:"method"`
+	Path   string `json:"path"`
 }
+
+// MaxPathBytes bounds Call.Path as sent (before normalization).
+const MaxPathBytes = 8192
 
 // MaxCost bounds what one call may take from a gate: a cost near the range
 // of int64 would overflow the counters' arithmetic.
@@ -102,10 +115,34 @@ func (c Call) Normalize() (Call, error) {
 			c.ClientIP = a
 		}
 	}
+	fields = c.normalizeRoute(fields)
 	if len(fields) > 0 {
 		return c, &CallError{Fields: fields}
 	}
 	return c, nil
+}
+
+// normalizeRoute checks and normalizes Method and Path, adding what it
+// finds to fields.
+func (c *Call) normalizeRoute(fields []FieldError) []FieldError {
+	if c.Method != "" {
+		if m, ne := ratelimit.RouteMethod("method", c.Method); ne != nil {
+			fields = append(fields, FieldError{Field: "method", Message: ne.Message})
+		} else {
+			c.Method = m
+		}
+	}
+	if c.Path != "" {
+		switch p := strings.TrimSpace(c.Path); {
+		case len(c.Path) > MaxPathBytes:
+			fields = append(fields, FieldError{Field: "path", Message: fmt.Sprintf("path: must be at most %d bytes (got %d)", MaxPathBytes, len(c.Path))})
+		case !strings.HasPrefix(p, "/") && !strings.Contains(p, "://"):
+			fields = append(fields, FieldError{Field: "path", Message: fmt.Sprintf("path: must be a request path starting with '/' (got %q)", c.Path)})
+		default:
+			c.Path = RoutePath(p)
+		}
+	}
+	return fields
 }
 
 // Reasons a decision gives.
@@ -153,6 +190,13 @@ type Gate struct {
 	// RetryAfter, on a gate that had no room, is how long until it has
 	// room for the call (exact, not rounded; 0 when it had room).
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
+
+	// Why the gate applies, for route definitions: Matched is the pattern
+	// the call's path matched, Dimension what the bucket is kept per
+	// (DimensionAll, DimensionIP, DimensionUser, DimensionAgent). Empty on
+	// other gates.
+	Matched   string `json:"matched,omitempty"`
+	Dimension string `json:"dimension,omitempty"`
 
 	key        string
 	failClosed bool

@@ -209,14 +209,33 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	// principal's bucket").
 	ip := clientAddr(c.ClientIP)
 	anonymous := c.Username == "" && c.ClientID == ""
-	if c.TargetType == "" || (anonymous && !ip.IsValid()) {
+	if (c.TargetType == "" && c.Path == "") || (anonymous && !ip.IsValid()) {
 		e.metrics.checks.WithLabelValues("skipped").Inc()
 		return allowedNoGates, nil
 	}
 	now := e.now()
 	snap := e.usableSnapshot(now)
 	if snap == nil {
+		if c.TargetType == "" {
+			// Only routes could have applied, and without a snapshot
+			// there is no route to say so: a call without a target is
+			// not ours to fail closed on.
+			e.metrics.checks.WithLabelValues("skipped").Inc()
+			return allowedNoGates, nil
+		}
 		return e.noSnapshot(c)
+	}
+	// Routes: an exempt path is never limited; a call without a target
+	// that no route matches is skipped, as every call without a target
+	// was before routes existed.
+	var routes []routeMatch
+	if c.Path != "" {
+		var exempt bool
+		routes, exempt = snap.routes.match(strings.ToUpper(c.Method), RoutePath(c.Path))
+		if exempt || (c.TargetType == "" && len(routes) == 0) {
+			e.metrics.checks.WithLabelValues("skipped").Inc()
+			return allowedNoGates, nil
+		}
 	}
 	// The master switch is off (rlctl enforcement off): allow, count nothing.
 	if snap.enforcementOff {
@@ -253,7 +272,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	admin := c.IsAdmin || snap.admins[userKey] || snap.admins[clientKey]
 
 	// 1. Target quarantine: for everyone, administrators included.
-	if snap.targetsOn && targetKnown {
+	if snap.targetsOn && targetKnown && c.TargetType != "" {
 		if m, ok := snap.members.get(targetSubject(c.TargetType, targetName)); ok && m.quarantinedAt(now) {
 			return e.quarantined("target", c.TargetType, c, targetName), nil
 		}
@@ -274,7 +293,13 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if anonymous && inNetwork {
 		netGroups = &network
 	}
-	gates := e.buildGates(snap, c, callerType, identity, userKey, clientKey, netGroups, targetName, admin, now)
+	var gates []Gate
+	if c.TargetType != "" {
+		gates = e.buildGates(snap, c, callerType, identity, userKey, clientKey, netGroups, targetName, admin, now)
+	}
+	if len(routes) > 0 {
+		gates = append(gates, routeGates(routes, callerType, identity, e.routeIPKey(c), admin, now)...)
+	}
 	if len(gates) == 0 {
 		e.metrics.checks.WithLabelValues("allowed").Inc()
 		return allowedNoGates, nil

@@ -26,6 +26,8 @@ type snapshot struct {
 	targetDefs map[string][]ratelimit.Definition
 	// serverGroups: member server name -> enabled server_group definitions.
 	serverGroups map[string][]ratelimit.Definition
+	// routes: the enabled route definitions by path pattern.
+	routes *routeIndex
 
 	// members: "<subject_type>:<subject>" -> membership, networks apart.
 	members memberIndex
@@ -154,6 +156,7 @@ func (s *snapshot) indexDefinitions() {
 	s.groupDefs = map[string][]ratelimit.Definition{}
 	s.targetDefs = map[string][]ratelimit.Definition{}
 	s.serverGroups = map[string][]ratelimit.Definition{}
+	s.routes = &routeIndex{}
 	s.callersOn, s.targetsOn = false, false
 	for _, id := range slices.Sorted(maps.Keys(s.defs)) {
 		d := s.defs[id]
@@ -165,6 +168,8 @@ func (s *snapshot) indexDefinitions() {
 		case !d.Enabled:
 		case d.Axis == ratelimit.AxisCaller || d.Axis == ratelimit.AxisCallerTarget:
 			s.groupDefs[d.Name] = append(s.groupDefs[d.Name], d)
+		case d.EntityType == ratelimit.EntityRoute:
+			s.routes.add(&d)
 		case d.EntityType == ratelimit.EntityServerGroup:
 			for _, m := range d.Members {
 				s.serverGroups[m] = append(s.serverGroups[m], d)

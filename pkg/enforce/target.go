@@ -85,6 +85,17 @@ func ClassifyURI(uri string) (targetType, name string, err error) {
 	return targetType, name, err
 }
 
+// IsControlPlane reports whether uri is the control plane, /api or
+// /api/... written literally (query and fragment aside): never limited,
+// by routes neither.
+func IsControlPlane(uri string) bool {
+	raw := uri
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i]
+	}
+	return raw == "/api" || strings.HasPrefix(raw, "/api/")
+}
+
 // classify names the target of a normalized path.
 func classify(segs []string) (targetType, name string) {
 	if len(segs) == 0 {

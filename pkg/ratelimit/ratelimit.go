@@ -26,6 +26,10 @@ const (
 	EntityMCPTool     = "mcp_tool"
 	EntityA2ASkill    = "a2a_skill"
 	EntityServerGroup = "server_group"
+	// EntityRoute is a tier of HTTP routes (target axis): a named set of
+	// path patterns, optionally narrowed to methods, with limits per
+	// caller dimension (Definition.Paths, Methods, IPMaxRequests).
+	EntityRoute = "route"
 )
 
 // Subject types of memberships and admins.
@@ -119,6 +123,21 @@ type Definition struct {
 	Enabled     bool   `json:"enabled" yaml:"enabled"`
 	Mode        string `json:"mode,omitempty" yaml:"mode,omitempty"`
 	Description string `json:"description,omitempty" yaml:"description,omitempty"`
+
+	// Routes and tiers (entity_type route only; see docs/api.md,
+	// "Routes and tiers"). A route definition is a tier: it applies to a
+	// call whose normalized path matches one of Paths (a '*' matches any
+	// run of characters, '/' included) and, when Methods is not empty,
+	// whose method is one of them. MaxRequests (with Burst) is one bucket
+	// all callers share; IPMaxRequests, UserMaxRequests and
+	// AgentMaxRequests (with their bursts) give each client address, user
+	// or agent its own bucket per tier. Exempt marks paths that are never
+	// limited: a call to one is allowed and counted nowhere.
+	Methods       []string `json:"methods,omitempty" yaml:"methods,omitempty"`
+	Paths         []string `json:"paths,omitempty" yaml:"paths,omitempty"`
+	Exempt        bool     `json:"exempt,omitempty" yaml:"exempt,omitempty"`
+	IPMaxRequests *int     `json:"ip_max_requests,omitempty" yaml:"ip_max_requests,omitempty"`
+	IPBurst       *int     `json:"ip_burst,omitempty" yaml:"ip_burst,omitempty"`
 
 	// Read-only fields, set by the server. They are accepted on input (so
 	// a definition read with GET can be sent back with PUT) and ignored.
