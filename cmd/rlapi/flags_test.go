@@ -34,6 +34,8 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 		"RLAPI_MAX_CLIENT_CONNS":       {"100", "100"},
 		"RLAPI_CLIENT_IP_HEADER":       {"Forwarded", `"Forwarded"`},
 		"RLAPI_IPV6_PREFIX":            {"56", "56"},
+		"RLAPI_MCP_SUFFIXES":           {"mcp", `"mcp"`},
+		"RLAPI_A2A_PREFIXES":           {"agents", `"agents"`},
 	}
 	// Read on purpose without showing them as defaults: a secret, and the
 	// database URL (which may hold a password).

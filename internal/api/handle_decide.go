@@ -167,7 +167,7 @@ func (s *Server) handleValidate() http.Handler {
 			s.writeProblem(w, r, badRequest("missing X-Original-URI: the gateway must send the client's request URI (nginx: proxy_set_header X-Original-URI $request_uri)"))
 			return
 		}
-		targetType, targetName, err := enforce.ClassifyURI(uri)
+		targetType, targetName, err := s.cfg.Classifier.Classify(uri)
 		if errors.Is(err, enforce.ErrDisguisedControlPlane) {
 			// A 403 is the one refusal nginx passes on (a 400 would reach
 			// the client as a 500); without a marker it stays a 403.

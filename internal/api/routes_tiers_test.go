@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlctl/rlctl/internal/api"
+	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/pkg/client"
+	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -156,5 +159,31 @@ func TestRouteValidation(t *testing.T) {
 	}
 	if page, err := admin.ListDefinitions(t.Context(), client.DefinitionFilter{EntityType: "route"}); err != nil || len(page.Definitions) != 0 {
 		t.Errorf("after refused writes, routes stored: %v %v", page.Definitions, err)
+	}
+}
+
+// How /api/validate tells an MCP server or an A2A agent from a path is
+// configuration (--mcp-suffixes, --a2a-prefixes): with rpc and agents,
+// /x/rpc is the server x and /agents/b the agent /b, and /x/mcp is no
+// longer a target.
+func TestValidateClassifierConfig(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.0/8"), GatewaySecret: gatewaySecret,
+		Classifier: enforce.Classifier{MCPSuffixes: []string{"rpc"}, A2APrefixes: []string{"agents"}}})
+	admin := clientFor(t, env, env.AdminToken)
+	hc := contractHTTPClient(t)
+	awayFromWindowEdge(t, 60)
+	define(t, env, admin, targetLimit("mcp_server", "x", 60, 1), targetLimit("a2a_agent", "/b", 60, 1))
+	for _, s := range []struct {
+		uri    string
+		status int
+	}{
+		{"/x/rpc", http.StatusOK}, {"/X/rpc?q", http.StatusForbidden},
+		{"/agents/b", http.StatusOK}, {"/agents/B/", http.StatusForbidden},
+		{"/x/mcp", http.StatusOK}, {"/x/mcp", http.StatusOK}, {"/agent/b", http.StatusOK}, {"/agent/b", http.StatusOK},
+	} {
+		if a := validate(t, hc, env, s.uri); a.status != s.status {
+			t.Errorf("%s: %d %s, want %d", s.uri, a.status, a.body, s.status)
+		}
 	}
 }
