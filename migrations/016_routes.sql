@@ -4,6 +4,11 @@
 -- user_max_requests and agent_max_requests (a bucket per client address,
 -- user or agent), each with its token bucket's burst. An exempt route has
 -- no limits: its paths are never limited.
+--
+-- Tools and skills: a target mcp_tool or a2a_skill definition may name the
+-- kinds of calls it covers (tool, prompt, resource, completion; none: all)
+-- and its tool_scope (null: global, one bucket for the definition; tool,
+-- principal, principal_tool), and its name may be a glob.
 
 alter table rl_definitions
     add column methods         text[],
@@ -11,6 +16,12 @@ alter table rl_definitions
     add column exempt          boolean not null default false,
     add column ip_max_requests integer,
     add column ip_burst        integer,
+    add column kinds           text[],
+    add column tool_scope      text,
+    add constraint rl_definitions_tool_fields check (
+        ((kinds is null and tool_scope is null) or entity_type in ('mcp_tool', 'a2a_skill')) and
+        (kinds is null or kinds <@ array['tool', 'prompt', 'resource', 'completion']) and
+        (tool_scope is null or tool_scope in ('tool', 'principal', 'principal_tool'))),
     drop constraint rl_definitions_entity_type,
     add constraint rl_definitions_entity_type check (
         (axis in ('caller', 'caller_target', 'quarantine') and entity_type = 'group') or
@@ -43,6 +54,7 @@ alter table rl_definitions
 delete from rl_definitions where entity_type = 'route';
 
 alter table rl_definitions
+    drop constraint rl_definitions_tool_fields,
     drop constraint rl_definitions_ip_burst_token_bucket,
     drop constraint rl_definitions_ip_limits_positive,
     drop constraint rl_definitions_route_limits,
@@ -59,6 +71,8 @@ alter table rl_definitions
     add constraint rl_definitions_entity_type check (
         (axis in ('caller', 'caller_target', 'quarantine') and entity_type = 'group') or
         (axis = 'target' and entity_type in ('mcp_server', 'a2a_agent', 'mcp_tool', 'a2a_skill', 'server_group'))),
+    drop column tool_scope,
+    drop column kinds,
     drop column ip_burst,
     drop column ip_max_requests,
     drop column exempt,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -110,9 +111,14 @@ const (
 	// headerOriginalMethod is the client's request method (nginx:
 	// $request_method): route definitions naming methods need it.
 	headerOriginalMethod = "X-Original-Method"
-	headerAuthUsername   = "X-Auth-Username"
-	headerAuthClientID   = "X-Auth-Client-Id"
-	headerAuthAdmin      = "X-Auth-Admin"
+	// headerToolName and headerToolKind are the MCP tool (or A2A skill)
+	// and the kind of call, for a gateway that reads them from the
+	// request (docs/nginx.md): tool limits apply only where they are sent.
+	headerToolName     = "X-Tool-Name"
+	headerToolKind     = "X-Tool-Kind"
+	headerAuthUsername = "X-Auth-Username"
+	headerAuthClientID = "X-Auth-Client-Id"
+	headerAuthAdmin    = "X-Auth-Admin"
 	// headerThrottled marks a 403 that is a throttle, for nginx to turn
 	// into a 429.
 	headerThrottled = "X-RateLimit-Throttled"
@@ -196,6 +202,15 @@ func (s *Server) handleValidate() http.Handler {
 		// odd method must not be a 400, which nginx would turn into a 500).
 		if m, ne := ratelimit.RouteMethod("method", r.Header.Get(headerOriginalMethod)); ne == nil {
 			c.Method = m
+		}
+		// The tool and kind from the gateway. An unknown kind is dropped
+		// (a 400 would reach the client as nginx's 500): the call is then
+		// of kind tool, and the tool's own limits still apply.
+		if targetType != "" {
+			c.Tool = strings.TrimSpace(r.Header.Get(headerToolName))
+			if k := strings.ToLower(strings.TrimSpace(r.Header.Get(headerToolKind))); slices.Contains(ratelimit.Kinds(), k) {
+				c.Kind = k
+			}
 		}
 		// The client's address, from the forwarding header nginx sets
 		// (the peer is nginx, a trusted proxy). An address that is itself

@@ -187,3 +187,54 @@ func TestValidateClassifierConfig(t *testing.T) {
 		}
 	}
 }
+
+// /api/validate learns the tool and its kind from X-Tool-Name and
+// X-Tool-Kind: a glob tool limit applies to the calls that send them and
+// not to those that do not (a gateway that cannot see the tool); a
+// definition with kinds applies only to its kinds. POST /api/check takes
+// kind, and refuses an unknown one naming it.
+func TestToolHeadersThroughValidate(t *testing.T) {
+	t.Parallel()
+	env, admin := validateEnv(t)
+	hc := contractHTTPClient(t)
+	awayFromWindowEdge(t, 60)
+	del := targetLimit("mcp_tool", "*:delete_*", 60, 1)
+	del.ToolScope = "principal_tool"
+	prompts := targetLimit("mcp_tool", "srv:*", 60, 1)
+	prompts.Kinds = []string{"Prompt"}
+	define(t, env, admin, del, prompts)
+	got, err := admin.GetDefinition(t.Context(), "target:mcp_tool:srv:*:60")
+	if err != nil || fmt.Sprint(got.Kinds) != "[prompt]" || got.ToolScope != "" {
+		t.Fatalf("stored: %+v %v", got, err)
+	}
+	for i, s := range []struct {
+		tool, kind string
+		status     int
+	}{
+		{"delete_repo", "", http.StatusOK},
+		{"delete_repo", "tool", http.StatusForbidden},
+		{"", "", http.StatusOK}, // no tool header: the tool limit does not apply
+		{"delete_branch", "", http.StatusOK},
+		{"greet", "prompt", http.StatusOK},
+		{"greet", "prompt", http.StatusForbidden},
+		{"greet", "tool", http.StatusOK},
+	} {
+		a := validate(t, hc, env, "/srv/mcp", "X-Tool-Name", s.tool, "X-Tool-Kind", s.kind)
+		if a.status != s.status {
+			t.Errorf("step %d tool %q kind %q: %d %s, want %d", i+1, s.tool, s.kind, a.status, a.body, s.status)
+		}
+	}
+	gw := env.Token(t, "gateway", "enforcer")
+	a := send(t, hc, env.URL, call{method: "POST", path: "/api/check", token: gw,
+		body: `{"username":"a","target_type":"mcp_server","target_name":"srv","tool":"x","kind":"sampling"}`})
+	if a.status != http.StatusBadRequest || !strings.Contains(string(a.body), `"field":"kind"`) {
+		t.Errorf("unknown kind: %d %s", a.status, a.body)
+	}
+	bad := targetLimit("mcp_tool", "srv:*", 60, 1)
+	bad.Kinds, bad.ToolScope = []string{"tool", "sampling"}, "caller"
+	_, err = admin.PutDefinition(t.Context(), bad, client.WriteOptions{})
+	var ae *client.APIError
+	if !errors.As(err, &ae) || len(ae.Errors) != 2 || ae.Errors[0].Field != "kinds[1]" || ae.Errors[1].Field != "tool_scope" {
+		t.Errorf("bad kinds and scope: %v", err)
+	}
+}

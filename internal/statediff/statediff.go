@@ -41,11 +41,13 @@ func Definition(old, d ratelimit.Definition) []Change {
 	c.add("fail_closed", old.FailClosed, d.FailClosed, old.FailClosed == d.FailClosed)
 	c.add("ip_burst", intValue(old.IPBurst), intValue(d.IPBurst), equalInt(old.IPBurst, d.IPBurst))
 	c.add("ip_max_requests", intValue(old.IPMaxRequests), intValue(d.IPMaxRequests), equalInt(old.IPMaxRequests, d.IPMaxRequests))
+	c.add("kinds", listValue(old.Kinds), listValue(d.Kinds), slices.Equal(old.Kinds, d.Kinds))
 	c.add("max_requests", intValue(old.MaxRequests), intValue(d.MaxRequests), equalInt(old.MaxRequests, d.MaxRequests))
 	c.add("members", listValue(old.Members), listValue(d.Members), slices.Equal(old.Members, d.Members))
 	c.add("methods", listValue(old.Methods), listValue(d.Methods), slices.Equal(old.Methods, d.Methods))
 	c.add("mode", textValue(old.Mode), textValue(d.Mode), old.Mode == d.Mode)
 	c.add("paths", listValue(old.Paths), listValue(d.Paths), slices.Equal(old.Paths, d.Paths))
+	c.add("tool_scope", textValue(old.ToolScope), textValue(d.ToolScope), old.ToolScope == d.ToolScope)
 	c.add("user_burst", intValue(old.UserBurst), intValue(d.UserBurst), equalInt(old.UserBurst, d.UserBurst))
 	c.add("user_max_requests", intValue(old.UserMaxRequests), intValue(d.UserMaxRequests), equalInt(old.UserMaxRequests, d.UserMaxRequests))
 	return c

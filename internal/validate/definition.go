@@ -48,6 +48,7 @@ func Definition(d ratelimit.Definition, f Floors) (ratelimit.Definition, error) 
 	checkLimits(&probs, d, f)
 	out.Members = members(&probs, d)
 	out.Paths, out.Methods = routeFields(&probs, d)
+	out.Kinds, out.ToolScope = toolFields(&probs, d)
 
 	var fe *FieldError
 	out.Scope, fe = scope(d.Axis, out.Name, d.Scope)
@@ -462,4 +463,47 @@ func routeFields(probs *problems, d ratelimit.Definition) (paths, methods []stri
 		methods = append(methods, m)
 	}
 	return paths, methods
+}
+
+// isToolEntity reports whether entity type names tools or skills.
+func isToolEntity(entityType string) bool {
+	return entityType == ratelimit.EntityMCPTool || entityType == ratelimit.EntityA2ASkill
+}
+
+// toolFields normalizes a tool or skill definition's kinds (lower-case,
+// each once) and scope (global, the default, as empty); on any other
+// definition they are refused.
+func toolFields(probs *problems, d ratelimit.Definition) (kinds []string, scope string) {
+	if !isToolEntity(d.EntityType) {
+		if len(d.Kinds) > 0 {
+			probs.add(fieldError("kinds", "allowed only on target mcp_tool and a2a_skill definitions (entity_type is %q)", d.EntityType))
+		}
+		if d.ToolScope != "" {
+			probs.add(fieldError("tool_scope", "allowed only on target mcp_tool and a2a_skill definitions (entity_type is %q)", d.EntityType))
+		}
+		return nil, ""
+	}
+	seen := map[string]int{}
+	for i, raw := range d.Kinds {
+		field := fmt.Sprintf("kinds[%d]", i)
+		k := strings.ToLower(strings.TrimSpace(raw))
+		if !slices.Contains(ratelimit.Kinds(), k) {
+			probs.add(fieldError(field, "must be one of %s (got %q)", strings.Join(ratelimit.Kinds(), ", "), raw))
+			continue
+		}
+		if j, dup := seen[k]; dup {
+			probs.add(fieldError(field, "%s is listed twice (kinds[%d]): list each kind once", k, j))
+			continue
+		}
+		seen[k] = i
+		kinds = append(kinds, k)
+	}
+	scope = strings.ToLower(strings.TrimSpace(d.ToolScope))
+	if scope != "" && !slices.Contains(ratelimit.ToolScopes(), scope) {
+		probs.add(fieldError("tool_scope", "must be one of %s (got %q)", strings.Join(ratelimit.ToolScopes(), ", "), d.ToolScope))
+	}
+	if scope == ratelimit.ToolScopeGlobal {
+		scope = "" // the default has one spelling, none
+	}
+	return kinds, scope
 }

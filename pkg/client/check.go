@@ -45,6 +45,9 @@ type CheckRequest struct {
 	// exempt route makes the call allowed and counted nowhere.
 	Method string `json:"method,omitempty"`
 	Path   string `json:"path,omitempty"`
+	// Kind is what Tool names: tool (the default), prompt, resource or
+	// completion; tool definitions naming kinds apply only to theirs.
+	Kind string `json:"kind,omitempty"`
 }
 
 // CheckResult is the server's decision. Times are Unix seconds on the wire;

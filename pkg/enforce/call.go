@@ -2,6 +2,7 @@ package enforce
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,6 +48,11 @@ type Call struct {
 	// nowhere. Empty Path: no route applies.
 	Method string `json:"method"`
 	Path   string `json:"path"`
+
+	// Kind is what the call invokes with Tool (ratelimit.Kind*: tool,
+	// prompt, resource, completion); empty is tool. A tool or skill
+	// definition naming kinds applies only to calls of those kinds.
+	Kind string `json:"kind"`
 }
 
 // MaxPathBytes bounds Call.Path as sent (before normalization).
@@ -130,6 +136,14 @@ func (c *Call) normalizeRoute(fields []FieldError) []FieldError {
 			fields = append(fields, FieldError{Field: "method", Message: ne.Message})
 		} else {
 			c.Method = m
+		}
+	}
+	if c.Kind != "" {
+		k := strings.ToLower(strings.TrimSpace(c.Kind))
+		if !slices.Contains(ratelimit.Kinds(), k) {
+			fields = append(fields, FieldError{Field: "kind", Message: fmt.Sprintf("kind: must be one of %s or empty (got %q)", strings.Join(ratelimit.Kinds(), ", "), c.Kind)})
+		} else {
+			c.Kind = k
 		}
 	}
 	if c.Path != "" {

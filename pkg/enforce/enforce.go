@@ -411,13 +411,7 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, callerType, identity, user
 		}
 	}
 	if tool := strings.TrimSpace(c.Tool); tool != "" {
-		leafType := ratelimit.EntityMCPTool
-		if c.TargetType == ratelimit.EntityA2AAgent {
-			leafType = ratelimit.EntityA2ASkill
-		}
-		for _, d := range snap.targetDefs[targetKey(leafType, targetName+":"+tool)] {
-			addTarget(d, TargetCounter(d, "").String())
-		}
+		gates = append(gates, toolGates(snap, c, caller, targetName+":"+tool, admin, now)...)
 	}
 	return gates
 }

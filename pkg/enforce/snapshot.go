@@ -28,6 +28,9 @@ type snapshot struct {
 	serverGroups map[string][]ratelimit.Definition
 	// routes: the enabled route definitions by path pattern.
 	routes *routeIndex
+	// tools: the enabled mcp_tool and a2a_skill definitions by entity
+	// type, then by name (exact or glob).
+	tools map[string]*patternIndex[*ratelimit.Definition]
 
 	// members: "<subject_type>:<subject>" -> membership, networks apart.
 	members memberIndex
@@ -157,6 +160,8 @@ func (s *snapshot) indexDefinitions() {
 	s.targetDefs = map[string][]ratelimit.Definition{}
 	s.serverGroups = map[string][]ratelimit.Definition{}
 	s.routes = &routeIndex{}
+	s.tools = map[string]*patternIndex[*ratelimit.Definition]{
+		ratelimit.EntityMCPTool: {}, ratelimit.EntityA2ASkill: {}}
 	s.callersOn, s.targetsOn = false, false
 	for _, id := range slices.Sorted(maps.Keys(s.defs)) {
 		d := s.defs[id]
@@ -170,6 +175,8 @@ func (s *snapshot) indexDefinitions() {
 			s.groupDefs[d.Name] = append(s.groupDefs[d.Name], d)
 		case d.EntityType == ratelimit.EntityRoute:
 			s.routes.add(&d)
+		case d.Axis == ratelimit.AxisTarget && (d.EntityType == ratelimit.EntityMCPTool || d.EntityType == ratelimit.EntityA2ASkill):
+			s.tools[d.EntityType].add(d.Name, &d)
 		case d.EntityType == ratelimit.EntityServerGroup:
 			for _, m := range d.Members {
 				s.serverGroups[m] = append(s.serverGroups[m], d)

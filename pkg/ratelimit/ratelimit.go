@@ -75,6 +75,32 @@ func Algorithms() []string {
 	return []string{AlgorithmFixedWindow, AlgorithmSlidingWindow, AlgorithmTokenBucket}
 }
 
+// Kinds of calls (enforce.Call.Kind, Definition.Kinds): what an MCP call
+// invokes.
+const (
+	KindTool       = "tool"
+	KindPrompt     = "prompt"
+	KindResource   = "resource"
+	KindCompletion = "completion"
+)
+
+// Kinds lists the kinds of calls.
+func Kinds() []string { return []string{KindTool, KindPrompt, KindResource, KindCompletion} }
+
+// Tool scopes (Definition.ToolScope), reference 003's: what a tool or
+// skill definition's bucket is kept per.
+const (
+	ToolScopeGlobal        = "global"         // one bucket for the definition (the default)
+	ToolScopeTool          = "tool"           // a bucket per tool it matches, callers pooled
+	ToolScopePrincipal     = "principal"      // a bucket per caller, the tools it matches pooled
+	ToolScopePrincipalTool = "principal_tool" // a bucket per caller per tool
+)
+
+// ToolScopes lists the tool scopes, the default first.
+func ToolScopes() []string {
+	return []string{ToolScopeGlobal, ToolScopeTool, ToolScopePrincipal, ToolScopePrincipalTool}
+}
+
 // Modes of a definition.
 const (
 	ModeEnforce = "enforce" // deny when over the limit
@@ -138,6 +164,15 @@ type Definition struct {
 	Exempt        bool     `json:"exempt,omitempty" yaml:"exempt,omitempty"`
 	IPMaxRequests *int     `json:"ip_max_requests,omitempty" yaml:"ip_max_requests,omitempty"`
 	IPBurst       *int     `json:"ip_burst,omitempty" yaml:"ip_burst,omitempty"`
+
+	// Tools and skills (entity_type mcp_tool and a2a_skill only; see
+	// docs/api.md, "Tool globs, kinds and scopes"). The name may be a glob
+	// ('*' matches any run of characters: github:*, *:delete_*). Kinds
+	// narrows the definition to calls of those kinds (Kind*; empty: every
+	// kind). ToolScope says what its max_requests bucket is kept per
+	// (ToolScope*; empty is global, one bucket for the definition).
+	Kinds     []string `json:"kinds,omitempty" yaml:"kinds,omitempty"`
+	ToolScope string   `json:"tool_scope,omitempty" yaml:"tool_scope,omitempty"`
 
 	// Read-only fields, set by the server. They are accepted on input (so
 	// a definition read with GET can be sent back with PUT) and ignored.
