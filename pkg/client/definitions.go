@@ -145,6 +145,10 @@ type StatusQuery struct {
 	ClientID   string
 	EntityType string
 	Name       string
+	// Path and Method select the route definitions matching a request
+	// (Method optional).
+	Path   string
+	Method string
 }
 
 // StatusResult lists the definitions that apply to a caller.
@@ -159,6 +163,15 @@ type StatusResult struct {
 	Caller       []ratelimit.Definition `json:"caller"`
 	Target       []ratelimit.Definition `json:"target"`
 	CallerTarget []ratelimit.Definition `json:"caller_target"`
+	// Matches says which pattern of each route or tool definition matched.
+	Matches []StatusMatch `json:"matches,omitempty"`
+}
+
+// StatusMatch is a route or tool definition of a status and the pattern
+// (path pattern or tool glob) that matched.
+type StatusMatch struct {
+	DefinitionID string `json:"definition_id"`
+	Pattern      string `json:"pattern"`
 }
 
 // Status returns the definitions that apply to the caller or group in q.
@@ -170,6 +183,8 @@ func (c *Client) Status(ctx context.Context, q StatusQuery) (StatusResult, error
 	setNonEmpty(v, "client_id", q.ClientID)
 	setNonEmpty(v, "entity_type", q.EntityType)
 	setNonEmpty(v, "name", q.Name)
+	setNonEmpty(v, "path", q.Path)
+	setNonEmpty(v, "method", q.Method)
 	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/api/rate-limits-status", query: v})
 	if err == nil {
 		err = resp.decode(&res)

@@ -10,6 +10,7 @@ import (
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/printer"
 	"github.com/rlctl/rlctl/pkg/client"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // StatusOptions are the inputs of `rate-limit status`.
@@ -26,12 +27,17 @@ func NewCmdStatus(f *cmdutil.Factory, runF func(*StatusOptions) error) *cobra.Co
 		Use:   "status",
 		Short: "Show the definitions that apply to a group, a caller or a target",
 		Example: `  rlctl rate-limit status --identity developers
-  rlctl rate-limit status --username alice --entity-type mcp_server --name mcpgw`,
+  rlctl rate-limit status --username alice --entity-type mcp_server --name mcpgw
+  rlctl rate-limit status --path /auth/email/login --method POST
+  rlctl rate-limit status --entity-type mcp_tool --name github:delete_repo`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q := opts.Query
-			if q.Identity == "" && q.Username == "" && q.ClientID == "" && q.Name == "" {
-				return cmdutil.FlagErrorf("say whose status: --identity, --username, --client-id, or --entity-type with --name")
+			if q.Identity == "" && q.Username == "" && q.ClientID == "" && q.Name == "" && q.Path == "" {
+				return cmdutil.FlagErrorf("say whose status: --identity, --username, --client-id, --entity-type with --name, or --path")
+			}
+			if q.Method != "" && q.Path == "" {
+				return cmdutil.FlagErrorf("--method goes with --path")
 			}
 			if (q.EntityType == "") != (q.Name == "") {
 				return cmdutil.FlagErrorf("--entity-type and --name go together")
@@ -47,7 +53,11 @@ func NewCmdStatus(f *cmdutil.Factory, runF func(*StatusOptions) error) *cobra.Co
 	fl.StringVar(&opts.Query.Username, "username", "", "a human caller; its groups are resolved")
 	fl.StringVar(&opts.Query.ClientID, "client-id", "", "an agent caller; its groups are resolved")
 	fl.StringVar(&opts.Query.EntityType, "entity-type", "", "target type: mcp_server, a2a_agent, mcp_tool, a2a_skill")
-	fl.StringVar(&opts.Query.Name, "name", "", "target name")
+	fl.StringVar(&opts.Query.Name, "name", "", "target name (for tools and skills, the definitions whose name or glob matches it)")
+	fl.StringVar(&opts.Query.Path, "path", "", "a request path: the route definitions matching it, and which pattern matched")
+	fl.StringVar(&opts.Query.Method, "method", "", "the request method, with --path")
+	_ = cmd.RegisterFlagCompletionFunc("method", cobra.FixedCompletions(ratelimit.Methods(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("path", cobra.NoFileCompletions)
 	return cmd
 }
 
@@ -64,6 +74,11 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	return printer.Document(f.IOStreams, f.Global.Output, res, func() error {
 		if f.IOStreams.IsStdoutTTY() {
 			fmt.Fprintf(f.IOStreams.ErrOut, "groups: %s\n", strings.Join(res.Groups, ", "))
+		}
+		// Why each route and tool definition applies: the pattern that
+		// matched (on stderr: the table stays the definitions).
+		for _, m := range res.Matches {
+			fmt.Fprintf(f.IOStreams.ErrOut, "matched: %s by %s\n", m.DefinitionID, m.Pattern)
 		}
 		return printer.List(f.IOStreams, f.Global.Output, res.Definitions, Columns, res, "definition", idOf)
 	})
