@@ -77,6 +77,15 @@ func TestRouteTiersThroughCheck(t *testing.T) {
 			t.Fatalf("exempt /docs: %+v", r)
 		}
 	}
+	// Status says which route applies to a path, and by which pattern.
+	st, err := admin.Status(t.Context(), client.StatusQuery{Path: "/Auth/SSO/callback?x", Method: "post"})
+	if err != nil || len(st.Matches) != 1 || st.Matches[0] != (client.StatusMatch{DefinitionID: "target:route:critical:60", Pattern: "/auth/sso/*"}) ||
+		len(st.Target) != 1 {
+		t.Errorf("status of /auth/sso/callback: %+v, %v", st, err)
+	}
+	if st, err := admin.Status(t.Context(), client.StatusQuery{Path: "/auth/sso/callback", Method: "GET"}); err != nil || len(st.Matches) != 0 {
+		t.Errorf("status of GET /auth/sso/callback (the tier names POST): %+v, %v", st, err)
+	}
 	// A bad method or path is a 400 naming the field.
 	a := send(t, hc, env.URL, call{method: "POST", path: "/api/check", token: gw, body: `{"method":"FETCH","path":"auth","username":"a"}`})
 	if a.status != http.StatusBadRequest || !strings.Contains(string(a.body), `"field":"method"`) || !strings.Contains(string(a.body), `"field":"path"`) {
