@@ -1,0 +1,181 @@
+package cli_test
+
+// docs/examples/ (issue 12): each apply file is applied to a real rlapi
+// with rlctl apply, then driven through POST /api/check, asserting what
+// its reference design says: which call is refused, by which dimension.
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/cli/clitest"
+	"github.com/rlctl/rlctl/pkg/client"
+)
+
+// applyExample applies a docs/examples file and returns a client with an
+// enforcer token, once the enforcer has the new definitions.
+func applyExample(t *testing.T, file string) (*clitest.Rlctl, *client.Client) {
+	t.Helper()
+	r := clitest.StartParallel(t)
+	r.Must("apply", "-f", "../../docs/examples/"+file)
+	if err := r.Env.Enforcer.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Far from a window's edge: a window turning mid-test would refill.
+	if left := 60 - time.Now().Unix()%60; left <= 5 {
+		time.Sleep(time.Duration(left)*time.Second + 100*time.Millisecond)
+	}
+	return r, r.ClientAs(r.Env.Token(t, "gateway", "enforcer"))
+}
+
+func mustCheck(t *testing.T, gw *client.Client, req client.CheckRequest) client.CheckResult {
+	t.Helper()
+	res, err := gw.Check(t.Context(), req)
+	if err != nil {
+		t.Fatalf("check %+v: %v", req, err)
+	}
+	return res
+}
+
+// refusedBy lists "<definition id> <dimension>" of the gates a refused
+// call had no room on.
+func refusedBy(res client.CheckResult) []string {
+	var out []string
+	for _, g := range res.Gates {
+		if g.Remaining == 0 && !res.Allowed {
+			out = append(out, g.DefinitionID+" "+g.Dimension)
+		}
+	}
+	return out
+}
+
+func TestExample004EndpointTiers(t *testing.T) {
+	_, gw := applyExample(t, "004-endpoint-tiers.yaml")
+	login := func(user, ip string) client.CheckRequest {
+		return client.CheckRequest{Username: user, ClientIP: ip, Method: "POST", Path: "/auth/email/login"}
+	}
+	// CRITICAL: 10/min per address and per user, no burst.
+	for i := range 10 {
+		if res := mustCheck(t, gw, login("alice", "192.168.1.100")); !res.Allowed {
+			t.Fatalf("alice's login %d: %+v", i+1, res)
+		}
+	}
+	res := mustCheck(t, gw, login("alice", "192.168.1.100"))
+	if fmt.Sprint(refusedBy(res)) != "[target:route:critical:60 ip target:route:critical:60 user]" {
+		t.Errorf("alice's 11th login: refused by %v (%+v), want both dimensions", refusedBy(res), res)
+	}
+	// bob from the same address: the address is over, bob is not.
+	if res := mustCheck(t, gw, login("bob", "192.168.1.100")); fmt.Sprint(refusedBy(res)) != "[target:route:critical:60 ip]" {
+		t.Errorf("bob from alice's address: refused by %v, want the ip dimension", refusedBy(res))
+	}
+	// alice from another address: she is over, the address is not.
+	if res := mustCheck(t, gw, login("alice", "192.168.1.101")); fmt.Sprint(refusedBy(res)) != "[target:route:critical:60 user]" {
+		t.Errorf("alice from another address: refused by %v, want the user dimension", refusedBy(res))
+	}
+	// Another tier is another bucket: HIGH is untouched.
+	if res := mustCheck(t, gw, client.CheckRequest{Username: "alice", ClientIP: "192.168.1.100", Method: "POST", Path: "/tokens/new"}); !res.Allowed ||
+		len(res.Gates) != 2 || res.Gates[0].Matched != "/tokens/*" {
+		t.Errorf("alice on /tokens/new: %+v", res)
+	}
+	// MEDIUM: 100/min with 20 of burst allowance: 120 at once, then refused.
+	allowed := 0
+	for range 125 {
+		if mustCheck(t, gw, client.CheckRequest{ClientIP: "198.51.100.9", Method: "GET", Path: "/tools/list"}).Allowed {
+			allowed++
+		}
+	}
+	if allowed != 120 {
+		t.Errorf("an anonymous caller's burst on /tools/list: %d allowed, want 120 (100/min + 20)", allowed)
+	}
+	// A path no tier names is not limited.
+	if res := mustCheck(t, gw, client.CheckRequest{Username: "alice", ClientIP: "192.168.1.100", Method: "GET", Path: "/about"}); !res.Allowed || len(res.Gates) != 0 {
+		t.Errorf("/about: %+v, want allowed, no gate", res)
+	}
+}
+
+func TestExample002PerIPWithExemptPaths(t *testing.T) {
+	_, gw := applyExample(t, "002-per-ip-exempt-paths.yaml")
+	call := func(ip, path string) client.CheckRequest {
+		return client.CheckRequest{Username: "u" + ip, ClientIP: ip, Method: "GET", Path: path}
+	}
+	for i := range 60 {
+		if res := mustCheck(t, gw, call("203.0.113.7", fmt.Sprintf("/page/%d", i))); !res.Allowed {
+			t.Fatalf("call %d: %+v", i+1, res)
+		}
+	}
+	if res := mustCheck(t, gw, call("203.0.113.7", "/")); fmt.Sprint(refusedBy(res)) != "[target:route:per-ip:60 ip]" {
+		t.Errorf("61st call from one address: %v (%+v), want refused per ip", refusedBy(res), res)
+	}
+	for _, p := range []string{"/api/health", "/docs", "/docs/index.html", "/openapi.json", "/redoc"} {
+		if res := mustCheck(t, gw, call("203.0.113.7", p)); !res.Allowed || len(res.Gates) != 0 {
+			t.Errorf("exempt %s from an address over its limit: %+v", p, res)
+		}
+	}
+	// The same /64 is one address; another /64 is not.
+	for i := range 60 {
+		mustCheck(t, gw, call(fmt.Sprintf("2001:db8:1:2::%x", i+1), "/x"))
+	}
+	if res := mustCheck(t, gw, call("2001:db8:1:2:ffff::1", "/x")); res.Allowed {
+		t.Errorf("a 61st address of one /64: %+v, want refused (the /64 is one client)", res)
+	}
+	if res := mustCheck(t, gw, call("2001:db8:1:3::1", "/x")); !res.Allowed {
+		t.Errorf("the next /64: %+v", res)
+	}
+}
+
+func TestExample003ToolScopes(t *testing.T) {
+	_, gw := applyExample(t, "003-tool-scopes.yaml")
+	tool := func(user, server, name, kind string) client.CheckRequest {
+		return client.CheckRequest{Username: user, TargetType: "mcp_server", TargetName: server, Tool: name, Kind: kind}
+	}
+	if res := mustCheck(t, gw, tool("alice", "github", "hot", "")); !res.Allowed {
+		t.Fatalf("first hot call: %+v", res)
+	}
+	for range 3 {
+		if res := mustCheck(t, gw, tool("alice", "github", "hot", "")); fmt.Sprint(refusedBy(res)) != "[target:mcp_tool:github:hot:3600 principal_tool]" {
+			t.Fatalf("hot again: refused by %v (%+v), want github:hot's principal_tool bucket", refusedBy(res), res)
+		}
+	}
+	allowed := 0
+	for range 6 {
+		if mustCheck(t, gw, tool("alice", "github", "search", "")).Allowed {
+			allowed++
+		}
+	}
+	if allowed != 4 {
+		t.Errorf("alice's other tools after one hot call and three refused: %d allowed, want 4", allowed)
+	}
+	if res := mustCheck(t, gw, tool("alice", "github", "search", "")); fmt.Sprint(refusedBy(res)) != "[target:mcp_tool:github:*:3600 principal]" {
+		t.Errorf("alice over her principal limit: refused by %v", refusedBy(res))
+	}
+	// Completions are limited by their own definition (kinds: [completion]),
+	// and not by the tool-only principal limit alice used up.
+	if res := mustCheck(t, gw, tool("alice", "github", "assets", "completion")); !res.Allowed {
+		t.Errorf("alice's first completion: %+v", res)
+	}
+	if res := mustCheck(t, gw, tool("alice", "github", "assets", "completion")); fmt.Sprint(refusedBy(res)) != "[target:mcp_tool:github:*:60 principal]" {
+		t.Errorf("alice's second completion: refused by %v", refusedBy(res))
+	}
+	// *:delete_* per tool: callers share a tool's bucket.
+	for i := range 20 {
+		if res := mustCheck(t, gw, tool(fmt.Sprintf("u%d", i), "gitlab", "delete_repo", "")); !res.Allowed {
+			t.Fatalf("delete %d: %+v", i+1, res)
+		}
+	}
+	if res := mustCheck(t, gw, tool("zed", "gitlab", "delete_repo", "")); fmt.Sprint(refusedBy(res)) != "[target:mcp_tool:*:delete_*:3600 tool]" {
+		t.Errorf("21st gitlab:delete_repo: refused by %v", refusedBy(res))
+	}
+	if res := mustCheck(t, gw, tool("zed", "gitlab", "delete_branch", "")); !res.Allowed {
+		t.Errorf("gitlab:delete_branch has its own bucket: %+v", res)
+	}
+	// The global limit counted every allowed call it matched and none of
+	// the refused ones: 1 hot, 4 search, 1 completion, 20 delete_repo, 1
+	// delete_branch and this one.
+	res := mustCheck(t, gw, tool("zed", "gitlab", "list", ""))
+	for _, g := range res.Gates {
+		if g.DefinitionID == "target:mcp_tool:*:*:3600" && (g.Dimension != "global" || g.Count != 28) {
+			t.Errorf("global gate %+v", g)
+		}
+	}
+}
