@@ -22,9 +22,12 @@ func applyExample(t *testing.T, file string) (*clitest.Rlctl, *client.Client) {
 	if err := r.Env.Enforcer.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	// Far from a window's edge: a window turning mid-test would refill.
-	if left := 60 - time.Now().Unix()%60; left <= 5 {
-		time.Sleep(time.Duration(left)*time.Second + 100*time.Millisecond)
+	// Far from the edge of the minute and of the hour (the examples'
+	// windows): a window turning mid-test would refill its buckets.
+	for _, w := range []int64{60, 3600} {
+		if left := w - time.Now().Unix()%w; left <= 15 {
+			time.Sleep(time.Duration(left)*time.Second + 100*time.Millisecond)
+		}
 	}
 	return r, r.ClientAs(r.Env.Token(t, "gateway", "enforcer"))
 }
