@@ -6,6 +6,8 @@ package cli_test
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,6 +193,41 @@ func TestExample003ToolScopes(t *testing.T) {
 	for _, g := range res.Gates {
 		if g.DefinitionID == "target:mcp_tool:*:*:3600" && (g.Dimension != "global" || g.Count != 28) {
 			t.Errorf("global gate %+v", g)
+		}
+	}
+}
+
+// An apply file with one route that can never match is refused whole,
+// naming the field, and stores nothing; diff of an applied example finds
+// no change.
+func TestApplyRefusesABadRouteWhole(t *testing.T) {
+	r := clitest.StartParallel(t)
+	dir := t.TempDir()
+	file := dir + "/bad.yaml"
+	if err := os.WriteFile(file, []byte(`definitions:
+  - {axis: target, entity_type: route, name: good, window_seconds: 60, paths: [/ok/*], ip_max_requests: 5}
+  - {axis: target, entity_type: route, name: bad, window_seconds: 60, paths: [/auth/], methods: [FETCH], user_max_requests: 5}
+  - {axis: target, entity_type: mcp_tool, name: "srv:*", window_seconds: 60, max_requests: 5, kinds: [sampling]}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := r.Run("apply", "-f", file)
+	for _, want := range []string{"paths[0]", "methods[0]", "kinds[0]"} {
+		if res.Code == 0 || !strings.Contains(res.ErrOut, want) {
+			t.Errorf("apply of a bad route: exit %d, stderr lacks %s:\n%s", res.Code, want, res.ErrOut)
+		}
+	}
+	if out := r.Must("rate-limit", "list", "--axis", "target"); strings.Contains(out, "good") {
+		t.Errorf("a refused apply stored a definition:\n%s", out)
+	}
+	r.Must("apply", "-f", "../../docs/examples/004-endpoint-tiers.yaml")
+	if res := r.Run("diff", "-f", "../../docs/examples/004-endpoint-tiers.yaml"); res.Code != 0 || strings.Contains(res.Out, "configured") {
+		t.Errorf("diff after apply: exit %d\n%s%s", res.Code, res.Out, res.ErrOut)
+	}
+	exported := r.Must("export")
+	for _, want := range []string{"paths:", "- /auth/email/*", "ip_max_requests: 10", "ip_burst: 120"} {
+		if !strings.Contains(exported, want) {
+			t.Errorf("export lacks %q:\n%s", want, exported)
 		}
 	}
 }
