@@ -77,6 +77,16 @@ func TestRouteTiersThroughCheck(t *testing.T) {
 			t.Fatalf("exempt /docs: %+v", r)
 		}
 	}
+	// The tier's per-caller buckets are listed by the target route:<tier>.
+	counters, err := admin.ListCounters(t.Context(), client.CounterSelector{Target: "route:critical"})
+	var keys []string
+	for _, c := range counters {
+		keys = append(keys, c.Key)
+	}
+	slices.Sort(keys)
+	if err != nil || fmt.Sprint(keys) != "[ct|60|ip:198.51.100.7|route:critical ct|60|user:alice|route:critical ct|60|user:bob|route:critical]" {
+		t.Errorf("counters of route:critical: %v, %v", keys, err)
+	}
 	// Status says which route applies to a path, and by which pattern.
 	st, err := admin.Status(t.Context(), client.StatusQuery{Path: "/Auth/SSO/callback?x", Method: "post"})
 	if err != nil || len(st.Matches) != 1 || st.Matches[0] != (client.StatusMatch{DefinitionID: "target:route:critical:60", Pattern: "/auth/sso/*"}) ||
