@@ -255,6 +255,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	ipv6Prefix := fs.Int("ipv6-prefix", ipv6PrefixDef, "prefix length IPv6 client addresses are keyed by: anonymous calls' ip callers (RLAPI_IPV6_PREFIX)")
+	mcpSuffixes := fs.String("mcp-suffixes", getenv("RLAPI_MCP_SUFFIXES"),
+		"comma-separated last path segments that make GET /api/validate read the path before them as an MCP server; empty: mcp,sse,messages (RLAPI_MCP_SUFFIXES)")
+	a2aPrefixes := fs.String("a2a-prefixes", getenv("RLAPI_A2A_PREFIXES"),
+		"comma-separated first path segments that make GET /api/validate read the path after them as an A2A agent; empty: agent (RLAPI_A2A_PREFIXES)")
 	gatewaySecret := fs.String("gateway-secret", "",
 		"secret a trusted proxy sends as X-Gateway-Secret on GET /api/validate; empty turns it off (RLAPI_GATEWAY_SECRET, preferred: flags show in ps)")
 	tokenCacheDef, err := envDuration(getenv, "RLAPI_TOKEN_CACHE_TTL", 10*time.Second)
@@ -351,6 +355,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	header, err := clientip.ParseHeader(*clientIPHeader)
 	if err != nil {
 		return fmt.Errorf("%w: --client-ip-header: %v", errUsage, err)
+	}
+	classifier, err := enforce.ParseClassifier(*mcpSuffixes, *a2aPrefixes)
+	if err != nil {
+		return fmt.Errorf("%w: --mcp-suffixes/--a2a-prefixes: %v", errUsage, err)
 	}
 	if !clientip.ValidIPv6Prefix(*ipv6Prefix) {
 		return fmt.Errorf("%w: --ipv6-prefix: must be between 1 and 128 (got %d)", errUsage, *ipv6Prefix)
@@ -476,7 +484,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	defer enf.Close()
 	srv := api.New(st, api.Config{
 		Floors: floors, ShutdownTimeout: *shutdown, TrustedProxies: trusted, GatewaySecret: *gatewaySecret,
-		ClientIPHeader: header, IPv6Prefix: *ipv6Prefix,
+		ClientIPHeader: header, IPv6Prefix: *ipv6Prefix, Classifier: classifier,
 		AuthMaxFailures: *authFailures, AuthWindow: *authWindow, AuthLockout: *authLockout,
 		BackendTimeout: *backendTimeout, TokenCacheTTL: *tokenCacheTTL, MaxClientConns: maxConns,
 		CountersIn: countersIn, EventsRetention: *eventsRetention,

@@ -159,11 +159,19 @@ func counterSelector(r *http.Request) (store.CounterSelector, string, error) {
 		typ, raw, ok := strings.Cut(value, ":")
 		switch typ {
 		case ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent, ratelimit.EntityMCPTool, ratelimit.EntityA2ASkill:
+		case ratelimit.EntityRoute:
+			// A route tier (route:<tier>): its per-caller buckets.
+			n, ne := ratelimit.GroupName("target", raw)
+			if ne != nil {
+				return fail("%s", strings.TrimPrefix(ne.Message, "target: "))
+			}
+			sel.Target = typ + ":" + n
+			return sel, name + "=" + sel.Target, nil
 		default:
 			ok = false
 		}
 		if !ok {
-			return fail("must be <entity_type>:<name> with entity type mcp_server, a2a_agent, mcp_tool or a2a_skill (got %q)", value)
+			return fail("must be <entity_type>:<name> with entity type mcp_server, a2a_agent, mcp_tool, a2a_skill or route (got %q)", value)
 		}
 		n, err := validate.TargetName(typ, raw)
 		if err != nil {

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // The decision endpoints: POST /api/check for gateways that call rlapi as a
@@ -29,6 +31,8 @@ type checkGate struct {
 	Shadow        bool   `json:"shadow"`
 	// MatchedBy says why a caller definition applied (enforce.Gate).
 	MatchedBy string `json:"matched_by,omitempty"`
+	Matched   string `json:"matched,omitempty"`
+	Dimension string `json:"dimension,omitempty"`
 }
 
 // checkResult is the answer of POST /api/check: the decision in wire
@@ -63,7 +67,8 @@ func newCheckResult(d enforce.Decision) checkResult {
 	for _, g := range d.Gates {
 		res.Gates = append(res.Gates, checkGate{DefinitionID: g.DefinitionID, Axis: g.Axis, EntityType: g.EntityType,
 			WindowSeconds: g.WindowSeconds, Limit: g.Limit, Count: g.Count, Remaining: g.Remaining,
-			Reset: unixOrZero(g.Reset), Shadow: g.Shadow, MatchedBy: g.MatchedBy})
+			Reset: unixOrZero(g.Reset), Shadow: g.Shadow, MatchedBy: g.MatchedBy,
+			Matched: g.Matched, Dimension: g.Dimension})
 	}
 	return res
 }
@@ -112,9 +117,17 @@ func (s *Server) handleCheck() http.Handler {
 const (
 	headerGatewaySecret = "X-Gateway-Secret"
 	headerOriginalURI   = "X-Original-URI"
-	headerAuthUsername  = "X-Auth-Username"
-	headerAuthClientID  = "X-Auth-Client-Id"
-	headerAuthAdmin     = "X-Auth-Admin"
+	// headerOriginalMethod is the client's request method (nginx:
+	// $request_method): route definitions naming methods need it.
+	headerOriginalMethod = "X-Original-Method"
+	// headerToolName and headerToolKind are the MCP tool (or A2A skill)
+	// and the kind of call, for a gateway that reads them from the
+	// request (docs/nginx.md): tool limits apply only where they are sent.
+	headerToolName     = "X-Tool-Name"
+	headerToolKind     = "X-Tool-Kind"
+	headerAuthUsername = "X-Auth-Username"
+	headerAuthClientID = "X-Auth-Client-Id"
+	headerAuthAdmin    = "X-Auth-Admin"
 	// headerAuthTeam names the call's team (tenant), set by the gateway
 	// from its authentication (a token claim), never from the client.
 	headerAuthTeam = "X-Auth-Team"
@@ -175,7 +188,7 @@ func (s *Server) handleValidate() http.Handler {
 			s.writeProblem(w, r, badRequest("missing X-Original-URI: the gateway must send the client's request URI (nginx: proxy_set_header X-Original-URI $request_uri)"))
 			return
 		}
-		targetType, targetName, err := enforce.ClassifyURI(uri)
+		targetType, targetName, err := s.cfg.Classifier.Classify(uri)
 		if errors.Is(err, enforce.ErrDisguisedControlPlane) {
 			// A 403 is the one refusal nginx passes on (a 400 would reach
 			// the client as a 500); without a marker it stays a 403.
@@ -183,7 +196,7 @@ func (s *Server) handleValidate() http.Handler {
 				"the path reaches the control plane (/api) only once decoded or normalized; write /api literally"))
 			return
 		}
-		if targetType == "" {
+		if targetType == "" && enforce.IsControlPlane(uri) {
 			w.WriteHeader(http.StatusOK)
 			return
 		}
@@ -195,6 +208,25 @@ func (s *Server) handleValidate() http.Handler {
 			TargetType: targetType,
 			TargetName: targetName,
 			Team:       strings.TrimSpace(r.Header.Get(headerAuthTeam)),
+			// Routes: every path is matched against the route
+			// definitions, with or without a target; a path no route
+			// matches and without a target is allowed untouched, as
+			// before routes existed.
+			Path: enforce.RoutePath(uri),
+		}
+		// An unknown method matches only the routes naming no method (an
+		// odd method must not be a 400, which nginx would turn into a 500).
+		if m, ne := ratelimit.RouteMethod("method", r.Header.Get(headerOriginalMethod)); ne == nil {
+			c.Method = m
+		}
+		// The tool and kind from the gateway. An unknown kind is dropped
+		// (a 400 would reach the client as nginx's 500): the call is then
+		// of kind tool, and the tool's own limits still apply.
+		if targetType != "" {
+			c.Tool = strings.TrimSpace(r.Header.Get(headerToolName))
+			if k := strings.ToLower(strings.TrimSpace(r.Header.Get(headerToolKind))); slices.Contains(ratelimit.Kinds(), k) {
+				c.Kind = k
+			}
 		}
 		// The client's address, from the forwarding header nginx sets
 		// (the peer is nginx, a trusted proxy). An address that is itself

@@ -358,6 +358,16 @@ type statusResult struct {
 	// or "everyone" (issue 12; enforce.Gate.MatchedBy says the same of a
 	// decision's gates).
 	MatchedBy map[string]string `json:"matched_by,omitempty"`
+	// Matches says why the route and tool definitions apply: which of
+	// their patterns matched the path, or which glob the tool's name.
+	Matches []statusMatch `json:"matches,omitempty"`
+}
+
+// statusMatch is one route or tool definition of a status and the
+// pattern that matched.
+type statusMatch struct {
+	DefinitionID string `json:"definition_id"`
+	Pattern      string `json:"pattern"`
 }
 
 func (s *Server) handleStatus() http.Handler {
@@ -455,10 +465,32 @@ func (s *Server) handleStatus() http.Handler {
 				}
 			}
 		}
+		if path := q.Get("path"); path != "" {
+			if err := s.statusRoutes(r, path, q.Get("method"), add, &res); err != nil {
+				s.writeProblem(w, r, err)
+				return
+			}
+		}
 		if et, name := q.Get("entity_type"), q.Get("name"); et != "" && name != "" {
 			n, err := validate.TargetName(et, name)
 			if err != nil {
 				s.writeProblem(w, r, err)
+				return
+			}
+			if et == ratelimit.EntityMCPTool || et == ratelimit.EntityA2ASkill {
+				// Globs too: every tool definition whose name matches.
+				err := s.store.EachDefinition(ctx, store.DefinitionFilter{Axis: ratelimit.AxisTarget, EntityType: et}, func(d ratelimit.Definition) error {
+					if d.Name == n || ratelimit.GlobMatch(d.Name, n) {
+						res.Matches = append(res.Matches, statusMatch{DefinitionID: d.ID, Pattern: d.Name})
+						return add(d)
+					}
+					return nil
+				})
+				if err != nil {
+					s.writeProblem(w, r, err)
+					return
+				}
+				encode(w, http.StatusOK, res)
 				return
 			}
 			filters := []store.DefinitionFilter{{Axis: ratelimit.AxisTarget, EntityType: et, Name: n}}
@@ -473,6 +505,28 @@ func (s *Server) handleStatus() http.Handler {
 			}
 		}
 		encode(w, http.StatusOK, res)
+	})
+}
+
+// statusRoutes adds the route definitions whose patterns match path (and
+// method, when given) as a gateway would match them, exempt ones
+// included.
+func (s *Server) statusRoutes(r *http.Request, path, method string, add func(ratelimit.Definition) error, res *statusResult) error {
+	c, err := enforce.Call{Path: path, Method: method}.Normalize()
+	if err != nil {
+		return err
+	}
+	return s.store.EachDefinition(r.Context(), store.DefinitionFilter{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityRoute}, func(d ratelimit.Definition) error {
+		if c.Method != "" && len(d.Methods) > 0 && !slices.Contains(d.Methods, c.Method) {
+			return nil
+		}
+		for _, p := range d.Paths {
+			if ratelimit.GlobMatch(p, c.Path) {
+				res.Matches = append(res.Matches, statusMatch{DefinitionID: d.ID, Pattern: p})
+				return add(d)
+			}
+		}
+		return nil
 	})
 }
 

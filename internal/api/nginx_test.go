@@ -25,6 +25,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"sigs.k8s.io/yaml"
 )
 
 // nginxBinary finds nginx, or ends the test: it fails under CI=true (the
@@ -574,5 +575,78 @@ func TestNginxEscalationLockout(t *testing.T) {
 	r = send("/other/mcp")
 	if r.StatusCode != http.StatusTooManyRequests || r.Header.Get("X-Lockout-Remaining") == "" {
 		t.Errorf("locked out, another server: %d %v, want 429 with X-Lockout-Remaining", r.StatusCode, r.Header)
+	}
+}
+
+// TestNginxRouteTiers: docs/examples/004-endpoint-tiers.yaml (read as rlctl
+// apply reads it: YAML as JSON, so absent fields take their defaults) behind a real
+// nginx with docs/nginx/rlctl.conf: the CRITICAL tier refuses a user's
+// 11th POST to /auth/email/* in a minute with a 429, another user from
+// another address passes, and paths of no tier reach the backend.
+func TestNginxRouteTiers(t *testing.T) {
+	t.Parallel()
+	bin := nginxBinary(t)
+	const secret = "nginx-test-secret-routes"
+	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.1/32"), GatewaySecret: secret})
+	admin := clientFor(t, env, env.AdminToken)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(backend.Close)
+	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+
+	raw, err := os.ReadFile("../../docs/examples/004-endpoint-tiers.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state client.State
+	if err := yaml.Unmarshal(raw, &state); err != nil {
+		t.Fatal(err)
+	}
+	awayFromWindowEdge(t, 60)
+	if _, err := admin.Apply(t.Context(), state, client.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refresh(t, env)
+	// Calls come from 127.0.0.5 unless said: a client address nginx
+	// appends to X-Forwarded-For (127.0.0.1, nginx itself, is the trusted
+	// proxy).
+	callFrom := func(local, method, path, user string) int {
+		t.Helper()
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+		req, err := http.NewRequest(method, gw+path, strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Auth-Username", user)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	call := func(method, path, user string) int { t.Helper(); return callFrom("127.0.0.5", method, path, user) }
+	for i := range 10 {
+		if got := call("POST", "/auth/email/login", "alice"); got != http.StatusOK {
+			t.Fatalf("alice's login %d: %d, want 200", i+1, got)
+		}
+	}
+	if got := call("POST", "/Auth/Email/login?retry=1", "alice"); got != http.StatusTooManyRequests {
+		t.Errorf("alice's 11th login: %d, want 429 (CRITICAL is 10/min)", got)
+	}
+	// bob from alice's address: the address is over (the ip dimension);
+	// carol from another address passes.
+	if got := call("POST", "/auth/sso/start", "bob"); got != http.StatusTooManyRequests {
+		t.Errorf("bob from the same address: %d, want 429 (the ip dimension)", got)
+	}
+	if got := callFrom("127.0.0.6", "POST", "/auth/sso/start", "carol"); got != http.StatusOK {
+		t.Errorf("carol from another address: %d, want 200", got)
+	}
+	if got := call("GET", "/about", "alice"); got != http.StatusOK {
+		t.Errorf("a path of no tier: %d, want 200", got)
+	}
+	if got := call("POST", "/tokens/new", "alice"); got != http.StatusOK {
+		t.Errorf("the HIGH tier is another bucket: %d, want 200", got)
 	}
 }

@@ -34,6 +34,9 @@ type Config struct {
 	// IPv6Prefix is the prefix length IPv6 client addresses are keyed by
 	// (default 64): decisions' anonymous ip callers and network lookups.
 	IPv6Prefix int
+	// Classifier says which paths GET /api/validate reads as an MCP
+	// server or an A2A agent (zero: the default, enforce.ClassifyURI's).
+	Classifier enforce.Classifier
 	// GatewaySecret is what a gateway (nginx) sends as X-Gateway-Secret on
 	// GET /api/validate, which answers only trusted proxies that send it;
 	// empty refuses every /api/validate call.

@@ -35,7 +35,8 @@ var limitsSpec = &listSpec[ratelimit.Definition]{
 	},
 	key: definitionID,
 	text: func(d ratelimit.Definition) string {
-		return definitionID(d) + " " + d.Name + " " + d.Mode + " " + d.Description + " " + strings.Join(d.Members, " ")
+		return definitionID(d) + " " + d.Name + " " + d.Mode + " " + d.Description + " " + strings.Join(d.Members, " ") +
+			" " + cmdutil.MatchText(d)
 	},
 	fields: map[string]func(ratelimit.Definition, string) bool{
 		"id":     func(d ratelimit.Definition, v string) bool { return strings.EqualFold(definitionID(d), v) },
@@ -244,6 +245,10 @@ func (v limitsView) detailView(w, h int) string {
 			alg += "  " + field(st, "buckets", sel)
 		}
 		lines = append(lines, alg)
+	}
+	// Routes and tools: what the definition selects.
+	if m := cmdutil.MatchText(d); m != "" {
+		lines = append(lines, field(st, "matches", clean(m)))
 	}
 	upd := field(st, "version", strconv.FormatInt(d.Version, 10))
 	if d.UpdatedAt != nil || d.UpdatedBy != "" {

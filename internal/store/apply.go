@@ -146,11 +146,13 @@ func expectRows(what string, got int64, want int) error {
 var definitionCopyColumns = []string{"id", "axis", "entity_type", "name", "window_seconds", "max_requests",
 	"user_max_requests", "agent_max_requests", "members", "fail_closed", "enabled", "mode", "description",
 	"created_at", "updated_at", "updated_by", "version", "algorithm", "burst", "user_burst", "agent_burst",
-	"everyone", "per", "descriptor"}
+	"everyone", "per", "descriptor",
+	"methods", "paths", "exempt", "ip_max_requests", "ip_burst", "kinds", "tool_scope"}
 
 var definitionUpdateColumns = []string{"id", "max_requests", "user_max_requests", "agent_max_requests", "members",
 	"fail_closed", "enabled", "mode", "description", "updated_at", "updated_by", "algorithm", "burst", "user_burst",
-	"agent_burst", "everyone", "per", "descriptor"}
+	"agent_burst", "everyone", "per", "descriptor",
+	"methods", "paths", "exempt", "ip_max_requests", "ip_burst", "kinds", "tool_scope"}
 
 // serverGroupMembers is what the members column holds: the list for a
 // server group, NULL for everything else.
@@ -169,7 +171,8 @@ func definitionRow(d ratelimit.Definition) []any {
 	return []any{d.Key(), d.Axis, d.EntityType, d.Name, int32(d.WindowSeconds), int32Ptr(d.MaxRequests),
 		int32Ptr(d.UserMaxRequests), int32Ptr(d.AgentMaxRequests), serverGroupMembers(d), d.FailClosed, d.Enabled, mode,
 		d.Description, timeOrNil(d.CreatedAt), timeOrNil(d.UpdatedAt), d.UpdatedBy, d.Version,
-		algorithmColumn(d), int32Ptr(d.Burst), int32Ptr(d.UserBurst), int32Ptr(d.AgentBurst), d.Everyone, perColumn(d), descriptorColumn(d)}
+		algorithmColumn(d), int32Ptr(d.Burst), int32Ptr(d.UserBurst), int32Ptr(d.AgentBurst), d.Everyone, perColumn(d), descriptorColumn(d),
+		routeMethods(d), routePaths(d), d.Exempt, int32Ptr(d.IPMaxRequests), int32Ptr(d.IPBurst), toolKinds(d), toolScope(d)}
 }
 
 func int32Ptr(v *int) *int32 {
@@ -218,7 +221,8 @@ func (q *Queries) UpdateDefinitions(ctx context.Context, defs []ratelimit.Defini
 		}
 		rows[i] = []any{d.Key(), int32Ptr(d.MaxRequests), int32Ptr(d.UserMaxRequests), int32Ptr(d.AgentMaxRequests),
 			serverGroupMembers(d), d.FailClosed, d.Enabled, mode, d.Description, timeOrNil(d.UpdatedAt), d.UpdatedBy,
-			algorithmColumn(d), int32Ptr(d.Burst), int32Ptr(d.UserBurst), int32Ptr(d.AgentBurst), d.Everyone, perColumn(d), descriptorColumn(d)}
+			algorithmColumn(d), int32Ptr(d.Burst), int32Ptr(d.UserBurst), int32Ptr(d.AgentBurst), d.Everyone, perColumn(d), descriptorColumn(d),
+		routeMethods(d), routePaths(d), d.Exempt, int32Ptr(d.IPMaxRequests), int32Ptr(d.IPBurst), toolKinds(d), toolScope(d)}
 	}
 	if err := q.tempTable(ctx, "rl_apply_definitions", "rl_definitions"); err != nil {
 		return fmt.Errorf("update %d definitions: %w", len(defs), err)
@@ -232,6 +236,8 @@ func (q *Queries) UpdateDefinitions(ctx context.Context, defs []ratelimit.Defini
 			enabled = s.enabled, mode = s.mode, description = s.description,
 			algorithm = s.algorithm, burst = s.burst, user_burst = s.user_burst, agent_burst = s.agent_burst,
 			everyone = s.everyone, per = s.per, descriptor = s.descriptor,
+			methods = s.methods, paths = s.paths, exempt = s.exempt, ip_max_requests = s.ip_max_requests, ip_burst = s.ip_burst,
+			kinds = s.kinds, tool_scope = s.tool_scope,
 			updated_at = s.updated_at, updated_by = s.updated_by, version = t.version + 1
 		from rl_apply_definitions s where t.id = s.id`)
 	if err != nil {

@@ -13,7 +13,8 @@ import (
 
 const definitionColumns = `id, axis, entity_type, name, window_seconds, max_requests, user_max_requests,
 	agent_max_requests, members, fail_closed, enabled, mode, description, created_at, updated_at,
-	updated_by, version, algorithm, burst, user_burst, agent_burst, everyone, per, descriptor`
+	updated_by, version, algorithm, burst, user_burst, agent_burst, everyone, per, descriptor,
+	methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope`
 
 func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	var (
@@ -21,10 +22,13 @@ func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 		maxR, userR, agentR  *int32
 		burst, userB, agentB *int32
 		descriptor           []byte
+		ipR, ipB             *int32
+		toolScope            *string
 	)
 	err := row.Scan(&d.ID, &d.Axis, &d.EntityType, &d.Name, &d.WindowSeconds, &maxR, &userR, &agentR,
 		&d.Members, &d.FailClosed, &d.Enabled, &d.Mode, &d.Description, &d.CreatedAt, &d.UpdatedAt,
-		&d.UpdatedBy, &d.Version, &d.Algorithm, &burst, &userB, &agentB, &d.Everyone, &d.Per, &descriptor)
+		&d.UpdatedBy, &d.Version, &d.Algorithm, &burst, &userB, &agentB, &d.Everyone, &d.Per, &descriptor,
+		&d.Methods, &d.Paths, &d.Exempt, &ipR, &ipB, &d.Kinds, &toolScope)
 	if err != nil {
 		return d, err
 	}
@@ -33,6 +37,10 @@ func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	}
 	d.MaxRequests, d.UserMaxRequests, d.AgentMaxRequests = intPtr(maxR), intPtr(userR), intPtr(agentR)
 	d.Burst, d.UserBurst, d.AgentBurst = intPtr(burst), intPtr(userB), intPtr(agentB)
+	d.IPMaxRequests, d.IPBurst = intPtr(ipR), intPtr(ipB)
+	if toolScope != nil {
+		d.ToolScope = *toolScope
+	}
 	d.Algorithm = algorithmRead(d.Algorithm)
 	d.Per = perRead(d.Per)
 	if d.Axis == ratelimit.AxisQuarantine {
@@ -218,8 +226,9 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 	res.After, err = scanDefinition(q.db.QueryRow(ctx, `
 		insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests,
 			user_max_requests, agent_max_requests, members, fail_closed, enabled, mode, description, updated_by,
-			algorithm, burst, user_burst, agent_burst, everyone, per, descriptor)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+			algorithm, burst, user_burst, agent_burst, everyone, per, descriptor,
+			methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
 		on conflict (id) do update set
 			max_requests = excluded.max_requests,
 			user_max_requests = excluded.user_max_requests,
@@ -231,6 +240,13 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 			everyone = excluded.everyone,
 			per = excluded.per,
 			descriptor = excluded.descriptor,
+			methods = excluded.methods,
+			paths = excluded.paths,
+			exempt = excluded.exempt,
+			ip_max_requests = excluded.ip_max_requests,
+			ip_burst = excluded.ip_burst,
+			kinds = excluded.kinds,
+			tool_scope = excluded.tool_scope,
 			members = excluded.members,
 			fail_closed = excluded.fail_closed,
 			enabled = excluded.enabled,
@@ -242,7 +258,8 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 		returning `+definitionColumns,
 		id, d.Axis, d.EntityType, d.Name, d.WindowSeconds, d.MaxRequests, d.UserMaxRequests,
 		d.AgentMaxRequests, members, d.FailClosed, d.Enabled, mode, d.Description, w.Actor,
-		algorithmColumn(d), d.Burst, d.UserBurst, d.AgentBurst, d.Everyone, perColumn(d), descriptorColumn(d)))
+		algorithmColumn(d), d.Burst, d.UserBurst, d.AgentBurst, d.Everyone, perColumn(d), descriptorColumn(d),
+		routeMethods(d), routePaths(d), d.Exempt, d.IPMaxRequests, d.IPBurst, toolKinds(d), toolScope(d)))
 	if err != nil {
 		return res, fmt.Errorf("put definition %q: %w", id, interpretError(err))
 	}
@@ -261,7 +278,50 @@ func sameDefinition(a, b ratelimit.Definition) bool {
 		a.AlgorithmOrDefault() == b.AlgorithmOrDefault() && equalInt(a.Burst, b.Burst) &&
 		equalInt(a.UserBurst, b.UserBurst) && equalInt(a.AgentBurst, b.AgentBurst) &&
 		a.Everyone == b.Everyone && a.PerOrDefault() == b.PerOrDefault() &&
-		ratelimit.EqualDescriptorFields(a.DescriptorFields, b.DescriptorFields)
+		ratelimit.EqualDescriptorFields(a.DescriptorFields, b.DescriptorFields) && sameRoute(a, b)
+}
+
+// sameRoute compares the route fields (entity_type route).
+func sameRoute(a, b ratelimit.Definition) bool {
+	return slices.Equal(a.Methods, b.Methods) && slices.Equal(a.Paths, b.Paths) && a.Exempt == b.Exempt &&
+		equalInt(a.IPMaxRequests, b.IPMaxRequests) && equalInt(a.IPBurst, b.IPBurst) &&
+		slices.Equal(a.Kinds, b.Kinds) && a.ToolScope == b.ToolScope
+}
+
+// toolKinds is what the kinds column holds: a tool definition's kinds,
+// NULL when it names none (every kind).
+func toolKinds(d ratelimit.Definition) []string {
+	if len(d.Kinds) == 0 {
+		return nil
+	}
+	return d.Kinds
+}
+
+// toolScope is what the tool_scope column holds: NULL for the default
+// (global).
+func toolScope(d ratelimit.Definition) *string {
+	if d.ToolScope == "" || d.ToolScope == ratelimit.ToolScopeGlobal {
+		return nil
+	}
+	return &d.ToolScope
+}
+
+// routePaths is what the paths column holds: the patterns for a route,
+// NULL for everything else.
+func routePaths(d ratelimit.Definition) []string {
+	if d.EntityType != ratelimit.EntityRoute {
+		return nil
+	}
+	return d.Paths
+}
+
+// routeMethods is what the methods column holds: a route's methods, NULL
+// when it names none (every method) or is no route.
+func routeMethods(d ratelimit.Definition) []string {
+	if d.EntityType != ratelimit.EntityRoute || len(d.Methods) == 0 {
+		return nil
+	}
+	return d.Methods
 }
 
 func equalInt(a, b *int) bool {

@@ -48,6 +48,8 @@ func Definition(d ratelimit.Definition, f Floors) (ratelimit.Definition, error) 
 	}
 	checkLimits(&probs, d, f)
 	out.Members = members(&probs, d)
+	out.Paths, out.Methods = routeFields(&probs, d)
+	out.Kinds, out.ToolScope = toolFields(&probs, d)
 
 	var fe *FieldError
 	out.Scope, fe = scope(d.Axis, out.Name, d.Scope)
@@ -126,7 +128,7 @@ func entityTypesOn(axis string) []string {
 		return []string{ratelimit.EntityGroup}
 	case ratelimit.AxisTarget:
 		return []string{ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent, ratelimit.EntityMCPTool,
-			ratelimit.EntityA2ASkill, ratelimit.EntityServerGroup, ratelimit.EntityDescriptor}
+			ratelimit.EntityA2ASkill, ratelimit.EntityServerGroup, ratelimit.EntityDescriptor, ratelimit.EntityRoute}
 	}
 	return nil
 }
@@ -197,6 +199,10 @@ func checkLimits(probs *problems, d ratelimit.Definition, f Floors) {
 		probs.add(groupLimit("user_max_requests", "user", d.UserMaxRequests, f.User, d.WindowSeconds, d.AlgorithmOrDefault()))
 		probs.add(groupLimit("agent_max_requests", "agent", d.AgentMaxRequests, f.Agent, d.WindowSeconds, d.AlgorithmOrDefault()))
 	case ratelimit.AxisTarget:
+		if d.EntityType == ratelimit.EntityRoute {
+			routeLimits(probs, d)
+			break
+		}
 		const useMax = "not allowed on the target axis; use max_requests"
 		probs.add(misplaced("user_max_requests", d.UserMaxRequests, useMax))
 		probs.add(misplaced("agent_max_requests", d.AgentMaxRequests, useMax))
@@ -218,6 +224,10 @@ func checkLimits(probs *problems, d ratelimit.Definition, f Floors) {
 		probs.add(misplaced("max_requests", d.MaxRequests, noRate))
 		probs.add(misplaced("user_max_requests", d.UserMaxRequests, noRate))
 		probs.add(misplaced("agent_max_requests", d.AgentMaxRequests, noRate))
+	}
+	if d.EntityType != ratelimit.EntityRoute {
+		probs.add(misplaced("ip_max_requests", d.IPMaxRequests, "allowed only on target route definitions (entity_type is %q)", d.EntityType))
+		probs.add(misplaced("ip_burst", d.IPBurst, "allowed only on target route definitions (entity_type is %q)", d.EntityType))
 	}
 	checkAlgorithm(probs, d)
 	checkDescriptor(probs, d)
@@ -248,13 +258,16 @@ func checkAlgorithm(probs *problems, d ratelimit.Definition) {
 		limit *int
 		of    string
 	}{{"burst", d.Burst, d.MaxRequests, "max_requests"}, {"user_burst", d.UserBurst, d.UserMaxRequests, "user_max_requests"},
-		{"agent_burst", d.AgentBurst, d.AgentMaxRequests, "agent_max_requests"}}
+		{"agent_burst", d.AgentBurst, d.AgentMaxRequests, "agent_max_requests"}, {"ip_burst", d.IPBurst, d.IPMaxRequests, "ip_max_requests"}}
+	route := d.EntityType == ratelimit.EntityRoute
 	for _, b := range bursts {
 		switch {
 		case b.burst == nil:
+		case b.field == "ip_burst" && !route:
+			// reported with ip_max_requests
 		case b.field == "burst" && d.Axis != ratelimit.AxisTarget:
 			probs.add(fieldError(b.field, "not allowed on the %s axis; use user_burst and/or agent_burst", d.Axis))
-		case b.field != "burst" && d.Axis == ratelimit.AxisTarget:
+		case b.field != "burst" && d.Axis == ratelimit.AxisTarget && !route:
 			probs.add(fieldError(b.field, "not allowed on the target axis; use burst"))
 		case algo != ratelimit.AlgorithmTokenBucket:
 			probs.add(fieldError(b.field, "not allowed with algorithm %s; a burst is the capacity of a %s (set algorithm: %s, or drop %s)",
@@ -405,4 +418,132 @@ func scope(axis, name, given string) (string, *FieldError) {
 		return "", fieldError("scope", "must be %q for %s (got %q)", want, name, given)
 	}
 	return want, nil
+}
+
+// maxRoutePaths bounds the patterns of one route definition.
+const maxRoutePaths = 100
+
+// routeLimits checks a route definition's limits: an exempt route has
+// none, any other at least one; each at least 1. The floors do not apply:
+// they keep a caller's overall limits usable, and a tier limits only the
+// endpoints it names (reference 004's CRITICAL tier is 10/min on purpose).
+func routeLimits(probs *problems, d ratelimit.Definition) {
+	limits := []struct {
+		field string
+		v     *int
+	}{{"max_requests", d.MaxRequests}, {"ip_max_requests", d.IPMaxRequests},
+		{"user_max_requests", d.UserMaxRequests}, {"agent_max_requests", d.AgentMaxRequests}}
+	has := false
+	for _, l := range limits {
+		if l.v == nil {
+			continue
+		}
+		has = true
+		if d.Exempt {
+			probs.add(fieldError(l.field, "not allowed on an exempt route: its paths are never limited (drop %s or exempt)", l.field))
+			continue
+		}
+		probs.add(check(l.field, *l.v, limitRule))
+	}
+	if !has && !d.Exempt {
+		probs.add(fieldError("max_requests",
+			"a route needs at least one of max_requests (all callers), ip_max_requests, user_max_requests, agent_max_requests, or exempt: true"))
+	}
+}
+
+// routeFields normalizes a route definition's paths and methods; on any
+// other definition they (and exempt) are refused.
+func routeFields(probs *problems, d ratelimit.Definition) (paths, methods []string) {
+	if d.EntityType != ratelimit.EntityRoute {
+		if len(d.Paths) > 0 {
+			probs.add(fieldError("paths", "allowed only on target route definitions (entity_type is %q)", d.EntityType))
+		}
+		if len(d.Methods) > 0 {
+			probs.add(fieldError("methods", "allowed only on target route definitions (entity_type is %q)", d.EntityType))
+		}
+		if d.Exempt {
+			probs.add(fieldError("exempt", "allowed only on target route definitions (entity_type is %q)", d.EntityType))
+		}
+		return nil, nil
+	}
+	switch {
+	case len(d.Paths) == 0:
+		probs.add(fieldError("paths", "must list at least one path pattern for a route (such as /auth/*)"))
+	case len(d.Paths) > maxRoutePaths:
+		probs.add(fieldError("paths", "must list at most %d patterns (got %d)", maxRoutePaths, len(d.Paths)))
+	}
+	first := map[string]int{}
+	for i, raw := range d.Paths {
+		field := fmt.Sprintf("paths[%d]", i)
+		p, ne := ratelimit.RoutePattern(field, raw)
+		if ne != nil {
+			probs.add(&FieldError{Field: ne.Field, Message: ne.Message})
+			continue
+		}
+		if j, dup := first[p]; dup {
+			probs.add(fieldError(field, "%q is pattern %q again (paths[%d] is %q): list each pattern once", raw, p, j, d.Paths[j]))
+			continue
+		}
+		first[p] = i
+		paths = append(paths, p)
+	}
+	seen := map[string]int{}
+	for i, raw := range d.Methods {
+		field := fmt.Sprintf("methods[%d]", i)
+		m, ne := ratelimit.RouteMethod(field, raw)
+		if ne != nil {
+			probs.add(&FieldError{Field: ne.Field, Message: ne.Message})
+			continue
+		}
+		if j, dup := seen[m]; dup {
+			probs.add(fieldError(field, "%s is listed twice (methods[%d]): list each method once", m, j))
+			continue
+		}
+		seen[m] = i
+		methods = append(methods, m)
+	}
+	return paths, methods
+}
+
+// isToolEntity reports whether entity type names tools or skills.
+func isToolEntity(entityType string) bool {
+	return entityType == ratelimit.EntityMCPTool || entityType == ratelimit.EntityA2ASkill
+}
+
+// toolFields normalizes a tool or skill definition's kinds (lower-case,
+// each once) and scope (global, the default, as empty); on any other
+// definition they are refused.
+func toolFields(probs *problems, d ratelimit.Definition) (kinds []string, scope string) {
+	if !isToolEntity(d.EntityType) {
+		if len(d.Kinds) > 0 {
+			probs.add(fieldError("kinds", "allowed only on target mcp_tool and a2a_skill definitions (entity_type is %q)", d.EntityType))
+		}
+		if d.ToolScope != "" {
+			probs.add(fieldError("tool_scope", "allowed only on target mcp_tool and a2a_skill definitions (entity_type is %q)", d.EntityType))
+		}
+		return nil, ""
+	}
+	seen := map[string]int{}
+	for i, raw := range d.Kinds {
+		field := fmt.Sprintf("kinds[%d]", i)
+		k := strings.ToLower(strings.TrimSpace(raw))
+		if !slices.Contains(ratelimit.Kinds(), k) {
+			probs.add(fieldError(field, "must be one of %s (got %q)", strings.Join(ratelimit.Kinds(), ", "), raw))
+			continue
+		}
+		if j, dup := seen[k]; dup {
+			probs.add(fieldError(field, "%s is listed twice (kinds[%d]): list each kind once", k, j))
+			continue
+		}
+		seen[k] = i
+		kinds = append(kinds, k)
+	}
+	scope = strings.ToLower(strings.TrimSpace(d.ToolScope))
+	if scope != "" && !slices.Contains(ratelimit.ToolScopes(), scope) {
+		probs.add(fieldError("tool_scope", "must be one of %s (got %q)", strings.Join(ratelimit.ToolScopes(), ", "), d.ToolScope))
+	}
+	if scope == ratelimit.ToolScopeGlobal {
+		scope = "" // the default has one spelling, none
+	}
+	return kinds, scope
 }

@@ -278,7 +278,7 @@ func TestDefinitionRefuses(t *testing.T) {
 			name:    "group on the target axis",
 			in:      edited(targetServer(), func(d *def) { d.EntityType, d.Name = ratelimit.EntityGroup, "developers" }),
 			field:   "entity_type",
-			message: `entity_type: must be one of mcp_server, a2a_agent, mcp_tool, a2a_skill, server_group, descriptor on the target axis (got "group")`,
+			message: `entity_type: must be one of mcp_server, a2a_agent, mcp_tool, a2a_skill, server_group, descriptor, route on the target axis (got "group")`,
 		},
 		{
 			name:    "server on the quarantine axis",
@@ -744,7 +744,7 @@ func TestDefinitionID(t *testing.T) {
 		},
 		{
 			name: "unknown entity type", id: "target:tool:mcpgw:search:60",
-			field: "entity_type", message: `entity_type: must be one of mcp_server, a2a_agent, mcp_tool, a2a_skill, server_group, descriptor on the target axis (got "tool")`,
+			field: "entity_type", message: `entity_type: must be one of mcp_server, a2a_agent, mcp_tool, a2a_skill, server_group, descriptor, route on the target axis (got "tool")`,
 		},
 		{
 			name: "entity type of another axis", id: "caller:mcp_server:mcpgw:60",

@@ -48,6 +48,14 @@ type CheckRequest struct {
 	// team's groups limit the call, per: team definitions count one
 	// bucket per team, its quarantine denies it.
 	Team string `json:"team,omitempty"`
+	// Method and Path are the HTTP request's method and path: the route
+	// definitions matching them apply (even without a target), and an
+	// exempt route makes the call allowed and counted nowhere.
+	Method string `json:"method,omitempty"`
+	Path   string `json:"path,omitempty"`
+	// Kind is what Tool names: tool (the default), prompt, resource or
+	// completion; tool definitions naming kinds apply only to theirs.
+	Kind string `json:"kind,omitempty"`
 }
 
 // CheckResult is the server's decision. Times are Unix seconds on the wire;
@@ -96,6 +104,10 @@ type CheckGate struct {
 	// "client:bot", "team:acme", "network:10.0.0.0/8") or "everyone".
 	// Empty for target gates.
 	MatchedBy string `json:"matched_by,omitempty"`
+	// Matched and Dimension say why a route gate applies: the pattern the
+	// path matched, and what the bucket is kept per (all, ip, user, agent).
+	Matched   string `json:"matched,omitempty"`
+	Dimension string `json:"dimension,omitempty"`
 }
 
 // ResetTime is Reset as a time.

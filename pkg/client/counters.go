@@ -19,7 +19,8 @@ type CounterSelector struct {
 	// and caller_target buckets and its shadow counters.
 	Caller string
 	// Target is "<entity_type>:<name>" (mcp_server, a2a_agent, mcp_tool,
-	// a2a_skill): its target and server-group counters and every caller's
+	// a2a_skill, or route:<tier> for a route tier's per-caller buckets): its
+	// target and server-group counters and every caller's
 	// caller_target buckets and shadow counters on it.
 	Target string
 	// Definition is a definition id: its target counter(s) or its shadow

@@ -147,6 +147,10 @@ type StatusQuery struct {
 	Team       string
 	EntityType string
 	Name       string
+	// Path and Method select the route definitions matching a request
+	// (Method optional).
+	Path   string
+	Method string
 }
 
 // StatusResult lists the definitions that apply to a caller.
@@ -167,6 +171,15 @@ type StatusResult struct {
 	// caller in its group ("user:alice", "client:bot", "team:acme") or
 	// "everyone".
 	MatchedBy map[string]string `json:"matched_by,omitempty"`
+	// Matches says which pattern of each route or tool definition matched.
+	Matches []StatusMatch `json:"matches,omitempty"`
+}
+
+// StatusMatch is a route or tool definition of a status and the pattern
+// (path pattern or tool glob) that matched.
+type StatusMatch struct {
+	DefinitionID string `json:"definition_id"`
+	Pattern      string `json:"pattern"`
 }
 
 // Status returns the definitions that apply to the caller or group in q.
@@ -179,6 +192,8 @@ func (c *Client) Status(ctx context.Context, q StatusQuery) (StatusResult, error
 	setNonEmpty(v, "team", q.Team)
 	setNonEmpty(v, "entity_type", q.EntityType)
 	setNonEmpty(v, "name", q.Name)
+	setNonEmpty(v, "path", q.Path)
+	setNonEmpty(v, "method", q.Method)
 	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/api/rate-limits-status", query: v})
 	if err == nil {
 		err = resp.decode(&res)

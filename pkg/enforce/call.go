@@ -2,6 +2,7 @@ package enforce
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,7 +52,24 @@ type Call struct {
 	// quarantine and caller limits still apply when it has one). Not part
 	// of POST /api/check's body; a pointer, so that Call stays comparable.
 	Descriptors *DescriptorRequest `json:"-"`
+	// Routes (route definitions, docs/api.md "Routes and tiers"). Method
+	// is the HTTP method (GET, POST, ...; empty: unknown, only route
+	// definitions naming no method apply) and Path the request path (a
+	// query is dropped; Normalize normalizes it as RoutePath does). A call
+	// with a path is limited by the route definitions matching it even
+	// without a target, and an exempt route makes it allowed and counted
+	// nowhere. Empty Path: no route applies.
+	Method string `json:"method"`
+	Path   string `json:"path"`
+
+	// Kind is what the call invokes with Tool (ratelimit.Kind*: tool,
+	// prompt, resource, completion); empty is tool. A tool or skill
+	// definition naming kinds applies only to calls of those kinds.
+	Kind string `json:"kind"`
 }
+
+// MaxPathBytes bounds Call.Path as sent (before normalization).
+const MaxPathBytes = 8192
 
 // MaxCost bounds what one call may take from a gate: a cost near the range
 // of int64 would overflow the counters' arithmetic.
@@ -123,10 +141,42 @@ func (c Call) Normalize() (Call, error) {
 			c.Team = t
 		}
 	}
+	fields = c.normalizeRoute(fields)
 	if len(fields) > 0 {
 		return c, &CallError{Fields: fields}
 	}
 	return c, nil
+}
+
+// normalizeRoute checks and normalizes Method and Path, adding what it
+// finds to fields.
+func (c *Call) normalizeRoute(fields []FieldError) []FieldError {
+	if c.Method != "" {
+		if m, ne := ratelimit.RouteMethod("method", c.Method); ne != nil {
+			fields = append(fields, FieldError{Field: "method", Message: ne.Message})
+		} else {
+			c.Method = m
+		}
+	}
+	if c.Kind != "" {
+		k := strings.ToLower(strings.TrimSpace(c.Kind))
+		if !slices.Contains(ratelimit.Kinds(), k) {
+			fields = append(fields, FieldError{Field: "kind", Message: fmt.Sprintf("kind: must be one of %s or empty (got %q)", strings.Join(ratelimit.Kinds(), ", "), c.Kind)})
+		} else {
+			c.Kind = k
+		}
+	}
+	if c.Path != "" {
+		switch p := strings.TrimSpace(c.Path); {
+		case len(c.Path) > MaxPathBytes:
+			fields = append(fields, FieldError{Field: "path", Message: fmt.Sprintf("path: must be at most %d bytes (got %d)", MaxPathBytes, len(c.Path))})
+		case !strings.HasPrefix(p, "/") && !strings.Contains(p, "://"):
+			fields = append(fields, FieldError{Field: "path", Message: fmt.Sprintf("path: must be a request path starting with '/' (got %q)", c.Path)})
+		default:
+			c.Path = RoutePath(p)
+		}
+	}
+	return fields
 }
 
 // Reasons a decision gives.
@@ -183,6 +233,13 @@ type Gate struct {
 	// client:bot, team:acme, network:10.0.0.0/8), or "everyone" for a
 	// definition for everyone (MatchedEveryone). Empty for target gates.
 	MatchedBy string `json:"matched_by,omitempty"`
+
+	// Why the gate applies, for route definitions: Matched is the pattern
+	// the call's path matched, Dimension what the bucket is kept per
+	// (DimensionAll, DimensionIP, DimensionUser, DimensionAgent). Empty on
+	// other gates.
+	Matched   string `json:"matched,omitempty"`
+	Dimension string `json:"dimension,omitempty"`
 
 	key        string
 	failClosed bool

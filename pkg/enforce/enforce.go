@@ -259,14 +259,33 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	// principal's bucket").
 	ip := clientAddr(c.ClientIP)
 	anonymous := c.Username == "" && c.ClientID == ""
-	if c.Descriptors == nil && (c.TargetType == "" || (anonymous && !ip.IsValid())) {
+	if c.Descriptors == nil && ((c.TargetType == "" && c.Path == "") || (anonymous && !ip.IsValid())) {
 		e.metrics.checks.WithLabelValues("skipped").Inc()
 		return allowedNoGates, nil
 	}
 	now := e.now()
 	snap := e.usableSnapshot(now)
 	if snap == nil {
+		if c.TargetType == "" {
+			// Only routes could have applied, and without a snapshot
+			// there is no route to say so: a call without a target is
+			// not ours to fail closed on.
+			e.metrics.checks.WithLabelValues("skipped").Inc()
+			return allowedNoGates, nil
+		}
 		return e.noSnapshot(c)
+	}
+	// Routes: an exempt path is never limited; a call without a target
+	// that no route matches is skipped, as every call without a target
+	// was before routes existed.
+	var routes []routeMatch
+	if c.Path != "" {
+		var exempt bool
+		routes, exempt = snap.routes.match(strings.ToUpper(c.Method), RoutePath(c.Path))
+		if exempt || (c.TargetType == "" && len(routes) == 0) {
+			e.metrics.checks.WithLabelValues("skipped").Inc()
+			return allowedNoGates, nil
+		}
 	}
 	// The master switch is off (rlctl enforcement off): allow, count nothing.
 	if snap.enforcementOff {
@@ -312,7 +331,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	admin := c.IsAdmin || snap.admins[userKey] || snap.admins[clientKey]
 
 	// 1. Target quarantine: for everyone, administrators included.
-	if snap.targetsOn && targetKnown {
+	if snap.targetsOn && targetKnown && c.TargetType != "" {
 		if m, ok := snap.members.get(targetSubject(c.TargetType, targetName)); ok && m.quarantinedAt(now) {
 			return e.quarantined("target", c.TargetType, c, targetName), nil
 		}
@@ -349,7 +368,14 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if netGroups != nil {
 		who.networkKey = ratelimit.MembershipID(ratelimit.SubjectNetwork, netPrefix.String())
 	}
-	gates := e.buildGates(snap, c, who, netGroups, targetName, admin, now)
+	var gates []Gate
+	if c.TargetType != "" || c.Descriptors != nil {
+		// A call with only a path meets the route definitions alone.
+		gates = e.buildGates(snap, c, who, netGroups, targetName, admin, now)
+	}
+	if len(routes) > 0 {
+		gates = append(gates, routeGates(routes, callerType, identity, e.routeIPKey(c), admin, now)...)
+	}
 	if !admin {
 		// Administrators are never limited by descriptors either: an
 		// Envoy request carries no target to protect but its descriptors.
@@ -517,13 +543,7 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *m
 		}
 	}
 	if tool := strings.TrimSpace(c.Tool); tool != "" {
-		leafType := ratelimit.EntityMCPTool
-		if c.TargetType == ratelimit.EntityA2AAgent {
-			leafType = ratelimit.EntityA2ASkill
-		}
-		for _, d := range snap.targetDefs[targetKey(leafType, targetName+":"+tool)] {
-			addTarget(d, TargetCounter(d, "").String())
-		}
+		gates = append(gates, toolGates(snap, c, caller, targetName+":"+tool, admin, now)...)
 	}
 	return gates
 }

@@ -38,7 +38,9 @@ type MiddlewareOptions struct {
 }
 
 // Middleware enforces e on the requests classify recognizes as data-plane
-// calls. classify maps a request to its Call (the caller from the gateway's
+// calls. The Call gets the request's method and path (unless classify set
+// them), so route definitions apply to it: classify may return ok=true
+// with no target for a request that only routes limit. classify maps a request to its Call (the caller from the gateway's
 // authentication, the target from the route) and returns ok=false for
 // anything that is not a data-plane call (health checks, the control plane,
 // static files): those pass untouched, decided by nobody.
@@ -69,6 +71,14 @@ func Middleware(e *Enforcer, classify func(*http.Request) (Call, bool), opts Mid
 			if !ok {
 				next.ServeHTTP(w, r)
 				return
+			}
+			// Routes: the request's own method and path, unless classify
+			// named them.
+			if c.Method == "" {
+				c.Method = r.Method
+			}
+			if c.Path == "" {
+				c.Path = r.URL.EscapedPath()
 			}
 			if c.ClientIP == "" && opts.ClientIPs != nil {
 				if a := opts.ClientIPs.FromRequest(r); a.IsValid() {

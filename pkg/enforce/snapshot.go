@@ -33,6 +33,11 @@ type snapshot struct {
 	// descriptors: domain -> the tree of its enabled descriptor
 	// definitions (descriptor.go).
 	descriptors map[string]*descNode
+	// routes: the enabled route definitions by path pattern.
+	routes *routeIndex
+	// tools: the enabled mcp_tool and a2a_skill definitions by entity
+	// type, then by name (exact or glob).
+	tools map[string]*patternIndex[*ratelimit.Definition]
 
 	// members: "<subject_type>:<subject>" -> membership, networks apart.
 	members memberIndex
@@ -166,6 +171,9 @@ func (s *snapshot) indexDefinitions() {
 	s.serverGroups = map[string][]ratelimit.Definition{}
 	s.everyoneDefs = nil
 	s.descriptors = map[string]*descNode{}
+	s.routes = &routeIndex{}
+	s.tools = map[string]*patternIndex[*ratelimit.Definition]{
+		ratelimit.EntityMCPTool: {}, ratelimit.EntityA2ASkill: {}}
 	s.callersOn, s.targetsOn = false, false
 	for _, id := range slices.Sorted(maps.Keys(s.defs)) {
 		d := s.defs[id]
@@ -182,6 +190,10 @@ func (s *snapshot) indexDefinitions() {
 			}
 		case d.EntityType == ratelimit.EntityDescriptor:
 			addDescriptor(s.descriptors, d)
+		case d.EntityType == ratelimit.EntityRoute:
+			s.routes.add(&d)
+		case d.Axis == ratelimit.AxisTarget && (d.EntityType == ratelimit.EntityMCPTool || d.EntityType == ratelimit.EntityA2ASkill):
+			s.tools[d.EntityType].add(d.Name, &d)
 		case d.EntityType == ratelimit.EntityServerGroup:
 			for _, m := range d.Members {
 				s.serverGroups[m] = append(s.serverGroups[m], d)

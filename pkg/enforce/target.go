@@ -2,7 +2,9 @@ package enforce
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -64,6 +66,57 @@ func TargetFromURI(uri string) (targetType, name string) {
 // the data-plane target its normalized path names ("api/x" for
 // /%61pi/x/mcp).
 func ClassifyURI(uri string) (targetType, name string, err error) {
+	return Classifier{}.Classify(uri)
+}
+
+// Classifier says which request paths name an MCP server or an A2A agent
+// (ClassifyURI's rules, made configuration: rlapi's --mcp-suffixes and
+// --a2a-prefixes). Its zero value is the default: today's rules.
+type Classifier struct {
+	// MCPSuffixes are the last path segments that make the path before
+	// them an MCP server (default mcp, sse, messages).
+	MCPSuffixes []string
+	// A2APrefixes are the first path segments that make the path after
+	// them an A2A agent (default agent).
+	A2APrefixes []string
+}
+
+// DefaultMCPSuffixes and DefaultA2APrefixes are Classifier's defaults.
+var (
+	DefaultMCPSuffixes = []string{"mcp", "sse", "messages"}
+	DefaultA2APrefixes = []string{"agent"}
+)
+
+// ParseClassifier reads comma-separated segment lists (empty: the
+// default), lower-cased as paths are; a segment that is empty or holds a
+// '/' is an error naming which list.
+func ParseClassifier(mcpSuffixes, a2aPrefixes string) (Classifier, error) {
+	var c Classifier
+	var err error
+	if c.MCPSuffixes, err = segmentList("mcp suffixes", mcpSuffixes); err != nil {
+		return c, err
+	}
+	c.A2APrefixes, err = segmentList("a2a prefixes", a2aPrefixes)
+	return c, err
+}
+
+func segmentList(what, s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		seg := strings.ToLower(strings.TrimSpace(part))
+		if seg == "" || strings.ContainsAny(seg, "/\\?#;%") || seg == "." || seg == ".." || seg == "api" {
+			return nil, fmt.Errorf("%s: %q is not a path segment (one name without '/', not api)", what, part)
+		}
+		out = append(out, seg)
+	}
+	return out, nil
+}
+
+// Classify is ClassifyURI by c's rules.
+func (cl Classifier) Classify(uri string) (targetType, name string, err error) {
 	raw := uri
 	if i := strings.IndexAny(raw, "?#"); i >= 0 {
 		raw = raw[:i]
@@ -81,23 +134,40 @@ func ClassifyURI(uri string) (targetType, name string, err error) {
 		}
 		err = ErrDisguisedControlPlane
 	}
-	targetType, name = classify(segs)
+	targetType, name = cl.classify(segs)
 	return targetType, name, err
 }
 
+// IsControlPlane reports whether uri is the control plane, /api or
+// /api/... written literally (query and fragment aside): never limited,
+// by routes neither.
+func IsControlPlane(uri string) bool {
+	raw := uri
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i]
+	}
+	return raw == "/api" || strings.HasPrefix(raw, "/api/")
+}
+
 // classify names the target of a normalized path.
-func classify(segs []string) (targetType, name string) {
+func (cl Classifier) classify(segs []string) (targetType, name string) {
 	if len(segs) == 0 {
 		return "", ""
 	}
-	if segs[0] == "agent" {
+	prefixes, suffixes := cl.A2APrefixes, cl.MCPSuffixes
+	if prefixes == nil {
+		prefixes = DefaultA2APrefixes
+	}
+	if suffixes == nil {
+		suffixes = DefaultMCPSuffixes
+	}
+	if slices.Contains(prefixes, segs[0]) {
 		if len(segs) == 1 {
 			return "", ""
 		}
 		return ratelimit.EntityA2AAgent, "/" + strings.Join(segs[1:], "/")
 	}
-	switch segs[len(segs)-1] {
-	case "mcp", "sse", "messages":
+	if slices.Contains(suffixes, segs[len(segs)-1]) {
 		if len(segs) == 1 {
 			return "", ""
 		}

@@ -45,7 +45,7 @@ type Normalizer func(field, raw string) (string, *NameError)
 // an unknown entity type.
 func NameNormalizer(entityType string) Normalizer {
 	switch entityType {
-	case EntityGroup, EntityServerGroup:
+	case EntityGroup, EntityServerGroup, EntityRoute:
 		return GroupName
 	case EntityMCPServer:
 		return ServerName

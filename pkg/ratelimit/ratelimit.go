@@ -26,6 +26,10 @@ const (
 	EntityMCPTool     = "mcp_tool"
 	EntityA2ASkill    = "a2a_skill"
 	EntityServerGroup = "server_group"
+	// EntityRoute is a tier of HTTP routes (target axis): a named set of
+	// path patterns, optionally narrowed to methods, with limits per
+	// caller dimension (Definition.Paths, Methods, IPMaxRequests).
+	EntityRoute = "route"
 )
 
 // Subject types of memberships and admins.
@@ -106,6 +110,32 @@ func (d Definition) PerOrDefault() string {
 	return d.Per
 }
 
+// Kinds of calls (enforce.Call.Kind, Definition.Kinds): what an MCP call
+// invokes.
+const (
+	KindTool       = "tool"
+	KindPrompt     = "prompt"
+	KindResource   = "resource"
+	KindCompletion = "completion"
+)
+
+// Kinds lists the kinds of calls.
+func Kinds() []string { return []string{KindTool, KindPrompt, KindResource, KindCompletion} }
+
+// Tool scopes (Definition.ToolScope), reference 003's: what a tool or
+// skill definition's bucket is kept per.
+const (
+	ToolScopeGlobal        = "global"         // one bucket for the definition (the default)
+	ToolScopeTool          = "tool"           // a bucket per tool it matches, callers pooled
+	ToolScopePrincipal     = "principal"      // a bucket per caller, the tools it matches pooled
+	ToolScopePrincipalTool = "principal_tool" // a bucket per caller per tool
+)
+
+// ToolScopes lists the tool scopes, the default first.
+func ToolScopes() []string {
+	return []string{ToolScopeGlobal, ToolScopeTool, ToolScopePrincipal, ToolScopePrincipalTool}
+}
+
 // Modes of a definition.
 const (
 	ModeEnforce = "enforce" // deny when over the limit
@@ -172,6 +202,29 @@ type Definition struct {
 	// DescriptorFields are Envoy descriptor definitions' own fields
 	// (descriptor.go); zero on every other definition.
 	DescriptorFields `yaml:",inline"`
+	// Routes and tiers (entity_type route only; see docs/api.md,
+	// "Routes and tiers"). A route definition is a tier: it applies to a
+	// call whose normalized path matches one of Paths (a '*' matches any
+	// run of characters, '/' included) and, when Methods is not empty,
+	// whose method is one of them. MaxRequests (with Burst) is one bucket
+	// all callers share; IPMaxRequests, UserMaxRequests and
+	// AgentMaxRequests (with their bursts) give each client address, user
+	// or agent its own bucket per tier. Exempt marks paths that are never
+	// limited: a call to one is allowed and counted nowhere.
+	Methods       []string `json:"methods,omitempty" yaml:"methods,omitempty"`
+	Paths         []string `json:"paths,omitempty" yaml:"paths,omitempty"`
+	Exempt        bool     `json:"exempt,omitempty" yaml:"exempt,omitempty"`
+	IPMaxRequests *int     `json:"ip_max_requests,omitempty" yaml:"ip_max_requests,omitempty"`
+	IPBurst       *int     `json:"ip_burst,omitempty" yaml:"ip_burst,omitempty"`
+
+	// Tools and skills (entity_type mcp_tool and a2a_skill only; see
+	// docs/api.md, "Tool globs, kinds and scopes"). The name may be a glob
+	// ('*' matches any run of characters: github:*, *:delete_*). Kinds
+	// narrows the definition to calls of those kinds (Kind*; empty: every
+	// kind). ToolScope says what its max_requests bucket is kept per
+	// (ToolScope*; empty is global, one bucket for the definition).
+	Kinds     []string `json:"kinds,omitempty" yaml:"kinds,omitempty"`
+	ToolScope string   `json:"tool_scope,omitempty" yaml:"tool_scope,omitempty"`
 
 	// Read-only fields, set by the server. They are accepted on input (so
 	// a definition read with GET can be sent back with PUT) and ignored.

@@ -24,8 +24,35 @@ func LimitText(d ratelimit.Definition) string {
 	if d.AgentMaxRequests != nil {
 		parts = append(parts, "agent="+strconv.Itoa(*d.AgentMaxRequests))
 	}
+	if d.IPMaxRequests != nil {
+		parts = append(parts, "ip="+strconv.Itoa(*d.IPMaxRequests))
+	}
 	if len(parts) == 0 {
+		if d.Exempt {
+			return "exempt"
+		}
 		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+// MatchText renders what a route or tool definition selects beyond its
+// name: a route's methods and paths ("POST /auth/*,/sso/*"), a tool's
+// kinds and scope ("kinds=tool,prompt per=principal_tool"); "" otherwise.
+// The definition tables and the dashboard both show it.
+func MatchText(d ratelimit.Definition) string {
+	var parts []string
+	if len(d.Methods) > 0 {
+		parts = append(parts, strings.Join(d.Methods, ","))
+	}
+	if len(d.Paths) > 0 {
+		parts = append(parts, strings.Join(d.Paths, ","))
+	}
+	if len(d.Kinds) > 0 {
+		parts = append(parts, "kinds="+strings.Join(d.Kinds, ","))
+	}
+	if d.ToolScope != "" {
+		parts = append(parts, "per="+d.ToolScope)
 	}
 	return strings.Join(parts, " ")
 }
@@ -44,7 +71,8 @@ func BurstText(d ratelimit.Definition) string {
 		return limit
 	}
 	return LimitText(ratelimit.Definition{MaxRequests: or(d.Burst, d.MaxRequests),
-		UserMaxRequests: or(d.UserBurst, d.UserMaxRequests), AgentMaxRequests: or(d.AgentBurst, d.AgentMaxRequests)})
+		UserMaxRequests: or(d.UserBurst, d.UserMaxRequests), AgentMaxRequests: or(d.AgentBurst, d.AgentMaxRequests),
+		IPMaxRequests: or(d.IPBurst, d.IPMaxRequests)})
 }
 
 // SelectorText says whom a caller definition selects beyond its group's

@@ -43,7 +43,11 @@ func CheckFormat(f string) error {
 type Column[T any] struct {
 	Header string
 	Wide   bool
-	Value  func(T) string
+	// Optional columns are shown only when some row has a value in them,
+	// so that a table of objects that never use the field reads as it
+	// always did.
+	Optional bool
+	Value    func(T) string
 }
 
 // Time renders a time for a table cell: RFC 3339 in UTC, or "-" when
@@ -71,7 +75,7 @@ func List[T any](io *iostreams.IOStreams, format string, items []T, cols []Colum
 	}
 	var shown []Column[T]
 	for _, c := range cols {
-		if !c.Wide || format == Wide {
+		if (!c.Wide || format == Wide) && (!c.Optional || anyValue(items, c)) {
 			shown = append(shown, c)
 		}
 	}
@@ -88,6 +92,16 @@ func List[T any](io *iostreams.IOStreams, format string, items []T, cols []Colum
 		headers[i] = c.Header
 	}
 	return writeTable(io, headers, rows)
+}
+
+// anyValue reports whether c has a value for one of items.
+func anyValue[T any](items []T, c Column[T]) bool {
+	for _, it := range items {
+		if c.Value(it) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Object prints one object: JSON or YAML of doc, or the same table as a

@@ -18,7 +18,7 @@ func CompleteEntityTypes(cmd *cobra.Command, args []string, toComplete string) (
 	axis, _ := cmd.Flags().GetString("axis")
 	types := validate.EntityTypesOn(axis)
 	if types == nil {
-		types = []string{"group", "mcp_server", "a2a_agent", "mcp_tool", "a2a_skill", "server_group"}
+		types = []string{"group", "mcp_server", "a2a_agent", "mcp_tool", "a2a_skill", "server_group", "route"}
 	}
 	return types, cobra.ShellCompDirectiveNoFileComp
 }

@@ -31,6 +31,9 @@ func NewCmdSet(f *cmdutil.Factory, runF func(*SetOptions) error) *cobra.Command 
 		burst, userBurst, agentBurst int
 		members                      string
 		disabled                     bool
+		// routes and tools
+		paths, methods, kinds []string
+		ipMax, ipBurst        int
 	)
 	cmd := &cobra.Command{
 		Use:   "set",
@@ -74,7 +77,20 @@ every caller the definition selects).`,
 
   # 600/min sustained to aws-kb, in bursts of at most 50
   rlctl rate-limit set --axis target --entity-type mcp_server --name aws-kb \
-    --max-requests 600 --window-seconds 60 --algorithm token_bucket --burst 50`,
+    --max-requests 600 --window-seconds 60 --algorithm token_bucket --burst 50
+
+  # a route tier: POSTs to /auth/email/* and /auth/sso/*, 10/min per client address and per user
+  rlctl rate-limit set --axis target --entity-type route --name critical --window-seconds 60 \
+    --path '/auth/email/*' --path '/auth/sso/*' --method POST \
+    --algorithm sliding_window --ip-max-requests 10 --user-max-requests 10
+
+  # paths never limited
+  rlctl rate-limit set --axis target --entity-type route --name public --window-seconds 60 \
+    --path /docs --path /openapi.json --exempt
+
+  # every delete tool on any server: 5/min per caller per tool, tool calls only
+  rlctl rate-limit set --axis target --entity-type mcp_tool --name '*:delete_*' --window-seconds 60 \
+    --max-requests 5 --tool-scope principal_tool --kind tool`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d := &opts.Definition
@@ -107,6 +123,13 @@ every caller the definition selects).`,
 					}
 				}
 			}
+			d.Paths, d.Methods, d.Kinds = splitList(paths), splitList(methods), splitList(kinds)
+			if fl.Changed("ip-max-requests") {
+				d.IPMaxRequests = &ipMax
+			}
+			if fl.Changed("ip-burst") {
+				d.IPBurst = &ipBurst
+			}
 			d.Enabled = !disabled
 			if runF != nil {
 				return runF(opts)
@@ -116,12 +139,12 @@ every caller the definition selects).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Definition.Axis, "axis", "", "caller, target, caller_target or quarantine")
-	fl.StringVar(&opts.Definition.EntityType, "entity-type", "", "group; or for targets mcp_server, a2a_agent, mcp_tool, a2a_skill, server_group")
+	fl.StringVar(&opts.Definition.EntityType, "entity-type", "", "group; or for targets mcp_server, a2a_agent, mcp_tool, a2a_skill, server_group, route")
 	fl.StringVar(&opts.Definition.Name, "name", "", "group name, server name, agent path, or <parent>:<leaf> for tools and skills")
 	fl.IntVar(&opts.Definition.WindowSeconds, "window-seconds", 0, "window length, 1 to 86400")
-	fl.IntVar(&maxReq, "max-requests", 0, "limit per window (target axis)")
-	fl.IntVar(&userMax, "user-max-requests", 0, "limit per window for human callers (caller and caller_target axes)")
-	fl.IntVar(&agentMax, "agent-max-requests", 0, "limit per window for agent callers (caller and caller_target axes)")
+	fl.IntVar(&maxReq, "max-requests", 0, "limit per window (target axis; on a route, one bucket all callers share)")
+	fl.IntVar(&userMax, "user-max-requests", 0, "limit per window for human callers (caller and caller_target axes; on a route, per user)")
+	fl.IntVar(&agentMax, "agent-max-requests", 0, "limit per window for agent callers (caller and caller_target axes; on a route, per agent)")
 	fl.StringVar(&opts.Definition.Algorithm, "algorithm", "", "fixed_window (the default), sliding_window or token_bucket")
 	fl.IntVar(&burst, "burst", 0, "token bucket capacity beside --max-requests (default: the limit)")
 	fl.IntVar(&userBurst, "user-burst", 0, "token bucket capacity beside --user-max-requests (default: the limit)")
@@ -129,6 +152,13 @@ every caller the definition selects).`,
 	fl.StringVar(&members, "members", "", "comma-separated server names (server_group only)")
 	fl.BoolVar(&opts.Definition.Everyone, "everyone", false, "select every caller without membership (caller and caller_target axes)")
 	fl.StringVar(&opts.Definition.Per, "per", "", "what one bucket counts: caller (the default), ip, team or shared (caller and caller_target axes)")
+	fl.StringSliceVar(&paths, "path", nil, "route path pattern, repeatable or comma-separated; '*' matches any run of characters (route only)")
+	fl.StringSliceVar(&methods, "method", nil, "HTTP method the route covers, repeatable (route only; default: every method)")
+	fl.BoolVar(&opts.Definition.Exempt, "exempt", false, "the route's paths are never limited (route only; no limits beside it)")
+	fl.IntVar(&ipMax, "ip-max-requests", 0, "limit per window per client address (route only)")
+	fl.IntVar(&ipBurst, "ip-burst", 0, "token bucket capacity beside --ip-max-requests (default: the limit)")
+	fl.StringSliceVar(&kinds, "kind", nil, "kind of call the tool definition covers: tool, prompt, resource, completion; repeatable (default: every kind)")
+	fl.StringVar(&opts.Definition.ToolScope, "tool-scope", "", "what a tool definition's bucket is kept per: global (default), tool, principal, principal_tool")
 	fl.BoolVar(&opts.Definition.FailClosed, "fail-closed", false, "deny when the counter store fails (default: allow)")
 	fl.BoolVar(&disabled, "disabled", false, "store the definition disabled")
 	fl.StringVar(&opts.Definition.Mode, "mode", "enforce", "enforce, or shadow to count and report without denying")
@@ -139,6 +169,10 @@ every caller the definition selects).`,
 	_ = cmd.RegisterFlagCompletionFunc("entity-type", CompleteEntityTypes)
 	_ = cmd.RegisterFlagCompletionFunc("algorithm", cobra.FixedCompletions(ratelimit.Algorithms(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("per", cobra.FixedCompletions(ratelimit.Pers(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("method", cobra.FixedCompletions(ratelimit.Methods(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(ratelimit.Kinds(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("tool-scope", cobra.FixedCompletions(ratelimit.ToolScopes(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("path", cobra.NoFileCompletions)
 	_ = cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"enforce", "shadow"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -193,4 +227,16 @@ func PrintOutcome(f *cmdutil.Factory, kind, id string, before, after any, create
 	}
 	_, err := fmt.Fprintf(out, "%s/%s %supdated: %s\n", kind, id, prefix, cmdutil.FormatChanges(changes))
 	return err
+}
+
+// splitList flattens repeated and comma-separated values, dropping empty
+// ones; nil when none is left.
+func splitList(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -34,12 +34,17 @@ MATCHED-BY column says why each caller definition applies: the membership that p
 caller in its group (user:alice, client:bot, team:acme) or everyone.`,
 		Example: `  rlctl rate-limit status --identity developers
   rlctl rate-limit status --username alice --entity-type mcp_server --name mcpgw
-  rlctl rate-limit status --username alice --team acme-corp`,
+  rlctl rate-limit status --username alice --team acme-corp
+  rlctl rate-limit status --path /auth/email/login --method POST
+  rlctl rate-limit status --entity-type mcp_tool --name github:delete_repo`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q := opts.Query
-			if q.Identity == "" && q.Username == "" && q.ClientID == "" && q.Team == "" && q.Name == "" {
-				return cmdutil.FlagErrorf("say whose status: --identity, --username, --client-id, --team, or --entity-type with --name")
+			if q.Identity == "" && q.Username == "" && q.ClientID == "" && q.Team == "" && q.Name == "" && q.Path == "" {
+				return cmdutil.FlagErrorf("say whose status: --identity, --username, --client-id, --team, --entity-type with --name, or --path")
+			}
+			if q.Method != "" && q.Path == "" {
+				return cmdutil.FlagErrorf("--method goes with --path")
 			}
 			if (q.EntityType == "") != (q.Name == "") {
 				return cmdutil.FlagErrorf("--entity-type and --name go together")
@@ -56,7 +61,11 @@ caller in its group (user:alice, client:bot, team:acme) or everyone.`,
 	fl.StringVar(&opts.Query.ClientID, "client-id", "", "an agent caller; its groups are resolved")
 	fl.StringVar(&opts.Query.Team, "team", "", "the caller's team; its groups are resolved with the caller's")
 	fl.StringVar(&opts.Query.EntityType, "entity-type", "", "target type: mcp_server, a2a_agent, mcp_tool, a2a_skill")
-	fl.StringVar(&opts.Query.Name, "name", "", "target name")
+	fl.StringVar(&opts.Query.Name, "name", "", "target name (for tools and skills, the definitions whose name or glob matches it)")
+	fl.StringVar(&opts.Query.Path, "path", "", "a request path: the route definitions matching it, and which pattern matched")
+	fl.StringVar(&opts.Query.Method, "method", "", "the request method, with --path")
+	_ = cmd.RegisterFlagCompletionFunc("method", cobra.FixedCompletions(ratelimit.Methods(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("path", cobra.NoFileCompletions)
 	return cmd
 }
 
@@ -73,6 +82,11 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	return printer.Document(f.IOStreams, f.Global.Output, res, func() error {
 		if f.IOStreams.IsStdoutTTY() {
 			fmt.Fprintf(f.IOStreams.ErrOut, "groups: %s\n", strings.Join(res.Groups, ", "))
+		}
+		// Why each route and tool definition applies: the pattern that
+		// matched (on stderr: the table stays the definitions).
+		for _, m := range res.Matches {
+			fmt.Fprintf(f.IOStreams.ErrOut, "matched: %s by %s\n", m.DefinitionID, m.Pattern)
 		}
 		cols := Columns
 		if len(res.MatchedBy) > 0 {

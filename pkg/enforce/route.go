@@ -1,0 +1,215 @@
+package enforce
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/pkg/clientip"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// RoutePath is the path route definitions are matched against: the
+// request URI's path normalized as TargetFromURI normalizes it (query and
+// fragment dropped, percent-decoded once, backslashes as slashes,
+// lower-cased, segment parameters and empty and dot segments dropped),
+// written "/" + the segments joined by "/". /Auth//Email/./Login?x=1 is
+// /auth/email/login; the root is "/". Normalizing it again changes
+// nothing.
+func RoutePath(uri string) string {
+	raw := uri
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i]
+	}
+	if !strings.HasPrefix(raw, "/") {
+		if u, err := url.Parse(raw); err == nil && u.Host != "" {
+			raw = u.EscapedPath()
+		}
+	}
+	return "/" + strings.Join(normalizeSegments(raw), "/")
+}
+
+// patternIndex finds the values whose pattern matches a name, at a cost
+// that does not grow with the patterns that cannot match it: exact
+// patterns sit in a map, globs are bucketed by their literal prefix (what
+// comes before the first '*'), and a lookup visits only the buckets whose
+// prefix the name starts with, one map probe per distinct prefix length no
+// longer than the name. A glob with no literal prefix (a leading '*') is
+// tried on every lookup.
+type patternIndex[T any] struct {
+	exact map[string][]T
+	globs map[string][]globEntry[T]
+	// lens are the distinct lengths of the globs' prefixes, ascending.
+	lens []int
+	n    int
+}
+
+type globEntry[T any] struct {
+	pattern string
+	v       T
+}
+
+func (x *patternIndex[T]) add(pattern string, v T) {
+	x.n++
+	i := strings.IndexByte(pattern, '*')
+	if i < 0 {
+		if x.exact == nil {
+			x.exact = map[string][]T{}
+		}
+		x.exact[pattern] = append(x.exact[pattern], v)
+		return
+	}
+	if x.globs == nil {
+		x.globs = map[string][]globEntry[T]{}
+	}
+	prefix := pattern[:i]
+	if _, ok := x.globs[prefix]; !ok {
+		if j, found := slices.BinarySearch(x.lens, i); !found {
+			x.lens = slices.Insert(x.lens, j, i)
+		}
+	}
+	x.globs[prefix] = append(x.globs[prefix], globEntry[T]{pattern, v})
+}
+
+// match calls fn with every value whose pattern matches name, and the
+// pattern.
+func (x *patternIndex[T]) match(name string, fn func(pattern string, v T)) {
+	if x.n == 0 {
+		return
+	}
+	for _, v := range x.exact[name] {
+		fn(name, v)
+	}
+	for _, l := range x.lens {
+		if l > len(name) {
+			break
+		}
+		for _, g := range x.globs[name[:l]] {
+			if ratelimit.GlobMatch(g.pattern, name) {
+				fn(g.pattern, g.v)
+			}
+		}
+	}
+}
+
+// routeRule is one route definition as its patterns index it.
+type routeRule struct {
+	def     *ratelimit.Definition
+	methods []string // empty: every method
+}
+
+// routeIndex holds the enabled route definitions by pattern.
+type routeIndex struct {
+	patterns patternIndex[routeRule]
+}
+
+func (x *routeIndex) add(d *ratelimit.Definition) {
+	r := routeRule{def: d, methods: d.Methods}
+	for _, p := range d.Paths {
+		x.patterns.add(p, r)
+	}
+}
+
+// routeMatch is a route definition a call's path matched, and the first
+// of its patterns that did.
+type routeMatch struct {
+	def     *ratelimit.Definition
+	pattern string
+}
+
+// match lists the route definitions a call matches (each once, in id
+// order), or exempt: an exempt route matched, and the call is never
+// limited.
+func (x *routeIndex) match(method, path string) (matches []routeMatch, exempt bool) {
+	if x == nil || x.patterns.n == 0 || path == "" {
+		return nil, false
+	}
+	x.patterns.match(path, func(pattern string, r routeRule) {
+		if len(r.methods) > 0 && !slices.Contains(r.methods, method) {
+			return
+		}
+		if r.def.Exempt {
+			exempt = true
+			return
+		}
+		for _, m := range matches {
+			if m.def == r.def {
+				return
+			}
+		}
+		matches = append(matches, routeMatch{def: r.def, pattern: pattern})
+	})
+	if exempt {
+		return nil, true
+	}
+	slices.SortFunc(matches, func(a, b routeMatch) int { return strings.Compare(a.def.ID, b.def.ID) })
+	return matches, false
+}
+
+// Dimensions a route gate counts by (Gate.Dimension).
+const (
+	DimensionAll   = "all"   // one bucket every caller shares (max_requests)
+	DimensionIP    = "ip"    // a bucket per client address (ip_max_requests)
+	DimensionUser  = "user"  // a bucket per user (user_max_requests)
+	DimensionAgent = "agent" // a bucket per agent (agent_max_requests)
+)
+
+// routeTarget is the target part of a route tier's per-caller bucket
+// keys: ct|<window>|<caller>|route:<tier>.
+func routeTarget(d *ratelimit.Definition) string { return ratelimit.EntityRoute + ":" + d.Name }
+
+// routeGates lists the gates of the route definitions a call matched:
+// the tier's shared bucket, and (not for administrators, who bypass caller
+// limits) one bucket per client address, per user or per agent. ipKey is
+// the call's client address as keyed (empty: none known).
+func routeGates(matches []routeMatch, callerType, identity, ipKey string, admin bool, now time.Time) []Gate {
+	var gates []Gate
+	for _, m := range matches {
+		d := m.def
+		shadow := d.Mode == ratelimit.ModeShadow
+		add := func(dim string, limit, burst *int, caller string) {
+			if limit == nil {
+				return
+			}
+			var key string
+			switch {
+			case caller == "":
+				key = TargetCounter(*d, "").String()
+			case shadow:
+				key = ShadowCounter(*d, caller, routeTarget(d)).String()
+			default:
+				k := CallerTargetCounter(d.WindowSeconds, caller, routeTarget(d))
+				k.Algorithm = keyAlgorithm(algorithmOf(*d))
+				key = k.String()
+			}
+			g := newGate(*d, key, int64(*limit), burst, shadow, now)
+			g.Matched, g.Dimension = m.pattern, dim
+			gates = append(gates, g)
+		}
+		add(DimensionAll, d.MaxRequests, d.Burst, "")
+		if admin {
+			continue
+		}
+		if ipKey != "" {
+			add(DimensionIP, d.IPMaxRequests, d.IPBurst, CallerIP+":"+ipKey)
+		}
+		switch callerType {
+		case ratelimit.SubjectUser:
+			add(DimensionUser, d.UserMaxRequests, d.UserBurst, callerType+":"+identity)
+		case "agent":
+			add(DimensionAgent, d.AgentMaxRequests, d.AgentBurst, callerType+":"+identity)
+		}
+	}
+	return gates
+}
+
+// routeIPKey is the client address as route gates key it: IPv4 by the
+// address, IPv6 by its prefix.
+func (e *Enforcer) routeIPKey(c Call) string {
+	ip := clientAddr(c.ClientIP)
+	if !ip.IsValid() {
+		return ""
+	}
+	return clientip.Key(ip, e.opts.IPv6Prefix)
+}

@@ -1,0 +1,83 @@
+package enforce
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// toolGates lists the gates of the tool (or skill) definitions a call
+// matches: by exact name or glob (snapshot.tools, indexed so that the
+// definitions that cannot match cost nothing), narrowed by their kinds,
+// each kept per its tool scope. caller is the call's caller as keyed
+// (user:<name>, agent:<id>, ip:<key>); name is <target>:<tool>.
+//
+// Keys: global is t|<definition id> (as tool definitions always were),
+// tool t|<definition id>|<tool>, principal
+// ct|<window>|<caller>|<entity type>:<definition name> and principal_tool
+// ct|<window>|<caller>|<entity type>:<tool>. Per-caller buckets of one
+// window and algorithm on the same key are one bucket, the most
+// restrictive limit winning, as caller_target buckets are; administrators
+// have none.
+func toolGates(snap *snapshot, c Call, caller, name string, admin bool, now time.Time) []Gate {
+	leafType := ratelimit.EntityMCPTool
+	if c.TargetType == ratelimit.EntityA2AAgent {
+		leafType = ratelimit.EntityA2ASkill
+	}
+	idx := snap.tools[leafType]
+	if idx == nil {
+		return nil
+	}
+	kind := strings.ToLower(strings.TrimSpace(c.Kind))
+	if kind == "" {
+		kind = ratelimit.KindTool
+	}
+	var gates []Gate
+	byKey := map[string]int{}
+	idx.match(name, func(pattern string, d *ratelimit.Definition) {
+		if d.MaxRequests == nil || (len(d.Kinds) > 0 && !slices.Contains(d.Kinds, kind)) {
+			return
+		}
+		shadow := d.Mode == ratelimit.ModeShadow
+		scope := d.ToolScope
+		if scope == "" {
+			scope = ratelimit.ToolScopeGlobal
+		}
+		var key string
+		switch scope {
+		case ratelimit.ToolScopeTool:
+			key = TargetCounter(*d, name).String()
+		case ratelimit.ToolScopePrincipal, ratelimit.ToolScopePrincipalTool:
+			if admin {
+				return
+			}
+			on := leafType + ":" + name
+			if scope == ratelimit.ToolScopePrincipal {
+				on = leafType + ":" + d.Name
+			}
+			if shadow {
+				key = ShadowCounter(*d, caller, on).String()
+			} else {
+				k := CallerTargetCounter(d.WindowSeconds, caller, on)
+				k.Algorithm = keyAlgorithm(algorithmOf(*d))
+				key = k.String()
+			}
+		default:
+			key = TargetCounter(*d, "").String()
+		}
+		g := newGate(*d, key, int64(*d.MaxRequests), d.Burst, shadow, now)
+		g.Matched, g.Dimension = pattern, scope
+		if i, ok := byKey[key]; ok {
+			if g.Limit < gates[i].Limit || (g.Limit == gates[i].Limit && g.Burst < gates[i].Burst) {
+				g.failClosed = g.failClosed || gates[i].failClosed
+				gates[i] = g
+			}
+			return
+		}
+		byKey[key] = len(gates)
+		gates = append(gates, g)
+	})
+	return gates
+}
