@@ -9,6 +9,11 @@
 -- kinds of calls it covers (tool, prompt, resource, completion; none: all)
 -- and its tool_scope (null: global, one bucket for the definition; tool,
 -- principal, principal_tool), and its name may be a glob.
+--
+-- Three constraints are widened, not rewritten, as 015 widens its own:
+-- each is read as it stands (pg_get_constraintdef) and gains the route's
+-- case with OR, so 015's descriptor cases (and any other migration's)
+-- stay. What was read is kept in rl_016_constraints for the rollback.
 
 alter table rl_definitions
     add column methods         text[],
@@ -22,18 +27,6 @@ alter table rl_definitions
         ((kinds is null and tool_scope is null) or entity_type in ('mcp_tool', 'a2a_skill')) and
         (kinds is null or kinds <@ array['tool', 'prompt', 'resource', 'completion']) and
         (tool_scope is null or tool_scope in ('tool', 'principal', 'principal_tool'))),
-    drop constraint rl_definitions_entity_type,
-    add constraint rl_definitions_entity_type check (
-        (axis in ('caller', 'caller_target', 'quarantine') and entity_type = 'group') or
-        (axis = 'target' and entity_type in ('mcp_server', 'a2a_agent', 'mcp_tool', 'a2a_skill', 'server_group', 'route'))),
-    drop constraint rl_definitions_target_limits,
-    add constraint rl_definitions_target_limits check (
-        axis <> 'target' or entity_type = 'route' or
-        (max_requests is not null and user_max_requests is null and agent_max_requests is null)),
-    drop constraint rl_definitions_burst_axes,
-    add constraint rl_definitions_burst_axes check (
-        (burst is null or axis = 'target') and
-        ((user_burst is null and agent_burst is null) or axis in ('caller', 'caller_target') or entity_type = 'route')),
     add constraint rl_definitions_route_fields check (
         (entity_type = 'route') = (paths is not null) and
         (paths is null or cardinality(paths) between 1 and 100) and
@@ -49,9 +42,52 @@ alter table rl_definitions
     add constraint rl_definitions_ip_burst_token_bucket check (
         algorithm = 'token_bucket' or ip_burst is null);
 
+create table rl_016_constraints (
+    name text primary key,
+    def  text not null
+);
+insert into rl_016_constraints (name, def)
+    select conname, pg_get_constraintdef(oid) from pg_constraint
+    where conrelid = 'rl_definitions'::regclass
+        and conname in ('rl_definitions_entity_type', 'rl_definitions_target_limits', 'rl_definitions_burst_axes');
+
+do $$
+declare
+    ent text := (select def from rl_016_constraints where name = 'rl_definitions_entity_type');
+    lim text := (select def from rl_016_constraints where name = 'rl_definitions_target_limits');
+    bur text := (select def from rl_016_constraints where name = 'rl_definitions_burst_axes');
+begin
+    if ent is null or lim is null or bur is null or ent not like 'CHECK %' or lim not like 'CHECK %' or bur not like 'CHECK %' then
+        raise exception 'migration 016: rl_definitions_entity_type, _target_limits or _burst_axes is missing or not a CHECK';
+    end if;
+    -- A route is a target definition; its limits are per dimension
+    -- (rl_definitions_route_limits says which), bursts beside each.
+    execute 'alter table rl_definitions drop constraint rl_definitions_entity_type, '
+        || 'add constraint rl_definitions_entity_type check (' || substr(ent, 7)
+        || ' or (axis = ''target'' and entity_type = ''route''))';
+    execute 'alter table rl_definitions drop constraint rl_definitions_target_limits, '
+        || 'add constraint rl_definitions_target_limits check (' || substr(lim, 7)
+        || ' or (axis = ''target'' and entity_type = ''route''))';
+    execute 'alter table rl_definitions drop constraint rl_definitions_burst_axes, '
+        || 'add constraint rl_definitions_burst_axes check (' || substr(bur, 7)
+        || ' or (axis = ''target'' and entity_type = ''route''))';
+end
+$$;
+
 ---- create above / drop below ----
 
 delete from rl_definitions where entity_type = 'route';
+
+do $$
+declare
+    r record;
+begin
+    for r in select name, def from rl_016_constraints loop
+        execute format('alter table rl_definitions drop constraint %I, add constraint %I %s', r.name, r.name, r.def);
+    end loop;
+end
+$$;
+drop table rl_016_constraints;
 
 alter table rl_definitions
     drop constraint rl_definitions_tool_fields,
@@ -59,18 +95,6 @@ alter table rl_definitions
     drop constraint rl_definitions_ip_limits_positive,
     drop constraint rl_definitions_route_limits,
     drop constraint rl_definitions_route_fields,
-    drop constraint rl_definitions_burst_axes,
-    add constraint rl_definitions_burst_axes check (
-        (burst is null or axis = 'target') and
-        ((user_burst is null and agent_burst is null) or axis in ('caller', 'caller_target'))),
-    drop constraint rl_definitions_target_limits,
-    add constraint rl_definitions_target_limits check (
-        axis <> 'target' or
-        (max_requests is not null and user_max_requests is null and agent_max_requests is null)),
-    drop constraint rl_definitions_entity_type,
-    add constraint rl_definitions_entity_type check (
-        (axis in ('caller', 'caller_target', 'quarantine') and entity_type = 'group') or
-        (axis = 'target' and entity_type in ('mcp_server', 'a2a_agent', 'mcp_tool', 'a2a_skill', 'server_group'))),
     drop column tool_scope,
     drop column kinds,
     drop column ip_burst,
