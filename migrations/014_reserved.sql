@@ -1,7 +1,8 @@
--- Reserved: migration 014 belongs to another branch of issue 12-15's work.
--- This empty placeholder only lets tern load 017 on the events branch (tern
--- refuses a gap). Delete this file when the real 014 lands: it changes
--- nothing, so no database depends on it.
+-- Migration 014 changes nothing. Its number was reserved while 012 to 017
+-- were written side by side, and the work meant for it (per-definition
+-- escalation lockouts) did not need a table in the end; tern refuses a gap
+-- in the numbers, so this no-op keeps them contiguous. Never remove it: a
+-- database at 14 or later has counted it.
 
 select 1;
 

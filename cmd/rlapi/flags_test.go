@@ -50,8 +50,8 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 		"RLAPI_LOCKOUT_AFTER":             {"5", "5"},
 		"RLAPI_LOCKOUT_WITHIN":            {"10m", "10m0s"},
 		"RLAPI_LOCKOUT_DURATION":          {"30m", "30m0s"},
-		"RLAPI_MCP_SUFFIXES":           {"mcp", `"mcp"`},
-		"RLAPI_A2A_PREFIXES":           {"agents", `"agents"`},
+		"RLAPI_MCP_SUFFIXES":              {"mcp", `"mcp"`},
+		"RLAPI_A2A_PREFIXES":              {"agents", `"agents"`},
 	}
 	// Read on purpose without showing them as defaults: a secret, and the
 	// database URL (which may hold a password).

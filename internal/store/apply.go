@@ -222,7 +222,7 @@ func (q *Queries) UpdateDefinitions(ctx context.Context, defs []ratelimit.Defini
 		rows[i] = []any{d.Key(), int32Ptr(d.MaxRequests), int32Ptr(d.UserMaxRequests), int32Ptr(d.AgentMaxRequests),
 			serverGroupMembers(d), d.FailClosed, d.Enabled, mode, d.Description, timeOrNil(d.UpdatedAt), d.UpdatedBy,
 			algorithmColumn(d), int32Ptr(d.Burst), int32Ptr(d.UserBurst), int32Ptr(d.AgentBurst), d.Everyone, perColumn(d), descriptorColumn(d),
-		routeMethods(d), routePaths(d), d.Exempt, int32Ptr(d.IPMaxRequests), int32Ptr(d.IPBurst), toolKinds(d), toolScope(d)}
+			routeMethods(d), routePaths(d), d.Exempt, int32Ptr(d.IPMaxRequests), int32Ptr(d.IPBurst), toolKinds(d), toolScope(d)}
 	}
 	if err := q.tempTable(ctx, "rl_apply_definitions", "rl_definitions"); err != nil {
 		return fmt.Errorf("update %d definitions: %w", len(defs), err)
