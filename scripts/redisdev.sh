@@ -98,7 +98,9 @@ start_node() {
 			--cluster-node-timeout 2000 --cluster-replica-validity-factor 0)
 	fi
 	"$server" "${args[@]}" >&2 || die "redis-server did not start in $dir"
-	for i in $(seq 1 100); do
+	# Up to 30 s: on a loaded machine six servers starting at once take
+	# longer than the 10 s a quiet one needs at most.
+	for i in $(seq 1 300); do
 		is_running "$dir" && return 0
 		sleep 0.1
 	done
