@@ -71,6 +71,9 @@ declare
     a_slot int[];
     a_pslot int[];
     a_need boolean[];
+    a_order int[];
+    v_p int;
+    v_u int;
     -- per call
     a_cand boolean[];
     -- the locked counters, in key order
@@ -193,26 +196,29 @@ begin
             return;
         end if;
         if not v_missing then
-            -- 3. Lock the counters to take, in key order; number them, and
-            -- map every gate to its counter's slot.
-            with l as (
-                select c.key, c.window_index, c.count from rl_counters c
-                join (select distinct x.key, x.win from unnest(p_keys, p_windows, a_take) as x(key, win, take) where x.take) t
-                  on c.key = t.key and c.window_index = t.win
-                order by c.key, c.window_index
-                for update of c
-            ), nl as (
-                select l.*, row_number() over (order by l.key, l.window_index)::int as slot from l
-            )
-            select array_agg(nl.key order by nl.slot), array_agg(nl.window_index order by nl.slot),
-                   array_agg(nl.count order by nl.slot),
-                   (select array_agg(y.slot order by x.o)
-                    from unnest(p_keys, p_windows) with ordinality as x(key, win, o)
-                    left join nl y on y.key = x.key and y.window_index = x.win)
-            into u_keys, u_wins, u_vals, a_slot
-            from nl;
-            for i in 1..n loop
-                if a_take[i] and a_slot[i] is null then
+            -- 3. Lock the counters to take, once each, in key order, and
+            -- list the taken gates in the same order: a gate's counter is
+            -- then the next locked one or the one before (gates of a batch
+            -- share counters), else it was removed since the read.
+            select array_agg(l.key), array_agg(l.window_index), array_agg(l.count),
+                   (select array_agg(x.o::int order by x.key, x.win)
+                    from unnest(p_keys, p_windows, a_take) with ordinality as x(key, win, take, o) where x.take)
+            into u_keys, u_wins, u_vals, a_order
+            from (select c.key, c.window_index, c.count from rl_counters c
+                  where (c.key, c.window_index) in
+                        (select x.key, x.win from unnest(p_keys, p_windows, a_take) as x(key, win, take) where x.take)
+                  order by c.key, c.window_index
+                  for update of c) l;
+            a_slot := array_fill(null::int, array[n]);
+            v_p := 0;
+            v_u := coalesce(array_length(u_keys, 1), 0);
+            foreach i in array a_order loop
+                if v_p > 0 and u_keys[v_p] = p_keys[i] and u_wins[v_p] = p_windows[i] then
+                    a_slot[i] := v_p;
+                elsif v_p < v_u and u_keys[v_p + 1] = p_keys[i] and u_wins[v_p + 1] = p_windows[i] then
+                    v_p := v_p + 1;
+                    a_slot[i] := v_p;
+                else
                     a_need[i] := true;
                     v_missing := true; -- removed since the read (the sweep): again
                 end if;
