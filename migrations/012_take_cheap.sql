@@ -74,6 +74,7 @@ declare
     a_order int[];
     v_p int;
     v_u int;
+    v_ntake int;
     -- per call
     a_cand boolean[];
     -- the locked counters, in key order
@@ -175,8 +176,12 @@ begin
         a_take := array_fill(false, array[n]);
         a_need := array_fill(false, array[n]);
         v_missing := false;
+        v_ntake := 0;
         for i in 1..n loop
             a_take[i] := a_cand[p_call[i]] and a_fits[i];
+            if a_take[i] then
+                v_ntake := v_ntake + 1;
+            end if;
             if a_take[i] and a_snap[i] is null then
                 a_need[i] := true;
                 v_missing := true;
@@ -195,34 +200,83 @@ begin
             previous := a_prv;
             return;
         end if;
-        if not v_missing then
-            -- 3. Lock the counters to take, once each, in key order, and
-            -- list the taken gates in the same order: a gate's counter is
-            -- then the next locked one or the one before (gates of a batch
-            -- share counters), else it was removed since the read.
+        if not v_missing and m = 1 then
+            -- 3, 4 for one call: lock its counters to take in key order,
+            -- check them, and take in the same statement, or write nothing.
+            with lk as (
+                select c.key, c.window_index, c.count, u.o, u.thr, u.inc, u.flo, u.tau, u.enf, u.alg
+                from unnest(p_keys, p_windows, a_thr, a_inc, a_flo, a_tau, p_enforce, a_alg, a_take)
+                     with ordinality as u(key, win, thr, inc, flo, tau, enf, alg, take, o)
+                join rl_counters c on c.key = u.key and c.window_index = u.win
+                where u.take
+                order by c.key, c.window_index
+                for update of c
+            ), ok as (
+                select count(*)::int as n, coalesce(bool_and(lk.count <= lk.thr or not lk.enf), true) as ok from lk
+            ), up as (
+                update rl_counters c
+                set count = greatest(lk.count + lk.inc, lk.flo + lk.inc),
+                    expires_at = case when lk.alg = 'token_bucket' and c.expires_at
+                                           < timestamptz 'epoch' + greatest(lk.count + lk.inc, lk.flo + lk.inc) / 1000 * interval '1 microsecond'
+                                      then timestamptz 'epoch' + (greatest(lk.count + lk.inc, lk.flo + lk.inc) + lk.tau) / 1000 * interval '1 microsecond'
+                                      else c.expires_at end
+                from lk, ok
+                where ok.ok and ok.n = v_ntake and c.key = lk.key and c.window_index = lk.window_index and lk.count <= lk.thr
+            )
+            select ok.n, ok.ok, array_agg(lk.o::int), array_agg(lk.count)
+            into v_u, v_ok, a_order, u_vals
+            from ok left join lk on true
+            group by ok.n, ok.ok;
+            if v_u = v_ntake then
+                counts := array_fill(0::bigint, array[n]);
+                room := a_fits;
+                previous := array_fill(0::bigint, array[n]);
+                for i in 1..n loop
+                    counts[i] := coalesce(a_snap[i], 0);
+                    if a_alg[i] = 'sliding_window' then
+                        previous[i] := a_prv[i];
+                    end if;
+                end loop;
+                for v_p in 1..v_u loop
+                    i := a_order[v_p];
+                    room[i] := u_vals[v_p] <= a_thr[i];
+                    counts[i] := case when v_ok and room[i] then greatest(u_vals[v_p] + a_inc[i], a_flo[i] + a_inc[i])
+                                      else u_vals[v_p] end;
+                end loop;
+                allowed[1] := v_ok;
+                return;
+            end if;
+            -- removed since the read (the sweep): again
+            for i in 1..n loop
+                a_need[i] := a_take[i] and not (i = any (a_order));
+            end loop;
+            v_missing := true;
+        elsif not v_missing then
+            -- 3. Lock the counters to take, once each, in key order; a
+            -- taken gate's counter is the dense rank of its (key, window)
+            -- among the taken gates' unless one was removed since the read.
             select array_agg(l.key), array_agg(l.window_index), array_agg(l.count),
-                   (select array_agg(x.o::int order by x.key, x.win)
-                    from unnest(p_keys, p_windows, a_take) with ordinality as x(key, win, take, o) where x.take)
-            into u_keys, u_wins, u_vals, a_order
+                   (select array_agg(r.rk order by r.o)
+                    from (select x.o, case when x.take then dense_rank() over (partition by x.take order by x.key, x.win) end::int as rk
+                          from unnest(p_keys, p_windows, a_take) with ordinality as x(key, win, take, o)) r)
+            into u_keys, u_wins, u_vals, a_slot
             from (select c.key, c.window_index, c.count from rl_counters c
                   where (c.key, c.window_index) in
                         (select x.key, x.win from unnest(p_keys, p_windows, a_take) as x(key, win, take) where x.take)
                   order by c.key, c.window_index
                   for update of c) l;
-            a_slot := array_fill(null::int, array[n]);
-            v_p := 0;
             v_u := coalesce(array_length(u_keys, 1), 0);
-            foreach i in array a_order loop
-                if v_p > 0 and u_keys[v_p] = p_keys[i] and u_wins[v_p] = p_windows[i] then
-                    a_slot[i] := v_p;
-                elsif v_p < v_u and u_keys[v_p + 1] = p_keys[i] and u_wins[v_p + 1] = p_windows[i] then
-                    v_p := v_p + 1;
-                    a_slot[i] := v_p;
-                else
-                    a_need[i] := true;
-                    v_missing := true; -- removed since the read (the sweep): again
-                end if;
+            v_p := 0;
+            foreach i in array a_slot loop
+                v_p := greatest(v_p, coalesce(i, 0));
             end loop;
+            if v_u < v_p then
+                -- removed since the read (the sweep): again
+                select array_agg(x.take and not exists (select 1 from rl_counters c where c.key = x.key and c.window_index = x.win) order by x.o)
+                into a_need
+                from unnest(p_keys, p_windows, a_take) with ordinality as x(key, win, take, o);
+                v_missing := true;
+            end if;
         end if;
         if v_missing then
             -- 2. Create the missing counters (or those removed since the
