@@ -11,8 +11,8 @@
 -- call, a second path for batches that ran rl_take_gates again, and the
 -- function-level SET clauses (a GUC save and restore per call). Here
 -- there is one path for one call and for a batch, three small
--- statements on the common path, each an index lookup or an update by
--- primary key:
+-- statements on the common path (two for a lone call: 3 and 4 are one
+-- statement), each index lookups or updates by primary key:
 --
 -- 1. Read every gate's counter (and a sliding window's previous one)
 --    without locks; the arithmetic (008's, word for word, in PL/pgSQL
@@ -33,11 +33,12 @@
 --    left it; 008 decided such batches one call at a time for that.
 -- 4. Write each changed counter once.
 --
--- Without function-level SET clauses the statements are planned under
--- plan_cache_mode = auto; the three planner settings that keep them index
--- lookups whatever the table's statistics said when a plan was made (002
--- has why) are set for the transaction with set_config, as
--- synchronous_commit already was.
+-- Instead of function-level SET clauses, the planner settings are set for
+-- the transaction with set_config, as synchronous_commit already was:
+-- generic plans (plan_cache_mode = force_generic_plan; custom plans would
+-- be planned on every call, which cost more than 008 as a whole), with
+-- sequential and bitmap scans off, so that a plan made while the table was
+-- small stays an index lookup (002 has why).
 
 create function rl_take_012(p_call int[], p_keys text[], p_windows bigint[], p_limits bigint[], p_enforce boolean[],
                             p_expires timestamptz[], p_costs bigint[], p_consume boolean[],
