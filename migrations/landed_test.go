@@ -23,6 +23,12 @@ var landed = map[string]string{
 	"009_counter_key_algorithms.sql":   "24abc1e24bd40207e88e5b28deb647111128879f150ac4e969b2d02271992ebb",
 	"010_network_subjects.sql":         "cde6783156a4ab2c58508b79a385621d13b8f1e87d8bc7014b0f3d7c91890b39",
 	"011_counter_key_ip_callers.sql":   "aa0fb0b91feae5cdf0eecebf465423f0118555eb5fd5cfc52ce7070c257f7d2e",
+	"012_take_cheap.sql":               "9a34fbbdad0f45798fba7551c24e09742f3da9a6b88dc061bb9222846983d059",
+	"013_everyone_teams_shared.sql":    "e02a348600569669f76231eea9c331a5fe7561f5283be0bb4901ab4f30171251",
+	"014_reserved.sql":                 "7fe1e7b06ceb8eff4b6469ec10c195f2478420c53b51bf32ed6a5ca59fca0887",
+	"015_descriptor_definitions.sql":   "045cebd20f8bc1a6f9bbbddd2561921570b0b46e3ae526e78d497863477c63f8",
+	"016_routes.sql":                   "aff0ef4d922551fea06606d52881455dc723b0a1470d49c35a254068c6d347a7",
+	"017_events.sql":                   "e92fd087b494e3e82cbcc86b0876287d52f55bed4af04b79822cf7e6d1b25be7",
 	// Templates a landed migration includes are frozen with it.
 	"shared/rl_take_002.sql": "a4894629da2988fbd9bab877f29d23901b49b5a62f3cf247e7c85019700ee5c3",
 	"shared/rl_take_006.sql": "821557b32a97007f66cf905b120a840e415e62ed868a22c53a5859d67d35fe41",
