@@ -3,6 +3,7 @@ package enforce
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -72,6 +73,42 @@ type TakeRequest struct {
 	// Now is the decision's time, by the Enforcer's clock (tests control
 	// it). Windows are computed from it, never from the store's clock.
 	Now time.Time
+}
+
+// Check reports what in r no counter store can count: a cost below 1, an
+// algorithm no store knows, a window that is not a whole number of
+// seconds, a negative limit or burst. Every store calls it before it
+// counts, so they refuse the same requests in the same words.
+func (r TakeRequest) Check() error {
+	if r.Cost < 1 {
+		return fmt.Errorf("cost %d: must be at least 1", r.Cost)
+	}
+	for _, g := range r.Gates {
+		switch {
+		case g.KnownAlgorithm() == "":
+			return fmt.Errorf("gate %q: algorithm %q: this store counts %q, %q and %q", g.Key, g.Algorithm,
+				AlgorithmFixedWindow, AlgorithmSlidingWindow, AlgorithmTokenBucket)
+		case g.Window < time.Second || g.Window%time.Second != 0:
+			return fmt.Errorf("gate %q: window %v: must be a whole number of seconds", g.Key, g.Window)
+		case g.Limit < 0:
+			return fmt.Errorf("gate %q: limit %d: must not be negative", g.Key, g.Limit)
+		case g.Burst < 0:
+			return fmt.Errorf("gate %q: burst %d: must not be negative", g.Key, g.Burst)
+		}
+	}
+	return nil
+}
+
+// KnownAlgorithm is g's algorithm (an empty one is the fixed window), ""
+// for one no store counts.
+func (g CounterGate) KnownAlgorithm() Algorithm {
+	switch g.Algorithm {
+	case "", AlgorithmFixedWindow:
+		return AlgorithmFixedWindow
+	case AlgorithmSlidingWindow, AlgorithmTokenBucket:
+		return g.Algorithm
+	}
+	return ""
 }
 
 // TakeResult is what a counter store decided for one call.

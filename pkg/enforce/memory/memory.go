@@ -80,7 +80,7 @@ type counter struct {
 // the store answers without waiting on anything but its own locks.
 func (s *Store) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline time.Time) ([]enforce.TakeResult, error) {
 	for i, r := range reqs {
-		if err := check(r); err != nil {
+		if err := r.Check(); err != nil {
 			return nil, fmt.Errorf("memory: call %d: %w: %w", i, enforce.ErrNotApplied, err)
 		}
 	}
@@ -95,38 +95,6 @@ func (s *Store) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline t
 		out[i] = s.take(r)
 	}
 	return out, nil
-}
-
-func check(r enforce.TakeRequest) error {
-	if r.Cost < 1 {
-		return fmt.Errorf("cost %d: must be at least 1", r.Cost)
-	}
-	for _, g := range r.Gates {
-		switch {
-		case algorithmOf(g) == "":
-			return fmt.Errorf("gate %q: algorithm %q: this store counts %q, %q and %q", g.Key, g.Algorithm,
-				enforce.AlgorithmFixedWindow, enforce.AlgorithmSlidingWindow, enforce.AlgorithmTokenBucket)
-		case g.Window < time.Second || g.Window%time.Second != 0:
-			return fmt.Errorf("gate %q: window %v: must be a whole number of seconds", g.Key, g.Window)
-		case g.Limit < 0:
-			return fmt.Errorf("gate %q: limit %d: must not be negative", g.Key, g.Limit)
-		case g.Burst < 0:
-			return fmt.Errorf("gate %q: burst %d: must not be negative", g.Key, g.Burst)
-		}
-	}
-	return nil
-}
-
-// algorithmOf is g's algorithm (an empty one is the fixed window), "" for
-// one this store does not know.
-func algorithmOf(g enforce.CounterGate) enforce.Algorithm {
-	switch g.Algorithm {
-	case "", enforce.AlgorithmFixedWindow:
-		return enforce.AlgorithmFixedWindow
-	case enforce.AlgorithmSlidingWindow, enforce.AlgorithmTokenBucket:
-		return g.Algorithm
-	}
-	return ""
 }
 
 // arith is the gate as pkg/enforce/algorithm sees it.
@@ -152,7 +120,7 @@ func (s *Store) take(r enforce.TakeRequest) enforce.TakeResult {
 	)
 	ids, shardOf := idBuf[:0], shardBuf[:0]
 	for _, g := range r.Gates {
-		algo := algorithmOf(g)
+		algo := g.KnownAlgorithm()
 		id := counterID{key: g.Key, algo: algo}
 		if algo != enforce.AlgorithmTokenBucket {
 			id.window, id.index = g.Window, floorDiv(now, int64(g.Window))

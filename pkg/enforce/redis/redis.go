@@ -225,7 +225,7 @@ func (g *group) key(k string) string {
 // and the package doc for the cluster's two phases.
 func (s *Store) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline time.Time) ([]enforce.TakeResult, error) {
 	for i, r := range reqs {
-		if err := check(r); err != nil {
+		if err := r.Check(); err != nil {
 			return nil, fmt.Errorf("redis: call %d: %w: %w", i, enforce.ErrNotApplied, err)
 		}
 	}
@@ -380,7 +380,7 @@ func (s *Store) gateArgs(gr *group, args []string, r enforce.TakeRequest, g enfo
 	}
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
 	now := r.Now
-	switch algorithmOf(g) {
+	switch g.KnownAlgorithm() {
 	case enforce.AlgorithmTokenBucket:
 		T := algorithm.Interval(g.Window, g.Limit)
 		tau := algorithm.Tau(g.Window, g.Limit, g.Burst)
@@ -561,13 +561,13 @@ func (s *Store) fill(reqs []enforce.TakeRequest, out []enforce.TakeResult, order
 }
 
 func state(g enforce.CounterGate, a, b int64) enforce.GateState {
-	if algorithmOf(g) == enforce.AlgorithmTokenBucket {
+	if g.KnownAlgorithm() == enforce.AlgorithmTokenBucket {
 		if b < 0 {
 			return enforce.GateState{}
 		}
 		return enforce.GateState{TAT: time.Unix(a, b)}
 	}
-	if algorithmOf(g) == enforce.AlgorithmSlidingWindow {
+	if g.KnownAlgorithm() == enforce.AlgorithmSlidingWindow {
 		return enforce.GateState{Count: a, Previous: b}
 	}
 	return enforce.GateState{Count: a}
@@ -590,7 +590,7 @@ func (s *Store) undo(ctx context.Context, u []undoGate, failedBatch bool) error 
 		key := s.gateKey(x.gate, x.now)
 		idx := ug.key(key)
 		reserved, prior, prTTL := "", "", "0"
-		if algorithmOf(x.gate) == enforce.AlgorithmTokenBucket {
+		if x.gate.KnownAlgorithm() == enforce.AlgorithmTokenBucket {
 			reserved = fmt.Sprintf("%d:%d", x.after[0], x.after[1])
 			if x.prior[1] >= 0 {
 				prior = fmt.Sprintf("%d:%d", x.prior[0], x.prior[1])
@@ -633,7 +633,7 @@ func (s *Store) gateKey(g enforce.CounterGate, now time.Time) string {
 	tag := s.prefix + "{" + escape(g.Key) + "}"
 	w := strconv.FormatInt(int64(g.Window/time.Second), 10)
 	idx := strconv.FormatInt(algorithm.WindowIndex(now, g.Window), 10)
-	switch algorithmOf(g) {
+	switch g.KnownAlgorithm() {
 	case enforce.AlgorithmTokenBucket:
 		return tag + ":t"
 	case enforce.AlgorithmSlidingWindow:
@@ -643,43 +643,13 @@ func (s *Store) gateKey(g enforce.CounterGate, now time.Time) string {
 }
 
 func code(g enforce.CounterGate) byte {
-	switch algorithmOf(g) {
+	switch g.KnownAlgorithm() {
 	case enforce.AlgorithmTokenBucket:
 		return 't'
 	case enforce.AlgorithmSlidingWindow:
 		return 's'
 	}
 	return 'f'
-}
-
-func check(r enforce.TakeRequest) error {
-	if r.Cost < 1 {
-		return fmt.Errorf("cost %d: must be at least 1", r.Cost)
-	}
-	for _, g := range r.Gates {
-		switch {
-		case algorithmOf(g) == "":
-			return fmt.Errorf("gate %q: algorithm %q: this store counts %q, %q and %q", g.Key, g.Algorithm,
-				enforce.AlgorithmFixedWindow, enforce.AlgorithmSlidingWindow, enforce.AlgorithmTokenBucket)
-		case g.Window < time.Second || g.Window%time.Second != 0:
-			return fmt.Errorf("gate %q: window %v: must be a whole number of seconds", g.Key, g.Window)
-		case g.Limit < 0:
-			return fmt.Errorf("gate %q: limit %d: must not be negative", g.Key, g.Limit)
-		case g.Burst < 0:
-			return fmt.Errorf("gate %q: burst %d: must not be negative", g.Key, g.Burst)
-		}
-	}
-	return nil
-}
-
-func algorithmOf(g enforce.CounterGate) enforce.Algorithm {
-	switch g.Algorithm {
-	case "", enforce.AlgorithmFixedWindow:
-		return enforce.AlgorithmFixedWindow
-	case enforce.AlgorithmSlidingWindow, enforce.AlgorithmTokenBucket:
-		return g.Algorithm
-	}
-	return ""
 }
 
 // escape makes a counter key safe inside a hash tag, keeping distinct keys
