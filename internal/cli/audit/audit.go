@@ -5,7 +5,6 @@ package audit
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -178,7 +177,7 @@ func followRun(ctx context.Context, opts *ListOptions) error {
 	out := newStream(f)
 	page, err := c.ListAudit(ctx, opts.Filter)
 	if err != nil {
-		return endOf(ctx, err)
+		return cmdutil.EndOf(ctx, err)
 	}
 	initial := page.Entries
 	slices.Reverse(initial)
@@ -191,63 +190,13 @@ func followRun(ctx context.Context, opts *ListOptions) error {
 	}
 	next := opts.Filter
 	next.Cursor = ""
-	next.Limit = 1000
-	ticker := time.NewTicker(opts.Interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-		for {
-			next.After = lastID
-			page, err := c.ListAudit(ctx, next)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				if !transient(err) {
-					return err
-				}
-				fmt.Fprintf(f.IOStreams.ErrOut, "audit: %v (retrying)\n", err)
-				break
-			}
-			entries := page.Entries
-			if lastID == 0 {
-				// Without an entry to follow from, the server answers
-				// newest first.
-				slices.Reverse(entries)
-			}
-			if err := out.write(entries); err != nil {
-				return err
-			}
-			if len(entries) > 0 {
-				lastID = entries[len(entries)-1].ID
-			}
-			if len(entries) < next.Limit {
-				break
-			}
-		}
+	fetch := func(ctx context.Context, after int64, limit int) ([]rl.AuditEntry, error) {
+		next.After, next.Limit = after, limit
+		page, err := c.ListAudit(ctx, next)
+		return page.Entries, err
 	}
-}
-
-// endOf turns an error caused by the end of ctx into a normal end.
-func endOf(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
-}
-
-// transient reports whether a failed poll is worth retrying: the server or
-// the network failed, not the request.
-func transient(err error) bool {
-	var apiErr *client.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.StatusCode >= 500 || apiErr.StatusCode == 429
-	}
-	return true
+	return cmdutil.Follow(ctx, f.IOStreams.ErrOut, "audit", opts.Interval, lastID, fetch,
+		func(r rl.AuditEntry) int64 { return r.ID }, out.write)
 }
 
 // stream prints entries as they come: a table whose header and column

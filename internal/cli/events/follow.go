@@ -2,8 +2,6 @@ package events
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -11,6 +9,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/pkg/client"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // FollowOptions are the inputs of `events follow`.
@@ -72,7 +71,7 @@ func followRun(ctx context.Context, opts *FollowOptions) error {
 	first.Limit = max(first.Limit, 1)
 	page, err := c.ListEvents(ctx, first)
 	if err != nil {
-		return endOf(ctx, err)
+		return cmdutil.EndOf(ctx, err)
 	}
 	var lastID int64
 	if len(page.Events) > 0 {
@@ -87,61 +86,11 @@ func followRun(ctx context.Context, opts *FollowOptions) error {
 		return err
 	}
 	next := opts.Filter
-	next.Limit = 1000
-	ticker := time.NewTicker(opts.Interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-		for {
-			next.After = lastID
-			page, err := c.ListEvents(ctx, next)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				if !transient(err) {
-					return err
-				}
-				fmt.Fprintf(f.IOStreams.ErrOut, "events: %v (retrying)\n", err)
-				break
-			}
-			evs := page.Events
-			if lastID == 0 {
-				// Without a row to follow from, the server answers
-				// newest first.
-				slices.Reverse(evs)
-			}
-			if err := out.write(evs); err != nil {
-				return err
-			}
-			if len(evs) > 0 {
-				lastID = evs[len(evs)-1].ID
-			}
-			if len(evs) < next.Limit {
-				break
-			}
-		}
+	fetch := func(ctx context.Context, after int64, limit int) ([]ratelimit.Event, error) {
+		next.After, next.Limit = after, limit
+		page, err := c.ListEvents(ctx, next)
+		return page.Events, err
 	}
-}
-
-// endOf turns an error caused by the end of ctx into a normal end.
-func endOf(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
-}
-
-// transient reports whether a failed poll is worth retrying: the server or
-// the network failed, not the request.
-func transient(err error) bool {
-	var apiErr *client.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.StatusCode >= 500 || apiErr.StatusCode == 429
-	}
-	return true
+	return cmdutil.Follow(ctx, f.IOStreams.ErrOut, "events", opts.Interval, lastID, fetch,
+		func(r ratelimit.Event) int64 { return r.ID }, out.write)
 }
