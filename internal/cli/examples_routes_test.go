@@ -105,6 +105,27 @@ func TestExample004EndpointTiers(t *testing.T) {
 			t.Fatal("never refused past the bucket")
 		}
 	}
+	// Per team: HIGH is 30/min for acme-corp as a whole. 30 calls by 30
+	// users from 30 addresses pass; the 31st member, from a fresh address,
+	// is refused by the team dimension alone. Another team, and a call
+	// with no team, are not.
+	oauth := func(user, team, ip string) client.CheckRequest {
+		return client.CheckRequest{Username: user, Team: team, ClientIP: ip, Method: "POST", Path: "/oauth/token"}
+	}
+	for i := range 30 {
+		if res := mustCheck(t, gw, oauth(fmt.Sprintf("m%d@acme-corp.example", i), "acme-corp", fmt.Sprintf("10.0.0.%d", i+1))); !res.Allowed {
+			t.Fatalf("acme-corp's call %d on /oauth/token: %+v", i+1, res)
+		}
+	}
+	if res := mustCheck(t, gw, oauth("new@acme-corp.example", "acme-corp", "10.0.1.1")); fmt.Sprint(refusedBy(res)) != "[target:route:high:60 team]" {
+		t.Errorf("acme-corp's 31st call: refused by %v (%+v), want the team dimension", refusedBy(res), res)
+	}
+	if res := mustCheck(t, gw, oauth("x@globex.example", "globex", "10.0.1.2")); !res.Allowed {
+		t.Errorf("another team on /oauth/token: %+v", res)
+	}
+	if res := mustCheck(t, gw, oauth("y@example.com", "", "10.0.1.3")); !res.Allowed || len(res.Gates) != 2 {
+		t.Errorf("a call without a team on /oauth/token: %+v, want allowed by the ip and user gates only", res)
+	}
 	// A path no tier names is not limited.
 	if res := mustCheck(t, gw, client.CheckRequest{Username: "alice", ClientIP: "192.168.1.100", Method: "GET", Path: "/about"}); !res.Allowed || len(res.Gates) != 0 {
 		t.Errorf("/about: %+v, want allowed, no gate", res)

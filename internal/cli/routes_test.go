@@ -50,3 +50,25 @@ func TestRouteAndToolDefinitionsThroughTheCLI(t *testing.T) {
 		t.Errorf("completion of --kind:\n%s", out)
 	}
 }
+
+// --team-max-requests and --team-burst give a tier a bucket per team: the
+// wide list shows team= beside the other dimensions, export writes the
+// fields, and a burst without a token bucket is refused naming team_burst.
+func TestRouteTeamFlagsThroughTheCLI(t *testing.T) {
+	r := clitest.StartParallel(t)
+	r.Must("rate-limit", "set", "--axis", "target", "--entity-type", "route", "--name", "medium", "--window-seconds", "60",
+		"--path", "/tools/*", "--algorithm", "token_bucket", "--user-max-requests", "100",
+		"--team-max-requests", "100", "--team-burst", "120")
+	wide := r.Must("rate-limit", "list", "--entity-type", "route", "-o", "wide")
+	if !strings.Contains(wide, "user=100 team=100") || !strings.Contains(wide, "user=100 team=120") {
+		t.Errorf("list -o wide:\n%s", wide)
+	}
+	if out := r.Must("export"); !strings.Contains(out, "team_max_requests: 100") || !strings.Contains(out, "team_burst: 120") {
+		t.Errorf("export:\n%s", out)
+	}
+	res := r.RunWith(clitest.Opts{}, "rate-limit", "set", "--axis", "target", "--entity-type", "route", "--name", "bad", "--window-seconds", "60",
+		"--path", "/x/*", "--team-max-requests", "5", "--team-burst", "6")
+	if res.Code == 0 || !strings.Contains(res.ErrOut, "team_burst") {
+		t.Errorf("team burst on a fixed window: exit %d\n%s", res.Code, res.ErrOut)
+	}
+}

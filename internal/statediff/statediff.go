@@ -54,6 +54,8 @@ func Definition(old, d ratelimit.Definition) []Change {
 	c.add("per", old.PerOrDefault(), d.PerOrDefault(), old.PerOrDefault() == d.PerOrDefault())
 	c.add("replaces", listValue(old.Replaces), listValue(d.Replaces), slices.Equal(old.Replaces, d.Replaces))
 	c.add("share_threshold", flagValue(old.ShareThreshold), flagValue(d.ShareThreshold), old.ShareThreshold == d.ShareThreshold)
+	c.add("team_burst", intValue(old.TeamBurst), intValue(d.TeamBurst), equalInt(old.TeamBurst, d.TeamBurst))
+	c.add("team_max_requests", intValue(old.TeamMaxRequests), intValue(d.TeamMaxRequests), equalInt(old.TeamMaxRequests, d.TeamMaxRequests))
 	c.add("tool_scope", textValue(old.ToolScope), textValue(d.ToolScope), old.ToolScope == d.ToolScope)
 	c.add("unlimited", flagValue(old.Unlimited), flagValue(d.Unlimited), old.Unlimited == d.Unlimited)
 	c.add("user_burst", intValue(old.UserBurst), intValue(d.UserBurst), equalInt(old.UserBurst, d.UserBurst))

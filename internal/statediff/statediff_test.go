@@ -172,3 +172,15 @@ func TestJSONFields(t *testing.T) {
 		t.Errorf("nothing: %v", got)
 	}
 }
+
+// A route tier's team fields diff like its other dimensions.
+func TestDefinitionRouteTeam(t *testing.T) {
+	old := ratelimit.Definition{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityRoute, Name: "medium", WindowSeconds: 60,
+		Paths: []string{"/tools/*"}, Algorithm: ratelimit.AlgorithmTokenBucket, UserMaxRequests: ptr(100)}
+	d := old
+	d.TeamMaxRequests, d.TeamBurst = ptr(100), ptr(120)
+	want := []Change{{Field: "team_burst", From: nil, To: 120}, {Field: "team_max_requests", From: nil, To: 100}}
+	if got := Definition(old, d); !reflect.DeepEqual(got, want) {
+		t.Errorf("team fields:\n got %#v\nwant %#v", got, want)
+	}
+}

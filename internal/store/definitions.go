@@ -14,7 +14,7 @@ import (
 const definitionColumns = `id, axis, entity_type, name, window_seconds, max_requests, user_max_requests,
 	agent_max_requests, members, fail_closed, enabled, mode, description, created_at, updated_at,
 	updated_by, version, algorithm, burst, user_burst, agent_burst, everyone, per, descriptor,
-	methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope`
+	methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst`
 
 func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	var (
@@ -23,12 +23,13 @@ func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 		burst, userB, agentB *int32
 		descriptor           []byte
 		ipR, ipB             *int32
+		teamR, teamB         *int32
 		toolScope            *string
 	)
 	err := row.Scan(&d.ID, &d.Axis, &d.EntityType, &d.Name, &d.WindowSeconds, &maxR, &userR, &agentR,
 		&d.Members, &d.FailClosed, &d.Enabled, &d.Mode, &d.Description, &d.CreatedAt, &d.UpdatedAt,
 		&d.UpdatedBy, &d.Version, &d.Algorithm, &burst, &userB, &agentB, &d.Everyone, &d.Per, &descriptor,
-		&d.Methods, &d.Paths, &d.Exempt, &ipR, &ipB, &d.Kinds, &toolScope)
+		&d.Methods, &d.Paths, &d.Exempt, &ipR, &ipB, &d.Kinds, &toolScope, &teamR, &teamB)
 	if err != nil {
 		return d, err
 	}
@@ -38,6 +39,7 @@ func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	d.MaxRequests, d.UserMaxRequests, d.AgentMaxRequests = intPtr(maxR), intPtr(userR), intPtr(agentR)
 	d.Burst, d.UserBurst, d.AgentBurst = intPtr(burst), intPtr(userB), intPtr(agentB)
 	d.IPMaxRequests, d.IPBurst = intPtr(ipR), intPtr(ipB)
+	d.TeamMaxRequests, d.TeamBurst = intPtr(teamR), intPtr(teamB)
 	if toolScope != nil {
 		d.ToolScope = *toolScope
 	}
@@ -227,8 +229,8 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 		insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests,
 			user_max_requests, agent_max_requests, members, fail_closed, enabled, mode, description, updated_by,
 			algorithm, burst, user_burst, agent_burst, everyone, per, descriptor,
-			methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
+			methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)
 		on conflict (id) do update set
 			max_requests = excluded.max_requests,
 			user_max_requests = excluded.user_max_requests,
@@ -247,6 +249,8 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 			ip_burst = excluded.ip_burst,
 			kinds = excluded.kinds,
 			tool_scope = excluded.tool_scope,
+			team_max_requests = excluded.team_max_requests,
+			team_burst = excluded.team_burst,
 			members = excluded.members,
 			fail_closed = excluded.fail_closed,
 			enabled = excluded.enabled,
@@ -259,7 +263,8 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 		id, d.Axis, d.EntityType, d.Name, d.WindowSeconds, d.MaxRequests, d.UserMaxRequests,
 		d.AgentMaxRequests, members, d.FailClosed, d.Enabled, mode, d.Description, w.Actor,
 		algorithmColumn(d), d.Burst, d.UserBurst, d.AgentBurst, d.Everyone, perColumn(d), descriptorColumn(d),
-		routeMethods(d), routePaths(d), d.Exempt, d.IPMaxRequests, d.IPBurst, toolKinds(d), toolScope(d)))
+		routeMethods(d), routePaths(d), d.Exempt, d.IPMaxRequests, d.IPBurst, toolKinds(d), toolScope(d),
+		d.TeamMaxRequests, d.TeamBurst))
 	if err != nil {
 		return res, fmt.Errorf("put definition %q: %w", id, interpretError(err))
 	}
@@ -285,6 +290,7 @@ func sameDefinition(a, b ratelimit.Definition) bool {
 func sameRoute(a, b ratelimit.Definition) bool {
 	return slices.Equal(a.Methods, b.Methods) && slices.Equal(a.Paths, b.Paths) && a.Exempt == b.Exempt &&
 		equalInt(a.IPMaxRequests, b.IPMaxRequests) && equalInt(a.IPBurst, b.IPBurst) &&
+		equalInt(a.TeamMaxRequests, b.TeamMaxRequests) && equalInt(a.TeamBurst, b.TeamBurst) &&
 		slices.Equal(a.Kinds, b.Kinds) && a.ToolScope == b.ToolScope
 }
 

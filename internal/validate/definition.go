@@ -228,6 +228,8 @@ func checkLimits(probs *problems, d ratelimit.Definition, f Floors) {
 	if d.EntityType != ratelimit.EntityRoute {
 		probs.add(misplaced("ip_max_requests", d.IPMaxRequests, "allowed only on target route definitions (entity_type is %q)", d.EntityType))
 		probs.add(misplaced("ip_burst", d.IPBurst, "allowed only on target route definitions (entity_type is %q)", d.EntityType))
+		probs.add(misplaced("team_max_requests", d.TeamMaxRequests, "allowed only on target route definitions (entity_type is %q)", d.EntityType))
+		probs.add(misplaced("team_burst", d.TeamBurst, "allowed only on target route definitions (entity_type is %q)", d.EntityType))
 	}
 	checkAlgorithm(probs, d)
 	checkDescriptor(probs, d)
@@ -258,13 +260,14 @@ func checkAlgorithm(probs *problems, d ratelimit.Definition) {
 		limit *int
 		of    string
 	}{{"burst", d.Burst, d.MaxRequests, "max_requests"}, {"user_burst", d.UserBurst, d.UserMaxRequests, "user_max_requests"},
-		{"agent_burst", d.AgentBurst, d.AgentMaxRequests, "agent_max_requests"}, {"ip_burst", d.IPBurst, d.IPMaxRequests, "ip_max_requests"}}
+		{"agent_burst", d.AgentBurst, d.AgentMaxRequests, "agent_max_requests"}, {"ip_burst", d.IPBurst, d.IPMaxRequests, "ip_max_requests"},
+		{"team_burst", d.TeamBurst, d.TeamMaxRequests, "team_max_requests"}}
 	route := d.EntityType == ratelimit.EntityRoute
 	for _, b := range bursts {
 		switch {
 		case b.burst == nil:
-		case b.field == "ip_burst" && !route:
-			// reported with ip_max_requests
+		case (b.field == "ip_burst" || b.field == "team_burst") && !route:
+			// reported with ip_max_requests / team_max_requests
 		case b.field == "burst" && d.Axis != ratelimit.AxisTarget:
 			probs.add(fieldError(b.field, "not allowed on the %s axis; use user_burst and/or agent_burst", d.Axis))
 		case b.field != "burst" && d.Axis == ratelimit.AxisTarget && !route:
@@ -432,7 +435,8 @@ func routeLimits(probs *problems, d ratelimit.Definition) {
 		field string
 		v     *int
 	}{{"max_requests", d.MaxRequests}, {"ip_max_requests", d.IPMaxRequests},
-		{"user_max_requests", d.UserMaxRequests}, {"agent_max_requests", d.AgentMaxRequests}}
+		{"user_max_requests", d.UserMaxRequests}, {"agent_max_requests", d.AgentMaxRequests},
+		{"team_max_requests", d.TeamMaxRequests}}
 	has := false
 	for _, l := range limits {
 		if l.v == nil {
@@ -447,7 +451,7 @@ func routeLimits(probs *problems, d ratelimit.Definition) {
 	}
 	if !has && !d.Exempt {
 		probs.add(fieldError("max_requests",
-			"a route needs at least one of max_requests (all callers), ip_max_requests, user_max_requests, agent_max_requests, or exempt: true"))
+			"a route needs at least one of max_requests (all callers), ip_max_requests, user_max_requests, agent_max_requests, team_max_requests, or exempt: true"))
 	}
 }
 

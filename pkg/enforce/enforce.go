@@ -374,7 +374,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		gates = e.buildGates(snap, c, who, netGroups, targetName, admin, now)
 	}
 	if len(routes) > 0 {
-		gates = append(gates, routeGates(routes, callerType, identity, e.routeIPKey(c), admin, now)...)
+		gates = append(gates, routeGates(routes, callerType, identity, e.routeIPKey(c), strings.TrimPrefix(who.team, CallerTeam+":"), admin, now)...)
 	}
 	if !admin {
 		// Administrators are never limited by descriptors either: an

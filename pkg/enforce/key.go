@@ -279,6 +279,15 @@ func ParseCounterKey(s string) (CounterKey, error) {
 			k.Caller = rest
 			return k, nil
 		}
+		if team, target, ok := strings.Cut(rest, "|"); ok && strings.HasPrefix(team, CallerTeam+":") {
+			// A route tier's team bucket: ct|<window>|team:<name>|route:<tier>
+			// (a team name never holds '|').
+			if len(team) <= len(CallerTeam)+1 || !strings.HasPrefix(target, ratelimit.EntityRoute+":") || len(target) <= len(ratelimit.EntityRoute)+1 {
+				return fail("team caller %q: want ct|<window>|team:<name>|route:<tier>", rest)
+			}
+			k.Caller, k.Target = team, target
+			return k, nil
+		}
 		if k.Caller, k.Target, err = splitCallerTarget(rest); err != nil {
 			return fail("%v", err)
 		}

@@ -153,6 +153,7 @@ const (
 	DimensionIP    = "ip"    // a bucket per client address (ip_max_requests)
 	DimensionUser  = "user"  // a bucket per user (user_max_requests)
 	DimensionAgent = "agent" // a bucket per agent (agent_max_requests)
+	DimensionTeam  = "team"  // a bucket per team (team_max_requests)
 )
 
 // routeTarget is the target part of a route tier's per-caller bucket
@@ -161,9 +162,10 @@ func routeTarget(d *ratelimit.Definition) string { return ratelimit.EntityRoute 
 
 // routeGates lists the gates of the route definitions a call matched:
 // the tier's shared bucket, and (not for administrators, who bypass caller
-// limits) one bucket per client address, per user or per agent. ipKey is
-// the call's client address as keyed (empty: none known).
-func routeGates(matches []routeMatch, callerType, identity, ipKey string, admin bool, now time.Time) []Gate {
+// limits) one bucket per client address, per user or per agent, and one
+// per team. ipKey is the call's client address as keyed (empty: none
+// known); team is the call's team (empty: none, and no team gate).
+func routeGates(matches []routeMatch, callerType, identity, ipKey, team string, admin bool, now time.Time) []Gate {
 	var gates []Gate
 	for _, m := range matches {
 		d := m.def
@@ -199,6 +201,9 @@ func routeGates(matches []routeMatch, callerType, identity, ipKey string, admin 
 			add(DimensionUser, d.UserMaxRequests, d.UserBurst, callerType+":"+identity)
 		case "agent":
 			add(DimensionAgent, d.AgentMaxRequests, d.AgentBurst, callerType+":"+identity)
+		}
+		if team != "" {
+			add(DimensionTeam, d.TeamMaxRequests, d.TeamBurst, CallerTeam+":"+team)
 		}
 	}
 	return gates

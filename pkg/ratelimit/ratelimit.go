@@ -216,6 +216,11 @@ type Definition struct {
 	Exempt        bool     `json:"exempt,omitempty" yaml:"exempt,omitempty"`
 	IPMaxRequests *int     `json:"ip_max_requests,omitempty" yaml:"ip_max_requests,omitempty"`
 	IPBurst       *int     `json:"ip_burst,omitempty" yaml:"ip_burst,omitempty"`
+	// TeamMaxRequests (with TeamBurst) gives each team its own bucket per
+	// tier, which all the team's callers share; a call without a team is
+	// not gated by it.
+	TeamMaxRequests *int `json:"team_max_requests,omitempty" yaml:"team_max_requests,omitempty"`
+	TeamBurst       *int `json:"team_burst,omitempty" yaml:"team_burst,omitempty"`
 
 	// Tools and skills (entity_type mcp_tool and a2a_skill only; see
 	// docs/api.md, "Tool globs, kinds and scopes"). The name may be a glob

@@ -27,6 +27,9 @@ func LimitText(d ratelimit.Definition) string {
 	if d.IPMaxRequests != nil {
 		parts = append(parts, "ip="+strconv.Itoa(*d.IPMaxRequests))
 	}
+	if d.TeamMaxRequests != nil {
+		parts = append(parts, "team="+strconv.Itoa(*d.TeamMaxRequests))
+	}
 	if len(parts) == 0 {
 		if d.Exempt {
 			return "exempt"
@@ -72,7 +75,7 @@ func BurstText(d ratelimit.Definition) string {
 	}
 	return LimitText(ratelimit.Definition{MaxRequests: or(d.Burst, d.MaxRequests),
 		UserMaxRequests: or(d.UserBurst, d.UserMaxRequests), AgentMaxRequests: or(d.AgentBurst, d.AgentMaxRequests),
-		IPMaxRequests: or(d.IPBurst, d.IPMaxRequests)})
+		IPMaxRequests: or(d.IPBurst, d.IPMaxRequests), TeamMaxRequests: or(d.TeamBurst, d.TeamMaxRequests)})
 }
 
 // SelectorText says whom a caller definition selects beyond its group's

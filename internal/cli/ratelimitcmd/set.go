@@ -34,6 +34,7 @@ func NewCmdSet(f *cmdutil.Factory, runF func(*SetOptions) error) *cobra.Command 
 		// routes and tools
 		paths, methods, kinds []string
 		ipMax, ipBurst        int
+		teamMax, teamBurst    int
 	)
 	cmd := &cobra.Command{
 		Use:   "set",
@@ -130,6 +131,12 @@ every caller the definition selects).`,
 			if fl.Changed("ip-burst") {
 				d.IPBurst = &ipBurst
 			}
+			if fl.Changed("team-max-requests") {
+				d.TeamMaxRequests = &teamMax
+			}
+			if fl.Changed("team-burst") {
+				d.TeamBurst = &teamBurst
+			}
 			d.Enabled = !disabled
 			if runF != nil {
 				return runF(opts)
@@ -157,6 +164,8 @@ every caller the definition selects).`,
 	fl.BoolVar(&opts.Definition.Exempt, "exempt", false, "the route's paths are never limited (route only; no limits beside it)")
 	fl.IntVar(&ipMax, "ip-max-requests", 0, "limit per window per client address (route only)")
 	fl.IntVar(&ipBurst, "ip-burst", 0, "token bucket capacity beside --ip-max-requests (default: the limit)")
+	fl.IntVar(&teamMax, "team-max-requests", 0, "limit per window per team, shared by its callers (route only)")
+	fl.IntVar(&teamBurst, "team-burst", 0, "token bucket capacity beside --team-max-requests (default: the limit)")
 	fl.StringSliceVar(&kinds, "kind", nil, "kind of call the tool definition covers: tool, prompt, resource, completion; repeatable (default: every kind)")
 	fl.StringVar(&opts.Definition.ToolScope, "tool-scope", "", "what a tool definition's bucket is kept per: global (default), tool, principal, principal_tool")
 	fl.BoolVar(&opts.Definition.FailClosed, "fail-closed", false, "deny when the counter store fails (default: allow)")
