@@ -50,10 +50,14 @@ port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # pick_ports N OFFSET prints N consecutive free loopback ports (their cluster
 # bus ports, +10000, free too), from one derived from the checkout's path.
+# Every port and bus port stays below 32768, where Linux's ephemeral range
+# begins: an outgoing connection of any test may take a port in that range
+# at any moment, and a bus port taken so stops a node from starting.
 pick_ports() {
 	local n=$1 offset=$2 port i j ok
-	port=$((20000 + ($(printf '%s' "$repo" | cksum | cut -d' ' -f1) + offset) % 10000))
+	port=$((10000 + ($(printf '%s' "$repo" | cksum | cut -d' ' -f1) + offset) % 12000))
 	for i in $(seq 0 300); do
+		if [ $((port + n - 1 + 10000)) -gt 32767 ]; then port=10000; fi
 		ok=1
 		for j in $(seq 0 $((n - 1))); do
 			if port_busy $((port + j)) || port_busy $((port + j + 10000)); then ok=; break; fi
