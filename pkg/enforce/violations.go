@@ -342,10 +342,28 @@ func (e *Enforcer) recordThrottle(c Call, g Gate, caller string) {
 	if name, ok, err := ratelimit.NormalizeTargetName(c.TargetType, c.TargetName); ok && err == nil {
 		ev.Target = name // as definitions and memberships name it
 	}
-	switch g.Axis {
-	case ratelimit.AxisTarget:
+	switch {
+	case g.EntityType == ratelimit.EntityRoute:
+		// A route tier counts per dimension: the subject is whom the
+		// refusing bucket is kept for, the tier is the route's name.
+		if _, _, name, _, err := ratelimit.ParseDefinitionID(g.DefinitionID); err == nil {
+			ev.Tier = name
+		}
+		switch g.Dimension {
+		case DimensionAll:
+			ev.Subject = ratelimit.EntityRoute + ":" + ev.Tier
+		case DimensionIP:
+			if key := e.routeIPKey(c); key != "" {
+				ev.Subject = CallerIP + ":" + key
+			}
+		case DimensionTeam:
+			if c.Team != "" {
+				ev.Subject = CallerTeam + ":" + c.Team
+			}
+		}
+	case g.Axis == ratelimit.AxisTarget:
 		ev.Subject = c.TargetType + ":" + ev.Target
-	case ratelimit.AxisCaller, ratelimit.AxisCallerTarget:
+	case g.Axis == ratelimit.AxisCaller || g.Axis == ratelimit.AxisCallerTarget:
 		if _, _, name, _, err := ratelimit.ParseDefinitionID(g.DefinitionID); err == nil {
 			ev.Tier = name
 		}

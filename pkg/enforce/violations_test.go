@@ -363,3 +363,45 @@ func TestViolationFlushWhileRecording(t *testing.T) {
 		t.Errorf("recorded %d calls, want 2,001", total)
 	}
 }
+
+// TestRouteThrottlesNameTheirDimension: a route tier's refusal is
+// recorded against whom the refusing bucket is kept for (ip:<address>
+// for the per-IP dimension, route:<tier> for the shared one, the caller
+// for the per-user one), with the tier, not against an empty target.
+func TestRouteThrottlesNameTheirDimension(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{})
+	perIP := route("login", 60, "/auth/*")
+	perIP.IPMaxRequests = ptr(1)
+	shared := route("docs", 60, "/docs/*")
+	shared.MaxRequests = ptr(1)
+	perUser := route("tokens", 60, "/tokens/*")
+	perUser.UserMaxRequests = ptr(1)
+	f.def(perIP, shared, perUser)
+	f.burst(routeCall("POST", "/auth/login", "alice", "203.0.113.7"), 3)
+	f.burst(routeCall("GET", "/docs/a", "bob", "198.51.100.1"), 2)
+	f.burst(routeCall("POST", "/tokens/new", "carol", "198.51.100.2"), 2)
+	f.e.FlushEvents(context.Background())
+
+	got := map[string]ratelimit.Event{}
+	for _, ev := range listEvents(t, f.st, store.EventFilter{}) {
+		got[ev.Subject] = ev
+	}
+	want := map[string]struct {
+		def, tier string
+		count     int64
+	}{
+		"ip:203.0.113.7": {"target:route:login:60", "login", 2},
+		"route:docs":     {"target:route:docs:60", "docs", 1},
+		"user:carol":     {"target:route:tokens:60", "tokens", 1},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("rows by subject %v, want the subjects of %v", got, want)
+	}
+	for subject, w := range want {
+		ev, ok := got[subject]
+		if !ok || ev.DefinitionID != w.def || ev.Tier != w.tier || ev.Count != w.count {
+			t.Errorf("row of %s: %+v, want definition %s, tier %s, count %d", subject, ev, w.def, w.tier, w.count)
+		}
+	}
+}
