@@ -220,33 +220,14 @@ func newStream(f *cmdutil.Factory) *stream {
 func (s *stream) write(entries []rl.AuditEntry) error {
 	io := s.f.IOStreams
 	var b strings.Builder
-	switch s.f.Global.Output {
-	case printer.JSON:
-		for _, e := range entries {
-			line, err := json.Marshal(e)
-			if err != nil {
-				return err
-			}
-			b.Write(line)
-			b.WriteByte('\n')
-		}
-	case printer.YAML:
-		for _, e := range entries {
-			doc, err := printer.MarshalYAML(e)
-			if err != nil {
-				return err
-			}
-			b.WriteString("---\n")
-			b.Write(doc)
-		}
-	case printer.Name:
-		for _, e := range entries {
-			fmt.Fprintf(&b, "audit/%d\n", e.ID)
-		}
-	default:
+	streamed, err := printer.AppendStream(&b, s.f.Global.Output, entries, func(e rl.AuditEntry) string { return fmt.Sprintf("audit/%d", e.ID) })
+	if err != nil {
+		return err
+	}
+	if !streamed {
 		s.table(&b, entries)
 	}
-	_, err := io.Out.Write([]byte(b.String()))
+	_, err = io.Out.Write([]byte(b.String()))
 	return err
 }
 

@@ -4,7 +4,6 @@
 package events
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -156,33 +155,14 @@ func newStream(f *cmdutil.Factory) *stream {
 
 func (s *stream) write(evs []rl.Event) error {
 	var b strings.Builder
-	switch s.f.Global.Output {
-	case printer.JSON:
-		for _, e := range evs {
-			line, err := json.Marshal(e)
-			if err != nil {
-				return err
-			}
-			b.Write(line)
-			b.WriteByte('\n')
-		}
-	case printer.YAML:
-		for _, e := range evs {
-			doc, err := printer.MarshalYAML(e)
-			if err != nil {
-				return err
-			}
-			b.WriteString("---\n")
-			b.Write(doc)
-		}
-	case printer.Name:
-		for _, e := range evs {
-			fmt.Fprintf(&b, "event/%d\n", e.ID)
-		}
-	default:
+	streamed, err := printer.AppendStream(&b, s.f.Global.Output, evs, func(e rl.Event) string { return fmt.Sprintf("event/%d", e.ID) })
+	if err != nil {
+		return err
+	}
+	if !streamed {
 		s.table(&b, evs)
 	}
-	_, err := s.f.IOStreams.Out.Write([]byte(b.String()))
+	_, err = s.f.IOStreams.Out.Write([]byte(b.String()))
 	return err
 }
 
