@@ -1,12 +1,14 @@
 package api_test
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,5 +163,146 @@ func TestNginxExampleSeed001(t *testing.T) {
 		if got := nginxCall(t, gw, s.local, s.user, ""); got != s.status {
 			t.Errorf("%q from %s: %d, want %d", s.user, s.local, got, s.status)
 		}
+	}
+}
+
+// withToolHeaders adds to the rendered docs/nginx/rlctl.conf what
+// docs/nginx.md ("Tools and kinds") tells a gateway that can read the MCP
+// body to add: X-Tool-Name and X-Tool-Kind on the /api/validate
+// subrequest, from $mcp_tool and $mcp_kind. docs/nginx.md sets those with
+// njs (js_set reading params.name and the method of the JSON-RPC body);
+// Debian's nginx has no njs, so here two maps stand in for js_set,
+// reading what the body parser would have found from the test client's
+// X-Mcp-Tool and X-Mcp-Kind.
+func withToolHeaders(t *testing.T) func(string) string {
+	return func(conf string) string {
+		conf = "map $http_x_mcp_tool $mcp_tool { default $http_x_mcp_tool; }\n" +
+			"map $http_x_mcp_kind $mcp_kind { default $http_x_mcp_kind; }\n" + conf
+		const at = "        proxy_set_header X-Original-Method $request_method;\n"
+		return replaceOnce(t, conf, at, at+
+			"        proxy_set_header X-Tool-Name       $mcp_tool;\n"+
+			"        proxy_set_header X-Tool-Kind       $mcp_kind;\n")
+	}
+}
+
+// nginxToolCall sends a JSON-RPC call of the MCP server server through the
+// nginx at gw as user, naming tool (none: a gateway that cannot see it)
+// and kind (none: tool), and returns the status and, for a 429, the
+// definition that refused it (the RateLimit header's name).
+func nginxToolCall(t *testing.T, gw, user, server, tool, kind string) (int, string) {
+	t.Helper()
+	hc := &http.Client{Timeout: 10 * time.Second}
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `"}}`
+	req, err := http.NewRequest(http.MethodPost, gw+"/"+server+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Auth-Username", user)
+	if tool != "" {
+		req.Header.Set("X-Mcp-Tool", tool)
+	}
+	if kind != "" {
+		req.Header.Set("X-Mcp-Kind", kind)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s's call of %s:%s: %v", user, server, tool, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	refused := ""
+	if resp.StatusCode == http.StatusTooManyRequests {
+		name, _, _ := strings.Cut(strings.TrimPrefix(resp.Header.Get("RateLimit"), `"`), `"`)
+		refused = name
+	}
+	return resp.StatusCode, refused
+}
+
+// Behind real nginx, with the tool and kind headers docs/nginx.md has a
+// gateway set: seed 003's four scopes (docs/examples/003-tool-scopes.yaml)
+// each refuse what reference 003 says they refuse, a call refused by one
+// bucket costs nothing in the others, kinds select the definitions that
+// apply, and without the tool header the tool limits do not apply.
+func TestNginxExampleSeed003(t *testing.T) {
+	t.Parallel()
+	bin := nginxBinary(t)
+	const secret = "nginx-test-secret-seed003"
+	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.1/32"), GatewaySecret: secret})
+	admin := clientFor(t, env, env.AdminToken)
+	var reached atomic.Int64
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
+	t.Cleanup(backend.Close)
+	gw := startNginxEdited(t, bin, env.URL, backend.URL, secret, withToolHeaders(t))
+	awayFromWindowEdge(t, 3600)
+	awayFromWindowEdge(t, 60) // the completions-only limit's window
+	applyExample(t, admin, "003-tool-scopes.yaml")
+	refresh(t, env)
+
+	allowed := 0 // calls that named a tool and passed: the global scope's count
+	step := 0
+	want := func(user, server, tool, kind string, status int, refusedBy string) {
+		t.Helper()
+		step++
+		got, by := nginxToolCall(t, gw, user, server, tool, kind)
+		if got != status || by != refusedBy {
+			t.Errorf("step %d: %s's call of %s:%s (kind %q): %d refused by %q, want %d refused by %q", step, user, server, tool, kind, got, by, status, refusedBy)
+		}
+		if got == http.StatusOK && tool != "" {
+			allowed++
+		}
+	}
+	const (
+		principal     = "target:mcp_tool:github:*:3600"
+		principalTool = "target:mcp_tool:github:hot:3600"
+		perTool       = "target:mcp_tool:*:delete_*:3600"
+		completions   = "target:mcp_tool:github:*:60"
+	)
+	// principal_tool: one github:hot an hour per caller.
+	want("alice", "github", "hot", "", http.StatusOK, "")
+	for range 3 {
+		want("alice", "github", "hot", "", http.StatusTooManyRequests, principalTool)
+	}
+	// principal: 5 github tools an hour per caller; the three refused hot
+	// calls cost nothing, so four are left.
+	for range 4 {
+		want("alice", "github", "search", "", http.StatusOK, "")
+	}
+	want("alice", "github", "search", "", http.StatusTooManyRequests, principal)
+	want("alice", "github", "search", "sampling", http.StatusTooManyRequests, principal) // an unknown kind is read as tool
+	want("bob", "github", "search", "tool", http.StatusOK, "")                           // bob has his own bucket
+	// kinds: the principal limit covers tools only; completions have
+	// their own, one a minute.
+	want("alice", "github", "greet", "prompt", http.StatusOK, "")
+	want("alice", "github", "assets", "completion", http.StatusOK, "")
+	want("alice", "github", "assets", "completion", http.StatusTooManyRequests, completions)
+	// A gateway that cannot see the tool: tool limits do not apply.
+	want("alice", "github", "", "", http.StatusOK, "")
+	// tool: 20 calls an hour per delete tool, whoever calls.
+	for i := range 20 {
+		want(fmt.Sprintf("u%d", i), "gitlab", "delete_repo", "", http.StatusOK, "")
+	}
+	want("zed", "gitlab", "delete_repo", "", http.StatusTooManyRequests, perTool)
+	want("zed", "gitlab", "delete_branch", "", http.StatusOK, "") // another tool, another bucket
+	if n := reached.Load(); n != int64(allowed)+1 { // +1: the call without a tool
+		t.Errorf("the backend saw %d calls, want the %d allowed", n, allowed+1)
+	}
+	// global: 1000 an hour over every tool, counting each allowed call
+	// that named a tool and none of the refused ones.
+	gwc := clientFor(t, env, env.Token(t, "gateway", ratelimit.RoleEnforcer))
+	res, err := gwc.Check(t.Context(), client.CheckRequest{Username: "zed", TargetType: "mcp_server", TargetName: "gitlab", Tool: "list"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, g := range res.Gates {
+		if g.DefinitionID == "target:mcp_tool:*:*:3600" {
+			found = true
+			if g.Dimension != "global" || g.Count != int64(allowed)+1 {
+				t.Errorf("global gate %+v, want dimension global and count %d", g, allowed+1)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no global gate in %+v", res.Gates)
 	}
 }

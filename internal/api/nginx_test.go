@@ -112,6 +112,14 @@ func (l *lockedBuffer) String() string {
 // its base URL. nginx is stopped at cleanup.
 func startNginx(t *testing.T, bin, rlapiURL, backendURL, secret string) string {
 	t.Helper()
+	return startNginxEdited(t, bin, rlapiURL, backendURL, secret, nil)
+}
+
+// startNginxEdited is startNginx with edit (when not nil) applied to the
+// rendered docs/nginx/rlctl.conf, for a test that adds what docs/nginx.md
+// tells a gateway to add.
+func startNginxEdited(t *testing.T, bin, rlapiURL, backendURL, secret string, edit func(conf string) string) string {
+	t.Helper()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "nginx", "rlctl.conf"))
 	if err != nil {
 		t.Fatal(err)
@@ -122,6 +130,9 @@ func startNginx(t *testing.T, bin, rlapiURL, backendURL, secret string) string {
 	conf = replaceOnce(t, conf, "server 127.0.0.1:9000;", "server "+strings.TrimPrefix(backendURL, "http://")+";")
 	conf = replaceOnce(t, conf, "listen 8000;", "listen 127.0.0.1:"+strconv.Itoa(port)+";")
 	conf = replaceOnce(t, conf, `"change-me-to-a-long-random-secret"`, `"`+secret+`"`)
+	if edit != nil {
+		conf = edit(conf)
+	}
 
 	dir := t.TempDir()
 	user := ""
