@@ -283,7 +283,8 @@ func TestNginxExampleSeed003(t *testing.T) {
 	}
 	want("zed", "gitlab", "delete_repo", "", http.StatusTooManyRequests, perTool)
 	want("zed", "gitlab", "delete_branch", "", http.StatusOK, "") // another tool, another bucket
-	if n := reached.Load(); n != int64(allowed)+1 { // +1: the call without a tool
+	// The backend saw every allowed call, the one without a tool too.
+	if n := reached.Load(); n != int64(allowed)+1 {
 		t.Errorf("the backend saw %d calls, want the %d allowed", n, allowed+1)
 	}
 	// global: 1000 an hour over every tool, counting each allowed call
