@@ -307,3 +307,78 @@ func TestNginxExampleSeed003(t *testing.T) {
 		t.Errorf("no global gate in %+v", res.Gates)
 	}
 }
+
+// nginxRouteCall sends method path through the nginx at gw from the
+// loopback address local, as user of team (none: no team), and returns
+// the status and, for a 429, the definition that refused it.
+func nginxRouteCall(t *testing.T, gw, local, method, path, user, team string) (int, string) {
+	t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+	req, err := http.NewRequest(method, gw+path, strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Auth-Username", user)
+	if team != "" {
+		req.Header.Set("X-Auth-Team", team)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s from %s: %v", method, path, local, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	refused := ""
+	if resp.StatusCode == http.StatusTooManyRequests {
+		refused, _, _ = strings.Cut(strings.TrimPrefix(resp.Header.Get("RateLimit"), `"`), `"`)
+	}
+	return resp.StatusCode, refused
+}
+
+// Behind real nginx: seed 004's team dimension (docs/examples/
+// 004-endpoint-tiers.yaml), the team named by X-Auth-Team. HIGH is 30/min
+// for team acme-corp as a whole: 30 members from 30 addresses pass, the
+// 31st member from a fresh address (so neither her user nor her address
+// bucket is spent) is refused by the HIGH tier, and another team and a
+// call without a team pass. CRITICAL's team bucket is its own.
+func TestNginxExampleSeed004PerTeam(t *testing.T) {
+	t.Parallel()
+	bin := nginxBinary(t)
+	const secret = "nginx-test-secret-seed004-team"
+	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.1/32"), GatewaySecret: secret})
+	admin := clientFor(t, env, env.AdminToken)
+	var reached atomic.Int64
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
+	t.Cleanup(backend.Close)
+	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+	awayFromWindowEdge(t, 60)
+	applyExample(t, admin, "004-endpoint-tiers.yaml")
+	refresh(t, env)
+
+	const high = "target:route:high:60"
+	for i := range 30 {
+		if got, by := nginxRouteCall(t, gw, fmt.Sprintf("127.0.4.%d", i+1), "POST", "/oauth/token",
+			fmt.Sprintf("m%d@acme-corp.example", i), "acme-corp"); got != http.StatusOK {
+			t.Fatalf("acme-corp's call %d on /oauth/token: %d (refused by %q), want 200", i+1, got, by)
+		}
+	}
+	for i, s := range []struct {
+		local, path, user, team string
+		status                  int
+		refusedBy               string
+	}{
+		{"127.0.4.100", "/oauth/token", "new@acme-corp.example", "acme-corp", http.StatusTooManyRequests, high},
+		{"127.0.4.101", "/rbac/roles", "old@acme-corp.example", "acme-corp", http.StatusTooManyRequests, high}, // the tier, not the path
+		{"127.0.4.102", "/oauth/token", "x@globex.example", "globex", http.StatusOK, ""},
+		{"127.0.4.103", "/oauth/token", "y@example.com", "", http.StatusOK, ""},
+		{"127.0.4.104", "/auth/email/login", "new@acme-corp.example", "acme-corp", http.StatusOK, ""}, // CRITICAL is another bucket
+	} {
+		if got, by := nginxRouteCall(t, gw, s.local, "POST", s.path, s.user, s.team); got != s.status || by != s.refusedBy {
+			t.Errorf("step %d: %s on %s of team %q: %d refused by %q, want %d refused by %q", i+1, s.user, s.path, s.team, got, by, s.status, s.refusedBy)
+		}
+	}
+	if n := reached.Load(); n != 33 {
+		t.Errorf("the backend saw %d calls, want the 33 allowed", n)
+	}
+}
