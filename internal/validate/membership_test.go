@@ -99,13 +99,13 @@ func TestMembershipRefuses(t *testing.T) {
 			name:    "unknown subject type",
 			in:      ratelimit.Membership{SubjectType: "group", Subject: "developers", Groups: []string{"x"}},
 			field:   "subject_type",
-			message: `subject_type: must be one of user, client, server, agent, network (got "group")`,
+			message: `subject_type: must be one of user, client, server, agent, network, team (got "group")`,
 		},
 		{
 			name:    "missing subject type",
 			in:      ratelimit.Membership{Subject: "alice", Groups: []string{"developers"}},
 			field:   "subject_type",
-			message: `subject_type: must be one of user, client, server, agent, network (got "")`,
+			message: `subject_type: must be one of user, client, server, agent, network, team (got "")`,
 		},
 		{
 			name:    "empty subject",
@@ -270,7 +270,7 @@ func TestMembershipID(t *testing.T) {
 		},
 		{
 			name: "unknown subject type", id: "group:developers",
-			field: "subject_type", message: `subject_type: must be one of user, client, server, agent, network (got "group")`,
+			field: "subject_type", message: `subject_type: must be one of user, client, server, agent, network, team (got "group")`,
 		},
 		{
 			name: "empty subject", id: "user:",

@@ -131,7 +131,7 @@ func TestSubject(t *testing.T) {
 
 		{
 			name: "unknown subject type", kind: "group", in: "developers",
-			field: "subject_type", message: `subject_type: must be one of user, client, server, agent, network (got "group")`,
+			field: "subject_type", message: `subject_type: must be one of user, client, server, agent, network, team (got "group")`,
 		},
 		// Lookups find a subject stored before the whitespace rule;
 		// Membership and Admin refuse to store one.

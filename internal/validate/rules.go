@@ -25,11 +25,12 @@ const (
 	// a typo of several extra zeros is caught.
 	limitRule = "min=1,max=1000000000"
 	modeRule  = "oneof=" + ratelimit.ModeEnforce + " " + ratelimit.ModeShadow
-	// subjectTypeRule words the refusal of an unknown subject type; team
-	// (issue 12) is accepted ahead of it (normalizeSubject) and left out
-	// of the list so that the message stays what it was.
+	// subjectTypeRule words the refusal of an unknown subject type
+	// (normalizeSubject accepts each of them): the message lists every
+	// type a membership, a quarantine or an apply takes.
 	subjectTypeRule = "oneof=" + ratelimit.SubjectUser + " " + ratelimit.SubjectClient + " " +
-		ratelimit.SubjectServer + " " + ratelimit.SubjectAgent + " " + ratelimit.SubjectNetwork
+		ratelimit.SubjectServer + " " + ratelimit.SubjectAgent + " " + ratelimit.SubjectNetwork + " " +
+		ratelimit.SubjectTeam
 	// Admins are callers that bypass caller limits; servers and agents are
 	// targets and never call, so they cannot be admins.
 	adminSubjectTypeRule = "oneof=" + ratelimit.SubjectUser + " " + ratelimit.SubjectClient
