@@ -247,9 +247,7 @@ func (v limitsView) detailView(w, h int) string {
 		lines = append(lines, alg)
 	}
 	// Routes and tools: what the definition selects.
-	if m := cmdutil.MatchText(d); m != "" {
-		lines = append(lines, field(st, "matches", clean(m)))
-	}
+	lines = append(lines, matchLines(st, d, w)...)
 	upd := field(st, "version", strconv.FormatInt(d.Version, 10))
 	if d.UpdatedAt != nil || d.UpdatedBy != "" {
 		upd += "  " + field(st, "updated", formatStampPtr(d.UpdatedAt, loc))
@@ -308,6 +306,31 @@ func (v limitsView) detailView(w, h int) string {
 		}
 	}
 	return fitLines(lines, w, h)
+}
+
+// matchLines says what a route or tool definition selects, field by
+// field: a route's methods, whether it is exempt and every path pattern
+// (wrapped, so a tier's list is not cut at the pane's edge); a tool or
+// skill definition's kinds and what its bucket is kept per. Nothing for
+// other definitions.
+func matchLines(st *Styles, d ratelimit.Definition, w int) []string {
+	switch d.EntityType {
+	case ratelimit.EntityRoute:
+		methods := "every method"
+		if len(d.Methods) > 0 {
+			methods = strings.Join(d.Methods, ", ")
+		}
+		lines := []string{field(st, "methods", methods) + "  " + field(st, "exempt", yesNo(d.Exempt)),
+			st.Label.Render(fmt.Sprintf("paths (%d):", len(d.Paths)))}
+		return append(lines, wrapWords(d.Paths, w-2, "  ")...)
+	case ratelimit.EntityMCPTool, ratelimit.EntityA2ASkill:
+		kinds := "every kind"
+		if len(d.Kinds) > 0 {
+			kinds = strings.Join(d.Kinds, ", ")
+		}
+		return []string{field(st, "kinds", kinds) + "  " + field(st, "tool scope", cmp.Or(d.ToolScope, ratelimit.ToolScopeGlobal))}
+	}
+	return nil
 }
 
 // maxPaneItems bounds the memberships and counters the pane lays out.
