@@ -222,7 +222,8 @@ func nginxToolCall(t *testing.T, gw, user, server, tool, kind string) (int, stri
 // gateway set: seed 003's four scopes (docs/examples/003-tool-scopes.yaml)
 // each refuse what reference 003 says they refuse, a call refused by one
 // bucket costs nothing in the others, kinds select the definitions that
-// apply, and without the tool header the tool limits do not apply.
+// apply, a resource is limited by its URI, and without the tool header
+// the tool limits do not apply.
 func TestNginxExampleSeed003(t *testing.T) {
 	t.Parallel()
 	bin := nginxBinary(t)
@@ -275,6 +276,15 @@ func TestNginxExampleSeed003(t *testing.T) {
 	want("alice", "github", "greet", "prompt", http.StatusOK, "")
 	want("alice", "github", "assets", "completion", http.StatusOK, "")
 	want("alice", "github", "assets", "completion", http.StatusTooManyRequests, completions)
+	// Resources by URI: 2 reads an hour per caller of each file under
+	// file:///repos/ (principal_tool); reads are not tool calls, so
+	// alice's spent principal limit does not refuse them.
+	const repos = "target:mcp_tool:github:file:///repos/*:3600"
+	want("alice", "github", "file:///repos/a.md", "resource", http.StatusOK, "")
+	want("alice", "github", "file:///repos/a.md", "resource", http.StatusOK, "")
+	want("alice", "github", "file:///repos/a.md", "resource", http.StatusTooManyRequests, repos)
+	want("alice", "github", "file:///repos/b.md", "resource", http.StatusOK, "") // another resource, another bucket
+	want("bob", "github", "file:///repos/a.md", "resource", http.StatusOK, "")   // another caller
 	// A gateway that cannot see the tool: tool limits do not apply.
 	want("alice", "github", "", "", http.StatusOK, "")
 	// tool: 20 calls an hour per delete tool, whoever calls.

@@ -216,6 +216,19 @@ func TestExample003ToolScopes(t *testing.T) {
 			t.Errorf("global gate %+v", g)
 		}
 	}
+	// Resources are named by URI (kinds [resource]): two reads an hour per
+	// caller of each file under file:///repos/.
+	for range 2 {
+		if res := mustCheck(t, gw, tool("carol", "github", "file:///repos/a.md", "resource")); !res.Allowed {
+			t.Fatalf("carol's read of file:///repos/a.md: %+v", res)
+		}
+	}
+	if res := mustCheck(t, gw, tool("carol", "github", "file:///repos/a.md", "resource")); fmt.Sprint(refusedBy(res)) != "[target:mcp_tool:github:file:///repos/*:3600 principal_tool]" {
+		t.Errorf("carol's third read: refused by %v (%+v)", refusedBy(res), res)
+	}
+	if res := mustCheck(t, gw, tool("carol", "github", "file:///repos/b.md", "resource")); !res.Allowed {
+		t.Errorf("carol's read of another file: %+v", res)
+	}
 }
 
 // An apply file with one route that can never match is refused whole,

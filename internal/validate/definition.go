@@ -50,6 +50,7 @@ func Definition(d ratelimit.Definition, f Floors) (ratelimit.Definition, error) 
 	out.Members = members(&probs, d)
 	out.Paths, out.Methods = routeFields(&probs, d)
 	out.Kinds, out.ToolScope = toolFields(&probs, d)
+	probs.add(resourceURIProblem(d.EntityType, out.Name, out.Kinds))
 
 	var fe *FieldError
 	out.Scope, fe = scope(d.Axis, out.Name, d.Scope)
@@ -507,6 +508,24 @@ func routeFields(probs *problems, d ratelimit.Definition) (paths, methods []stri
 		methods = append(methods, m)
 	}
 	return paths, methods
+}
+
+// resourceURIProblem refuses an mcp_tool name that names a resource by
+// its URI (github:file:///x) unless the definition covers only the kinds
+// of calls that name one: resource, and completion (reference 003
+// completes a resource template, cloudg://assets/{+ref}). A tool's or a
+// prompt's name holds no '/'.
+func resourceURIProblem(entityType, name string, kinds []string) *FieldError {
+	if entityType != ratelimit.EntityMCPTool {
+		return nil
+	}
+	uri, ok := ratelimit.ResourceURI(name)
+	if !ok || (len(kinds) > 0 && !slices.ContainsFunc(kinds, func(k string) bool {
+		return k != ratelimit.KindResource && k != ratelimit.KindCompletion
+	})) {
+		return nil
+	}
+	return fieldError("name", "the resource URI %q is allowed only with kinds resource and/or completion (got kinds %v): a tool's or prompt's name must not contain '/'", uri, kinds)
 }
 
 // isToolEntity reports whether entity type names tools or skills.

@@ -52,7 +52,7 @@ func NameNormalizer(entityType string) Normalizer {
 	case EntityA2AAgent:
 		return AgentPath
 	case EntityMCPTool:
-		return leafName(ServerName, "<server>:<tool>", "tool")
+		return mcpToolName
 	case EntityA2ASkill:
 		return leafName(AgentPath, "<agent>:<skill>", "skill")
 	case EntityDescriptor:
@@ -200,4 +200,76 @@ func leafName(parent Normalizer, shape, leafKind string) Normalizer {
 		full := p + ":" + leaf
 		return full, NameProblem(field, full)
 	}
+}
+
+// mcpToolName normalizes an mcp_tool name: <server>:<tool>, or
+// <server>:<uri> for an MCP resource named by its URI (file:///x,
+// ui://widget/y, globs such as file:///docs/*). A name that is a valid
+// <server>:<tool> is read as one, as before URIs were allowed; only a
+// name a tool cannot have (its leaf holds '/') is read as a URI. A name
+// whose leaf is a URI is one only internal/validate lets definitions of
+// kinds [resource] store (ResourceURI).
+func mcpToolName(field, raw string) (string, *NameError) {
+	name, fe := toolName(field, raw)
+	if fe == nil {
+		return name, nil
+	}
+	s := strings.TrimSpace(raw)
+	server, uri, ok := splitResourceURI(s)
+	if !ok {
+		return "", fe
+	}
+	if strings.TrimFunc(server, isSpaceOrSlash) == "" {
+		return "", nameError(field, "must be <server>:<uri> with a server before the resource URI (got %q)", s)
+	}
+	if strings.ContainsRune(uri, '|') {
+		// Counter keys are '|'-separated, and a URI writes '|' as %7C.
+		return "", nameError(field, "the resource URI %q must not contain '|' (write it %%7C)", uri)
+	}
+	p, fe := ServerName(field, server)
+	if fe != nil {
+		return "", fe
+	}
+	full := p + ":" + uri
+	return full, NameProblem(field, full)
+}
+
+// toolName is the <server>:<tool> rule of mcp_tool names.
+var toolName = leafName(ServerName, "<server>:<tool>", "tool")
+
+// splitResourceURI splits <server>:<scheme>://<rest> at the ':' before the
+// URI's scheme (RFC 3986: a letter, then letters, digits, '+', '-', '.'):
+// the first "://" of the name ends the scheme, so a server may hold ':'
+// (peer:8080:file:///x is the server peer:8080). ok is false when the
+// name has no such URI.
+func splitResourceURI(s string) (server, uri string, ok bool) {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return "", "", false
+	}
+	j := i
+	for j > 0 && isSchemeChar(s[j-1]) {
+		j--
+	}
+	if j == i || j == 0 || s[j-1] != ':' || !isASCIILetter(s[j]) {
+		return "", "", false
+	}
+	return s[:j-1], s[j:], true
+}
+
+func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+func isSchemeChar(c byte) bool {
+	return isASCIILetter(c) || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'
+}
+
+// ResourceURI reports the resource URI of a normalized mcp_tool name that
+// names a resource by URI (github:file:///x: file:///x); ok is false for a
+// <server>:<tool> name.
+func ResourceURI(name string) (uri string, ok bool) {
+	if _, fe := toolName("name", name); fe == nil {
+		return "", false
+	}
+	_, uri, ok = splitResourceURI(name)
+	return uri, ok
 }
