@@ -392,3 +392,42 @@ func TestNginxExampleSeed004PerTeam(t *testing.T) {
 		t.Errorf("the backend saw %d calls, want the 33 allowed", n)
 	}
 }
+
+// Behind real nginx: docs/examples/002-per-ip-exempt-paths.yaml's 60
+// calls a minute per client address on every path, whoever calls, with
+// the public paths exempt even for an address over its limit.
+func TestNginxExample002ExemptPaths(t *testing.T) {
+	t.Parallel()
+	bin := nginxBinary(t)
+	const secret = "nginx-test-secret-002-exempt"
+	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.1/32"), GatewaySecret: secret})
+	admin := clientFor(t, env, env.AdminToken)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(backend.Close)
+	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+	awayFromWindowEdge(t, 60)
+	applyExample(t, admin, "002-per-ip-exempt-paths.yaml")
+	refresh(t, env)
+	const perIP = "target:route:per-ip:60"
+	for i := range 60 {
+		if got, by := nginxRouteCall(t, gw, "127.0.5.1", "GET", fmt.Sprintf("/page/%d", i), []string{"alice", "bob", ""}[i%3], ""); got != http.StatusOK {
+			t.Fatalf("call %d from 127.0.5.1: %d (refused by %q)", i+1, got, by)
+		}
+	}
+	for i, s := range []struct {
+		local, path string
+		status      int
+		refusedBy   string
+	}{
+		{"127.0.5.1", "/", http.StatusTooManyRequests, perIP},
+		{"127.0.5.1", "/srv/mcp", http.StatusTooManyRequests, perIP}, // a server's path too
+		{"127.0.5.1", "/docs/index.html", http.StatusOK, ""},         // exempt
+		{"127.0.5.1", "/openapi.json", http.StatusOK, ""},
+		{"127.0.5.1", "/redoc", http.StatusOK, ""},
+		{"127.0.5.2", "/", http.StatusOK, ""}, // another address
+	} {
+		if got, by := nginxRouteCall(t, gw, s.local, "GET", s.path, "carol", ""); got != s.status || by != s.refusedBy {
+			t.Errorf("step %d: %s from %s: %d refused by %q, want %d refused by %q", i+1, s.path, s.local, got, by, s.status, s.refusedBy)
+		}
+	}
+}
