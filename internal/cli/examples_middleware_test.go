@@ -72,7 +72,9 @@ func routeCaller(r *http.Request) (enforce.Call, bool) {
 
 func TestExample004ThroughMiddleware(t *testing.T) {
 	send := exampleMiddleware(t, "004-endpoint-tiers.yaml", routeCaller)
-	as := func(user, team string) map[string]string { return map[string]string{"X-User": user, "X-Auth-Team": team} }
+	as := func(user, team string) map[string]string {
+		return map[string]string{"X-User": user, "X-Auth-Team": team}
+	}
 	const critical, high = "target:route:critical:60", "target:route:high:60"
 	for i := range 10 {
 		if got, by := send("POST", "/auth/email/login", "192.0.2.10", as("alice", ""), ""); got != http.StatusOK {
@@ -196,7 +198,9 @@ func TestExample003ThroughMiddleware(t *testing.T) {
 			t.Errorf("step %d: %s on %s %s: %d refused by %q, want %d refused by %q", step, user, server, body, got, by, status, refusedBy)
 		}
 	}
-	call := func(tool string) string { return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `"}}` }
+	call := func(tool string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `"}}`
+	}
 	want("alice", "github", call("hot"), http.StatusOK, "")
 	for range 3 {
 		want("alice", "github", call("hot"), http.StatusTooManyRequests, principalTool)
