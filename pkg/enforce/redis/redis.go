@@ -357,6 +357,14 @@ func (s *Store) plan(reqs []enforce.TakeRequest, out []enforce.TakeResult) []*gr
 		}
 		for _, gr := range mine {
 			refs := gr.gates[len(gr.gates)-1]
+			if s.short(r, refs) {
+				gr.args = append(gr.args, "2", strconv.FormatInt(r.Cost, 10), strconv.Itoa(len(refs)))
+				for _, ref := range refs {
+					gr.args = s.shortArgs(gr, gr.args, r, r.Gates[ref.gate])
+				}
+				gr.args[0] = strconv.Itoa(len(gr.calls))
+				continue
+			}
 			consume := "0"
 			if r.Consume {
 				consume = "1"
@@ -369,6 +377,42 @@ func (s *Store) plan(reqs []enforce.TakeRequest, out []enforce.TakeResult) []*gr
 		}
 	}
 	return order
+}
+
+// short says whether the call r's gates refs (in one group) can take
+// takeScript's short form: r consumes, and they are fixed windows on
+// distinct keys (the short form increments a key once per gate, so two
+// gates on one key would see each other's take).
+func (s *Store) short(r enforce.TakeRequest, refs []gateRef) bool {
+	if !r.Consume {
+		return false
+	}
+	for i, ref := range refs {
+		g := r.Gates[ref.gate]
+		if g.KnownAlgorithm() != enforce.AlgorithmFixedWindow {
+			return false
+		}
+		for _, o := range refs[:i] {
+			if o2 := r.Gates[o.gate]; o2.Key == g.Key && o2.Window == g.Window {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// shortArgs appends a fixed window gate's 4 fields of the short form
+// (see takeScript).
+func (s *Store) shortArgs(gr *group, args []string, r enforce.TakeRequest, g enforce.CounterGate) []string {
+	idx := algorithm.WindowIndex(r.Now, g.Window)
+	w := strconv.FormatInt(int64(g.Window/time.Second), 10)
+	end := time.Unix(0, 0).Add(time.Duration(idx+1) * g.Window)
+	enf := "0"
+	if g.Enforce {
+		enf = "1"
+	}
+	key := s.prefix + "{" + escape(g.Key) + "}:f:" + w + ":" + strconv.FormatInt(idx, 10)
+	return append(args, enf, gr.key(key), strconv.FormatInt(g.Limit, 10), strconv.FormatInt(ttl(end, r.Now), 10))
 }
 
 // gateArgs appends g's 12 fields (see takeScript).
