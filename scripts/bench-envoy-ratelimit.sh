@@ -17,10 +17,13 @@
 #     limits no run reaches (domain load: route=checkout -> tenant, api_key,
 #     zone=/files/*; one hour windows);
 #   - rlapi serve --grpc-addr --counters-url redis://.../1 (the same server, db 1);
-#   - rlapi serve --grpc-addr with PostgreSQL's counters (the default);
-# then rlenvoy-load -targets drives them in rotating order, each concurrency
-# in ROUNDS rounds, and prints a markdown table: decisions/s, p50, p99 and the
-# ratio of each to Envoy's. Both rlapi get --backend-timeout 5s so that every
+#   - rlapi serve --grpc-addr with PostgreSQL's counters (the default)
+# (each rlapi path, gRPC and HTTP, in a process of its own), then
+# rlenvoy-load -targets drives them in rotating order, each concurrency in
+# ROUNDS rounds, and prints a markdown table: decisions/s, p50, p99, the
+# ratio of each to Envoy's, and the CPU time per decision of the target's
+# own process and of the Redis server (used while that target's rounds ran;
+# on a busy machine this moves far less than decisions/s). Every rlapi gets --backend-timeout 5s so that every
 # answer is a decision, not a fail-open one on a busy machine (Envoy's
 # REDIS_TIMEOUT is 10 s by default).
 #
@@ -116,22 +119,30 @@ env USE_STATSD=false USE_PROMETHEUS=false LOG_LEVEL=warn \
 	"$ENVOY_RLS_BIN" >"$tmp/envoy.log" 2>&1 &
 pids+=($!)
 
+envoy_pid=$!
+
 "$tmp/bin/rlapi" migrate >/dev/null
-start_rlapi() { # start_rlapi NAME HTTP GRPC [flags...]
-	local name=$1 http=$2 grpc=$3
-	shift 3
+# One rlapi process per target, so that each one's CPU per decision can be
+# read: NAME=URL?pid=N words for rlenvoy-load -targets, in $targets.
+targets="envoy=grpc://127.0.0.1:$envoy_grpc?pid=$envoy_pid"
+start_rlapi() { # start_rlapi NAME grpc|http [flags...]
+	local name=$1 kind=$2 http grpc port
+	shift 2
+	http=$(free_port) grpc=$(free_port)
 	"$tmp/bin/rlapi" serve --addr "127.0.0.1:$http" --grpc-addr "127.0.0.1:$grpc" \
 		--backend-timeout 5s --log-level warn "$@" >"$tmp/$name.log" 2>&1 &
 	pids+=($!)
+	port=$http
+	[ "$kind" = grpc ] && port=$grpc
+	targets="$targets,$name=$kind://127.0.0.1:$port?pid=$!"
+	wait_port "$grpc" "rlapi ($name)" "$tmp/$name.log"
 }
-redis_http=$(free_port) redis_grpc=$(free_port)
-start_rlapi rlapi-redis "$redis_http" "$redis_grpc" --counters-url "redis://$redis_addr/1"
-pg_http=$(free_port) pg_grpc=$(free_port)
-start_rlapi rlapi-pg "$pg_http" "$pg_grpc"
-
 wait_port "$envoy_grpc" "Envoy's ratelimit service" "$tmp/envoy.log"
-wait_port "$redis_grpc" "rlapi (Redis counters)" "$tmp/rlapi-redis.log"
-wait_port "$pg_grpc" "rlapi (PostgreSQL counters)" "$tmp/rlapi-pg.log"
+start_rlapi ours-grpc-redis grpc --counters-url "redis://$redis_addr/1"
+start_rlapi ours-http-redis http --counters-url "redis://$redis_addr/1"
+start_rlapi ours-grpc-pg grpc
+start_rlapi ours-http-pg http
+redis_pid=$(cat "$tmp/redis/redis.pid")
 
 cat <<EOF
 bench-envoy-ratelimit: $(date -u +%FT%TZ), $(uname -srm), $(nproc) cores, loadavg $(cut -d' ' -f1-3 /proc/loadavg)
@@ -144,6 +155,6 @@ bench-envoy-ratelimit: $(date -u +%FT%TZ), $(uname -srm), $(nproc) cores, loadav
 EOF
 "$tmp/bin/rlenvoy-load" -dsn "$DATABASE_URL" -duration "$duration" -rounds "$rounds" \
 	-concurrency "$concurrency" -keys "$keys" -grpc-conns "$grpc_conns" \
-	-targets "envoy=grpc://127.0.0.1:$envoy_grpc,ours-grpc-redis=grpc://127.0.0.1:$redis_grpc,ours-http-redis=http://127.0.0.1:$redis_http,ours-grpc-pg=grpc://127.0.0.1:$pg_grpc,ours-http-pg=http://127.0.0.1:$pg_http"
+	-targets "$targets" -shared-pid "$redis_pid"
 echo
 echo "loadavg at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -28,12 +28,37 @@ import (
 // rlenvoy-load still seeds -dsn (definitions and an enforcer token), so
 // every rlapi target must serve that database; a non-rlapi gRPC server
 // needs the same three descriptors configured (scripts/bench-envoy-ratelimit.sh).
-var targetsFlag = flag.String("targets", "", "instead of the in-process rlapi, drive running servers in interleaved rounds: name=grpc://host:port (ShouldRateLimit, 3 descriptors) or name=http://host:port (POST /api/check, 3 gates), comma-separated; ratios are to the first")
+var (
+	targetsFlag = flag.String("targets", "", "instead of the in-process rlapi, drive running servers in interleaved rounds: name=grpc://host:port (ShouldRateLimit, 3 descriptors) or name=http://host:port (POST /api/check, 3 gates), comma-separated, each optionally ?pid=N (the server's process, whose CPU per decision is then reported); ratios are to the first")
+	sharedPID   = flag.Int("shared-pid", 0, "with -targets: a process every target uses (the Redis server), whose CPU is charged to the target running at the time")
+)
 
 type target struct {
 	name, kind, addr string
+	pid              int
 	call             func(i int) error
 	ready            func(ctx context.Context) error
+}
+
+// cpuTime is the user and system CPU time pid has used (Linux: /proc);
+// 0 when it cannot be read.
+func cpuTime(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The fields after the command (which may hold spaces), from state.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b)[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ: 100 on Linux
 }
 
 func parseTargets(s string) ([]target, error) {
@@ -42,15 +67,23 @@ func parseTargets(s string) ([]target, error) {
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		name, u, ok := strings.Cut(part, "=")
+		u, pidStr, hasPID := strings.Cut(u, "?pid=")
 		kind, addr, ok2 := strings.Cut(u, "://")
 		if !ok || !ok2 || name == "" || addr == "" || (kind != "grpc" && kind != "http") {
 			return nil, fmt.Errorf("-targets: %q is not name=grpc://host:port or name=http://host:port", part)
+		}
+		pid := 0
+		if hasPID {
+			var err error
+			if pid, err = strconv.Atoi(pidStr); err != nil || pid < 1 {
+				return nil, fmt.Errorf("-targets: %q: pid %q is not a process id", part, pidStr)
+			}
 		}
 		if seen[name] {
 			return nil, fmt.Errorf("-targets: name %q twice", name)
 		}
 		seen[name] = true
-		ts = append(ts, target{name: name, kind: kind, addr: addr})
+		ts = append(ts, target{name: name, kind: kind, addr: addr, pid: pid})
 	}
 	return ts, nil
 }
@@ -153,17 +186,30 @@ func runTargets(ctx context.Context, ts []target, secret string, concurrency []i
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("rlenvoy-load -targets: %d cores (GOMAXPROCS %d), %s per target and concurrency in %d rounds, %d keys, %d gRPC connections, host %s, %s, loadavg %s\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), duration, rounds, keys, max(grpcConns, 1), host, time.Now().UTC().Format(time.RFC3339), strings.TrimSpace(string(load)))
-	fmt.Printf("| target | call | streams | decisions/s | p50 | p99 | ÷ %s |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |\n", ts[0].name)
+	// CPU per decision: what the target's own process (and the shared
+	// Redis) used while its rounds ran, divided by its decisions. Unlike
+	// decisions/s it hardly moves with what else the machine is doing.
+	fmt.Printf("| target | call | streams | decisions/s | p50 | p99 | ÷ %s | server CPU/decision | shared CPU/decision |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n", ts[0].name)
+	perDecision := func(cpu time.Duration, n int, known bool) string {
+		if !known || n == 0 {
+			return "-"
+		}
+		return (cpu / time.Duration(n)).Round(100 * time.Nanosecond).String()
+	}
 	for _, c := range concurrency {
 		samples := make([]sample, len(ts))
+		own, shared := make([]time.Duration, len(ts)), make([]time.Duration, len(ts))
 		for r := range rounds {
 			// Rotate the order each round so that no target always runs
 			// first (or last) after the others warmed the machine.
 			for j := range ts {
 				k := (j + r) % len(ts)
+				o0, s0 := cpuTime(ts[k].pid), cpuTime(*sharedPID)
 				if err := samples[k].run(ctx, c, duration/time.Duration(rounds), ts[k].call); err != nil {
 					return fmt.Errorf("target %s: %w", ts[k].name, err)
 				}
+				own[k] += cpuTime(ts[k].pid) - o0
+				shared[k] += cpuTime(*sharedPID) - s0
 			}
 		}
 		base := samples[0].result()
@@ -173,7 +219,9 @@ func runTargets(ctx context.Context, ts []target, secret string, concurrency []i
 			if t.kind == "http" {
 				call = "POST /api/check, 3 gates"
 			}
-			fmt.Printf("| %s | %s | %d | %.0f | %s | %s | %.2fx |\n", t.name, call, c, res.rate, res.p50, res.p99, res.rate/base.rate)
+			n := len(samples[j].lat)
+			fmt.Printf("| %s | %s | %d | %.0f | %s | %s | %.2fx | %s | %s |\n", t.name, call, c, res.rate, res.p50, res.p99, res.rate/base.rate,
+				perDecision(own[j], n, t.pid > 0), perDecision(shared[j], n, *sharedPID > 0))
 		}
 	}
 	if ctx.Err() != nil {
