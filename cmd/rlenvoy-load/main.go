@@ -106,6 +106,13 @@ func run() error {
 	if _, err := st.CreateToken(ctx, name, ratelimit.RoleEnforcer, sum, nil); err != nil {
 		return err
 	}
+	if *targetsFlag != "" {
+		ts, err := parseTargets(*targetsFlag)
+		if err != nil {
+			return err
+		}
+		return runTargets(ctx, ts, secret, concurrency, *duration, *rounds, *keys, *grpcConns)
+	}
 
 	// A generous backend timeout: the load measures decisions, not the
 	// fail-open answers a busy machine's timeouts would give instead.

@@ -210,6 +210,10 @@ type group struct {
 	gates   [][]gateRef // per call here: its gates here
 	tookIn  []bool      // per call here: the script took
 	results [][5]int64  // per gate here, in order: room, before, after
+	// peek: no call here consumes, so the group is read with one MGET
+	// (atomic, like a script) and decided here, with the same arithmetic
+	// (pkg/enforce/algorithm), instead of running takeScript.
+	peek bool
 }
 
 func (g *group) key(k string) string {
@@ -245,7 +249,7 @@ func (s *Store) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline t
 		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
-	replies := s.run(ctx, s.take, order)
+	replies := s.run(ctx, s.take, order, reqs)
 	var failed error
 	unknown := false
 	for i, g := range order {
@@ -354,9 +358,22 @@ func (s *Store) plan(reqs []enforce.TakeRequest, out []enforce.TakeResult) []*gr
 				mine = append(mine, gr)
 			}
 			gr.gates[len(gr.gates)-1] = append(gr.gates[len(gr.gates)-1], gateRef{call: i, gate: j})
+			if len(gr.calls) == 1 && len(gr.gates[0]) == 1 {
+				gr.peek = !r.Consume
+			} else if r.Consume {
+				gr.peek = false
+			}
 		}
 		for _, gr := range mine {
 			refs := gr.gates[len(gr.gates)-1]
+			if s.short(r, refs) {
+				gr.args = append(gr.args, "2", strconv.FormatInt(r.Cost, 10), strconv.Itoa(len(refs)))
+				for _, ref := range refs {
+					gr.args = s.shortArgs(gr, gr.args, r, r.Gates[ref.gate])
+				}
+				gr.args[0] = strconv.Itoa(len(gr.calls))
+				continue
+			}
 			consume := "0"
 			if r.Consume {
 				consume = "1"
@@ -369,6 +386,42 @@ func (s *Store) plan(reqs []enforce.TakeRequest, out []enforce.TakeResult) []*gr
 		}
 	}
 	return order
+}
+
+// short says whether the call r's gates refs (in one group) can take
+// takeScript's short form: r consumes, and they are fixed windows on
+// distinct keys (the short form increments a key once per gate, so two
+// gates on one key would see each other's take).
+func (s *Store) short(r enforce.TakeRequest, refs []gateRef) bool {
+	if !r.Consume {
+		return false
+	}
+	for i, ref := range refs {
+		g := r.Gates[ref.gate]
+		if g.KnownAlgorithm() != enforce.AlgorithmFixedWindow {
+			return false
+		}
+		for _, o := range refs[:i] {
+			if o2 := r.Gates[o.gate]; o2.Key == g.Key && o2.Window == g.Window {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// shortArgs appends a fixed window gate's 4 fields of the short form
+// (see takeScript).
+func (s *Store) shortArgs(gr *group, args []string, r enforce.TakeRequest, g enforce.CounterGate) []string {
+	idx := algorithm.WindowIndex(r.Now, g.Window)
+	w := strconv.FormatInt(int64(g.Window/time.Second), 10)
+	end := time.Unix(0, 0).Add(time.Duration(idx+1) * g.Window)
+	enf := "0"
+	if g.Enforce {
+		enf = "1"
+	}
+	key := s.prefix + "{" + escape(g.Key) + "}:f:" + w + ":" + strconv.FormatInt(idx, 10)
+	return append(args, enf, gr.key(key), strconv.FormatInt(g.Limit, 10), strconv.FormatInt(ttl(end, r.Now), 10))
 }
 
 // gateArgs appends g's 12 fields (see takeScript).
@@ -434,19 +487,133 @@ type reply struct {
 }
 
 // run runs sc once per group, pipelined (one round trip per node), with
-// EVALSHA, and EVAL for the groups whose server did not know the script.
-func (s *Store) run(ctx context.Context, sc script, order []*group) []reply {
+// EVALSHA, and EVAL for the groups whose server did not know the script;
+// a peek group is one MGET instead.
+func (s *Store) run(ctx context.Context, sc script, order []*group, reqs []enforce.TakeRequest) []reply {
 	cmds := make(rueidis.Commands, len(order))
 	for i, g := range order {
+		if g.peek {
+			cmds[i] = s.client.B().Mget().Key(s.peekKeys(g, reqs)...).Build()
+			continue
+		}
 		cmds[i] = s.client.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(g.keys))).Key(g.keys...).Arg(g.args...).Build()
 	}
-	return s.exec(ctx, sc, cmds, func(i int) rueidis.Completed {
+	out := s.exec(ctx, sc, cmds, func(i int) rueidis.Completed {
 		g := order[i]
 		return s.client.B().Eval().Script(sc.body).Numkeys(int64(len(g.keys))).Key(g.keys...).Arg(g.args...).Build()
+	}, func(i int, r rueidis.RedisResult) reply {
+		if order[i].peek {
+			return s.peekReply(order[i], reqs, r)
+		}
+		return toReply(r)
 	})
+	return out
 }
 
-func (s *Store) exec(ctx context.Context, sc script, cmds rueidis.Commands, eval func(int) rueidis.Completed) []reply {
+// peekKeys are the keys a peek group reads, gate by gate in group order
+// (a sliding window's current and previous windows).
+func (s *Store) peekKeys(g *group, reqs []enforce.TakeRequest) []string {
+	var keys []string
+	for j, c := range g.calls {
+		r := reqs[c]
+		for _, ref := range g.gates[j] {
+			gate := r.Gates[ref.gate]
+			keys = append(keys, s.gateKey(gate, r.Now))
+			if gate.KnownAlgorithm() == enforce.AlgorithmSlidingWindow {
+				keys = append(keys, s.gateKey(gate, r.Now.Add(-gate.Window)))
+			}
+		}
+	}
+	return keys
+}
+
+// peekReply turns a peek group's MGET into what takeScript would have
+// answered for it (no call took; every gate's state before and after is
+// the one read), deciding each gate's room with pkg/enforce/algorithm.
+func (s *Store) peekReply(g *group, reqs []enforce.TakeRequest, r rueidis.RedisResult) reply {
+	vals, err := r.ToArray()
+	if err != nil {
+		return reply{err: err}
+	}
+	k := 0
+	next := func() (string, bool, error) {
+		if k >= len(vals) {
+			return "", false, fmt.Errorf("redis: MGET answered %d values: too few", len(vals))
+		}
+		v := vals[k]
+		k++
+		if v.IsNil() {
+			return "", false, nil
+		}
+		str, err := v.ToString()
+		return str, err == nil, err
+	}
+	count := func() (int64, error) {
+		v, ok, err := next()
+		if err != nil || !ok {
+			return 0, err
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("redis: a window's counter holds %q: not an integer", v)
+		}
+		return n, nil
+	}
+	var ints []int64
+	for j, c := range g.calls {
+		req := reqs[c]
+		ints = append(ints, 0) // nothing taken
+		for _, ref := range g.gates[j] {
+			gate := req.Gates[ref.gate]
+			var st algorithm.State
+			var a, b int64
+			switch gate.KnownAlgorithm() {
+			case enforce.AlgorithmTokenBucket:
+				v, ok, err := next()
+				if err != nil {
+					return reply{err: err}
+				}
+				a, b = 0, -1
+				if sec, ns, found := strings.Cut(v, ":"); ok && found {
+					ts, err1 := strconv.ParseInt(sec, 10, 64)
+					tn, err2 := strconv.ParseInt(ns, 10, 64)
+					if tat := time.Unix(ts, tn); err1 == nil && err2 == nil && tat.After(req.Now) {
+						a, b, st.TAT = ts, tn, tat
+					}
+				}
+			case enforce.AlgorithmSlidingWindow:
+				cur, err := count()
+				if err != nil {
+					return reply{err: err}
+				}
+				prev, err := count()
+				if err != nil {
+					return reply{err: err}
+				}
+				a, b, st.Count, st.Previous = cur, prev, cur, prev
+			default:
+				cur, err := count()
+				if err != nil {
+					return reply{err: err}
+				}
+				a, st.Count = cur, cur
+			}
+			room, _ := algorithm.Decide(algorithm.Gate{Algorithm: string(gate.KnownAlgorithm()), Window: gate.Window,
+				Limit: gate.Limit, Burst: gate.Burst}, st, req.Now, req.Cost)
+			roomInt := int64(0)
+			if room {
+				roomInt = 1
+			}
+			ints = append(ints, roomInt, a, b, a, b)
+		}
+	}
+	return reply{ints: ints}
+}
+
+func (s *Store) exec(ctx context.Context, sc script, cmds rueidis.Commands, eval func(int) rueidis.Completed, conv func(int, rueidis.RedisResult) reply) []reply {
+	if conv == nil {
+		conv = func(_ int, r rueidis.RedisResult) reply { return toReply(r) }
+	}
 	out := make([]reply, len(cmds))
 	res := s.client.DoMulti(ctx, cmds...)
 	var again []int
@@ -455,7 +622,7 @@ func (s *Store) exec(ctx context.Context, sc script, cmds rueidis.Commands, eval
 			again = append(again, i)
 			continue
 		}
-		out[i] = toReply(r)
+		out[i] = conv(i, r)
 	}
 	if len(again) > 0 {
 		evals := make(rueidis.Commands, len(again))
@@ -463,7 +630,7 @@ func (s *Store) exec(ctx context.Context, sc script, cmds rueidis.Commands, eval
 			evals[j] = eval(i)
 		}
 		for j, r := range s.client.DoMulti(ctx, evals...) {
-			out[again[j]] = toReply(r)
+			out[again[j]] = conv(again[j], r)
 		}
 	}
 	return out
@@ -611,7 +778,7 @@ func (s *Store) undo(ctx context.Context, u []undoGate, failedBatch bool) error 
 	for i, r := range s.exec(uctx, s.giveBack, cmds, func(i int) rueidis.Completed {
 		g := order[i]
 		return s.client.B().Eval().Script(s.giveBack.body).Numkeys(int64(len(g.keys))).Key(g.keys...).Arg(g.args...).Build()
-	}) {
+	}, nil) {
 		switch {
 		case r.err != nil:
 			errs = errors.Join(errs, fmt.Errorf("redis: give back a reservation: %w", r.err))

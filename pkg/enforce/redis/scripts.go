@@ -16,8 +16,8 @@ package redis
 // takeScript decides a sequence of calls' gates that all live in one hash
 // slot (or, on a standalone server, every gate of a batch), in order.
 //
-// ARGV[1] is the number of calls; then, per call: consume (0/1), cost,
-// the number of gates, and 12 fields per gate (N in the script):
+// ARGV[1] is the number of calls; then, per call: consume (0/1, or 2: see
+// below), cost, the number of gates, and 12 fields per gate (N in the script):
 //
 //	algo ('f', 's', 't'), enforce (0/1), key index, previous window's key index (s),
 //	limit, a, b, c, d, e, f, g
@@ -37,6 +37,14 @@ package redis
 // A call takes only when every enforce gate here has room and it
 // consumes; it then takes from every gate with room (a full shadow gate
 // reports and takes nothing).
+//
+// consume 2 is the common case's short form: a call that consumes, whose
+// gates here are all fixed windows on distinct keys, sends 4 fields per
+// gate (enforce, key index, limit, TTL in ms) and is decided with one
+// INCRBY per gate (PEXPIRE only on a new key) instead of GET, INCRBY and
+// PEXPIRE; what may not stay is given back (DECRBY, or DEL of a key the
+// call created) inside the same script, so the answer and the counts are
+// those of the long form.
 const takeScript = `#!lua
 local E9 = 1000000000
 local H = 32768
@@ -77,65 +85,99 @@ local N = 12
 local out = {}
 local p = 2
 for _ = 1, tonumber(ARGV[1]) do
-  local take = ARGV[p] == '1'
   local cost = tonumber(ARGV[p + 1])
   local ng = tonumber(ARGV[p + 2])
   local base = p + 3
-  local ok = true
-  local room, pa, pb = {}, {}, {}
-  for g = 1, ng do
-    local q = base + (g - 1) * N
-    local algo, enf, key = ARGV[q], ARGV[q + 1] == '1', KEYS[tonumber(ARGV[q + 2])]
-    local limit = tonumber(ARGV[q + 4])
-    local r, a, b
-    if algo == 'f' then
-      a, b = tonumber(redis.call('GET', key) or '0'), 0
-      r = cost >= 1 and cost <= limit - a
-    elseif algo == 's' then
-      a = tonumber(redis.call('GET', key) or '0')
-      b = tonumber(redis.call('GET', KEYS[tonumber(ARGV[q + 3])]) or '0')
-      r = slroom(b, a, cost, limit, tonumber(ARGV[q + 6]), tonumber(ARGV[q + 7]))
-    else
-      local ns, nn = tonumber(ARGV[q + 5]), tonumber(ARGV[q + 6])
-      local ts, tn = tat(redis.call('GET', key))
-      local ds, dn = 0, 0
-      a, b = 0, -1
-      if ts and (ts > ns or (ts == ns and tn > nn)) then
-        a, b = ts, tn
-        ds, dn = sub(ts, tn, ns, nn)
-      end
-      r = ARGV[q + 7] == '0' and le(ds, dn, tonumber(ARGV[q + 8]), tonumber(ARGV[q + 9]))
+  if ARGV[p] == '2' then
+    -- Consumes, fixed windows only, distinct keys: 4 fields per gate
+    -- (enforce, key index, limit, TTL in ms). Increment first (a new key
+    -- gets its TTL), then give back what may not stay: every gate if an
+    -- enforce gate is past its limit, else the shadow gates past theirs.
+    -- One script, so no other call sees the increments given back.
+    local after, room = {}, {}
+    local ok = true
+    for g = 1, ng do
+      local q = base + (g - 1) * 4
+      local key = KEYS[tonumber(ARGV[q + 1])]
+      local a = redis.call('INCRBY', key, cost)
+      if a == cost then redis.call('PEXPIRE', key, ARGV[q + 3]) end
+      local r = a <= tonumber(ARGV[q + 2])
+      after[g], room[g] = a, r
+      if ARGV[q] == '1' and not r then ok = false end
     end
-    room[g], pa[g], pb[g] = r, a, b
-    if enf and not r then ok = false end
-  end
-  local took = take and ok
-  out[#out + 1] = took and 1 or 0
-  for g = 1, ng do
-    local q = base + (g - 1) * N
-    local algo, key = ARGV[q], KEYS[tonumber(ARGV[q + 2])]
-    local a, b = pa[g], pb[g]
-    if took and room[g] then
-      if algo == 'f' or algo == 's' then
-        a = redis.call('INCRBY', key, cost)
-        redis.call('PEXPIRE', key, ARGV[q + 5])
+    out[#out + 1] = ok and 1 or 0
+    for g = 1, ng do
+      local a, before = after[g], after[g] - cost
+      if not (ok and room[g]) then
+        local key = KEYS[tonumber(ARGV[base + (g - 1) * 4 + 1])]
+        if before == 0 then redis.call('DEL', key) else redis.call('DECRBY', key, cost) end
+        a = before
+      end
+      out[#out + 1] = room[g] and 1 or 0
+      out[#out + 1] = before
+      out[#out + 1] = 0
+      out[#out + 1] = a
+      out[#out + 1] = 0
+    end
+    p = base + ng * 4
+  else
+    local take = ARGV[p] == '1'
+    local ok = true
+    local room, pa, pb = {}, {}, {}
+    for g = 1, ng do
+      local q = base + (g - 1) * N
+      local algo, enf, key = ARGV[q], ARGV[q + 1] == '1', KEYS[tonumber(ARGV[q + 2])]
+      local limit = tonumber(ARGV[q + 4])
+      local r, a, b
+      if algo == 'f' then
+        a, b = tonumber(redis.call('GET', key) or '0'), 0
+        r = cost >= 1 and cost <= limit - a
+      elseif algo == 's' then
+        a = tonumber(redis.call('GET', key) or '0')
+        b = tonumber(redis.call('GET', KEYS[tonumber(ARGV[q + 3])]) or '0')
+        r = slroom(b, a, cost, limit, tonumber(ARGV[q + 6]), tonumber(ARGV[q + 7]))
       else
         local ns, nn = tonumber(ARGV[q + 5]), tonumber(ARGV[q + 6])
         local ts, tn = tat(redis.call('GET', key))
-        if not ts or ts < ns or (ts == ns and tn < nn) then ts, tn = ns, nn end
-        a, b = add(ts, tn, tonumber(ARGV[q + 10]), tonumber(ARGV[q + 11]))
-        local ds, dn = sub(a, b, ns, nn)
-        local ttl = ds * 1000 + math.floor((dn + 999999) / 1000000) + tonumber(ARGV[q + 3])
-        redis.call('SET', key, string.format('%d:%d', a, b), 'PX', string.format('%d', ttl))
+        local ds, dn = 0, 0
+        a, b = 0, -1
+        if ts and (ts > ns or (ts == ns and tn > nn)) then
+          a, b = ts, tn
+          ds, dn = sub(ts, tn, ns, nn)
+        end
+        r = ARGV[q + 7] == '0' and le(ds, dn, tonumber(ARGV[q + 8]), tonumber(ARGV[q + 9]))
       end
+      room[g], pa[g], pb[g] = r, a, b
+      if enf and not r then ok = false end
     end
-    out[#out + 1] = room[g] and 1 or 0
-    out[#out + 1] = pa[g]
-    out[#out + 1] = pb[g]
-    out[#out + 1] = a
-    out[#out + 1] = b
+    local took = take and ok
+    out[#out + 1] = took and 1 or 0
+    for g = 1, ng do
+      local q = base + (g - 1) * N
+      local algo, key = ARGV[q], KEYS[tonumber(ARGV[q + 2])]
+      local a, b = pa[g], pb[g]
+      if took and room[g] then
+        if algo == 'f' or algo == 's' then
+          a = redis.call('INCRBY', key, cost)
+          redis.call('PEXPIRE', key, ARGV[q + 5])
+        else
+          local ns, nn = tonumber(ARGV[q + 5]), tonumber(ARGV[q + 6])
+          local ts, tn = tat(redis.call('GET', key))
+          if not ts or ts < ns or (ts == ns and tn < nn) then ts, tn = ns, nn end
+          a, b = add(ts, tn, tonumber(ARGV[q + 10]), tonumber(ARGV[q + 11]))
+          local ds, dn = sub(a, b, ns, nn)
+          local ttl = ds * 1000 + math.floor((dn + 999999) / 1000000) + tonumber(ARGV[q + 3])
+          redis.call('SET', key, string.format('%d:%d', a, b), 'PX', string.format('%d', ttl))
+        end
+      end
+      out[#out + 1] = room[g] and 1 or 0
+      out[#out + 1] = pa[g]
+      out[#out + 1] = pb[g]
+      out[#out + 1] = a
+      out[#out + 1] = b
+    end
+    p = base + ng * N
   end
-  p = base + ng * N
 end
 return out
 `
