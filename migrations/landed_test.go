@@ -30,6 +30,8 @@ var landed = map[string]string{
 	"016_routes.sql":                   "aff0ef4d922551fea06606d52881455dc723b0a1470d49c35a254068c6d347a7",
 	"017_events.sql":                   "e92fd087b494e3e82cbcc86b0876287d52f55bed4af04b79822cf7e6d1b25be7",
 	"018_route_team_limits.sql":        "6396e825883a02ac1a67ec4a6ec81925a6d58c4b539a54e27b56e494763f2b85",
+	"019_reserved.sql":                 "e33cd7bc6101d45839edbb03bda27bd424d468f959e43b855b501957237f36f2",
+	"020_counters_cheap_writes.sql":    "de15c683a985a7b2b693abdaf76d39f5bb4efd4769884f4745efd70abad512e2",
 	// Templates a landed migration includes are frozen with it.
 	"shared/rl_take_002.sql": "a4894629da2988fbd9bab877f29d23901b49b5a62f3cf247e7c85019700ee5c3",
 	"shared/rl_take_006.sql": "821557b32a97007f66cf905b120a840e415e62ed868a22c53a5859d67d35fe41",
