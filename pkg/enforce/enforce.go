@@ -379,7 +379,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if !admin {
 		// Administrators are never limited by descriptors either: an
 		// Envoy request carries no target to protect but its descriptors.
-		gates = append(gates, descriptorGates(snap, c.Descriptors, now)...)
+		gates = descriptorGates(gates, snap, c.Descriptors, now)
 	}
 	if len(gates) == 0 {
 		e.metrics.checks.WithLabelValues("allowed").Inc()

@@ -20,7 +20,6 @@ package envoyrls
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"net"
 	"net/http"
@@ -200,9 +199,8 @@ func (s *Service) authorize(ctx context.Context) error {
 		}
 		return nil
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
 	var tok string
-	if v := md.Get("authorization"); len(v) > 0 {
+	if v := metadata.ValueFromIncomingContext(ctx, "authorization"); len(v) > 0 {
 		tok = v[0]
 		if t, ok := strings.CutPrefix(tok, "Bearer "); ok {
 			tok = t
@@ -240,12 +238,8 @@ func (s *Service) call(req *rlsv3.RateLimitRequest) (enforce.Call, error) {
 		cost = 1
 	}
 	c := enforce.Call{Cost: cost, Descriptors: &enforce.DescriptorRequest{Domain: req.GetDomain()}}
-	ids := s.opts.Identity
-	idFields := []struct {
-		key string
-		to  *string
-	}{{ids.User, &c.Username}, {ids.ClientID, &c.ClientID}, {ids.ClientIP, &c.ClientIP},
-		{ids.TargetType, &c.TargetType}, {ids.TargetName, &c.TargetName}, {ids.Tool, &c.Tool}}
+	ids := &s.opts.Identity
+	c.Descriptors.Descriptors = make([]enforce.Descriptor, 0, len(req.GetDescriptors()))
 	for i, d := range req.GetDescriptors() {
 		if len(d.GetEntries()) == 0 {
 			return invalid("descriptors[%d]: must have at least one entry", i)
@@ -265,22 +259,28 @@ func (s *Service) call(req *rlsv3.RateLimitRequest) (enforce.Call, error) {
 				return invalid("descriptors[%d].entries[%d]: key and value must be at most %d bytes each (got %d and %d): they are part of counter keys", i, j, MaxEntryBytes, len(e.GetKey()), len(e.GetValue()))
 			}
 			desc.Entries[j] = ratelimit.DescriptorEntry{Key: e.GetKey(), Value: e.GetValue()}
-			for _, f := range idFields {
-				if f.key == "" || e.GetKey() != f.key || e.GetValue() == "" {
+			if e.GetValue() == "" {
+				continue
+			}
+			// The identities this entry names (every field of the
+			// mapping whose key it is, in the mapping's order).
+			for f, key := range [...]string{ids.User, ids.ClientID, ids.ClientIP, ids.TargetType, ids.TargetName, ids.Tool} {
+				if key == "" || e.GetKey() != key {
 					continue
 				}
+				to := [...]*string{&c.Username, &c.ClientID, &c.ClientIP, &c.TargetType, &c.TargetName, &c.Tool}[f]
 				v := e.GetValue()
-				if f.to == &c.ClientIP {
+				if to == &c.ClientIP {
 					a, err := netip.ParseAddr(v)
 					if err != nil {
 						continue // not an address: not an identity (its descriptor still counts)
 					}
 					v = a.Unmap().String()
 				}
-				if *f.to != "" && *f.to != v {
-					return invalid("descriptors[%d].entries[%d]: %s %q differs from %q given by an earlier entry; a request has one of each identity", i, j, f.key, v, *f.to)
+				if *to != "" && *to != v {
+					return invalid("descriptors[%d].entries[%d]: %s %q differs from %q given by an earlier entry; a request has one of each identity", i, j, key, v, *to)
 				}
-				*f.to = v
+				*to = v
 			}
 		}
 		if l := d.GetLimit(); l != nil {
@@ -356,10 +356,6 @@ func render(c enforce.Call, dec enforce.Decision, matches []enforce.DescriptorMa
 		}
 		return resp
 	}
-	denied := map[string]bool{}
-	for _, g := range dec.Denied {
-		denied[gateID(g)] = true
-	}
 	for i := range resp.Statuses {
 		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
 		resp.Statuses[i] = st
@@ -370,7 +366,7 @@ func render(c enforce.Call, dec enforce.Decision, matches []enforce.DescriptorMa
 			if g.Descriptor != i+1 || g.Shadow {
 				continue
 			}
-			isDenied := denied[gateID(*g)]
+			isDenied := deniedGate(dec.Denied, g)
 			switch {
 			case best == nil, isDenied && !bestDenied, isDenied == bestDenied && g.Remaining < best.Remaining:
 				best, bestDenied = g, isDenied
@@ -397,10 +393,16 @@ func render(c enforce.Call, dec enforce.Decision, matches []enforce.DescriptorMa
 	return resp
 }
 
-// gateID tells a decision's gates apart (its key is not exported; the
-// definition, window and descriptor are enough within one decision).
-func gateID(g enforce.Gate) string {
-	return fmt.Sprintf("%s|%d|%d", g.DefinitionID, g.WindowSeconds, g.Descriptor)
+// deniedGate reports whether g is among a decision's denied gates (its
+// key is not exported; the definition, window and descriptor are enough
+// to tell a decision's gates apart).
+func deniedGate(denied []enforce.Gate, g *enforce.Gate) bool {
+	for i := range denied {
+		if d := &denied[i]; d.Descriptor == g.Descriptor && d.WindowSeconds == g.WindowSeconds && d.DefinitionID == g.DefinitionID {
+			return true
+		}
+	}
+	return false
 }
 
 func clampUint32(v int64) uint32 {
