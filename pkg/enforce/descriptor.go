@@ -22,6 +22,11 @@ import (
 type DescriptorRequest struct {
 	Domain      string
 	Descriptors []Descriptor
+	// DescriptorsOnly: the call takes its descriptors' gates alone; its
+	// identities still select quarantine and the administrators' exemption,
+	// but their caller and target definitions are not taken (pkg/envoyrls'
+	// every-descriptor mode takes those in a call of their own, once).
+	DescriptorsOnly bool
 }
 
 // Descriptor is one descriptor of a call: its entries, outermost first, and

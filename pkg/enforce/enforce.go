@@ -369,7 +369,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		who.networkKey = ratelimit.MembershipID(ratelimit.SubjectNetwork, netPrefix.String())
 	}
 	var gates []Gate
-	if c.TargetType != "" || c.Descriptors != nil {
+	if (c.TargetType != "" || c.Descriptors != nil) && (c.Descriptors == nil || !c.Descriptors.DescriptorsOnly) {
 		// A call with only a path meets the route definitions alone.
 		gates = e.buildGates(snap, c, who, netGroups, targetName, admin, now)
 	}
