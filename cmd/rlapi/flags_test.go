@@ -42,6 +42,7 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 		"RLAPI_GRPC_TLS_KEY":           {"/etc/rl/key.pem", `"/etc/rl/key.pem"`},
 		"RLAPI_GRPC_CLIENT_CA":         {"/etc/rl/ca.pem", `"/etc/rl/ca.pem"`},
 		"RLAPI_GRPC_HEADERS":           {"true", "true"},
+		"RLAPI_GRPC_COUNT_MODE":        {"every-descriptor", `"every-descriptor"`},
 
 		// Failed-credential throttling and escalation lockouts (issue 13).
 		"RLAPI_GATEWAY_AUTH_MAX_FAILURES": {"7", "7"},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -34,6 +35,7 @@ import (
 type grpcConfig struct {
 	addr, trusted, certFile, keyFile, clientCA *string
 	headers                                    *bool
+	countMode                                  *string
 }
 
 func grpcFlags(fs *flag.FlagSet, getenv func(string) string) grpcConfig {
@@ -48,11 +50,17 @@ func grpcFlags(fs *flag.FlagSet, getenv func(string) string) grpcConfig {
 			"PEM CA bundle: gRPC clients must present a certificate it signed (mutual TLS; needs --grpc-tls-cert) (RLAPI_GRPC_CLIENT_CA)"),
 		headers: fs.Bool("grpc-headers", envBool(getenv, "RLAPI_GRPC_HEADERS"),
 			"add the rate-limit headers (X-RateLimit-*, RateLimit, RateLimit-Policy, Retry-After) to ShouldRateLimit answers (RLAPI_GRPC_HEADERS)"),
+		countMode: fs.String("grpc-count-mode", cmp.Or(getenv("RLAPI_GRPC_COUNT_MODE"), string(envoyrls.CountAllOrNothing)),
+			"how a request's descriptors are counted: all-or-nothing (one a limit denies consumes nothing on the others) or every-descriptor "+
+				"(each counted on its own, as Envoy's ratelimit service does; descriptors may then carry their own hits_addend) (RLAPI_GRPC_COUNT_MODE)"),
 	}
 }
 
 // check validates the flags before anything starts.
 func (g grpcConfig) check() ([]netip.Prefix, error) {
+	if _, err := envoyrls.ParseCountMode(*g.countMode); err != nil {
+		return nil, fmt.Errorf("%w: --grpc-count-mode: %w", errUsage, err)
+	}
 	if *g.addr == "" {
 		for name, v := range map[string]string{"--grpc-trusted-clients": *g.trusted, "--grpc-tls-cert": *g.certFile,
 			"--grpc-tls-key": *g.keyFile, "--grpc-client-ca": *g.clientCA} {
@@ -110,7 +118,7 @@ func startGRPC(ctx context.Context, g grpcConfig, trusted []netip.Prefix, enf *e
 		return nil, err
 	}
 	svc, err := envoyrls.New(envoyrls.Options{
-		Enforcer: enf, Headers: *g.headers, TrustedClients: trusted, Registerer: registry,
+		Enforcer: enf, Headers: *g.headers, TrustedClients: trusted, Registerer: registry, CountMode: envoyrls.CountMode(*g.countMode),
 		Authenticate: func(ctx context.Context, tok string, peer netip.Addr) error {
 			return tokenStatus(srv.VerifyDecisionToken(ctx, tok, peer))
 		},

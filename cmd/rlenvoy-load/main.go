@@ -67,7 +67,12 @@ func run() error {
 	timeout := flag.Duration("backend-timeout", 5*time.Second, "enforce.Options.BackendTimeout (rlapi's default is 250ms)")
 	rounds := flag.Int("rounds", 4, "alternations of the two paths per concurrency (each runs -duration in all)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the runs to this file")
+	countMode := flag.String("count-mode", string(envoyrls.CountAllOrNothing), "the gRPC service's count mode: all-or-nothing or every-descriptor (rlapi --grpc-count-mode)")
 	flag.Parse()
+	mode, err := envoyrls.ParseCountMode(*countMode)
+	if err != nil {
+		return fmt.Errorf("-count-mode: %w", err)
+	}
 	if *dsn == "" {
 		return errors.New("no database: set -dsn or DATABASE_URL")
 	}
@@ -131,7 +136,7 @@ func run() error {
 	defer cancel()
 	go func() { _ = srv.Serve(sctx, httpLn) }()
 
-	svc, err := envoyrls.New(envoyrls.Options{Enforcer: enf, Authenticate: func(ctx context.Context, tok string, peer netip.Addr) error {
+	svc, err := envoyrls.New(envoyrls.Options{Enforcer: enf, CountMode: mode, Authenticate: func(ctx context.Context, tok string, peer netip.Addr) error {
 		return srv.VerifyDecisionToken(ctx, tok, peer)
 	}})
 	if err != nil {
@@ -219,25 +224,29 @@ func run() error {
 		defer pprof.StopCPUProfile()
 	}
 	host, _ := os.Hostname()
-	fmt.Printf("rlenvoy-load: %d cores (GOMAXPROCS %d), %s per path and concurrency in %d rounds, %d keys, %d gRPC connections, host %s, %s\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), *duration, *rounds, *keys, len(clients), host, time.Now().UTC().Format(time.RFC3339))
+	fmt.Printf("rlenvoy-load: %d cores (GOMAXPROCS %d), %s per path and concurrency in %d rounds, %d keys, %d gRPC connections, count mode %s, host %s, %s\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), *duration, *rounds, *keys, len(clients), mode, host, time.Now().UTC().Format(time.RFC3339))
 	fmt.Printf("%-34s %5s %12s %9s %9s\n", "path", "conc", "decisions/s", "p50", "p99")
 	for _, c := range concurrency {
 		// The two paths alternate, in both orders, so that neither is
 		// favoured by what the shared database was doing at the time.
 		var h, g, dh, dg sample
 		for r := range *rounds {
-			if *direct {
-				if err := dh.run(ctx, c, *duration/time.Duration(*rounds), directHTTP); err != nil {
-					return err
-				}
-				if err := dg.run(ctx, c, *duration/time.Duration(*rounds), directGRPC); err != nil {
-					return err
-				}
-			}
 			order := []bool{true, false}
 			if r%2 == 1 {
 				order = []bool{false, true}
+			}
+			if *direct {
+				// In both orders too.
+				for _, isHTTP := range order {
+					if isHTTP {
+						if err := dh.run(ctx, c, *duration/time.Duration(*rounds), directHTTP); err != nil {
+							return err
+						}
+					} else if err := dg.run(ctx, c, *duration/time.Duration(*rounds), directGRPC); err != nil {
+						return err
+					}
+				}
 			}
 			for _, isHTTP := range order {
 				if isHTTP {

@@ -3,6 +3,7 @@ package enforce
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +22,11 @@ import (
 type DescriptorRequest struct {
 	Domain      string
 	Descriptors []Descriptor
+	// DescriptorsOnly: the call takes its descriptors' gates alone; its
+	// identities still select quarantine and the administrators' exemption,
+	// but their caller and target definitions are not taken (pkg/envoyrls'
+	// every-descriptor mode takes those in a call of their own, once).
+	DescriptorsOnly bool
 }
 
 // Descriptor is one descriptor of a call: its entries, outermost first, and
@@ -65,9 +71,10 @@ type descNode struct {
 }
 
 type descWild struct {
-	key   string
-	parts []string // the value split at '*'
-	node  *descNode
+	key     string
+	pattern string   // the value, with its '*'
+	parts   []string // the value split at '*'
+	node    *descNode
 }
 
 func (n *descNode) leaf() bool {
@@ -91,18 +98,18 @@ func addDescriptor(trees map[string]*descNode, d ratelimit.Definition) {
 		switch {
 		case strings.Contains(e.Value, "*"):
 			for _, w := range n.wildcard {
-				if w.key == e.Key && strings.Join(w.parts, "*") == e.Value {
+				if w.key == e.Key && w.pattern == e.Value {
 					next = w.node
 				}
 			}
 			if next == nil {
 				next = &descNode{}
-				n.wildcard = append(n.wildcard, descWild{key: e.Key, parts: strings.Split(e.Value, "*"), node: next})
+				n.wildcard = append(n.wildcard, descWild{key: e.Key, pattern: e.Value, parts: strings.Split(e.Value, "*"), node: next})
 				// The most specific pattern first: more literal bytes,
 				// then the pattern's text (the order is stable).
 				slices.SortStableFunc(n.wildcard, func(a, b descWild) int {
 					return cmp.Or(cmp.Compare(literal(b.parts), literal(a.parts)), strings.Compare(a.key, b.key),
-						strings.Compare(strings.Join(a.parts, "*"), strings.Join(b.parts, "*")))
+						strings.Compare(a.pattern, b.pattern))
 				})
 			}
 		case e.Value != "":
@@ -171,7 +178,7 @@ func matchDescriptor(root *descNode, entries []ratelimit.DescriptorEntry) (node 
 					if shared == nil {
 						shared = make([]string, len(entries))
 					}
-					shared[i] = strings.Join(w.parts, "*")
+					shared[i] = w.pattern
 					break
 				}
 			}
@@ -204,11 +211,11 @@ func descriptorMatches(snap *snapshot, r *DescriptorRequest) ([]DescriptorMatch,
 	}
 	root := snap.descriptors[r.Domain]
 	out := make([]DescriptorMatch, len(r.Descriptors))
-	shared := make([][]string, len(r.Descriptors))
+	var shared [][]string // allocated by the first wildcard match
 	if root == nil {
-		return out, shared
+		return out, nil
 	}
-	replacing := map[string]bool{}
+	var replacing map[string]bool // allocated by the first replaces
 	for i, desc := range r.Descriptors {
 		out[i].Known = true
 		if desc.Limit != nil || len(desc.Entries) == 0 {
@@ -218,9 +225,18 @@ func descriptorMatches(snap *snapshot, r *DescriptorRequest) ([]DescriptorMatch,
 		if n == nil {
 			continue
 		}
-		out[i].Definitions, shared[i] = n.defs, sh
+		out[i].Definitions = n.defs
+		if sh != nil {
+			if shared == nil {
+				shared = make([][]string, len(r.Descriptors))
+			}
+			shared[i] = sh
+		}
 		for _, d := range n.defs {
 			for _, r := range d.Replaces {
+				if replacing == nil {
+					replacing = map[string]bool{}
+				}
 				replacing[r] = true
 			}
 			out[i].Unlimited = out[i].Unlimited || d.Unlimited
@@ -243,13 +259,13 @@ func descriptorMatches(snap *snapshot, r *DescriptorRequest) ([]DescriptorMatch,
 	return out, shared
 }
 
-// descriptorGates are the gates of c's descriptors.
-func descriptorGates(snap *snapshot, r *DescriptorRequest, now time.Time) []Gate {
+// descriptorGates appends the gates of c's descriptors to gates.
+func descriptorGates(gates []Gate, snap *snapshot, r *DescriptorRequest, now time.Time) []Gate {
 	if r == nil {
-		return nil
+		return gates
 	}
 	matches, shared := descriptorMatches(snap, r)
-	var gates []Gate
+	gates = slices.Grow(gates, len(r.Descriptors))
 	for i, desc := range r.Descriptors {
 		m := matches[i]
 		if !m.Known {
@@ -257,10 +273,11 @@ func descriptorGates(snap *snapshot, r *DescriptorRequest, now time.Time) []Gate
 		}
 		if desc.Limit != nil {
 			w := desc.Limit.WindowSeconds
-			path := ratelimit.DescriptorCounterPath(r.Domain, desc.Entries, nil)
-			id := ratelimit.DefinitionID(ratelimit.AxisTarget, ratelimit.EntityDescriptor, path, w)
+			key := descriptorKey("", r.Domain, desc.Entries, nil, w)
+			// The override's gate is named by its counter's definition id
+			// (the key without its kind).
+			id := key[len(KindTarget)+1:]
 			d := ratelimit.Definition{ID: id, Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityDescriptor, WindowSeconds: w}
-			key := CounterKey{Kind: KindTarget, DefinitionID: id}.String()
 			g := newGate(d, key, desc.Limit.RequestsPerUnit, nil, false, now)
 			g.Descriptor = i + 1
 			gates = append(gates, g)
@@ -271,18 +288,41 @@ func descriptorGates(snap *snapshot, r *DescriptorRequest, now time.Time) []Gate
 				continue
 			}
 			var sh []string
-			if d.ShareThreshold {
+			if d.ShareThreshold && shared != nil {
 				sh = shared[i]
 			}
-			path := ratelimit.DescriptorCounterPath(r.Domain, desc.Entries, sh)
-			key := CounterKey{Kind: KindTarget, Algorithm: keyAlgorithm(algorithmOf(d)),
-				DefinitionID: ratelimit.DefinitionID(ratelimit.AxisTarget, ratelimit.EntityDescriptor, path, d.WindowSeconds)}.String()
+			key := descriptorKey(algorithmOf(d), r.Domain, desc.Entries, sh, d.WindowSeconds)
 			g := newGate(d, key, int64(*d.MaxRequests), d.Burst, d.Mode == ratelimit.ModeShadow, now)
 			g.Descriptor = i + 1
 			gates = append(gates, g)
 		}
 	}
 	return gates
+}
+
+// descriptorPrefix starts the definition id of a descriptor's counter.
+const descriptorPrefix = ratelimit.AxisTarget + ":" + ratelimit.EntityDescriptor + ":"
+
+// descriptorKey is the counter key of a request's descriptor for a window
+// of an algorithm: CounterKey{Kind: KindTarget, Algorithm,
+// DefinitionID: DefinitionID(target, descriptor, DescriptorCounterPath,
+// window)}.String(), built in one buffer (a decision builds one per
+// descriptor gate).
+func descriptorKey(alg Algorithm, domain string, entries []ratelimit.DescriptorEntry, shared []string, window int) string {
+	mark := algorithmMarks[keyAlgorithm(alg)]
+	n := len(KindTarget) + len(mark) + 1 + len(descriptorPrefix) + len(domain) + 1 + 20
+	for _, e := range entries {
+		n += 2 + len(e.Key) + len(e.Value)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, KindTarget...)
+	b = append(b, mark...)
+	b = append(b, '|')
+	b = append(b, descriptorPrefix...)
+	b = ratelimit.AppendDescriptorCounterPath(b, domain, entries, shared)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(window), 10)
+	return string(b)
 }
 
 // MatchDescriptors reports, per descriptor of c, what it matches in the

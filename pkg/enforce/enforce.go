@@ -369,7 +369,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		who.networkKey = ratelimit.MembershipID(ratelimit.SubjectNetwork, netPrefix.String())
 	}
 	var gates []Gate
-	if c.TargetType != "" || c.Descriptors != nil {
+	if (c.TargetType != "" || c.Descriptors != nil) && (c.Descriptors == nil || !c.Descriptors.DescriptorsOnly) {
 		// A call with only a path meets the route definitions alone.
 		gates = e.buildGates(snap, c, who, netGroups, targetName, admin, now)
 	}
@@ -379,7 +379,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if !admin {
 		// Administrators are never limited by descriptors either: an
 		// Envoy request carries no target to protect but its descriptors.
-		gates = append(gates, descriptorGates(snap, c.Descriptors, now)...)
+		gates = descriptorGates(gates, snap, c.Descriptors, now)
 	}
 	if len(gates) == 0 {
 		e.metrics.checks.WithLabelValues("allowed").Inc()

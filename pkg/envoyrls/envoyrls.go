@@ -27,6 +27,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -86,6 +87,36 @@ type Options struct {
 	// Now is the clock the answers' durations are computed from (the
 	// Enforcer's should be the same); default time.Now.
 	Now func() time.Time
+	// CountMode is how a request's descriptors are counted (zero value:
+	// CountAllOrNothing).
+	CountMode CountMode
+}
+
+// CountMode is how a request's descriptors are counted.
+type CountMode string
+
+const (
+	// CountAllOrNothing takes a request's cost from every gate of its
+	// descriptors (and identities) at once, or from none when one has no
+	// room: a request one descriptor denies consumes nothing on the others,
+	// as every decision of rlctl does.
+	CountAllOrNothing CountMode = "all-or-nothing"
+	// CountEveryDescriptor counts each descriptor on its own, as Envoy's
+	// ratelimit service does: one a limit denies takes nothing, the
+	// others take their hits_addend all the same. Descriptors may then
+	// carry hits_addends of their own.
+	CountEveryDescriptor CountMode = "every-descriptor"
+)
+
+// ParseCountMode reads a CountMode ("" is CountAllOrNothing).
+func ParseCountMode(s string) (CountMode, error) {
+	switch m := CountMode(s); m {
+	case "", CountAllOrNothing:
+		return CountAllOrNothing, nil
+	case CountEveryDescriptor:
+		return m, nil
+	}
+	return "", fmt.Errorf("count mode %q: must be %s or %s", s, CountAllOrNothing, CountEveryDescriptor)
 }
 
 // Service is the RateLimitService. It is safe for concurrent use.
@@ -107,6 +138,11 @@ func New(opts Options) (*Service, error) {
 	if opts.NoIdentity {
 		opts.Identity = IdentityKeys{}
 	}
+	mode, err := ParseCountMode(string(opts.CountMode))
+	if err != nil {
+		return nil, fmt.Errorf("envoyrls: Options.CountMode: %w", err)
+	}
+	opts.CountMode = mode
 	s := &Service{opts: opts, now: opts.Now}
 	if s.now == nil {
 		s.now = time.Now
@@ -147,13 +183,30 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		s.metrics.refused.WithLabelValues(status.Code(err).String()).Inc()
 		return nil, err
 	}
-	call, err := s.call(req)
+	call, costs, err := s.call(req)
 	if err != nil {
 		s.metrics.refused.WithLabelValues(codes.InvalidArgument.String()).Inc()
 		return nil, err
 	}
 	matches := s.opts.Enforcer.MatchDescriptors(call.Descriptors)
-	dec, _ := s.opts.Enforcer.Check(ctx, call) // a backend failure is decided by the fail policy: follow it
+	var dec enforce.Decision
+	if s.opts.CountMode == CountEveryDescriptor {
+		dec = s.everyDescriptor(ctx, call, costs)
+	} else {
+		cost, err := commonCost(call, costs, matches)
+		if err != nil {
+			s.metrics.refused.WithLabelValues(codes.InvalidArgument.String()).Inc()
+			return nil, err
+		}
+		// A backend failure is decided by the fail policy: follow it.
+		if cost == 0 {
+			call.Cost = 1
+			dec, _ = s.opts.Enforcer.Peek(ctx, call)
+		} else {
+			call.Cost = cost
+			dec, _ = s.opts.Enforcer.Check(ctx, call)
+		}
+	}
 	now := s.now()
 	resp := render(call, dec, matches, now)
 	if dec.Reason == enforce.ReasonQuarantined {
@@ -180,6 +233,131 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	return resp, nil
 }
 
+// commonCost is what an all-or-nothing request takes from every gate: the
+// hits_addend of its descriptors that have a limit (they must agree: a take
+// has one cost), else the request's. 0 is "check only": a peek.
+func commonCost(c enforce.Call, costs []int64, matches []enforce.DescriptorMatch) (int64, error) {
+	cost, from := c.Cost, -1
+	for i, d := range c.Descriptors.Descriptors {
+		if !limited(d, matches, i) {
+			continue
+		}
+		if from >= 0 && costs[i] != cost {
+			return 0, status.Errorf(codes.InvalidArgument, "descriptors[%d].hits_addend: %d differs from the %d of descriptors[%d]; "+
+				"a request takes one cost from all its limits at once (all or nothing): send one hits_addend, "+
+				"or serve with the every-descriptor count mode (rlapi --grpc-count-mode=every-descriptor)", i, costs[i], cost, from)
+		}
+		cost, from = costs[i], i
+	}
+	return cost, nil
+}
+
+// limited reports whether descriptor i of a call has a gate: a limit
+// override in a known domain, or a matched definition with a limit.
+func limited(d enforce.Descriptor, matches []enforce.DescriptorMatch, i int) bool {
+	if i >= len(matches) || !matches[i].Known {
+		return false
+	}
+	if d.Limit != nil {
+		return true
+	}
+	for _, def := range matches[i].Definitions {
+		if !def.Unlimited && def.MaxRequests != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// everyDescriptor decides a call as Envoy's service does: every descriptor
+// on its own, each taking its own hits_addend when it has room, whatever
+// the others say. The identities' own limits (caller and target
+// definitions) and their quarantine are decided first, once; a call they
+// refuse for anything but a limit (quarantine, lockout, fail closed)
+// counts nothing. The descriptors' takes run at once, so that they share
+// the counter store's round trip.
+func (s *Service) everyDescriptor(ctx context.Context, c enforce.Call, costs []int64) enforce.Decision {
+	descs := c.Descriptors.Descriptors
+	first := enforce.Decision{Allowed: true, Reason: enforce.ReasonAllowed}
+	if c.Username != "" || c.ClientID != "" || c.ClientIP != "" || c.TargetType != "" || c.Tool != "" {
+		ic := c
+		ic.Descriptors = &enforce.DescriptorRequest{Domain: c.Descriptors.Domain}
+		first, _ = s.opts.Enforcer.Check(ctx, ic)
+		if !first.Allowed && first.Reason != enforce.ReasonThrottled {
+			return first
+		}
+	}
+	decs := make([]enforce.Decision, len(descs))
+	decide := func(i int) {
+		dc := c
+		dc.Descriptors = &enforce.DescriptorRequest{Domain: c.Descriptors.Domain, Descriptors: descs[i : i+1], DescriptorsOnly: true}
+		if costs[i] == 0 {
+			dc.Cost = 1
+			decs[i], _ = s.opts.Enforcer.Peek(ctx, dc)
+		} else {
+			dc.Cost = costs[i]
+			decs[i], _ = s.opts.Enforcer.Check(ctx, dc)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < len(descs); i++ {
+		wg.Go(func() { decide(i) })
+	}
+	decide(0)
+	wg.Wait()
+	return merge(first, decs)
+}
+
+// merge is the decision of a call decided in parts: first (the
+// identities' limits) and one per descriptor, whose gates are renumbered
+// as the call's. The call is allowed when every part is; its reason is
+// the first refusal's; its headline limit (the rate headers') is, among
+// the parts with a limit, the denied one with the longest wait, else the
+// one with the least remaining.
+func merge(first enforce.Decision, decs []enforce.Decision) enforce.Decision {
+	d := first
+	d.Gates = slices.Clone(first.Gates)
+	d.Denied, d.Shadow = slices.Clone(first.Denied), slices.Clone(first.Shadow)
+	var head *enforce.Decision
+	better := func(p *enforce.Decision) bool {
+		switch {
+		case p.Limit <= 0:
+			return false
+		case head == nil:
+			return true
+		case p.Allowed != head.Allowed:
+			return !p.Allowed
+		case !p.Allowed:
+			return p.RetryAfter > head.RetryAfter
+		}
+		return p.Remaining < head.Remaining
+	}
+	if better(&first) {
+		head = &first
+	}
+	for i := range decs {
+		p := &decs[i]
+		for _, gs := range [][]enforce.Gate{p.Gates, p.Denied, p.Shadow} {
+			for j := range gs {
+				gs[j].Descriptor = i + 1
+			}
+		}
+		d.Gates = append(d.Gates, p.Gates...)
+		d.Denied = append(d.Denied, p.Denied...)
+		d.Shadow = append(d.Shadow, p.Shadow...)
+		if !p.Allowed && d.Allowed {
+			d.Allowed, d.Reason = false, p.Reason
+		}
+		if better(p) {
+			head = p
+		}
+	}
+	if head != nil {
+		d.Limit, d.Remaining, d.Reset, d.RetryAfter = head.Limit, head.Remaining, head.Reset, head.RetryAfter
+	}
+	return d
+}
+
 // authorize lets trusted clients through, then asks for a token when
 // Authenticate is set.
 func (s *Service) authorize(ctx context.Context) error {
@@ -200,9 +378,8 @@ func (s *Service) authorize(ctx context.Context) error {
 		}
 		return nil
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
 	var tok string
-	if v := md.Get("authorization"); len(v) > 0 {
+	if v := metadata.ValueFromIncomingContext(ctx, "authorization"); len(v) > 0 {
 		tok = v[0]
 		if t, ok := strings.CutPrefix(tok, "Bearer "); ok {
 			tok = t
@@ -217,11 +394,13 @@ func (s *Service) authorize(ctx context.Context) error {
 	return nil
 }
 
-// call builds the enforce.Call of a request, or an InvalidArgument status
-// naming what is wrong.
-func (s *Service) call(req *rlsv3.RateLimitRequest) (enforce.Call, error) {
-	invalid := func(format string, args ...any) (enforce.Call, error) {
-		return enforce.Call{}, status.Errorf(codes.InvalidArgument, format, args...)
+// call builds the enforce.Call of a request and each descriptor's
+// hits_addend (its own, else the request's, at least 1: 0 is a descriptor's
+// own "check, count nothing"), or an InvalidArgument status naming what is
+// wrong.
+func (s *Service) call(req *rlsv3.RateLimitRequest) (enforce.Call, []int64, error) {
+	invalid := func(format string, args ...any) (enforce.Call, []int64, error) {
+		return enforce.Call{}, nil, status.Errorf(codes.InvalidArgument, format, args...)
 	}
 	if req.GetDomain() == "" {
 		return invalid("domain: must not be empty (rate limit domain must not be empty)")
@@ -240,18 +419,19 @@ func (s *Service) call(req *rlsv3.RateLimitRequest) (enforce.Call, error) {
 		cost = 1
 	}
 	c := enforce.Call{Cost: cost, Descriptors: &enforce.DescriptorRequest{Domain: req.GetDomain()}}
-	ids := s.opts.Identity
-	idFields := []struct {
-		key string
-		to  *string
-	}{{ids.User, &c.Username}, {ids.ClientID, &c.ClientID}, {ids.ClientIP, &c.ClientIP},
-		{ids.TargetType, &c.TargetType}, {ids.TargetName, &c.TargetName}, {ids.Tool, &c.Tool}}
+	ids := &s.opts.Identity
+	c.Descriptors.Descriptors = make([]enforce.Descriptor, 0, len(req.GetDescriptors()))
+	costs := make([]int64, len(req.GetDescriptors()))
 	for i, d := range req.GetDescriptors() {
 		if len(d.GetEntries()) == 0 {
 			return invalid("descriptors[%d]: must have at least one entry", i)
 		}
-		if h := d.GetHitsAddend(); h != nil && h.GetValue() != uint64(cost) {
-			return invalid("descriptors[%d].hits_addend: %d differs from the request's %d; every descriptor of a request takes the same cost here (all or nothing)", i, h.GetValue(), cost)
+		costs[i] = cost
+		if h := d.GetHitsAddend(); h != nil {
+			if h.GetValue() > MaxHitsAddend {
+				return invalid("descriptors[%d].hits_addend: must be at most %d (got %d)", i, MaxHitsAddend, h.GetValue())
+			}
+			costs[i] = int64(h.GetValue())
 		}
 		if n := len(d.GetEntries()); n > ratelimit.MaxDescriptorEntries {
 			return invalid("descriptors[%d].entries: at most %d (got %d)", i, ratelimit.MaxDescriptorEntries, n)
@@ -265,22 +445,28 @@ func (s *Service) call(req *rlsv3.RateLimitRequest) (enforce.Call, error) {
 				return invalid("descriptors[%d].entries[%d]: key and value must be at most %d bytes each (got %d and %d): they are part of counter keys", i, j, MaxEntryBytes, len(e.GetKey()), len(e.GetValue()))
 			}
 			desc.Entries[j] = ratelimit.DescriptorEntry{Key: e.GetKey(), Value: e.GetValue()}
-			for _, f := range idFields {
-				if f.key == "" || e.GetKey() != f.key || e.GetValue() == "" {
+			if e.GetValue() == "" {
+				continue
+			}
+			// The identities this entry names (every field of the
+			// mapping whose key it is, in the mapping's order).
+			for f, key := range [...]string{ids.User, ids.ClientID, ids.ClientIP, ids.TargetType, ids.TargetName, ids.Tool} {
+				if key == "" || e.GetKey() != key {
 					continue
 				}
+				to := [...]*string{&c.Username, &c.ClientID, &c.ClientIP, &c.TargetType, &c.TargetName, &c.Tool}[f]
 				v := e.GetValue()
-				if f.to == &c.ClientIP {
+				if to == &c.ClientIP {
 					a, err := netip.ParseAddr(v)
 					if err != nil {
 						continue // not an address: not an identity (its descriptor still counts)
 					}
 					v = a.Unmap().String()
 				}
-				if *f.to != "" && *f.to != v {
-					return invalid("descriptors[%d].entries[%d]: %s %q differs from %q given by an earlier entry; a request has one of each identity", i, j, f.key, v, *f.to)
+				if *to != "" && *to != v {
+					return invalid("descriptors[%d].entries[%d]: %s %q differs from %q given by an earlier entry; a request has one of each identity", i, j, key, v, *to)
 				}
-				*f.to = v
+				*to = v
 			}
 		}
 		if l := d.GetLimit(); l != nil {
@@ -303,7 +489,7 @@ func (s *Service) call(req *rlsv3.RateLimitRequest) (enforce.Call, error) {
 		}
 		return invalid("%v", err)
 	}
-	return norm, nil
+	return norm, costs, nil
 }
 
 func unitSeconds(u typev3.RateLimitUnit) (int, bool) {
@@ -356,10 +542,6 @@ func render(c enforce.Call, dec enforce.Decision, matches []enforce.DescriptorMa
 		}
 		return resp
 	}
-	denied := map[string]bool{}
-	for _, g := range dec.Denied {
-		denied[gateID(g)] = true
-	}
 	for i := range resp.Statuses {
 		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
 		resp.Statuses[i] = st
@@ -370,7 +552,7 @@ func render(c enforce.Call, dec enforce.Decision, matches []enforce.DescriptorMa
 			if g.Descriptor != i+1 || g.Shadow {
 				continue
 			}
-			isDenied := denied[gateID(*g)]
+			isDenied := deniedGate(dec.Denied, g)
 			switch {
 			case best == nil, isDenied && !bestDenied, isDenied == bestDenied && g.Remaining < best.Remaining:
 				best, bestDenied = g, isDenied
@@ -397,10 +579,16 @@ func render(c enforce.Call, dec enforce.Decision, matches []enforce.DescriptorMa
 	return resp
 }
 
-// gateID tells a decision's gates apart (its key is not exported; the
-// definition, window and descriptor are enough within one decision).
-func gateID(g enforce.Gate) string {
-	return fmt.Sprintf("%s|%d|%d", g.DefinitionID, g.WindowSeconds, g.Descriptor)
+// deniedGate reports whether g is among a decision's denied gates (its
+// key is not exported; the definition, window and descriptor are enough
+// to tell a decision's gates apart).
+func deniedGate(denied []enforce.Gate, g *enforce.Gate) bool {
+	for i := range denied {
+		if d := &denied[i]; d.Descriptor == g.Descriptor && d.WindowSeconds == g.WindowSeconds && d.DefinitionID == g.DefinitionID {
+			return true
+		}
+	}
+	return false
 }
 
 func clampUint32(v int64) uint32 {

@@ -2,6 +2,7 @@ package envoyrls
 
 import (
 	"strings"
+	"sync"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,18 @@ type metrics struct {
 	descriptors *prometheus.CounterVec
 	detailed    *prometheus.CounterVec
 	refused     *prometheus.CounterVec
+	// series caches the descriptors' counters by what picks their labels
+	// (seriesKey), so that the hot path neither joins keys nor hashes
+	// labels. It holds no more than the vector does: one entry per
+	// series.
+	series sync.Map // seriesKey -> prometheus.Counter
+}
+
+// seriesKey picks a descriptor's series: the domain label, the name of
+// the definition matched ("" for none: "unmatched") and the code.
+type seriesKey struct {
+	domain, name string
+	over         bool
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -49,28 +62,41 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 
 func (m *metrics) observe(r *enforce.DescriptorRequest, matches []enforce.DescriptorMatch, resp *rlsv3.RateLimitResponse) {
 	for i, st := range resp.Statuses {
-		code := "ok"
-		if st.Code == rlsv3.RateLimitResponse_OVER_LIMIT {
-			code = "over_limit"
-		}
-		domain, keys := "unknown", "unmatched"
+		k := seriesKey{domain: "unknown", over: st.Code == rlsv3.RateLimitResponse_OVER_LIMIT}
+		var def *ratelimit.Definition
 		var detailed bool
 		if i < len(matches) && matches[i].Known {
-			domain = r.Domain
+			k.domain = r.Domain
 			if defs := matches[i].Definitions; len(defs) > 0 {
-				ks := make([]string, len(defs[0].Descriptor))
-				for j, e := range defs[0].Descriptor {
-					ks[j] = e.Key
-				}
-				keys = strings.Join(ks, ".")
+				def = &defs[0]
+				k.name = def.Name
 				for _, d := range defs {
 					detailed = detailed || d.DetailedMetric || d.ValueToMetric
 				}
 			}
 		}
-		m.descriptors.WithLabelValues(domain, keys, code).Inc()
+		c, ok := m.series.Load(k)
+		if !ok {
+			keys := "unmatched"
+			if def != nil {
+				ks := make([]string, len(def.Descriptor))
+				for j, e := range def.Descriptor {
+					ks[j] = e.Key
+				}
+				keys = strings.Join(ks, ".")
+			}
+			c, _ = m.series.LoadOrStore(k, m.descriptors.WithLabelValues(k.domain, keys, codeLabel(k.over)))
+		}
+		c.(prometheus.Counter).Inc()
 		if detailed {
-			m.detailed.WithLabelValues(domain, ratelimit.DescriptorCounterPath(r.Domain, r.Descriptors[i].Entries, nil), code).Inc()
+			m.detailed.WithLabelValues(k.domain, ratelimit.DescriptorCounterPath(r.Domain, r.Descriptors[i].Entries, nil), codeLabel(k.over)).Inc()
 		}
 	}
+}
+
+func codeLabel(over bool) string {
+	if over {
+		return "over_limit"
+	}
+	return "ok"
 }

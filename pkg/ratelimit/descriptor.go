@@ -130,22 +130,52 @@ func DescriptorName(domain string, entries []DescriptorEntry) string {
 // shared names (share_threshold: the wildcard pattern in place of the
 // value).
 func DescriptorCounterPath(domain string, entries []DescriptorEntry, shared []string) string {
-	var b strings.Builder
-	b.WriteString(descriptorEscape(domain, false))
+	return string(AppendDescriptorCounterPath(make([]byte, 0, descriptorPathLen(domain, entries)), domain, entries, shared))
+}
+
+// AppendDescriptorCounterPath appends DescriptorCounterPath(domain,
+// entries, shared) to b: the gateways' hot path builds a counter key
+// around it in one allocation.
+func AppendDescriptorCounterPath(b []byte, domain string, entries []DescriptorEntry, shared []string) []byte {
+	b = appendDescriptorEscaped(b, domain, false)
 	for i, e := range entries {
-		b.WriteByte('/')
-		b.WriteString(descriptorEscape(e.Key, false))
+		b = append(b, '/')
+		b = appendDescriptorEscaped(b, e.Key, false)
 		if i < len(shared) && shared[i] != "" {
-			b.WriteByte('=')
-			b.WriteString(descriptorEscape(shared[i], true))
+			b = append(b, '=')
+			b = appendDescriptorEscaped(b, shared[i], true)
 			continue
 		}
 		if e.Value != "" {
-			b.WriteByte('=')
-			b.WriteString(descriptorEscape(e.Value, false))
+			b = append(b, '=')
+			b = appendDescriptorEscaped(b, e.Value, false)
 		}
 	}
-	return b.String()
+	return b
+}
+
+// descriptorPathLen is the length of a counter path with nothing to
+// escape: a good first capacity.
+func descriptorPathLen(domain string, entries []DescriptorEntry) int {
+	n := len(domain)
+	for _, e := range entries {
+		n += 2 + len(e.Key) + len(e.Value)
+	}
+	return n
+}
+
+// appendDescriptorEscaped appends descriptorEscape(s, star) to b.
+func appendDescriptorEscaped(b []byte, s string, star bool) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := range len(s) {
+		c := s[i]
+		if descriptorSafe(c) || (star && c == '*') {
+			b = append(b, c)
+			continue
+		}
+		b = append(b, '%', hex[c>>4], hex[c&15])
+	}
+	return b
 }
 
 func descriptorSafe(c byte) bool {
@@ -153,7 +183,11 @@ func descriptorSafe(c byte) bool {
 	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
 		return true
 	}
-	return strings.IndexByte("-._~:@+,", c) >= 0
+	switch c {
+	case '-', '.', '_', '~', ':', '@', '+', ',':
+		return true
+	}
+	return false
 }
 
 func descriptorEscape(s string, star bool) string {

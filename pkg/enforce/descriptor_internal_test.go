@@ -1,0 +1,53 @@
+package enforce
+
+import (
+	"testing"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// TestDescriptorKeyIsTheCounterKey: the key descriptorKey builds in one
+// buffer is byte for byte the CounterKey a descriptor gate always had
+// (counters already stored must keep being found), for every algorithm,
+// escaped values and share_threshold patterns.
+func TestDescriptorKeyIsTheCounterKey(t *testing.T) {
+	entries := [][]ratelimit.DescriptorEntry{
+		{{Key: "api_key"}},
+		{{Key: "route", Value: "checkout"}, {Key: "tenant", Value: "t42"}},
+		{{Key: "path", Value: "/files/a b*c%"}, {Key: "k|e=y", Value: "ü"}},
+	}
+	for _, alg := range []Algorithm{"", AlgorithmFixedWindow, AlgorithmSlidingWindow, AlgorithmTokenBucket} {
+		for _, es := range entries {
+			for _, shared := range [][]string{nil, {"/files/*"}} {
+				for _, w := range []int{1, 3600, 86400} {
+					path := ratelimit.DescriptorCounterPath("my domain", es, shared)
+					want := CounterKey{Kind: KindTarget, Algorithm: keyAlgorithm(alg),
+						DefinitionID: ratelimit.DefinitionID(ratelimit.AxisTarget, ratelimit.EntityDescriptor, path, w)}.String()
+					if got := descriptorKey(alg, "my domain", es, shared, w); got != want {
+						t.Errorf("descriptorKey(%q, %v, %v, %d) = %q, want %q", alg, es, shared, w, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDescriptorKeyLiterals pins the keys' text: the escaping of values
+// (a request's '*' is never a wildcard), share_threshold's pattern, the
+// algorithm's mark.
+func TestDescriptorKeyLiterals(t *testing.T) {
+	es := []ratelimit.DescriptorEntry{{Key: "path", Value: "/files/a b*"}}
+	for _, tt := range []struct {
+		alg    Algorithm
+		shared []string
+		want   string
+	}{
+		{"", nil, "t|target:descriptor:rl/path=%2Ffiles%2Fa%20b%2A:60"},
+		{AlgorithmTokenBucket, nil, "t.tb|target:descriptor:rl/path=%2Ffiles%2Fa%20b%2A:60"},
+		{AlgorithmSlidingWindow, []string{"/files/*"}, "t.sw|target:descriptor:rl/path=%2Ffiles%2F*:60"},
+	} {
+		if got := descriptorKey(tt.alg, "rl", es, tt.shared, 60); got != tt.want {
+			t.Errorf("descriptorKey(%q, %v) = %q, want %q", tt.alg, tt.shared, got, tt.want)
+		}
+	}
+}
