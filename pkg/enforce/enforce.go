@@ -468,7 +468,9 @@ type callerDims struct {
 // non-nil) and is gated by their user limits, as an unauthenticated user,
 // and by the user limits of the definitions for everyone.
 func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *member, targetName string, admin bool, now time.Time) []Gate {
-	var gates []Gate
+	// Room for the usual three gates and a tool gate: one allocation
+	// where growing by appends copied the (large) gates three times.
+	gates := make([]Gate, 0, 4)
 	caller := who.caller
 	target := c.TargetType + ":" + targetName
 	if !admin && who.caller != "" { // no caller: a descriptor call without an identity
