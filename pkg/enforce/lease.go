@@ -103,12 +103,21 @@ type lease struct {
 
 	mu   sync.Mutex // held to refill or retire
 	dead bool       // retired and out of the map (under mu)
+	// refilling is closed when the refill in progress ends: the calls
+	// that found the block short meanwhile wait for it all at once,
+	// rather than queueing on mu and being handed it one by one.
+	refilling atomic.Pointer[chan struct{}]
+	// dryUntil (ns): a refill found no room for a call before then; calls
+	// short of the block go to the store (batched, exact) rather than
+	// queueing on mu for another refill that would find none either.
+	dryUntil atomic.Int64
 }
 
 type leaseView struct {
 	until int64     // ns: the lease's end
 	taken time.Time // the block's TakeRequest.Now
 	st    GateState // the counter after the block was taken
+	block int64     // the units taken
 }
 
 func newLeaser(opts LeaseOptions, store CounterStore, timeout time.Duration, now func() time.Time, m *metrics) *leaser {
@@ -244,78 +253,166 @@ func (ls *lease) tryTake(cost int64, now time.Time) bool {
 // gate was then denied by another).
 func (ls *lease) putBack(cost int64) { ls.units.Add(cost) }
 
-// refill takes cost for a call whose block is used up or over: under the
-// lease's lock, it tries the block again (another call may have refilled
-// it), else gives back what is left of the old block and takes a new one
-// (or, when the shared counter cannot give a whole block, what is left of
-// it). ok is false when the gate cannot be decided locally: the store
-// decides it with the call's other gates.
-func (l *leaser) refill(ctx context.Context, ls *lease, cost int64, now time.Time) (ok bool, err error) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.dead {
-		return false, nil
+// refill takes cost from each of need, leases whose blocks are used up
+// or over, for one call; got[k] says whether need[k] could be decided
+// locally (false: the store decides that gate with the call's others). A
+// lease another call is refilling is waited for (all its waiters wake
+// at once) and tried again. The leases this call refills are refilled
+// together: what is left of their old blocks goes back in one
+// ReturnUnused, the new blocks come in one Take (one call per gate), so
+// a call of three expired gates waits two round trips, not six. When the
+// shared counter cannot give a whole block, a second Take asks for what
+// its answer says is left, if the call fits in it.
+func (l *leaser) refill(ctx context.Context, need []*lease, got []bool, cost int64, now time.Time) error {
+	var ownBuf, waitBuf [maxLeasedGates]int
+	own, wait := ownBuf[:0], waitBuf[:0]
+	var chans [maxLeasedGates]chan struct{}
+	for k, ls := range need {
+		if !ls.mu.TryLock() {
+			wait = append(wait, k)
+			continue
+		}
+		if ls.dead || ls.tryTake(cost, now) {
+			got[k] = !ls.dead
+			ls.mu.Unlock()
+			continue
+		}
+		chans[k] = make(chan struct{})
+		ls.refilling.Store(&chans[k])
+		own = append(own, k)
 	}
-	if ls.tryTake(cost, now) {
-		return true, nil
+	defer func() {
+		for _, k := range own {
+			need[k].refilling.Store(nil)
+			need[k].mu.Unlock()
+			close(chans[k])
+		}
+	}()
+	var err error
+	if len(own) > 0 {
+		err = l.refillOwned(ctx, need, own, got, cost, now)
 	}
-	l.giveBackLocked(ctx, ls, now)
-	want := ls.block
-	for try := 0; try < 2; try++ {
-		req := TakeRequest{Gates: []CounterGate{ls.gate}, Cost: want, Consume: true, Now: now}
+	for _, k := range wait {
+		if w := need[k].refilling.Load(); w != nil {
+			select {
+			case <-*w:
+			case <-ctx.Done():
+				continue
+			}
+		}
+		// Refilled meanwhile, or being retired (then the store decides).
+		got[k] = need[k].tryTake(cost, now)
+	}
+	return err
+}
+
+// refillOwned refills need[k] for k in own (their locks held).
+func (l *leaser) refillOwned(ctx context.Context, need []*lease, own []int, got []bool, cost int64, now time.Time) error {
+	var rsBuf [maxLeasedGates]Return
+	rs := rsBuf[:0]
+	for _, k := range own {
+		if r, ok := l.unused(need[k], now); ok {
+			rs = append(rs, r)
+		}
+	}
+	l.giveBack(ctx, rs)
+	var wantBuf [maxLeasedGates]int64
+	want := wantBuf[:len(need)]
+	todo := append([]int(nil), own...)
+	for _, k := range own {
+		want[k] = need[k].block
+	}
+	for try := 0; try < 2 && len(todo) > 0; try++ {
+		reqs := make([]TakeRequest, len(todo))
+		for j, k := range todo {
+			reqs[j] = TakeRequest{Gates: []CounterGate{need[k].gate}, Cost: want[k], Consume: true, Now: now}
+		}
 		deadline := time.Now().Add(l.timeout)
 		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 			deadline = d
 		}
 		tctx, cancel := context.WithDeadline(ctx, deadline.Add(answerGrace))
-		res, err := l.store.Take(tctx, []TakeRequest{req}, deadline)
+		res, err := l.store.Take(tctx, reqs, deadline)
 		cancel()
-		if err == nil && (len(res) != 1 || len(res[0].States) != 1 || len(res[0].Room) != 1) {
-			err = fmt.Errorf("counter store answered %d results for one call: %w", len(res), ErrOutcomeUnknown)
+		if err == nil && len(res) != len(reqs) {
+			err = fmt.Errorf("counter store answered %d of %d calls: %w", len(res), len(reqs), ErrOutcomeUnknown)
+		}
+		for j := 0; err == nil && j < len(res); j++ {
+			if len(res[j].States) != 1 || len(res[j].Room) != 1 {
+				err = fmt.Errorf("counter store answered %d states for one gate: %w", len(res[j].States), ErrOutcomeUnknown)
+			}
 		}
 		if err != nil {
-			return false, fmt.Errorf("lease a block of %q: %w", ls.gate.Key, err)
+			return fmt.Errorf("lease a block of %q: %w", need[todo[0]].gate.Key, err)
 		}
-		l.refills.Add(1)
-		if res[0].Allowed && res[0].Room[0] {
-			until := now.Add(l.opts.Time).UnixNano()
-			if ls.gate.KnownAlgorithm() != AlgorithmTokenBucket {
-				w := int64(ls.gate.Window)
-				until = min(until, (algorithm.WindowIndex(now, ls.gate.Window)+1)*w)
+		l.refills.Add(int64(len(reqs)))
+		again := todo[:0]
+		for j, k := range todo {
+			ls, r := need[k], res[j]
+			if r.Allowed && r.Room[0] {
+				until := now.Add(l.opts.Time).UnixNano()
+				if ls.gate.KnownAlgorithm() != AlgorithmTokenBucket {
+					until = min(until, (algorithm.WindowIndex(now, ls.gate.Window)+1)*int64(ls.gate.Window))
+				}
+				ls.view.Store(&leaseView{until: until, taken: now, st: r.States[0], block: want[k]})
+				ls.units.Store(want[k] - cost)
+				got[k] = true
+				continue
 			}
-			ls.view.Store(&leaseView{until: until, taken: now, st: res[0].States[0]})
-			ls.units.Store(want - cost)
-			return true, nil
+			// Not a whole block: take what is left, if the call fits.
+			a := algorithm.Gate{Algorithm: string(ls.gate.KnownAlgorithm()), Window: ls.gate.Window, Limit: ls.gate.Limit, Burst: ls.gate.Burst}
+			st := r.States[0]
+			left, _ := algorithm.Describe(a, algorithm.State{Count: st.Count, Previous: st.Previous, TAT: st.TAT}, now)
+			if left < cost || try == 1 {
+				ls.dryUntil.Store(now.Add(min(l.opts.Time/10, 100*time.Millisecond)).UnixNano())
+				continue
+			}
+			want[k] = min(left, ls.block)
+			again = append(again, k)
 		}
-		// Not a whole block: take what is left, if the call fits in it.
-		a := algorithm.Gate{Algorithm: string(ls.gate.KnownAlgorithm()), Window: ls.gate.Window, Limit: ls.gate.Limit, Burst: ls.gate.Burst}
-		st := res[0].States[0]
-		left, _ := algorithm.Describe(a, algorithm.State{Count: st.Count, Previous: st.Previous, TAT: st.TAT}, now)
-		if left < cost {
-			return false, nil
-		}
-		want = min(left, ls.block)
+		todo = again
 	}
-	return false, nil
+	return nil
 }
 
-// giveBackLocked retires ls's block (under ls.mu): what is left goes back
-// to the store.
-func (l *leaser) giveBackLocked(ctx context.Context, ls *lease, now time.Time) {
+// unused empties ls's block (under ls.mu) and says what of it can go
+// back: the units left, and for a token bucket no more of them than are
+// still ahead in the bucket's TAT (tokens that have dripped back since the
+// block was taken are not given back twice).
+func (l *leaser) unused(ls *lease, now time.Time) (Return, bool) {
 	v := ls.view.Load()
 	left := ls.units.Swap(0)
 	if v == nil || left <= 0 || l.ret == nil {
+		return Return{}, false
+	}
+	if ls.gate.KnownAlgorithm() == AlgorithmTokenBucket {
+		T := algorithm.Interval(ls.gate.Window, ls.gate.Limit)
+		end := v.st.TAT.UnixNano()
+		start := end - v.block*T
+		left = min(left, max(end-max(now.UnixNano(), start), 0)/T)
+		if left <= 0 {
+			return Return{}, false
+		}
+	}
+	return Return{Gate: ls.gate, Units: left, Taken: v.taken, Now: now}, true
+}
+
+// giveBack returns rs to the store in one call.
+func (l *leaser) giveBack(ctx context.Context, rs []Return) {
+	if len(rs) == 0 {
 		return
 	}
 	deadline := time.Now().Add(l.timeout)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout+answerGrace)
 	defer cancel()
-	if err := l.ret.ReturnUnused(rctx, []Return{{Gate: ls.gate, Units: left, Taken: v.taken, Now: now}}, deadline); err != nil {
+	if err := l.ret.ReturnUnused(rctx, rs, deadline); err != nil {
 		// It stays counted: errs toward refusing, never admitting.
-		l.log.Warn("lease give back failed", "key", ls.gate.Key, "units", left, "err", err)
+		l.log.Warn("lease give back failed", "key", rs[0].Gate.Key, "leases", len(rs), "err", err)
 		return
 	}
-	l.returned.Add(left)
+	for _, r := range rs {
+		l.returned.Add(r.Units)
+	}
 }
 
 // retire gives back ls's block and drops it from the map.
@@ -326,7 +423,9 @@ func (l *leaser) retire(ls *lease) {
 		return
 	}
 	ls.dead = true
-	l.giveBackLocked(context.Background(), ls, l.now())
+	if r, ok := l.unused(ls, l.now()); ok {
+		l.giveBack(context.Background(), []Return{r})
+	}
 	if l.leases.CompareAndDelete(ls.gate.Key, ls) {
 		l.n.Add(-1)
 	}
@@ -424,6 +523,9 @@ func (e *Enforcer) takeLeased(ctx context.Context, c Call, gates []Gate, cost in
 		}
 	}
 	all := true
+	var needBuf [maxLeasedGates]*lease
+	var needAt [maxLeasedGates]int
+	need := needBuf[:0]
 	for i := range gates {
 		l := ls[i]
 		if l == nil {
@@ -442,14 +544,30 @@ func (e *Enforcer) takeLeased(ctx context.Context, c Call, gates []Gate, cost in
 			local[i] = true
 			continue
 		}
-		got, rerr := e.leases.refill(ctx, l, cost, now)
-		if rerr != nil {
+		if now.UnixNano() < l.dryUntil.Load() {
+			all = false // the store decides it, as without leases
+			continue
+		}
+		needAt[len(need)] = i
+		need = append(need, l)
+	}
+	if len(need) > 0 {
+		var gotBuf [maxLeasedGates]bool
+		got := gotBuf[:len(need)]
+		if rerr := e.leases.refill(ctx, need, got, cost, now); rerr != nil {
+			for k, ok := range got {
+				if ok {
+					local[needAt[k]] = true // put back below with the rest
+				}
+			}
 			putBack()
 			d, err := e.backendFailed(c, gates, rerr)
 			return d, err, true
 		}
-		local[i] = got
-		all = all && got
+		for k, ok := range got {
+			local[needAt[k]] = ok
+			all = all && ok
+		}
 	}
 	if all {
 		return e.localDecision(gates, ls[:len(gates)], cost, now), nil, true

@@ -74,6 +74,12 @@ func TestLeases(t *testing.T, newStore func(t *testing.T) enforce.CounterStore, 
 				t.Parallel()
 				leaseGiveBack(t, algo, newStore, build)
 			})
+			if algo == enforce.AlgorithmTokenBucket {
+				t.Run("a bucket's give-back is never fuller than full", func(t *testing.T) {
+					t.Parallel()
+					leaseBucketNotFuller(t, newStore, build)
+				})
+			}
 			t.Run("all or nothing with a gate of the store", func(t *testing.T) {
 				t.Parallel()
 				leaseAllOrNothing(t, algo, newStore, build)
@@ -213,15 +219,21 @@ func leaseGiveBack(t *testing.T, algo enforce.Algorithm, newStore func(t *testin
 	clock := newLeaseClock()
 	c := policyCall("s")
 
-	// A leases a block of 25 (100 / (2 × 2)) and uses one; B, without
-	// leases, gets the 75 the shared counter has left.
+	// B, without leases, takes 60; A leases a block of 25 (100 / (2 ×
+	// 2)) and uses one; B gets the 15 the shared counter has left. (A
+	// token bucket's block is given back only as far as it is still
+	// ahead of now in the TAT the block's take left: B's 60 first put it
+	// there, as a busy bucket is.)
 	a := build(t, leaseOpts(clock, 30*time.Minute, 2), store, src) // rate × 30 min = 50, at most 25
 	b := build(t, enforce.Options{Now: clock.now, BackendTimeout: 5 * time.Second, SweepInterval: -1, CacheTTL: 24 * time.Hour}, store, src)
+	if n := drain(t, b, c, 60); n != 60 {
+		t.Fatalf("B admitted %d of its first 60", n)
+	}
 	if !leaseCheck(t, a, c).Allowed {
 		t.Fatal("A's first call was denied")
 	}
-	if n := drain(t, b, c, limit); n != limit-25 {
-		t.Fatalf("B admitted %d while A held a block: want %d", n, limit-25)
+	if n := drain(t, b, c, limit); n != limit-60-25 {
+		t.Fatalf("B admitted %d while A held a block: want %d", n, limit-60-25)
 	}
 	// A's lease time passes: its reaper gives back the 24 it did not use.
 	clock.advance(31 * time.Minute)
@@ -299,5 +311,39 @@ func leasePeek(t *testing.T, algo enforce.Algorithm, newStore func(t *testing.T)
 	d, _ := e.Peek(context.Background(), c)
 	if d.Remaining != 1000 {
 		t.Fatalf("after peeks the gate has %d left, want 1000", d.Remaining)
+	}
+}
+
+func leaseBucketNotFuller(t *testing.T, newStore func(t *testing.T) enforce.CounterStore, build BuildEnforcer) {
+	// 100 an hour (one token every 36 s), burst 100. A leases 25 tokens
+	// from a full bucket and uses one; 20 minutes later those 25 would
+	// have dripped back anyway, and B (no leases) finds the bucket full
+	// and takes all 100. When A's lease ends at 30 minutes it must give
+	// nothing back: at 31 minutes the bucket holds what dripped since B
+	// took (11 minutes: 18 tokens), not 18 plus A's 24 unused.
+	store := newStore(t)
+	const limit = 100
+	src := StaticSource(leaseState(enforce.AlgorithmTokenBucket, limit, 3600, 0))
+	clock := newLeaseClock()
+	c := policyCall("s")
+	a := build(t, leaseOpts(clock, 30*time.Minute, 2), store, src)
+	b := build(t, enforce.Options{Now: clock.now, BackendTimeout: 5 * time.Second, SweepInterval: -1, CacheTTL: 24 * time.Hour}, store, src)
+	if !leaseCheck(t, a, c).Allowed {
+		t.Fatal("A's first call was denied")
+	}
+	clock.advance(20 * time.Minute)
+	if n := drain(t, b, c, 2*limit); n != limit {
+		t.Fatalf("B admitted %d from a bucket full again: want %d", n, limit)
+	}
+	clock.advance(11 * time.Minute) // A's lease has ended
+	deadline := time.Now().Add(hangBound)
+	for a.LeaseStats().Leases > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("A's lease was not retired %v after it ended", hangBound)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := drain(t, b, c, 2*limit); n != 18 {
+		t.Fatalf("B admitted %d after A's lease ended: want 18 (what dripped in 11 minutes; A's unused tokens had dripped back already)", n)
 	}
 }
