@@ -53,6 +53,12 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 		"RLAPI_LOCKOUT_DURATION":          {"30m", "30m0s"},
 		"RLAPI_MCP_SUFFIXES":              {"mcp", `"mcp"`},
 		"RLAPI_A2A_PREFIXES":              {"agents", `"agents"`},
+
+		// Leases for hot keys (issue 15).
+		"RLAPI_LEASE_TIME":     {"2s", "2s"},
+		"RLAPI_LEASE_REPLICAS": {"4", "4"},
+		"RLAPI_LEASE_HOT_RATE": {"50", "50"},
+		"RLAPI_LEASE_KEYS":     {"all", `"all"`},
 	}
 	// Read on purpose without showing them as defaults: a secret, and the
 	// database URL (which may hold a password).

@@ -316,7 +316,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	eventsLog := fs.String("events-log", getenv("RLAPI_EVENTS_LOG"),
 		"where to write one JSON line per aggregated violation event for a SIEM: a file path (appended), - for stderr, empty for none (RLAPI_EVENTS_LOG)")
 	grpcCfg := grpcFlags(fs, getenv)
+	leaseCfg, err := leaseFlags(fs, getenv)
+	if err != nil {
+		return err
+	}
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	leases, err := leaseCfg.options()
+	if err != nil {
 		return err
 	}
 	grpcTrusted, err := grpcCfg.check()
@@ -461,6 +469,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log, IPv6Prefix: *ipv6Prefix,
 		AuthThrottle: &enforce.AuthThrottleOptions{MaxFailures: *gatewayFailures, Window: *gatewayWindow, Lockout: *gatewayLockout},
 		Escalation:   escalation,
+		Leases:       leases,
+	}
+	if leases != nil {
+		log.Info("leases for hot keys on", "lease_time", leases.Time, "replicas", leases.Replicas, "hot_rate", leases.HotRate, "all_keys", leases.All)
 	}
 	countersIn := ""
 	if countersURL.s != "" {

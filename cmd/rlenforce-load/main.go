@@ -71,6 +71,9 @@ type config struct {
 	shapes      []string
 	algorithms  []string
 	stores      []string
+	// leases: "off", "on" (every store's rows with leases only) or
+	// "both" (each store without and with leases).
+	leases string
 }
 
 // storeLabel is how the table names the "ours" rows of a counter store.
@@ -101,7 +104,18 @@ func run() error {
 	stores := flag.String("store", "postgres", "counter stores the ours rows run on, comma-separated: postgres, redis, redis-cluster")
 	redisURL := flag.String("redis-url", os.Getenv("REDIS_URL"), "the standalone Redis of -store redis (REDIS_URL)")
 	redisClusterURL := flag.String("redis-cluster-url", os.Getenv("REDIS_CLUSTER_URL"), "the Redis Cluster of -store redis-cluster (REDIS_CLUSTER_URL)")
+	flag.StringVar(&cfg.leases, "leases", "off", "leases for hot keys: off, on (the ours rows lease) or both (each store without and with leases, rows labelled +lease)")
+	leaseTime := flag.Duration("lease-time", time.Second, "with -leases: enforce.LeaseOptions.Time")
+	leaseReplicas := flag.Int("lease-replicas", 4, "with -leases: enforce.LeaseOptions.Replicas (the block's divisor)")
+	leaseKeys := flag.String("lease-keys", "hot", "with -leases: which keys lease, hot (seen more than 100 times a second) or all")
 	flag.Parse()
+	if cfg.leases != "off" && cfg.leases != "on" && cfg.leases != "both" {
+		return fmt.Errorf("-leases: %q is not off, on or both", cfg.leases)
+	}
+	if *leaseKeys != "hot" && *leaseKeys != "all" {
+		return fmt.Errorf("-lease-keys: %q is not hot or all", *leaseKeys)
+	}
+	leaseOpts := &enforce.LeaseOptions{Time: *leaseTime, Replicas: *leaseReplicas, All: *leaseKeys == "all"}
 	for _, s := range strings.Split(*stores, ",") {
 		s = strings.TrimSpace(s)
 		if _, ok := storeLabel[s]; !ok {
@@ -169,6 +183,32 @@ func run() error {
 	enforcers := map[string]*enforce.Enforcer{}
 	prefix := "load" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
 	for _, name := range cfg.stores {
+		if cfg.leases != "off" {
+			// The same counters, decided through leases (rows "+lease").
+			var counters enforce.CounterStore
+			if name != "postgres" {
+				u := *redisURL
+				if name == "redis-cluster" {
+					u = *redisClusterURL
+				}
+				rs, err := redisstore.Open(ctx, u, redisstore.Options{Prefix: prefix})
+				if err != nil {
+					return fmt.Errorf("-store %s: %w", name, err)
+				}
+				defer rs.Close()
+				counters = rs
+			}
+			e, err := postgres.New(ctx, st.Pool(), enforce.Options{Counters: counters, SweepInterval: -1,
+				BackendTimeout: 5 * time.Second, Workers: *workers, Leases: leaseOpts})
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			enforcers[name+"+lease"] = e
+			if cfg.leases == "on" {
+				continue
+			}
+		}
 		if name == "postgres" {
 			enforcers[name] = enf
 			continue
@@ -193,7 +233,7 @@ func run() error {
 
 	fmt.Printf("machine: %d CPUs (GOMAXPROCS %d), %s; pool %d connections; three gates per decision; %s per run\n\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), cfg.maxConns, cfg.duration)
-	fmt.Printf("%-14s %-9s %-7s %5s %12s %10s %10s %10s %8s\n", "algorithm", "impl", "keys", "gor", "decisions/s", "p50", "p99", "max", "errors")
+	fmt.Printf("%-14s %-14s %-7s %5s %12s %10s %10s %10s %8s\n", "algorithm", "impl", "keys", "gor", "decisions/s", "p50", "p99", "max", "errors")
 	results := map[string]result{}
 	for ai, alg := range cfg.algorithms {
 		if err := useAlgorithm(ctx, st.Pool(), enf, alg); err != nil {
@@ -230,7 +270,12 @@ func run() error {
 						continue
 					}
 					for _, name := range cfg.stores {
-						runs = append(runs, "ours/"+name)
+						if cfg.leases != "on" {
+							runs = append(runs, "ours/"+name)
+						}
+						if cfg.leases != "off" {
+							runs = append(runs, "ours/"+name+"+lease")
+						}
 					}
 				}
 				for _, run := range runs {
@@ -246,7 +291,11 @@ func run() error {
 					switch mode {
 					case "ours":
 						e := enforcers[storeName]
-						label = storeLabel[storeName]
+						base, leased := strings.CutSuffix(storeName, "+lease")
+						label = storeLabel[base]
+						if leased {
+							label += "+lease"
+						}
 						decide = func(ctx context.Context, i int) error {
 							_, err := e.Check(ctx, callFor(shape, i, cfg.keys))
 							return err
@@ -260,7 +309,7 @@ func run() error {
 					}
 					r := measure(ctx, n, cfg.duration, decide)
 					results[fmt.Sprintf("%s/%s/%s/%d", alg, label, shape, n)] = r
-					fmt.Printf("%-14s %-9s %-7s %5d %12.0f %10s %10s %10s %8d\n", alg, label, shape, n, r.rate,
+					fmt.Printf("%-14s %-14s %-7s %5d %12.0f %10s %10s %10s %8d\n", alg, label, shape, n, r.rate,
 						r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.max.Round(time.Microsecond), r.errors)
 				}
 			}
@@ -279,6 +328,13 @@ func run() error {
 				for _, label := range []string{"redis", "redis-cl"} {
 					if r, ok := results[fmt.Sprintf("%s/%s/%s/%d", alg, label, shape, n)]; ok && ok1 && o.rate > 0 {
 						fmt.Printf("ratio %s %s/ours (PostgreSQL), %s keys, %d goroutines: %.1fx\n", alg, label, shape, n, r.rate/o.rate)
+					}
+				}
+				for _, label := range []string{"ours", "redis", "redis-cl"} {
+					l, ok := results[fmt.Sprintf("%s/%s+lease/%s/%d", alg, label, shape, n)]
+					w, okw := results[fmt.Sprintf("%s/%s/%s/%d", alg, label, shape, n)]
+					if ok && okw && w.rate > 0 {
+						fmt.Printf("ratio %s %s+lease/%s, %s keys, %d goroutines: %.1fx\n", alg, label, label, shape, n, l.rate/w.rate)
 					}
 				}
 				f, ok3 := results[fmt.Sprintf("%s/ours/%s/%d", fixed, shape, n)]

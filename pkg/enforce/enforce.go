@@ -117,6 +117,12 @@ type Options struct {
 	// OnLockout, when set, is told of every escalation lockout this
 	// Enforcer wrote (event lockout_started).
 	OnLockout func(Lockout)
+
+	// Leases, when set, turns on leases for hot keys (lease.go,
+	// docs/design.md "Leases for hot keys"): a block of a hot gate's
+	// capacity is taken from the shared counter in one step and later
+	// calls on that key are decided in memory until it runs out.
+	Leases *LeaseOptions
 }
 
 // Enforcer decides calls. It is safe for concurrent use.
@@ -146,6 +152,8 @@ type Enforcer struct {
 	violations *violationRecorder
 	// auth is the failed-credential throttle (nil: off; authfail.go).
 	auth *AuthThrottle
+	// leases decide hot keys locally (nil: off; lease.go).
+	leases *leaser
 }
 
 // New starts an Enforcer over opts.Counters and opts.Source. It loads the
@@ -211,6 +219,12 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	for range opts.Workers {
 		e.wg.Go(func() { e.batcher.work(bg) })
 	}
+	if opts.Leases != nil {
+		e.leases = newLeaser(*opts.Leases, e.counters, opts.BackendTimeout, e.now, m)
+		e.leases.log = e.log
+		e.wg.Add(1)
+		go e.every(bg, min(max(e.leases.opts.Time/4, 10*time.Millisecond), 100*time.Millisecond), func(context.Context) { e.leases.reap(e.now()) })
+	}
 	e.wg.Add(4)
 	go e.listen(bg)
 	go e.refreshLoop(bg)
@@ -228,6 +242,9 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 func (e *Enforcer) Close() {
 	e.cancel()
 	e.wg.Wait()
+	if e.leases != nil {
+		e.leases.close()
+	}
 	e.events.flush()
 	e.violations.flush(context.Background())
 	if e.opts.OnClose != nil {
@@ -451,7 +468,9 @@ type callerDims struct {
 // non-nil) and is gated by their user limits, as an unauthenticated user,
 // and by the user limits of the definitions for everyone.
 func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *member, targetName string, admin bool, now time.Time) []Gate {
-	var gates []Gate
+	// Room for the usual three gates and a tool gate: one allocation
+	// where growing by appends copied the (large) gates three times.
+	gates := make([]Gate, 0, 4)
 	caller := who.caller
 	target := c.TargetType + ":" + targetName
 	if !admin && who.caller != "" { // no caller: a descriptor call without an identity
@@ -676,6 +695,11 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, c
 	slices.SortFunc(gates, func(a, b Gate) int {
 		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(a.WindowSeconds, b.WindowSeconds))
 	})
+	if e.leases != nil {
+		if d, err, ok := e.takeLeased(ctx, c, gates, cost, consume, now); ok {
+			return d, err
+		}
+	}
 	req := TakeRequest{Cost: cost, Consume: consume, Now: now, Gates: make([]CounterGate, len(gates))}
 	for i, g := range gates {
 		req.Gates[i] = g.counterGate()
@@ -688,7 +712,12 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, c
 	if err != nil {
 		return e.backendFailed(c, gates, err)
 	}
+	return e.decision(c, gates, res, cost, consume, now), nil
+}
 
+// decision turns the counters' answer for gates into a decision (for a
+// gate decided from a lease, res holds its local state: lease.go).
+func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, consume bool, now time.Time) Decision {
 	d := Decision{Allowed: res.Allowed, Reason: ReasonAllowed, Gates: gates}
 	tightest := -1
 	for i := range gates {
@@ -733,7 +762,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, c
 		e.events.record(event{reason: eventShadow, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
 			target: c.TargetName, gate: d.Shadow[0].DefinitionID, caller: e.eventCaller(c)})
 	}
-	return d, nil
+	return d
 }
 
 // backendFailed applies the fail policy: a definition marked fail_closed,

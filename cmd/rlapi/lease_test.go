@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlctl/rlctl/internal/pgtest"
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// TestServeLeases: with RLAPI_LEASE_TIME and RLAPI_LEASE_KEYS=all, POST
+// /api/check decides from leased blocks and still admits exactly the
+// limit (one replica: nobody else holds a block), and the start-up log
+// says leases are on.
+func TestServeLeases(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewMigratedDatabase(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn, store.Opts{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	limit := 100
+	d := ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: "hot", WindowSeconds: 3600,
+		MaxRequests: &limit, Enabled: true, Mode: ratelimit.ModeEnforce}
+	if err := st.InTx(ctx, func(q *store.Queries) error { _, err := q.PutDefinition(ctx, d, store.Write{}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "token")
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"token", "create", "--name", "gw", "--role", "admin", "--output-file", file},
+		env(map[string]string{"DATABASE_URL": dsn}), &out, &errOut); code != 0 {
+		t.Fatalf("token create: exit %d: %s", code, errOut.String())
+	}
+	tok, _ := os.ReadFile(file)
+	addr := freeAddr(t)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(sctx, []string{"serve", "--addr", addr}, env(map[string]string{"DATABASE_URL": dsn,
+			"RLAPI_LEASE_TIME": "30m", "RLAPI_LEASE_KEYS": "all"}), &stdout, &stderr)
+	}()
+	waitReady(t, addr, done, &stderr)
+	allowed := 0
+	for range 120 {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/api/check",
+			strings.NewReader(`{"username": "alice", "target_type": "mcp_server", "target_name": "hot"}`))
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		resp.Body.Close()
+		if m["allowed"] == true {
+			allowed++
+		}
+	}
+	if allowed != limit {
+		t.Errorf("admitted %d of 120 calls on a limit of %d with leases on: want exactly the limit", allowed, limit)
+	}
+	cancel()
+	<-done
+	if !strings.Contains(stderr.String(), "leases for hot keys on") {
+		t.Errorf("the start-up log does not say leases are on:\n%s", stderr.String())
+	}
+}
+
+// TestServeRefusesBadLeaseFlags: a lease setting rlapi cannot use is a
+// usage error naming the flag and its variable.
+func TestServeRefusesBadLeaseFlags(t *testing.T) {
+	t.Parallel()
+	for k, v := range map[string]string{"RLAPI_LEASE_TIME": "-1s", "RLAPI_LEASE_REPLICAS": "0",
+		"RLAPI_LEASE_HOT_RATE": "0", "RLAPI_LEASE_KEYS": "some"} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"serve"}, env(map[string]string{k: v}), &out, &errOut)
+		if code != 2 || !strings.Contains(errOut.String(), k) {
+			t.Errorf("%s=%s: exit %d, %q; want a usage error naming %s", k, v, code, errOut.String(), k)
+		}
+	}
+}

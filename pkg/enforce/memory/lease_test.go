@@ -1,0 +1,40 @@
+package memory_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
+	"github.com/rlctl/rlctl/pkg/enforce/memory"
+)
+
+// buildEnforcer is enforcetest.BuildEnforcer with enforce.New; leases,
+// when set, turns them on for every gate.
+func buildEnforcer(leases bool) enforcetest.BuildEnforcer {
+	return func(t *testing.T, opts enforce.Options, counters enforce.CounterStore, src enforce.Source) *enforce.Enforcer {
+		opts.Counters, opts.Source = counters, src
+		if leases && opts.Leases == nil {
+			opts.Leases = &enforce.LeaseOptions{All: true}
+		}
+		e, err := enforce.New(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(e.Close)
+		return e
+	}
+}
+
+// TestLeases runs the lease checks over the in-memory store.
+func TestLeases(t *testing.T) {
+	t.Parallel()
+	enforcetest.TestLeases(t, func(t *testing.T) enforce.CounterStore { return memory.New() }, buildEnforcer(true))
+}
+
+// TestFailPoliciesWithLeases: the fail policies hold with every gate
+// leased (a store failing while a block is refilled follows them).
+func TestFailPoliciesWithLeases(t *testing.T) {
+	t.Parallel()
+	enforcetest.TestFailPolicies(t, func(t *testing.T) enforce.CounterStore { return memory.New() }, buildEnforcer(true))
+}
