@@ -186,6 +186,9 @@ func New(st *store.Store, cfg Config, opts Opts) *Server {
 	s.authThrottle = newAuthThrottle(postgres.NewCounterStore(s.authStore.Pool()), cfg.AuthMaxFailures, cfg.AuthWindow, cfg.AuthLockout,
 		maxTracked, s.now, s.log)
 	s.metrics.registry.MustRegister(s.authThrottle.lockouts, s.authThrottle.active)
+	if s.enforcer != nil {
+		s.authThrottle.recordTo(s.enforcer)
+	}
 	s.tokens = newTokenCache(cfg.TokenCacheTTL, maxCachedTokens)
 	return s
 }
