@@ -145,6 +145,9 @@ type Server struct {
 	// clientIPs finds a request's client address (pkg/clientip), the one
 	// resolver of the lockout and the decision endpoints.
 	clientIPs *clientip.Resolver
+	// sweepHook, set by tests only, is called as a sweep round starts
+	// under its lock (handle_events.go).
+	sweepHook atomic.Pointer[func(ctx context.Context, lock string)]
 }
 
 // Opts are optional dependencies of New.
