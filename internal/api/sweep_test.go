@@ -41,7 +41,7 @@ func TestSweepRoundsOneReplicaAtATime(t *testing.T) {
 		until, at := now.Add(-expired), now.Add(-expired-15*time.Minute)
 		return ratelimit.Membership{SubjectType: subjectType, Subject: subject, Groups: append(groups, ratelimit.GroupQuarantineCallers),
 			QuarantineReason: "lockout: 5 violations of caller:group:anon:60 within 5m0s; locked out for 15m0s",
-			QuarantinedAt: &at, QuarantineExpiresAt: &until}
+			QuarantinedAt:    &at, QuarantineExpiresAt: &until}
 	}
 
 	var inner []api.SweepResult
@@ -69,7 +69,7 @@ func TestSweepRoundsOneReplicaAtATime(t *testing.T) {
 		case store.LockoutsSweepLock:
 			err := a.Store.InTx(rctx, func(q *store.Queries) error {
 				for _, m := range []ratelimit.Membership{
-					lockout("network", "203.0.113.7/32", 48*time.Hour), // due
+					lockout("network", "203.0.113.7/32", 48*time.Hour),  // due
 					lockout("network", "2001:db8:9::/64", 25*time.Hour), // due
 					lockout("user", "carol", 48*time.Hour),              // due: nothing else held
 					lockout("user", "dave", 48*time.Hour, "hourly"),     // kept: has a group
