@@ -286,3 +286,64 @@ func TestEscalationLockoutAnonymousAcrossReplicas(t *testing.T) {
 		}
 	}
 }
+
+// The lockout ends on time on every replica: locked through replica a
+// for 5 seconds, both a and b answer locked-out, never past the expiry,
+// and throttled once it has passed.
+func TestEscalationLockoutEndsOnTimeOnBothReplicas(t *testing.T) {
+	t.Parallel()
+	a, b, admin := escalationEnvs(t, 5*time.Second)
+	gw := []*client.Client{clientFor(t, a, a.Token(t, "gw", ratelimit.RoleEnforcer)), clientFor(t, b, a.Token(t, "gw-b", ratelimit.RoleEnforcer))}
+	call := client.CheckRequest{Username: "alice", TargetType: "mcp_server", TargetName: "mcpgw"}
+	var res client.CheckResult
+	for range 6 {
+		var err error
+		if res, err = gw[0].Check(t.Context(), call); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res.Reason != client.ReasonLockedOut {
+		t.Fatalf("5th violation: %+v, want locked-out", res)
+	}
+	q, err := admin.ListQuarantine(t.Context())
+	if err != nil || len(q.Callers) != 1 || q.Callers[0].ExpiresAt == nil {
+		t.Fatalf("quarantine: %+v, %v", q.Callers, err)
+	}
+	expires := *q.Callers[0].ExpiresAt
+	// Both replicas read it now rather than waiting for their notices.
+	refresh(t, a)
+	refresh(t, b)
+	var locked, ended [2]bool
+	// The deadline only bounds a hang.
+	for deadline := time.Now().Add(30 * time.Second); !ended[0] || !ended[1]; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still locked out: ended %v", ended)
+		}
+		for i, c := range gw {
+			if ended[i] {
+				continue
+			}
+			res, err := c.Check(t.Context(), call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch res.Reason {
+			case client.ReasonLockedOut:
+				locked[i] = true
+				if !time.Now().Before(expires.Add(time.Second)) {
+					t.Fatalf("replica %d: locked out past the expiry %v", i, expires)
+				}
+			case client.ReasonThrottled:
+				ended[i] = true
+				if time.Now().Before(expires) {
+					t.Errorf("replica %d: the lockout ended before its expiry", i)
+				}
+			default:
+				t.Fatalf("replica %d: %+v", i, res)
+			}
+		}
+	}
+	if !locked[0] || !locked[1] {
+		t.Errorf("locked-out answers seen: %v, want on both replicas", locked)
+	}
+}

@@ -650,3 +650,66 @@ func TestNginxRouteTiers(t *testing.T) {
 		t.Errorf("the HIGH tier is another bucket: %d, want 200", got)
 	}
 }
+
+// TestNginxAuthThrottleSuccessAndExpired: the rest of reference 002's
+// scenario behind a real nginx: 4 failures, a success, 4 more failures
+// leave the address passing (the success reset the count); 20 expired
+// tokens reported leave it passing (an expired token is not a failure);
+// then the 5th failure since the success locks it, and nginx answers 429
+// with Retry-After about 300 s without reaching the backend.
+func TestNginxAuthThrottleSuccessAndExpired(t *testing.T) {
+	t.Parallel()
+	bin := nginxBinary(t)
+	const secret = "nginx-test-secret-authreset"
+	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.0/8"), GatewaySecret: secret})
+	var reached atomic.Int64
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
+	t.Cleanup(backend.Close)
+	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+	hc := &http.Client{Timeout: 10 * time.Second}
+	const ip = "192.0.2.77"
+	status := func() (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, gw+"/srv/mcp", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Auth-Username", "alice")
+		req.Header.Set("X-Forwarded-For", ip)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	gwc := clientFor(t, env, env.Token(t, "gateway", ratelimit.RoleEnforcer))
+	reportN := func(n int, outcome string) {
+		t.Helper()
+		for range n {
+			if _, err := gwc.ReportAuth(t.Context(), client.AuthEvent{ClientIP: ip, Outcome: outcome}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	reportN(4, client.AuthFailure)
+	reportN(1, client.AuthSuccess)
+	reportN(4, client.AuthFailure)
+	if s, _ := status(); s != http.StatusOK {
+		t.Fatalf("4 failures, a success, 4 failures: %d through nginx, want 200 (the success reset the count)", s)
+	}
+	reportN(20, client.AuthExpired)
+	if s, _ := status(); s != http.StatusOK {
+		t.Fatalf("after 20 expired tokens: %d through nginx, want 200 (expired tokens are no failures)", s)
+	}
+	reportN(1, client.AuthFailure)
+	before := reached.Load()
+	s, retry := status()
+	if n, err := strconv.Atoi(retry); s != http.StatusTooManyRequests || err != nil || n < 290 || n > 300 {
+		t.Errorf("the 5th failure since the success: %d, Retry-After %q; want 429 for about 300 s", s, retry)
+	}
+	if reached.Load() != before {
+		t.Error("the locked-out call reached the backend")
+	}
+}
