@@ -171,3 +171,41 @@ func TestRateLimitEventsRetention(t *testing.T) {
 		t.Errorf("after the sweep: %+v, want only user:new (6 days old, inside the default 7 days)", got)
 	}
 }
+
+// rlapi's own token lockouts are in the record of violations as gateways'
+// failed-credential lockouts are: kind auth_lockout_started, severity
+// high, subject ip:<address or /64>, with the client address, the
+// failures that locked it and target "rlapi"; one row per lockout, not
+// per refused attempt.
+func TestRlapiTokenLockoutsAreRecorded(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, api.Config{AuthMaxFailures: 2, TrustedProxies: mustPrefixes("127.0.0.0/8")})
+	get := func(token, xff string) answer {
+		return do(t, env.URL, call{method: "GET", path: "/api/rate-limits", token: token, header: map[string]string{"X-Forwarded-For": xff}})
+	}
+	for _, xff := range []string{"2001:db8:5:6::1", "2001:db8:5:6::2"} {
+		if a := get("rlt_wrong", xff); a.status != http.StatusUnauthorized {
+			t.Fatalf("wrong token from %s: %d, want 401", xff, a.status)
+		}
+	}
+	// Refused while locked: these are not lockouts of their own.
+	for range 3 {
+		if a := get(env.AdminToken, "2001:db8:5:6::3"); a.status != http.StatusTooManyRequests {
+			t.Fatalf("locked /64: %d, want 429", a.status)
+		}
+	}
+	env.Enforcer.FlushEvents(context.Background())
+	viewer := clientFor(t, env, env.Token(t, "viewer", "viewer"))
+	page, err := viewer.ListEvents(context.Background(), client.EventFilter{Kind: ratelimit.EventAuthLockoutStarted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Events) != 1 {
+		t.Fatalf("events %+v, want one auth_lockout_started row", page.Events)
+	}
+	ev := page.Events[0]
+	if ev.Severity != ratelimit.SeverityHigh || ev.Subject != "ip:2001:db8:5:6::/64" || ev.Caller != "ip:2001:db8:5:6::/64" ||
+		ev.ClientIP != "2001:db8:5:6::2" || ev.Target != "rlapi" || ev.Limit != 2 || ev.Count != 1 {
+		t.Errorf("event %+v; want high, subject ip:2001:db8:5:6::/64, client_ip 2001:db8:5:6::2, target rlapi, limit 2, count 1", ev)
+	}
+}

@@ -135,22 +135,37 @@ func (s *Server) handleListEvents() http.Handler {
 
 // Retention sweeping: every eventsSweepInterval, batches of
 // eventsSweepBatch rows past the retention are deleted until a batch
-// comes back short (at most eventsSweepRounds per round).
+// comes back short (at most eventsSweepRounds per round). Each round runs
+// under an advisory lock (store.WithSweepLock): of the replicas sharing
+// the database one sweeps at a time, the others skip the round. The same
+// loop sweeps expired lockouts (sweepLockouts).
 const (
 	eventsSweepInterval = time.Minute
 	eventsSweepBatch    = 5000
 	eventsSweepRounds   = 20
 )
 
-// sweepEventsLoop deletes events older than the retention until ctx ends.
+// Expired escalation lockouts that hold nothing else (an anonymous
+// caller's network lockout, a caller without groups) are deleted
+// lockoutsKeep after they ended, lockoutsSweepBatch per transaction, at
+// most lockoutsSweepRounds transactions per round: until then `quarantine
+// list` shows them expired.
+const (
+	lockoutsKeep        = 24 * time.Hour
+	lockoutsSweepBatch  = 500
+	lockoutsSweepRounds = 20
+)
+
+// sweepEventsLoop deletes events older than the retention, and expired
+// lockouts, until ctx ends.
 func (s *Server) sweepEventsLoop(ctx context.Context) {
-	if s.cfg.EventsRetention < 0 {
-		return
-	}
 	t := time.NewTicker(eventsSweepInterval)
 	defer t.Stop()
 	for {
-		s.sweepEvents(ctx)
+		if s.cfg.EventsRetention >= 0 {
+			s.sweepEvents(ctx)
+		}
+		s.sweepLockouts(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -159,28 +174,77 @@ func (s *Server) sweepEventsLoop(ctx context.Context) {
 	}
 }
 
-// sweepEvents runs one round of the retention sweep and reports how many
-// rows it deleted.
-func (s *Server) sweepEvents(ctx context.Context) int64 {
+// sweepResult is what one sweep round did: whether this replica held the
+// round's lock, and how many rows it deleted.
+type sweepResult struct {
+	Ran     bool
+	Removed int64
+}
+
+// sweepEvents runs one round of the retention sweep, unless another
+// replica is running one.
+func (s *Server) sweepEvents(ctx context.Context) sweepResult {
 	cutoff := s.now().Add(-s.cfg.EventsRetention)
 	var removed int64
-	for range eventsSweepRounds {
-		sctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-		n, err := s.store.SweepEvents(sctx, cutoff, eventsSweepBatch)
-		cancel()
-		removed += n
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Warn("sweeping the record of violations failed", "err", err)
+	ran, err := s.store.WithSweepLock(ctx, store.EventsSweepLock, func(ctx context.Context) error {
+		s.sweepLocked(ctx, store.EventsSweepLock)
+		for range eventsSweepRounds {
+			sctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+			n, err := s.store.SweepEvents(sctx, cutoff, eventsSweepBatch)
+			cancel()
+			removed += n
+			if err != nil {
+				return err
 			}
-			break
+			if n < eventsSweepBatch {
+				break
+			}
 		}
-		if n < eventsSweepBatch {
-			break
-		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("sweeping the record of violations failed", "err", err)
 	}
 	if removed > 0 {
 		s.log.Info("swept the record of violations", "removed", removed, "older_than", cutoff.UTC().Format(time.RFC3339))
 	}
-	return removed
+	return sweepResult{Ran: ran, Removed: removed}
+}
+
+// sweepLockouts runs one round of the expired-lockout sweep, unless
+// another replica is running one.
+func (s *Server) sweepLockouts(ctx context.Context) sweepResult {
+	before := s.now().Add(-lockoutsKeep)
+	var removed int64
+	ran, err := s.store.WithSweepLock(ctx, store.LockoutsSweepLock, func(ctx context.Context) error {
+		s.sweepLocked(ctx, store.LockoutsSweepLock)
+		for range lockoutsSweepRounds {
+			sctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+			n, err := s.store.SweepExpiredLockouts(sctx, before, lockoutsSweepBatch)
+			cancel()
+			removed += n
+			if err != nil {
+				return err
+			}
+			if n < lockoutsSweepBatch {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("sweeping expired lockouts failed", "err", err)
+	}
+	if removed > 0 {
+		s.log.Info("swept expired lockouts", "removed", removed, "ended_before", before.UTC().Format(time.RFC3339))
+	}
+	return sweepResult{Ran: ran, Removed: removed}
+}
+
+// sweepLocked calls the test hook, if any, as a round starts under its
+// lock.
+func (s *Server) sweepLocked(ctx context.Context, lock string) {
+	if h := s.sweepHook.Load(); h != nil {
+		(*h)(ctx, lock)
+	}
 }

@@ -182,3 +182,168 @@ func TestEscalationLockoutEndsOnTime(t *testing.T) {
 		t.Error("the lockout ended before its expiry")
 	}
 }
+
+// An anonymous caller keyed by its client IP is escalation-locked through
+// POST /api/check, across two replicas: its 5th violation locks its
+// network subject (the /64 of its IPv6 address) for 15 minutes, a
+// quarantine with an expiry listed by `quarantine list`, audited; the
+// other replica learns it from its change notice and answers a second
+// address of the /64 locked-out, as the middleware does (429, both
+// headers); an operator's removal ends it early, and the anonymous caller
+// is limited again by its network's group.
+func TestEscalationLockoutAnonymousAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	a, b, admin := escalationEnvs(t, 15*time.Minute)
+	if _, err := admin.PutMembership(t.Context(), ratelimit.Membership{SubjectType: "network", Subject: "2001:db8::/32", Groups: []string{"hourly"}}, client.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refresh(t, a)
+	refresh(t, b)
+	hc := contractHTTPClient(t)
+	check := func(i int, ip string) answer {
+		t.Helper()
+		env := []*apitest.Env{a, b}[i%2]
+		return send(t, hc, env.URL, call{method: "POST", path: "/api/check", token: env.AdminToken,
+			body: `{"client_ip":"` + ip + `","target_type":"mcp_server","target_name":"mcpgw"}`})
+	}
+	if r := check(0, "2001:db8:7:8::1").json(t); r["allowed"] != true {
+		t.Fatalf("first call: %v", r)
+	}
+	for i := 1; i <= 4; i++ {
+		if r := check(i, "2001:db8:7:8::1").json(t); r["reason"] != "throttled" {
+			t.Fatalf("violation %d: %v, want throttled", i, r)
+		}
+	}
+	ans := check(5, "2001:db8:7:8::1")
+	if r := ans.json(t); r["reason"] != "locked-out" || r["retry_after"] != float64(900) || r["lockout_remaining"] != float64(900) ||
+		ans.header.Get("Retry-After") != "900" || ans.header.Get("X-Lockout-Remaining") != "900" {
+		t.Fatalf("5th violation: %v %v; want locked-out for 900s with Retry-After and X-Lockout-Remaining", r, ans.header)
+	}
+
+	// Replica b wrote it (the 5th call): both learn it from their change
+	// notices (partial reloads), without a refresh here.
+	gw := []*client.Client{clientFor(t, a, a.Token(t, "gw", ratelimit.RoleEnforcer)), clientFor(t, b, a.Token(t, "gw-b", ratelimit.RoleEnforcer))}
+	second := client.CheckRequest{ClientIP: "2001:db8:7:8::2", TargetType: "mcp_server", TargetName: "other"}
+	for i, c := range gw {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			res, err := c.Check(t.Context(), second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Reason == client.ReasonLockedOut && res.LockoutRemaining >= 890 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d, a second address of the /64: %+v; want locked-out", i, res)
+			}
+		}
+	}
+	// A user calling from the address is its own caller.
+	if res, err := gw[0].Check(t.Context(), client.CheckRequest{Username: "carol", ClientIP: "2001:db8:7:8::1", TargetType: "mcp_server", TargetName: "mcpgw"}); err != nil || !res.Allowed {
+		t.Errorf("a user from the locked address: %+v, %v; want allowed", res, err)
+	}
+
+	q, err := admin.ListQuarantine(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entry *client.QuarantineEntry
+	for i := range q.Callers {
+		if q.Callers[i].ID == "network:2001:db8:7:8::/64" {
+			entry = &q.Callers[i]
+		}
+	}
+	if entry == nil || entry.ExpiresAt == nil || entry.QuarantinedAt == nil || entry.ExpiresAt.Sub(*entry.QuarantinedAt) != 15*time.Minute ||
+		!strings.HasPrefix(entry.Reason, enforce.LockoutReasonPrefix+"5 violations of caller:group:hourly:3600") {
+		t.Fatalf("quarantine list: %+v, want network 2001:db8:7:8::/64 for 15m with a lockout reason", q.Callers)
+	}
+	audit, err := admin.ListAudit(t.Context(), client.AuditFilter{Actor: "rlctl-lockout"})
+	if err != nil || len(audit.Entries) != 1 || audit.Entries[0].Action != "lockout" || audit.Entries[0].ResourceID != "network:2001:db8:7:8::/64" {
+		t.Errorf("audit of the lockout: %+v, %v; want one lockout entry by rlctl-lockout", audit.Entries, err)
+	}
+
+	// The middleware on replica a, for an anonymous request from the /64.
+	mw := enforce.Middleware(a.Enforcer, func(r *http.Request) (enforce.Call, bool) {
+		return enforce.Call{ClientIP: "2001:db8:7:8::3", TargetType: "mcp_server", TargetName: "mcpgw"}, true
+	}, enforce.MiddlewareOptions{})(http.NotFoundHandler())
+	rec := httptest.NewRecorder()
+	mw.ServeHTTP(rec, httptest.NewRequest("POST", "/mcpgw/mcp", nil))
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("X-Lockout-Remaining") == "" || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("middleware: %d %v; want 429 with Retry-After and X-Lockout-Remaining", rec.Code, rec.Header())
+	}
+
+	// An operator removes it: the caller is throttled by its network's
+	// (used-up) hourly limit again, on both replicas.
+	if removed, _, err := admin.Unquarantine(t.Context(), "network", "2001:db8:7:8::/64", client.WriteOptions{}); err != nil || !removed {
+		t.Fatalf("unquarantine: %v, %v", removed, err)
+	}
+	refresh(t, a)
+	refresh(t, b)
+	for i, c := range gw {
+		res, err := c.Check(t.Context(), client.CheckRequest{ClientIP: "2001:db8:7:8::1", TargetType: "mcp_server", TargetName: "mcpgw"})
+		if err != nil || res.Reason != client.ReasonThrottled {
+			t.Errorf("replica %d after removal: %+v, %v; want throttled by the network's group", i, res, err)
+		}
+	}
+}
+
+// The lockout ends on time on every replica: locked through replica a
+// for 5 seconds, both a and b answer locked-out, never past the expiry,
+// and throttled once it has passed.
+func TestEscalationLockoutEndsOnTimeOnBothReplicas(t *testing.T) {
+	t.Parallel()
+	a, b, admin := escalationEnvs(t, 5*time.Second)
+	gw := []*client.Client{clientFor(t, a, a.Token(t, "gw", ratelimit.RoleEnforcer)), clientFor(t, b, a.Token(t, "gw-b", ratelimit.RoleEnforcer))}
+	call := client.CheckRequest{Username: "alice", TargetType: "mcp_server", TargetName: "mcpgw"}
+	var res client.CheckResult
+	for range 6 {
+		var err error
+		if res, err = gw[0].Check(t.Context(), call); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res.Reason != client.ReasonLockedOut {
+		t.Fatalf("5th violation: %+v, want locked-out", res)
+	}
+	q, err := admin.ListQuarantine(t.Context())
+	if err != nil || len(q.Callers) != 1 || q.Callers[0].ExpiresAt == nil {
+		t.Fatalf("quarantine: %+v, %v", q.Callers, err)
+	}
+	expires := *q.Callers[0].ExpiresAt
+	// Both replicas read it now rather than waiting for their notices.
+	refresh(t, a)
+	refresh(t, b)
+	var locked, ended [2]bool
+	// The deadline only bounds a hang.
+	for deadline := time.Now().Add(30 * time.Second); !ended[0] || !ended[1]; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still locked out: ended %v", ended)
+		}
+		for i, c := range gw {
+			if ended[i] {
+				continue
+			}
+			res, err := c.Check(t.Context(), call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch res.Reason {
+			case client.ReasonLockedOut:
+				locked[i] = true
+				if !time.Now().Before(expires.Add(time.Second)) {
+					t.Fatalf("replica %d: locked out past the expiry %v", i, expires)
+				}
+			case client.ReasonThrottled:
+				ended[i] = true
+				if time.Now().Before(expires) {
+					t.Errorf("replica %d: the lockout ended before its expiry", i)
+				}
+			default:
+				t.Fatalf("replica %d: %+v", i, res)
+			}
+		}
+	}
+	if !locked[0] || !locked[1] {
+		t.Errorf("locked-out answers seen: %v, want on both replicas", locked)
+	}
+}

@@ -661,3 +661,132 @@ func TestNginxRouteTiers(t *testing.T) {
 		t.Errorf("the HIGH tier is another bucket: %d, want 200", got)
 	}
 }
+
+// TestNginxAuthThrottleSuccessAndExpired: the rest of reference 002's
+// scenario behind a real nginx: 4 failures, a success, 4 more failures
+// leave the address passing (the success reset the count); 20 expired
+// tokens reported leave it passing (an expired token is not a failure);
+// then the 5th failure since the success locks it, and nginx answers 429
+// with Retry-After about 300 s without reaching the backend.
+func TestNginxAuthThrottleSuccessAndExpired(t *testing.T) {
+	t.Parallel()
+	bin := nginxBinary(t)
+	const secret = "nginx-test-secret-authreset"
+	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.0/8"), GatewaySecret: secret})
+	var reached atomic.Int64
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
+	t.Cleanup(backend.Close)
+	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+	hc := &http.Client{Timeout: 10 * time.Second}
+	const ip = "192.0.2.77"
+	status := func() (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, gw+"/srv/mcp", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Auth-Username", "alice")
+		req.Header.Set("X-Forwarded-For", ip)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	gwc := clientFor(t, env, env.Token(t, "gateway", ratelimit.RoleEnforcer))
+	reportN := func(n int, outcome string) {
+		t.Helper()
+		for range n {
+			if _, err := gwc.ReportAuth(t.Context(), client.AuthEvent{ClientIP: ip, Outcome: outcome}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	reportN(4, client.AuthFailure)
+	reportN(1, client.AuthSuccess)
+	reportN(4, client.AuthFailure)
+	if s, _ := status(); s != http.StatusOK {
+		t.Fatalf("4 failures, a success, 4 failures: %d through nginx, want 200 (the success reset the count)", s)
+	}
+	reportN(20, client.AuthExpired)
+	if s, _ := status(); s != http.StatusOK {
+		t.Fatalf("after 20 expired tokens: %d through nginx, want 200 (expired tokens are no failures)", s)
+	}
+	reportN(1, client.AuthFailure)
+	before := reached.Load()
+	s, retry := status()
+	if n, err := strconv.Atoi(retry); s != http.StatusTooManyRequests || err != nil || n < 290 || n > 300 {
+		t.Errorf("the 5th failure since the success: %d, Retry-After %q; want 429 for about 300 s", s, retry)
+	}
+	if reached.Load() != before {
+		t.Error("the locked-out call reached the backend")
+	}
+}
+
+// TestNginxAnonymousEscalationLockout: an anonymous caller behind a real
+// nginx, keyed by its client IP, is escalation-locked like a user: its
+// 5th throttled call within 5 minutes locks its address (network
+// 198.51.100.9/32) for 15 minutes, answered 429 with Retry-After and
+// X-Lockout-Remaining, on another server too; another address of the
+// same /24 still passes, and so does a user calling from the locked one.
+func TestNginxAnonymousEscalationLockout(t *testing.T) {
+	t.Parallel()
+	bin := nginxBinary(t)
+	const secret = "nginx-test-secret-anonlock"
+	env := apitest.StartWith(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.0/8"), GatewaySecret: secret},
+		apitest.Options{Escalation: &enforce.EscalationOptions{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
+	admin := clientFor(t, env, env.AdminToken)
+	if _, err := admin.PutMembership(t.Context(), ratelimit.Membership{SubjectType: ratelimit.SubjectNetwork, Subject: "198.51.100.0/24",
+		Groups: []string{"hourly"}}, client.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	define(t, env, admin, group("hourly", 3600, 1, 0))
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(backend.Close)
+	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+	hc := &http.Client{Timeout: 10 * time.Second}
+	send := func(path, ip, user string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, gw+path, strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Forwarded-For", ip)
+		if user != "" {
+			req.Header.Set("X-Auth-Username", user)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	const ip = "198.51.100.9"
+	if r := send("/srv/mcp", ip, ""); r.StatusCode != http.StatusOK {
+		t.Fatalf("first anonymous call: %d", r.StatusCode)
+	}
+	for i := 1; i <= 4; i++ {
+		if r := send("/srv/mcp", ip, ""); r.StatusCode != http.StatusTooManyRequests || r.Header.Get("X-Lockout-Remaining") != "" {
+			t.Fatalf("violation %d: %d %v, want a plain 429", i, r.StatusCode, r.Header)
+		}
+	}
+	r := send("/srv/mcp", ip, "")
+	if r.StatusCode != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "900" || r.Header.Get("X-Lockout-Remaining") != "900" {
+		t.Fatalf("5th violation: %d, Retry-After %q, X-Lockout-Remaining %q; want 429, 900, 900",
+			r.StatusCode, r.Header.Get("Retry-After"), r.Header.Get("X-Lockout-Remaining"))
+	}
+	refresh(t, env)
+	if r := send("/other/mcp", ip, ""); r.StatusCode != http.StatusTooManyRequests || r.Header.Get("X-Lockout-Remaining") == "" {
+		t.Errorf("locked out, another server: %d %v, want 429 with X-Lockout-Remaining", r.StatusCode, r.Header)
+	}
+	if r := send("/srv/mcp", "198.51.100.10", ""); r.StatusCode != http.StatusOK {
+		t.Errorf("another address of the /24: %d, want 200", r.StatusCode)
+	}
+	if r := send("/srv/mcp", ip, "carol"); r.StatusCode != http.StatusOK {
+		t.Errorf("a user from the locked address: %d, want 200", r.StatusCode)
+	}
+}

@@ -145,6 +145,9 @@ type Server struct {
 	// clientIPs finds a request's client address (pkg/clientip), the one
 	// resolver of the lockout and the decision endpoints.
 	clientIPs *clientip.Resolver
+	// sweepHook, set by tests only, is called as a sweep round starts
+	// under its lock (handle_events.go).
+	sweepHook atomic.Pointer[func(ctx context.Context, lock string)]
 }
 
 // Opts are optional dependencies of New.
@@ -186,6 +189,9 @@ func New(st *store.Store, cfg Config, opts Opts) *Server {
 	s.authThrottle = newAuthThrottle(postgres.NewCounterStore(s.authStore.Pool()), cfg.AuthMaxFailures, cfg.AuthWindow, cfg.AuthLockout,
 		maxTracked, s.now, s.log)
 	s.metrics.registry.MustRegister(s.authThrottle.lockouts, s.authThrottle.active)
+	if s.enforcer != nil {
+		s.authThrottle.recordTo(s.enforcer)
+	}
 	s.tokens = newTokenCache(cfg.TokenCacheTTL, maxCachedTokens)
 	return s
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // authThrottle locks out a client address after repeated failed
@@ -30,6 +31,21 @@ type authThrottle struct {
 	log      *slog.Logger
 	lockouts prometheus.Counter
 	active   prometheus.Collector
+	// record, when set, adds a lockout to the record of violations (the
+	// Enforcer's: rl_events, the SIEM log), as gateways' lockouts are.
+	record func(ratelimit.Event)
+}
+
+// recordTo records this throttle's lockouts through e (RecordEvent):
+// kind auth_lockout_started, severity high, subject ip:<address or
+// prefix>, the client address, the failures that locked it, and target
+// "rlapi" (the management API was the endpoint, not a gateway's).
+func (a *authThrottle) recordTo(e *enforce.Enforcer) {
+	a.record = func(ev ratelimit.Event) {
+		if err := e.RecordEvent(ev); err != nil {
+			a.log.Warn("auth lockout: could not record the event", "err", err)
+		}
+	}
 }
 
 // maxTracked bounds the addresses a replica caches under a spray.
@@ -76,6 +92,11 @@ func newAuthThrottle(counters enforce.CounterStore, maxFailures int, window, loc
 func (a *authThrottle) event(ev enforce.AuthEvent) {
 	if ev.Kind == enforce.EventAuthLockoutStarted {
 		a.lockouts.Inc()
+		if a.record != nil {
+			subject := enforce.CallerIP + ":" + ev.Address
+			a.record(ratelimit.Event{Kind: ratelimit.EventAuthLockoutStarted, Subject: subject, Caller: subject,
+				ClientIP: ev.ClientIP, Target: authThrottleScope, Limit: int64(ev.Failures)})
+		}
 	}
 	enforce.LogAuthEvent(a.log, ev)
 }

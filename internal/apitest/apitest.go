@@ -30,6 +30,8 @@ type Env struct {
 	Store      *store.Store
 	// Enforcer answers the decision endpoints.
 	Enforcer *enforce.Enforcer
+	// Server is the rlapi served.
+	Server *api.Server
 }
 
 // Start serves rlapi on 127.0.0.1:0 over a fresh database until the test
@@ -140,7 +142,7 @@ func serve(t testing.TB, st *store.Store, cfg api.Config, o Options) *Env {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	return &Env{URL: "http://" + ln.Addr().String(), Store: st, Enforcer: enf}
+	return &Env{URL: "http://" + ln.Addr().String(), Store: st, Enforcer: enf, Server: srv}
 }
 
 // Token creates a token of role directly in the store and returns it.

@@ -169,3 +169,51 @@ func TestSweepRemovesEveryExpiredCounter(t *testing.T) {
 		t.Errorf("one sweep removed %d of 12345 expired counters, left %d expired and %d of 7 live", removed, left, live)
 	}
 }
+
+// TestCounterSweepOneReplicaAtATime: the counter sweep (which also ends
+// the failed-credential lockouts' and the violations' counters) runs on
+// one replica at a time: while another replica's sweep holds its lock
+// (here an open transaction of a second store on the same database, as a
+// batch in progress holds it), a sweep removes nothing and says it did not
+// run; once the lock is free it removes the expired counters.
+func TestCounterSweepOneReplicaAtATime(t *testing.T) {
+	t.Parallel()
+	a := pgtest.NewStore(t)
+	ctx := context.Background()
+	b, err := store.Open(ctx, a.Pool().Config().ConnString(), store.Opts{ApplicationName: "replica-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	if _, err := a.Pool().Exec(ctx, `insert into rl_counters (key, window_index, count, expires_at)
+		select 'al|rlapi|ip:192.0.2.' || i, 1, 1, $1::timestamptz from generate_series(1, 50) i`, now.Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	count := func() (n int) {
+		t.Helper()
+		if err := a.Pool().QueryRow(ctx, `select count(*) from rl_counters`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	tx, err := b.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held bool
+	if err := tx.QueryRow(ctx, `select pg_try_advisory_xact_lock(hashtext('rlctl counter sweep'))`).Scan(&held); err != nil || !held {
+		t.Fatalf("taking the sweep lock as replica b: %v, %v", held, err)
+	}
+	removed, ran, err := a.SweepCounters(ctx, now, 1000)
+	if err != nil || ran || removed != 0 || count() != 50 {
+		t.Errorf("sweep while b holds the lock: removed %d, ran %v, %v, %d rows; want it not run, 50 rows left", removed, ran, err, count())
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	removed, ran, err = a.SweepCounters(ctx, now, 1000)
+	if err != nil || !ran || removed != 50 || count() != 0 {
+		t.Errorf("sweep after b let go: removed %d, ran %v, %v, %d rows; want 50 removed", removed, ran, err, count())
+	}
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 const LockoutActor = "rlctl-lockout"
 
 // Lockout is an escalation lockout: an automatic quarantine of a caller
-// until Until, with Reason.
+// (a user, a client, or an anonymous caller's network: its /32 or IPv6
+// prefix) until Until, with Reason.
 type Lockout struct {
 	SubjectType, Subject string
 	Until, Now           time.Time
@@ -26,8 +28,16 @@ type Lockout struct {
 // long (a manual quarantine without expiry included). An expired
 // quarantine still holding the group is replaced, as a new one.
 func (s *Store) LockOut(ctx context.Context, l Lockout) (applied bool, err error) {
-	if l.SubjectType != ratelimit.SubjectUser && l.SubjectType != ratelimit.SubjectClient {
-		return false, fmt.Errorf("lock out %q: subject type must be user or client: %w", l.Subject, ErrInvalid)
+	switch l.SubjectType {
+	case ratelimit.SubjectUser, ratelimit.SubjectClient:
+	case ratelimit.SubjectNetwork:
+		// An anonymous caller's address: its /32 or its IPv6 prefix, in
+		// the canonical masked form network subjects are stored in.
+		if p, err := netip.ParsePrefix(l.Subject); err != nil || p.Masked().String() != l.Subject {
+			return false, fmt.Errorf("lock out %q: a network subject must be a masked CIDR: %w", l.Subject, ErrInvalid)
+		}
+	default:
+		return false, fmt.Errorf("lock out %q: subject type must be user, client or network: %w", l.Subject, ErrInvalid)
 	}
 	err = s.InTx(ctx, func(q *Queries) error {
 		if err := q.LockSubject(ctx, l.SubjectType, l.Subject); err != nil {

@@ -363,8 +363,13 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 				return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient, ratelimit.SubjectTeam}[i], c, targetName), nil
 			}
 		}
-		if inNetwork && network.quarantinedAt(now) {
+		if inNetwork && network.quarantinedAt(now) && !network.lockout {
 			return e.quarantined("caller", ratelimit.SubjectNetwork, c, targetName), nil
+		}
+		if anonymous {
+			if m, ok := e.ipLockout(snap, ip, netPrefix, network, inNetwork, now); ok {
+				return e.lockedOut(c, m, targetName, now), nil
+			}
 		}
 	}
 	// 3-5. Caller, caller_target and target gates.

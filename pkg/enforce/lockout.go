@@ -3,9 +3,11 @@ package enforce
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
+	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -19,8 +21,16 @@ import (
 // through the Source's Locker (pkg/enforce/postgres: one audited
 // transaction), so it is shared, listed by `rlctl quarantine list`,
 // removable by an operator and never applied to an administrator.
-// Anonymous callers (ip:<key>) are not locked out: they have no
-// membership to quarantine.
+//
+// An anonymous caller (ip:<key>) is locked out as a quarantine of its
+// network subject: the address's /32, or its IPv6 prefix (Options.
+// IPv6Prefix, /64 by default), network:203.0.113.7/32. Such a lockout
+// refuses anonymous calls from the address only (a user or client
+// calling from it is its own caller, with its own count), and a network
+// membership that holds nothing but a lockout is kept apart from the
+// networks' longest-prefix match: it never hides the groups or the
+// quarantine of an operator's wider network holding the address, even
+// once it has expired.
 
 // EscalationOptions turn on escalation lockouts (Options.Escalation).
 type EscalationOptions struct {
@@ -59,7 +69,8 @@ type Locker interface {
 
 // Lockout is one escalation lockout.
 type Lockout struct {
-	// SubjectType is user or client, Subject its name.
+	// SubjectType is user, client or network (an anonymous caller's
+	// address: its /32 or IPv6 prefix, masked CIDR), Subject its name.
 	SubjectType, Subject string
 	Until, Now           time.Time
 	// Definition is the definition of the violation that reached the
@@ -103,6 +114,33 @@ func (e *Enforcer) lockedOut(c Call, m member, target string, now time.Time) Dec
 	return Decision{Allowed: false, Reason: ReasonLockedOut, RetryAfter: retryAfter(left), LockoutRemaining: retryAfter(left)}
 }
 
+// ipLockoutOnly reports whether m is a network membership holding nothing
+// but an escalation lockout (an anonymous caller's, expired or not): the
+// snapshot keeps it with the other memberships, by id, not among the
+// networks.
+func ipLockoutOnly(m ratelimit.Membership) bool {
+	return m.SubjectType == ratelimit.SubjectNetwork && isLockout(m) &&
+		len(m.Groups) == 1 && m.Groups[0] == ratelimit.GroupQuarantineCallers
+}
+
+// ipLockout finds the escalation lockout of the anonymous caller at ip:
+// its network subject's membership (a lockout kept apart, or a network of
+// exactly that prefix an operator also gave groups), if it applies at now.
+func (e *Enforcer) ipLockout(snap *snapshot, ip netip.Addr, netPrefix netip.Prefix, network member, inNetwork bool, now time.Time) (member, bool) {
+	p := clientip.Network(ip, e.opts.IPv6Prefix)
+	if !p.IsValid() {
+		return member{}, false
+	}
+	if inNetwork && netPrefix == p && network.lockout && network.quarantinedAt(now) {
+		return network, true
+	}
+	m, ok := snap.members.get(ratelimit.MembershipID(ratelimit.SubjectNetwork, p.String()))
+	if ok && m.lockout && m.quarantinedAt(now) {
+		return m, true
+	}
+	return member{}, false
+}
+
 // escalate counts a throttled call as a violation of its caller, and locks
 // the caller out when it reaches the count. It returns the decision to
 // answer instead (locked out) when it did.
@@ -113,8 +151,14 @@ func (e *Enforcer) escalate(ctx context.Context, c Call, d Decision, now time.Ti
 		return d, false
 	}
 	subjectType, subject := ratelimit.SubjectUser, c.Username
-	if c.ClientID != "" {
+	switch {
+	case c.ClientID != "":
 		subjectType, subject = ratelimit.SubjectClient, c.ClientID
+	case c.Username == "":
+		// Anonymous: the caller is its address (ip:<key>).
+		if p := clientip.Network(clientAddr(c.ClientIP), e.opts.IPv6Prefix); p.IsValid() {
+			subjectType, subject = ratelimit.SubjectNetwork, p.String()
+		}
 	}
 	if subject == "" {
 		return d, false

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // Reference 004's lockout on a controllable clock: 5 violations within 5
@@ -78,5 +79,79 @@ func TestCheckEscalation(t *testing.T) {
 		if err := enforce.CheckEscalation(c.o); err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("CheckEscalation(%+v) = %v, want an error naming %s", c.o, err, c.want)
 		}
+	}
+}
+
+// An anonymous caller keyed by its address is escalation-locked too: its
+// lockout is a quarantine of its network subject (the /32 of an IPv4
+// address, the /64 of an IPv6 one), with an expiry, stored as the other
+// lockouts are. It refuses the address's anonymous calls only (a user
+// calling from it is not locked out; a second address of the same /64
+// is); it never hides the groups of the operator's wider network holding
+// the address, so once it ends the caller is limited as before.
+func TestEscalationLockoutAnonymousIP(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var lockouts []enforce.Lockout
+	f := newFixture(t, enforce.Options{Escalation: &enforce.EscalationOptions{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute},
+		OnLockout: func(l enforce.Lockout) { mu.Lock(); lockouts = append(lockouts, l); mu.Unlock() }})
+	f.def(callerGroup("anon", 3600, ptr(1), nil))
+	f.member(ratelimit.SubjectNetwork, "198.51.100.0/24", "anon")
+	f.member(ratelimit.SubjectNetwork, "2001:db8::/32", "anon")
+	f.member(ratelimit.SubjectUser, "alice", "anon")
+
+	lockOut := func(c enforce.Call) {
+		t.Helper()
+		if d := f.check(c); !d.Allowed {
+			t.Fatalf("first call of %s: %+v", c.ClientIP, d)
+		}
+		for i := 1; i <= 4; i++ {
+			if d := f.check(c); d.Reason != enforce.ReasonThrottled {
+				t.Fatalf("%s violation %d: %+v, want throttled", c.ClientIP, i, d)
+			}
+		}
+		if d := f.check(c); d.Reason != enforce.ReasonLockedOut || d.RetryAfter != 15*time.Minute || d.LockoutRemaining != 15*time.Minute {
+			t.Fatalf("%s 5th violation: %+v, want locked-out for 15m", c.ClientIP, d)
+		}
+	}
+	v4 := anonymous("198.51.100.7")
+	lockOut(v4)
+	lockOut(anonymous("2001:db8:1:1::1"))
+	mu.Lock()
+	if len(lockouts) != 2 || lockouts[0].SubjectType != ratelimit.SubjectNetwork || lockouts[0].Subject != "198.51.100.7/32" ||
+		lockouts[1].Subject != "2001:db8:1:1::/64" || lockouts[0].Definition != "caller:group:anon:3600" ||
+		!strings.HasPrefix(lockouts[0].Reason, enforce.LockoutReasonPrefix) {
+		t.Errorf("lockouts reported: %+v", lockouts)
+	}
+	mu.Unlock()
+	m, err := f.st.GetMembership(t.Context(), ratelimit.SubjectNetwork, "198.51.100.7/32")
+	if err != nil || m.QuarantineExpiresAt == nil || !m.QuarantineExpiresAt.Equal(f.clock.Now().Add(15*time.Minute)) ||
+		!strings.HasPrefix(m.QuarantineReason, enforce.LockoutReasonPrefix) {
+		t.Fatalf("stored lockout: %+v, %v; want network 198.51.100.7/32 quarantined for 15m", m, err)
+	}
+
+	f.refresh()
+	for _, c := range []enforce.Call{v4, anonymous("::ffff:198.51.100.7"), anonymous("2001:db8:1:1::1"), anonymous("2001:db8:1:1::2")} {
+		if d := f.check(c); d.Reason != enforce.ReasonLockedOut || d.LockoutRemaining != 15*time.Minute {
+			t.Errorf("%s after the lockout: %+v, want locked-out", c.ClientIP, d)
+		}
+	}
+	// Another address of the /24 has its own bucket; a user calling from
+	// the locked address is not the anonymous caller.
+	if d := f.check(anonymous("198.51.100.8")); !d.Allowed {
+		t.Errorf("another address: %+v, want allowed", d)
+	}
+	alice := user("alice", "srv")
+	alice.ClientIP = "198.51.100.7"
+	if d := f.check(alice); !d.Allowed {
+		t.Errorf("alice from the locked address: %+v, want allowed", d)
+	}
+
+	f.clock.Advance(15 * time.Minute)
+	f.refresh()
+	// Ended on time; the /24's limit applies again (its hour is used up):
+	// the expired lockout does not hide it.
+	if d := f.check(v4); d.Reason != enforce.ReasonThrottled {
+		t.Errorf("after the lockout: %+v, want throttled by the /24's group", d)
 	}
 }

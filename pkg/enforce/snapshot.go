@@ -343,7 +343,7 @@ func loadChanges(ctx context.Context, src Source, prev *snapshot, ch changes, no
 			nets := map[netip.Prefix]*member{}
 			for _, m := range rows.Memberships {
 				mem := memberOf(m)
-				if m.SubjectType == ratelimit.SubjectNetwork {
+				if m.SubjectType == ratelimit.SubjectNetwork && !ipLockoutOnly(m) {
 					if p, ok := networkPrefix(m.Key()); ok {
 						nets[p] = &mem
 					}
@@ -360,13 +360,14 @@ func loadChanges(ctx context.Context, src Source, prev *snapshot, ch changes, no
 				// gone unless read
 				if p, ok := networkPrefix(id); ok {
 					nets[p] = nil
+					patch[id] = nil // or an anonymous caller's lockout
 				} else if !isNetworkID(id) {
 					patch[id] = nil
 				}
 			}
 			for _, m := range rows.Memberships {
 				mem := memberOf(m)
-				if m.SubjectType == ratelimit.SubjectNetwork {
+				if m.SubjectType == ratelimit.SubjectNetwork && !ipLockoutOnly(m) {
 					if p, ok := networkPrefix(m.Key()); ok {
 						nets[p] = &mem
 					}

@@ -1,0 +1,6 @@
+//go:build race
+
+package enforce_test
+
+// raceEnabled: the race detector slows the decision path about tenfold.
+const raceEnabled = true
