@@ -83,7 +83,7 @@ func (s *Store) ReturnUnused(ctx context.Context, rs []enforce.Return, deadline 
 	var errs error
 	for _, r := range s.exec(ctx, returnSc, cmds, func(i int) rueidis.Completed {
 		return s.client.B().Eval().Script(returnSc.body).Numkeys(1).Key(todo[i].key).Arg(todo[i].args...).Build()
-	}) {
+	}, nil) {
 		if r.err != nil {
 			errs = errors.Join(errs, fmt.Errorf("redis: return unused: %w", r.err))
 		}
