@@ -221,21 +221,30 @@ func TestEscalationLockoutAnonymousAcrossReplicas(t *testing.T) {
 	}
 
 	// Replica b wrote it (the 5th call): both learn it from their change
-	// notices (partial reloads), without a refresh here.
+	// notices (partial reloads), without a refresh here. Waiting with Peek
+	// consumes nothing: a throttled Check before a replica knows would be
+	// one more violation.
 	gw := []*client.Client{clientFor(t, a, a.Token(t, "gw", ratelimit.RoleEnforcer)), clientFor(t, b, a.Token(t, "gw-b", ratelimit.RoleEnforcer))}
-	second := client.CheckRequest{ClientIP: "2001:db8:7:8::2", TargetType: "mcp_server", TargetName: "other"}
-	for i, c := range gw {
+	for i, env := range []*apitest.Env{a, b} {
+		peek := enforce.Call{ClientIP: "2001:db8:7:8::2", TargetType: "mcp_server", TargetName: "other"}
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			res, err := c.Check(t.Context(), second)
+			d, err := env.Enforcer.Peek(t.Context(), peek)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Reason == client.ReasonLockedOut && res.LockoutRemaining >= 890 {
+			if d.Reason == enforce.ReasonLockedOut {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("replica %d, a second address of the /64: %+v; want locked-out", i, res)
+				t.Fatalf("replica %d never heard of the lockout: %+v", i, d)
 			}
+		}
+	}
+	second := client.CheckRequest{ClientIP: "2001:db8:7:8::2", TargetType: "mcp_server", TargetName: "other"}
+	for i, c := range gw {
+		res, err := c.Check(t.Context(), second)
+		if err != nil || res.Reason != client.ReasonLockedOut || res.LockoutRemaining < 890 {
+			t.Fatalf("replica %d, a second address of the /64: %+v, %v; want locked-out", i, res, err)
 		}
 	}
 	// A user calling from the address is its own caller.
