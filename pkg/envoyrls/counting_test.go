@@ -96,7 +96,7 @@ func TestEveryDescriptorMode(t *testing.T) {
 	if _, err := envoyrls.New(envoyrls.Options{Enforcer: start(t, nil).enf, CountMode: "some"}); err == nil || !strings.Contains(err.Error(), "every-descriptor") {
 		t.Errorf("unknown count mode: %v, want an error naming the modes", err)
 	}
-	h := start(t, func(o *envoyrls.Options) { o.CountMode = envoyrls.CountEveryDescriptor })
+	h := start(t, func(o *envoyrls.Options) { o.CountMode, o.Headers = envoyrls.CountEveryDescriptor, true })
 	two := 2
 	h.define(t, desc("rl", 3600, 1, "a", ""), desc("rl", 3600, 10, "b", ""), desc("rl", 3600, 10, "route", "checkout"),
 		ratelimit.Definition{Axis: ratelimit.AxisCaller, EntityType: ratelimit.EntityGroup, Name: "envoy-users",
@@ -111,6 +111,10 @@ func TestEveryDescriptorMode(t *testing.T) {
 		}
 		if want := uint32(8 - i); r.Statuses[1].LimitRemaining != want {
 			t.Fatalf("request %d: b's remaining %d, want %d: every descriptor is counted", i+2, r.Statuses[1].LimitRemaining, want)
+		}
+		// The headers are the denying limit's.
+		if !hasHeader(r, "X-Ratelimit-Limit", "1") || !hasHeader(r, "Retry-After", "3590") {
+			t.Fatalf("request %d: headers %v, want a's limit of 1 and Retry-After 3590", i+2, r.ResponseHeadersToAdd)
 		}
 	}
 	// Each descriptor its own hits_addend.
