@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -59,11 +60,16 @@ func TestValidatePoisonedPathsChangeNoOtherDecision(t *testing.T) {
 	t.Parallel()
 	env, admin := validateEnv(t)
 	hc := contractHTTPClient(t)
-	awayFromWindowEdge(t, 60)
+	// alice's limit counts per day, the longest window there is, so that
+	// no window turns during the run however slowly a busy machine runs
+	// it (a 60 s window once turned mid-run and gave her 20 more calls);
+	// the run starts clear of the day's turn and checks it stayed so.
+	const day = 86400
+	day0 := clearOfWindowTurn(t, day, 5*time.Minute)
 	roomy := ratelimit.Definition{Axis: "caller", EntityType: "group", Name: "roomy", WindowSeconds: 60,
 		UserMaxRequests: ptr(1_000_000), Enabled: true, FailClosed: true}
 	define(t, env, admin,
-		ratelimit.Definition{Axis: "caller", EntityType: "group", Name: "tight", WindowSeconds: 60, UserMaxRequests: ptr(20), Enabled: true},
+		ratelimit.Definition{Axis: "caller", EntityType: "group", Name: "tight", WindowSeconds: day, UserMaxRequests: ptr(20), Enabled: true},
 		roomy,
 		ratelimit.Definition{Axis: "caller_target", EntityType: "group", Name: "pertarget", WindowSeconds: 60, UserMaxRequests: ptr(1_000_000), Enabled: true},
 	)
@@ -120,6 +126,9 @@ func TestValidatePoisonedPathsChangeNoOtherDecision(t *testing.T) {
 	callers.Wait()
 	close(stop)
 	wg.Wait()
+	if now := time.Now().Unix() / day; now != day0 {
+		t.Fatalf("the run took over 5 minutes and crossed the day's window turn: alice's count is not comparable")
+	}
 	if n := aliceAllowed.Load(); n != 0 {
 		t.Errorf("alice, past her limit of 20, was allowed %d of %d times", n, rounds)
 	}
@@ -129,4 +138,19 @@ func TestValidatePoisonedPathsChangeNoOtherDecision(t *testing.T) {
 	if n := poisonOther.Load(); n != 0 {
 		t.Errorf("%d poisoned paths were not decided (200) like any other path", n)
 	}
+}
+
+// clearOfWindowTurn waits, when the current window of the given length
+// (aligned on the Unix epoch, as fixed windows are) ends within margin,
+// until the next one starts, and returns the index of the window the run
+// starts in.
+func clearOfWindowTurn(t *testing.T, window int64, margin time.Duration) int64 {
+	t.Helper()
+	now := time.Now()
+	end := time.Unix((now.Unix()/window+1)*window, 0)
+	if left := end.Sub(now); left <= margin {
+		t.Logf("waiting %v for the window to turn before the run", left.Round(time.Second))
+		time.Sleep(left + 100*time.Millisecond)
+	}
+	return time.Now().Unix() / window
 }

@@ -12,12 +12,22 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
+	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// subjectTypes are what the form's type field cycles through: callers
-// first, then targets.
-var subjectTypes = []string{ratelimit.SubjectUser, ratelimit.SubjectClient, ratelimit.SubjectServer, ratelimit.SubjectAgent}
+// subjectTypes are what the form's type field cycles through: every
+// subject type the server quarantines, callers first (users, clients,
+// networks by CIDR, teams), then targets. Each is picked by its first
+// letter too, so the first letters must stay distinct.
+var subjectTypes = []string{ratelimit.SubjectUser, ratelimit.SubjectClient, ratelimit.SubjectNetwork, ratelimit.SubjectTeam,
+	ratelimit.SubjectServer, ratelimit.SubjectAgent}
+
+// isTargetType says whether a subject type is a target (quarantined in
+// quarantine-targets) rather than a caller.
+func isTargetType(subjectType string) bool {
+	return subjectType == ratelimit.SubjectServer || subjectType == ratelimit.SubjectAgent
+}
 
 // maxQuarantine is the longest duration the server accepts; longer is
 // "until removed", which an empty duration says.
@@ -66,7 +76,7 @@ type quarantineForm struct {
 func newQuarantineForm(keys *KeyMap, styles *Styles) quarantineForm {
 	f := quarantineForm{keys: keys, styles: styles, typeIdx: 1} // client: the usual leaked key
 	placeholders := [numFields]string{
-		fieldSubject:  "username, client id, server name or agent path",
+		fieldSubject:  "username, client id, CIDR, team, server or agent path",
 		fieldReason:   "why: shown in lists and the audit log",
 		fieldDuration: "until removed; e.g. 30m, 2h, 7d",
 	}
@@ -164,13 +174,24 @@ func (f quarantineForm) submit() (quarantineForm, tea.Cmd) {
 		f.err = "subject: required"
 		return f, f.setFocus(fieldSubject)
 	}
+	typ := subjectTypes[f.typeIdx]
+	if typ == ratelimit.SubjectNetwork || typ == ratelimit.SubjectTeam {
+		// Checked here, with the server's own rules, so that a mistyped
+		// network never leaves the form; sent in its canonical form.
+		canonical, err := validate.Subject(typ, subject)
+		if err != nil {
+			f.err = err.Error()
+			return f, f.setFocus(fieldSubject)
+		}
+		subject = canonical
+	}
 	d, err := parseDuration(f.inputs[fieldDuration].Value())
 	if err != nil {
 		f.err = "duration: " + err.Error()
 		return f, f.setFocus(fieldDuration)
 	}
 	f.request = quarantineRequest{
-		SubjectType: subjectTypes[f.typeIdx],
+		SubjectType: typ,
 		Subject:     subject,
 		Reason:      strings.TrimSpace(f.inputs[fieldReason].Value()),
 		For:         d,
@@ -209,27 +230,34 @@ func (f quarantineForm) View() string {
 		}
 		return mark + st.Label.Render(fmt.Sprintf("%-9s", name)) + " "
 	}
-	var types []string
+	var callers, targets []string
 	for i, t := range subjectTypes {
+		choice := "( ) " + t
 		if i == f.typeIdx {
-			types = append(types, st.On.Render("(*) "+t))
+			choice = st.On.Render("(*) " + t)
+		}
+		if isTargetType(t) {
+			targets = append(targets, choice)
 		} else {
-			types = append(types, "( ) "+t)
+			callers = append(callers, choice)
 		}
 	}
 	lines := []string{
 		st.DialogTitle.Render("Quarantine a caller or a target"),
 		"",
-		label(fieldType, "type") + strings.Join(types, "  "),
+		label(fieldType, "type") + st.Dim.Render("callers ") + strings.Join(callers, "  "),
+		strings.Repeat(" ", 12) + st.Dim.Render("targets ") + strings.Join(targets, "  "),
 		label(fieldSubject, "subject") + f.inputs[fieldSubject].View(),
 		label(fieldReason, "reason") + f.inputs[fieldReason].View(),
 		label(fieldDuration, "duration") + f.inputs[fieldDuration].View(),
 		"",
-		st.Dim.Render("user, client: callers · server, agent: targets (←/→ or u/c/s/a)"),
+		st.Dim.Render("←/→ or u/c/n/t/s/a · network: a CIDR such as 10.1.0.0/16"),
 		st.Dim.Render("tab next field · enter on the last field submits · esc cancel"),
 	}
-	if f.err != "" {
-		lines = append(lines, st.FormError.Render(clean(f.err)))
+	// An error is wrapped, not cut: the server's rules name the fix at
+	// the end ("write 10.1.2.3/32 for the one address").
+	for _, l := range wrapText(clean(f.err), inner, 3) {
+		lines = append(lines, st.FormError.Render(l))
 	}
 	for i, l := range lines {
 		lines[i] = truncate(l, inner)

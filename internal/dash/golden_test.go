@@ -60,6 +60,9 @@ var scenes = []struct {
 	{"quarantine_form", func(t *testing.T, w, h int) Model {
 		return apply(t, loaded(t, w, h), typed("3ac<tab>leaked-key<tab>incident 7<tab>2h"))
 	}},
+	{"quarantine_form_network_invalid", func(t *testing.T, w, h int) Model {
+		return apply(t, loaded(t, w, h), typed("3an<tab>10.1.2.3<tab>scanner<tab>2h<enter>"))
+	}},
 	{"quarantine_confirm", func(t *testing.T, w, h int) Model {
 		return apply(t, loaded(t, w, h), typed("3ac<tab>leaked-key<tab>incident 7<tab>2h<enter>"))
 	}},
