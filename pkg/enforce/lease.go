@@ -281,16 +281,17 @@ func (l *leaser) refill(ctx context.Context, need []*lease, got []bool, cost int
 		ls.refilling.Store(&chans[k])
 		own = append(own, k)
 	}
-	defer func() {
-		for _, k := range own {
-			need[k].refilling.Store(nil)
-			need[k].mu.Unlock()
-			close(chans[k])
-		}
-	}()
 	var err error
 	if len(own) > 0 {
 		err = l.refillOwned(ctx, need, own, got, cost, now)
+	}
+	// Released before waiting on anyone else's refill: a call holding one
+	// lease while waiting for another's could wait for a call doing the
+	// same the other way round.
+	for _, k := range own {
+		need[k].refilling.Store(nil)
+		need[k].mu.Unlock()
+		close(chans[k])
 	}
 	for _, k := range wait {
 		if w := need[k].refilling.Load(); w != nil {
