@@ -15,6 +15,12 @@
 //
 //	go run ./cmd/rlenforce-load -store postgres,redis,redis-cluster -modes ours -concurrency 1,64
 //
+// -leases both adds, per store, rows labelled +lease: an Enforcer with
+// leases for hot keys (-lease-time, -lease-replicas, -lease-keys) on the
+// same counters; -leases on runs only those:
+//
+//	go run ./cmd/rlenforce-load -store postgres,redis,redis-cluster -leases both -modes ours -concurrency 1,64
+//
 // -algorithm runs the table once per algorithm (fixed_window,
 // sliding_window, token_bucket; comma-separated), switching the load's
 // definitions between them, and prints each one's ratio to the fixed window.

@@ -111,6 +111,9 @@ type lease struct {
 	// short of the block go to the store (batched, exact) rather than
 	// queueing on mu for another refill that would find none either.
 	dryUntil atomic.Int64
+	// created (ns): a lease that never got a block is dropped one lease
+	// time after it was made, not while its first refill is under way.
+	created int64
 }
 
 type leaseView struct {
@@ -219,7 +222,7 @@ func (l *leaser) get(g *Gate, cg CounterGate, cost int64, now time.Time, m *metr
 	if l.n.Load() >= int64(l.opts.MaxLeases) {
 		return nil
 	}
-	ls := &lease{gate: cg, block: block,
+	ls := &lease{gate: cg, block: block, created: now.UnixNano(),
 		allow: m.gateChecks.WithLabelValues(axisLabel(g.Axis), g.EntityType, "allow")}
 	if v, loaded := l.leases.LoadOrStore(cg.Key, ls); loaded {
 		ls = v.(*lease)
@@ -281,16 +284,17 @@ func (l *leaser) refill(ctx context.Context, need []*lease, got []bool, cost int
 		ls.refilling.Store(&chans[k])
 		own = append(own, k)
 	}
-	defer func() {
-		for _, k := range own {
-			need[k].refilling.Store(nil)
-			need[k].mu.Unlock()
-			close(chans[k])
-		}
-	}()
 	var err error
 	if len(own) > 0 {
 		err = l.refillOwned(ctx, need, own, got, cost, now)
+	}
+	// Released before waiting on anyone else's refill: a call holding one
+	// lease while waiting for another's could wait for a call doing the
+	// same the other way round.
+	for _, k := range own {
+		need[k].refilling.Store(nil)
+		need[k].mu.Unlock()
+		close(chans[k])
 	}
 	for _, k := range wait {
 		if w := need[k].refilling.Load(); w != nil {
@@ -436,7 +440,8 @@ func (l *leaser) reap(now time.Time) {
 	t := now.UnixNano()
 	l.leases.Range(func(_, v any) bool {
 		ls := v.(*lease)
-		if view := ls.view.Load(); view == nil || t >= view.until {
+		view := ls.view.Load()
+		if (view == nil && t >= ls.created+int64(l.opts.Time)) || (view != nil && t >= view.until) {
 			l.retire(ls)
 		}
 		return true

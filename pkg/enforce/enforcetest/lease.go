@@ -84,6 +84,10 @@ func TestLeases(t *testing.T, newStore func(t *testing.T) enforce.CounterStore, 
 				t.Parallel()
 				leaseAllOrNothing(t, algo, newStore, build)
 			})
+			t.Run("three gates expiring together under load", func(t *testing.T) {
+				t.Parallel()
+				leaseManyExpire(t, algo, newStore, build)
+			})
 			t.Run("peek takes no block", func(t *testing.T) {
 				t.Parallel()
 				leasePeek(t, algo, newStore, build)
@@ -345,5 +349,37 @@ func leaseBucketNotFuller(t *testing.T, newStore func(t *testing.T) enforce.Coun
 	}
 	if n := drain(t, b, c, 2*limit); n != 18 {
 		t.Fatalf("B admitted %d after A's lease ended: want 18 (what dripped in 11 minutes; A's unused tokens had dripped back already)", n)
+	}
+}
+
+func leaseManyExpire(t *testing.T, algo enforce.Algorithm, newStore func(t *testing.T) enforce.CounterStore, build BuildEnforcer) {
+	// Two leased gates per call (the target and the caller, both large),
+	// leases of 5 ms on the real clock, 32 goroutines for 300 calls each:
+	// blocks expire and are refilled together over and over. Every call
+	// must return (a call refilling one lease while waiting for another's
+	// refill must not wait on a call doing the reverse).
+	store := newStore(t)
+	src := StaticSource(leaseState(algo, 1_000_000, 3600, 1_000_000))
+	e := build(t, enforce.Options{BackendTimeout: 5 * time.Second, SweepInterval: -1,
+		Leases: &enforce.LeaseOptions{All: true, Time: 5 * time.Millisecond}}, store, src)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 32 {
+		wg.Go(func() {
+			c := policyCall("s")
+			c.Username = []string{"u", "v"}[g%2]
+			for range 300 {
+				if _, err := e.Check(context.Background(), c); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(4 * hangBound):
+		t.Fatalf("calls on leased gates had not returned after %v: a refill waits forever", 4*hangBound)
 	}
 }
