@@ -128,9 +128,9 @@ func nginxCall(t *testing.T, gw, local, user, team string) int {
 // Behind real nginx: seed 001's anonymous callers are keyed by the client
 // address nginx saw: one address's anonymous calls share its 30, another
 // address has its own, and a user calling from the spent address keeps
-// her own bucket. (IPv6 /64 sharing is tested through /api/check, the
-// middleware and /api/validate in internal/cli's
-// TestExampleSeed001AnonymousByIP: the loopback has one IPv6 address.)
+// her own bucket. (IPv6 /64 sharing behind nginx is
+// TestNginxExampleSeed001IPv6Prefix, with a trusted balancer naming the
+// client: the loopback has one IPv6 address.)
 func TestNginxExampleSeed001(t *testing.T) {
 	t.Parallel()
 	bin := nginxBinary(t)
@@ -428,6 +428,65 @@ func TestNginxExample002ExemptPaths(t *testing.T) {
 	} {
 		if got, by := nginxRouteCall(t, gw, s.local, "GET", s.path, "carol", ""); got != s.status || by != s.refusedBy {
 			t.Errorf("step %d: %s from %s: %d refused by %q, want %d refused by %q", i+1, s.path, s.local, got, by, s.status, s.refusedBy)
+		}
+	}
+}
+
+// Behind real nginx with a trusted load balancer in front of it: seed
+// 001's anonymous callers are keyed by their IPv6 /64. The test client
+// stands for the balancer (it calls from 127.0.0.1, the trusted proxy) and
+// names the client in X-Forwarded-For; nginx appends the balancer's
+// address, and rlapi takes the right-most untrusted hop. Two addresses of
+// one /64 share its 30; another /64 has its own.
+func TestNginxExampleSeed001IPv6Prefix(t *testing.T) {
+	t.Parallel()
+	bin := nginxBinary(t)
+	const secret = "nginx-test-secret-seed001-v6"
+	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.1/32"), GatewaySecret: secret})
+	admin := clientFor(t, env, env.AdminToken)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(backend.Close)
+	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+	awayFromWindowEdge(t, 60)
+	applyExample(t, admin, "seed-001-anonymous-by-ip.yaml")
+	refresh(t, env)
+	from := func(client string) int {
+		t.Helper()
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1")}, Timeout: 5 * time.Second}
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+		req, err := http.NewRequest(http.MethodPost, gw+"/srv/mcp", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Forwarded-For", client)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("call for %s: %v", client, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	allowed := 0
+	for i := range 30 {
+		// Fifteen calls each from two addresses of 2001:db8:1:2::/64.
+		if from(fmt.Sprintf("2001:db8:1:2::%x", 10+i%2)) == http.StatusOK {
+			allowed++
+		}
+	}
+	if allowed != 30 {
+		t.Fatalf("30 anonymous calls from 2001:db8:1:2::/64: %d allowed", allowed)
+	}
+	for _, s := range []struct {
+		client string
+		status int
+	}{
+		{"2001:db8:1:2::ffff", http.StatusTooManyRequests}, // a third address of the spent /64
+		{"2001:db8:1:3::a", http.StatusOK},                 // the next /64: its own bucket
+		{"203.0.113.9", http.StatusOK},                     // an IPv4 client: its own
+	} {
+		if got := from(s.client); got != s.status {
+			t.Errorf("anonymous call for %s: %d, want %d", s.client, got, s.status)
 		}
 	}
 }
