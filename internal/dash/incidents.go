@@ -3,6 +3,7 @@ package dash
 import (
 	"cmp"
 	"context"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -312,8 +313,8 @@ func (v incidentsView) lockoutLine() string {
 
 // quarantineSubject is the quarantine membership a subject of the record
 // is quarantined as: agents (agent:<client id>) are clients, targets are
-// servers and agents. An anonymous ip: caller is not a membership subject
-// (its network is).
+// servers and agents, and an anonymous ip: caller is its network, exactly
+// as its key says (ipNetwork).
 func quarantineSubject(subject string) (subjectType, name string, ok bool) {
 	typ, name, found := strings.Cut(subject, ":")
 	if !found || name == "" {
@@ -328,8 +329,40 @@ func quarantineSubject(subject string) (subjectType, name string, ok bool) {
 		return ratelimit.SubjectServer, name, true
 	case ratelimit.EntityA2AAgent:
 		return ratelimit.SubjectAgent, name, true
+	case "ip":
+		if cidr, ok := ipNetwork(name); ok {
+			return ratelimit.SubjectNetwork, cidr, true
+		}
 	}
 	return "", "", false
+}
+
+// ipNetwork is the network an ip:<key> caller is quarantined as, the
+// bucket the key names and no wider: an IPv4 address is its /32, an IPv6
+// address its /128, a network (the gateways key IPv6 by its /64) itself,
+// host bits masked. An IPv4-mapped IPv6 address is its IPv4 address, as
+// the gateways key it. A key that is neither is not a network.
+func ipNetwork(key string) (string, bool) {
+	if strings.Contains(key, "/") {
+		p, err := netip.ParsePrefix(key)
+		if err != nil {
+			return "", false
+		}
+		if p.Addr().Is4In6() {
+			bits := p.Bits() - 96
+			if bits < 0 {
+				return "", false
+			}
+			p = netip.PrefixFrom(p.Addr().Unmap(), bits)
+		}
+		return p.Masked().String(), true
+	}
+	a, err := netip.ParseAddr(key)
+	if err != nil || a.Zone() != "" {
+		return "", false
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()).String(), true
 }
 
 // incidentQuarantineForm is the quarantine form filled in for r: its
@@ -367,7 +400,7 @@ func (m *Model) handleIncidentKey(k tea.KeyMsg) (tea.Cmd, bool) {
 		}
 		f, ok := incidentQuarantineForm(r, m.keys, m.styles)
 		if !ok {
-			m.status = status{text: r.subject + " is not a membership subject: quarantine its network (Quarantine view, or rlctl quarantine add network <cidr>)", err: true}
+			m.status = status{text: r.subject + " is not a subject the dashboard can quarantine: use the Quarantine view", err: true}
 			return nil, true
 		}
 		m.form = f

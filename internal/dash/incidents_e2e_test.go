@@ -23,7 +23,8 @@ import (
 // against a real rlapi whose Enforcer throttled a caller: the Incidents
 // view lists the caller with its count and limit, a quarantines it through
 // the prefilled form and the confirmation, and the server holds the
-// quarantine.
+// quarantine; an anonymous ip: caller is quarantined the same way as its
+// network and listed.
 func TestDashboardIncidents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -58,6 +59,11 @@ func TestDashboardIncidents(t *testing.T) {
 		DefinitionID: "caller:group:e2e-tier:60", Count: 7}); err != nil {
 		t.Fatal(err)
 	}
+	// An anonymous caller, keyed by its client address.
+	if err := env.Enforcer.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: "ip:203.0.113.7",
+		DefinitionID: "caller:group:anonymous:60", Count: 5}); err != nil {
+		t.Fatal(err)
+	}
 	env.Enforcer.FlushEvents(ctx)
 
 	home := t.TempDir()
@@ -85,7 +91,7 @@ func TestDashboardIncidents(t *testing.T) {
 	// target); the caller's own row, 7 calls, was recorded directly.
 	term.waitFor("the throttled subjects", func(s string) bool {
 		return strings.Contains(s, "[6 Incidents]") && rowWith(s, "mcp_server:e2e-busy", strconv.Itoa(throttled), "target:mcp_server:e2e-busy:3600") &&
-			rowWith(s, "user:e2e-flooder", "7", "caller:group:e2e-tier:60")
+			rowWith(s, "user:e2e-flooder", "7", "caller:group:e2e-tier:60") && rowWith(s, "ip:203.0.113.7", "5", "caller:group:anonymous:60")
 	})
 	term.keys(strings.Split("/subject:user:e2e-flooder", "")...)
 	term.keys("\r")
@@ -107,5 +113,43 @@ func TestDashboardIncidents(t *testing.T) {
 		!strings.HasPrefix(q.Callers[0].Reason, "incident: 7 calls refused") {
 		t.Fatalf("server's quarantine: %+v, %v", q, err)
 	}
+
+	// The anonymous caller is quarantined as the network its key names,
+	// the one address, and the Quarantine view lists it.
+	term.keys("\x1b")
+	term.waitFor("the filter cleared", func(s string) bool { return !strings.Contains(s, "filter: subject:user:e2e-flooder") })
+	term.keys(strings.Split("/subject:ip:203.0.113.7", "")...)
+	term.keys("\r")
+	term.waitFor("the ip filter kept", func(s string) bool {
+		return strings.Contains(s, "filter: subject:ip:203.0.113.7") && !strings.Contains(s, "user:e2e-flooder ")
+	})
+	term.keys("a")
+	term.waitFor("the form prefilled with the network", func(s string) bool {
+		return strings.Contains(s, "Quarantine a caller or a target") && strings.Contains(s, "(*) network") &&
+			strings.Contains(s, "203.0.113.7/32") && strings.Contains(s, "incident: 5 calls refused")
+	})
+	term.keys("\r", "\r")
+	term.waitFor("the network's confirmation", func(s string) bool {
+		return strings.Contains(s, "Quarantine network:203.0.113.7/32?") && strings.Contains(s, "Lifted after 1h.")
+	})
+	term.keys("y")
+	term.waitFor("the network's answer", func(s string) bool { return strings.Contains(s, "✓ quarantined network:203.0.113.7/32") })
+	q, err = c.ListQuarantine(ctx)
+	if err != nil || len(q.Callers) != 2 {
+		t.Fatalf("server's quarantine: %+v, %v", q, err)
+	}
+	var network *client.QuarantineEntry
+	for i, e := range q.Callers {
+		if e.SubjectType == ratelimit.SubjectNetwork {
+			network = &q.Callers[i]
+		}
+	}
+	if network == nil || network.Subject != "203.0.113.7/32" || network.ExpiresAt == nil || !strings.HasPrefix(network.Reason, "incident: 5 calls refused") {
+		t.Fatalf("server's quarantine of the network: %+v", q.Callers)
+	}
+	term.keys("3")
+	term.waitFor("the network listed in Quarantine", func(s string) bool {
+		return strings.Contains(s, "[3 Quarantine]") && strings.Contains(s, "203.0.113.7/32")
+	})
 	term.keys("q")
 }

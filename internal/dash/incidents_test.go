@@ -145,13 +145,17 @@ func TestIncidents(t *testing.T) {
 			},
 		},
 		{
-			name:  "an ip caller has no membership to quarantine",
+			name:  "an ip caller is quarantined as its network, the one address",
 			steps: "jjja",
 			check: func(t *testing.T, m Model, _ tea.Cmd) {
-				if m.formOpen {
-					t.Error("form opened for an ip caller")
+				if !m.formOpen || subjectTypes[m.form.typeIdx] != ratelimit.SubjectNetwork || m.form.inputs[fieldSubject].Value() != "203.0.113.7/32" {
+					t.Fatalf("form open=%v type %s subject %q, want network 203.0.113.7/32", m.formOpen, subjectTypes[m.form.typeIdx], m.form.inputs[fieldSubject].Value())
 				}
-				wantScreen(t, m, "ip:203.0.113.7 is not a membership subject")
+				if got := m.form.inputs[fieldReason].Value(); got != "incident: 12 calls refused in 15m (caller:group:partners:3600)" || m.form.focus != fieldReason {
+					t.Errorf("reason %q focus %d", got, m.form.focus)
+				}
+				wantScreen(t, m, "(*) network", "203.0.113.7/32", "1h")
+				wantNotScreen(t, m, "not a membership subject")
 			},
 		},
 		{
@@ -220,4 +224,76 @@ func TestIncidentsLoad(t *testing.T) {
 	m, _ = press(t, m, "r")
 	m = update(t, m, eventsMsg{reply: reply{gen: m.gens[resEvents], round: m.round, err: errRefused}})
 	wantScreen(t, m, "user:alice", "connection lost")
+}
+
+// TestIncidentsQuarantineIP: a on an anonymous caller's row (ip:<address>,
+// or the /64 the gateways key IPv6 by) opens the quarantine form with the
+// network the key names and no wider; the form and the confirmation then
+// quarantine that network through the client.
+func TestIncidentsQuarantineIP(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		subject, network string
+	}{
+		{"ip:203.0.113.7", "203.0.113.7/32"},
+		{"ip:2001:db8:1:2::/64", "2001:db8:1:2::/64"},
+		{"ip:2001:db8:1:2::5", "2001:db8:1:2::5/128"},
+		{"ip:::ffff:198.51.100.9", "198.51.100.9/32"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.subject, func(t *testing.T) {
+			t.Parallel()
+			api := newFakeAPI()
+			m := apply(t, loaded(t, 100, 30), typed("6"))
+			m.api = api
+			minute := clock.Truncate(time.Minute)
+			m = update(t, m, eventsMsg{reply: ok(m, resEvents), events: []ratelimit.Event{{Minute: minute,
+				Kind: ratelimit.EventRateLimitExceeded, Subject: tt.subject, DefinitionID: "caller:group:anonymous:60", Count: 40,
+				FirstSeen: minute, LastSeen: clock.Add(-time.Second)}}})
+			m = update(t, m, quarantineMsg{reply: ok(m, resQuarantine), list: client.QuarantineList{}})
+			m, _ = press(t, m, "a")
+			if !m.formOpen || subjectTypes[m.form.typeIdx] != ratelimit.SubjectNetwork || m.form.inputs[fieldSubject].Value() != tt.network {
+				t.Fatalf("form open=%v type %s subject %q, want network %s", m.formOpen, subjectTypes[m.form.typeIdx], m.form.inputs[fieldSubject].Value(), tt.network)
+			}
+			m, _ = press(t, m, "<enter><enter>")
+			if m.formOpen || !m.confirmOpen {
+				t.Fatalf("form open=%v confirm open=%v, want the confirmation; form error %q", m.formOpen, m.confirmOpen, m.form.err)
+			}
+			wantScreen(t, m, "Quarantine network:"+tt.network+"?", "Lifted after 1h.")
+			m, cmd := press(t, m, "y")
+			if cmd == nil {
+				t.Fatal("no command after confirming")
+			}
+			if msg, isMutation := cmd().(mutationMsg); !isMutation {
+				t.Fatalf("command produced %T, want mutationMsg", msg)
+			}
+			want := `Quarantine network:` + tt.network + ` reason="incident: 40 calls refused in 15m (caller:group:anonymous:60)" for=3600`
+			if calls := strings.Join(api.Calls(), "\n"); !strings.Contains(calls, want) {
+				t.Errorf("calls:\n%s\nwant %q", calls, want)
+			}
+		})
+	}
+}
+
+// TestIPNetwork: the network an ip: key is quarantined as; what is not an
+// address or a network is not offered.
+func TestIPNetwork(t *testing.T) {
+	t.Parallel()
+	for key, want := range map[string]string{
+		"203.0.113.7":         "203.0.113.7/32",
+		"2001:db8:1:2::/64":   "2001:db8:1:2::/64",
+		"2001:db8:1:2::5/64":  "2001:db8:1:2::/64",
+		"2001:DB8::1":         "2001:db8::1/128",
+		"::ffff:10.0.0.1":     "10.0.0.1/32",
+		"::ffff:10.0.0.0/120": "10.0.0.0/24",
+		"not-an-address":      "",
+		"fe80::1%eth0":        "",
+		"2001:db8::/999":      "",
+		"::ffff:10.0.0.0/64":  "",
+	} {
+		got, ok := ipNetwork(key)
+		if got != want || ok != (want != "") {
+			t.Errorf("ipNetwork(%q) = %q, %v; want %q", key, got, ok, want)
+		}
+	}
 }
