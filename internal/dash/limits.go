@@ -30,13 +30,13 @@ var limitsSpec = &listSpec[ratelimit.Definition]{
 		{Title: "ENABLED", Min: 7},
 	},
 	cells: func(d ratelimit.Definition) []string {
-		return []string{d.Axis, d.EntityType, d.Name, formatWindow(d.WindowSeconds), cmdutil.LimitText(d),
+		return []string{d.Axis, d.EntityType, definitionName(d), formatWindow(d.WindowSeconds), cmdutil.LimitText(d),
 			algorithmShort(d), cmdutil.BurstText(d), d.Mode, yesNo(d.Enabled)}
 	},
 	key: definitionID,
 	text: func(d ratelimit.Definition) string {
 		return definitionID(d) + " " + d.Name + " " + d.Mode + " " + d.Description + " " + strings.Join(d.Members, " ") +
-			" " + cmdutil.MatchText(d)
+			" " + cmdutil.MatchText(d) + " " + definitionName(d)
 	},
 	fields: map[string]func(ratelimit.Definition, string) bool{
 		"id":     func(d ratelimit.Definition, v string) bool { return strings.EqualFold(definitionID(d), v) },
@@ -311,8 +311,9 @@ func (v limitsView) detailView(w, h int) string {
 // matchLines says what a route or tool definition selects, field by
 // field: a route's methods, whether it is exempt and every path pattern
 // (wrapped, so a tier's list is not cut at the pane's edge); a tool or
-// skill definition's kinds and what its bucket is kept per. Nothing for
-// other definitions.
+// skill definition's kinds and what its bucket is kept per; a descriptor
+// definition's Envoy fields (descriptorLines). Nothing for other
+// definitions.
 func matchLines(st *Styles, d ratelimit.Definition, w int) []string {
 	switch d.EntityType {
 	case ratelimit.EntityRoute:
@@ -329,6 +330,8 @@ func matchLines(st *Styles, d ratelimit.Definition, w int) []string {
 			kinds = strings.Join(d.Kinds, ", ")
 		}
 		return []string{field(st, "kinds", kinds) + "  " + field(st, "tool scope", cmp.Or(d.ToolScope, ratelimit.ToolScopeGlobal))}
+	case ratelimit.EntityDescriptor:
+		return descriptorLines(st, d, w)
 	}
 	return nil
 }
