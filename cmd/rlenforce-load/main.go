@@ -21,6 +21,12 @@
 //
 //	go run ./cmd/rlenforce-load -store postgres,redis,redis-cluster -leases both -modes ours -concurrency 1,64
 //
+// Every row reports, beside the slowest decision (max), sched-max: the
+// longest a runnable goroutine of the process waited for a CPU during the
+// row (runtime/metrics). -modes spin adds rows without an Enforcer whose
+// decisions are a 3 µs busy loop: at 64 goroutines that never block, their
+// max is what the Go scheduler alone adds (docs/performance.md, leases).
+//
 // -algorithm runs the table once per algorithm (fixed_window,
 // sliding_window, token_bucket; comma-separated), switching the load's
 // definitions between them, and prints each one's ratio to the fixed window.
@@ -43,6 +49,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,7 +106,7 @@ func run() error {
 	flag.StringVar(&conc, "concurrency", "1,8,64", "goroutines per run, comma-separated")
 	flag.IntVar(&maxConn, "max-conns", 12, "pool size for both implementations")
 	workers := flag.Int("workers", 0, "enforce.Options.Workers (0: the default)")
-	flag.StringVar(&modes, "modes", "ours,baseline", "implementations to run")
+	flag.StringVar(&modes, "modes", "ours,baseline", "implementations to run: ours, baseline, spin (no Enforcer: a 3 µs busy loop per decision, the scheduler's floor for max)")
 	flag.StringVar(&shapes, "shapes", "spread,hot", "key shapes to run")
 	algorithms := flag.String("algorithm", ratelimit.AlgorithmFixedWindow, "algorithms to run the load's definitions with, comma-separated: "+strings.Join(ratelimit.Algorithms(), ", "))
 	tableSize := flag.Bool("table-size", false, "instead of the table: run -keys callers through ten windows per algorithm at a simulated clock and report the counter table's size")
@@ -239,7 +246,7 @@ func run() error {
 
 	fmt.Printf("machine: %d CPUs (GOMAXPROCS %d), %s; pool %d connections; three gates per decision; %s per run\n\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), cfg.maxConns, cfg.duration)
-	fmt.Printf("%-14s %-14s %-7s %5s %12s %10s %10s %10s %8s\n", "algorithm", "impl", "keys", "gor", "decisions/s", "p50", "p99", "max", "errors")
+	fmt.Printf("%-14s %-14s %-7s %5s %12s %10s %10s %10s %10s %8s\n", "algorithm", "impl", "keys", "gor", "decisions/s", "p50", "p99", "max", "sched-max", "errors")
 	results := map[string]result{}
 	for ai, alg := range cfg.algorithms {
 		if err := useAlgorithm(ctx, st.Pool(), enf, alg); err != nil {
@@ -310,13 +317,22 @@ func run() error {
 						decide = func(ctx context.Context, i int) error {
 							return base.decide(ctx, callFor(shape, i, cfg.keys))
 						}
+					case "spin":
+						// No Enforcer: a busy loop of about a leased
+						// decision's CPU (3 µs), so its max is what the Go
+						// scheduler alone makes a call wait at n
+						// goroutines that never block.
+						decide = func(context.Context, int) error {
+							spinSink.Add(spin(3 * time.Microsecond))
+							return nil
+						}
 					default:
 						return fmt.Errorf("-modes: unknown %q", mode)
 					}
 					r := measure(ctx, n, cfg.duration, decide)
 					results[fmt.Sprintf("%s/%s/%s/%d", alg, label, shape, n)] = r
-					fmt.Printf("%-14s %-14s %-7s %5d %12.0f %10s %10s %10s %8d\n", alg, label, shape, n, r.rate,
-						r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.max.Round(time.Microsecond), r.errors)
+					fmt.Printf("%-14s %-14s %-7s %5d %12.0f %10s %10s %10s %10s %8d\n", alg, label, shape, n, r.rate,
+						r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.max.Round(time.Microsecond), r.schedMax.Round(time.Microsecond), r.errors)
 				}
 			}
 		}
@@ -377,6 +393,52 @@ type result struct {
 	rate          float64
 	p50, p99, max time.Duration
 	errors        int64
+	// schedMax is the longest a runnable goroutine of this process
+	// waited for a CPU during the run (the Go runtime's
+	// /sched/latencies:seconds, the lower bound of its highest bucket):
+	// a decision whose goroutine was preempted mid-call waits that long
+	// without the Enforcer waiting on anything, so a max near it is the
+	// scheduler's, not the decision path's (docs/performance.md, leases).
+	schedMax time.Duration
+}
+
+// spinSink keeps spin's work from being optimised away.
+var spinSink atomic.Int64
+
+// spin burns about d of CPU without blocking or allocating.
+func spin(d time.Duration) int64 {
+	var x int64
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		for i := range int64(64) {
+			x += i * i
+		}
+	}
+	return x
+}
+
+// schedLatencies reads the runtime's histogram of how long runnable
+// goroutines waited to run.
+func schedLatencies() *metrics.Float64Histogram {
+	s := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil
+	}
+	return s[0].Value.Float64Histogram()
+}
+
+// longestWait is the lower bound of the highest bucket that gained counts
+// from before to after.
+func longestWait(before, after *metrics.Float64Histogram) time.Duration {
+	if before == nil || after == nil || len(before.Counts) != len(after.Counts) {
+		return 0
+	}
+	for i := len(after.Counts) - 1; i >= 0; i-- {
+		if after.Counts[i] > before.Counts[i] {
+			return time.Duration(after.Buckets[i] * float64(time.Second))
+		}
+	}
+	return 0
 }
 
 // measure runs decide from n goroutines for d and reports throughput and
@@ -391,6 +453,7 @@ func measure(ctx context.Context, n int, d time.Duration, decide func(context.Co
 		counter atomic.Int64
 		wg      sync.WaitGroup
 	)
+	sched0 := schedLatencies()
 	start := time.Now()
 	for g := range n {
 		wg.Go(func() {
@@ -411,7 +474,7 @@ func measure(ctx context.Context, n int, d time.Duration, decide func(context.Co
 	wg.Wait()
 	elapsed := time.Since(start)
 	slices.Sort(lat)
-	r := result{errors: errs.Load()}
+	r := result{errors: errs.Load(), schedMax: longestWait(sched0, schedLatencies())}
 	if len(lat) > 0 {
 		r.rate = float64(len(lat)) / elapsed.Seconds()
 		r.p50 = lat[len(lat)/2]

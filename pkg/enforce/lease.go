@@ -423,6 +423,11 @@ func (l *leaser) giveBack(ctx context.Context, rs []Return) {
 func (l *leaser) retire(ls *lease) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	l.retireLocked(ls)
+}
+
+// retireLocked is retire with ls.mu held.
+func (l *leaser) retireLocked(ls *lease) {
 	if ls.dead {
 		return
 	}
@@ -435,15 +440,28 @@ func (l *leaser) retire(ls *lease) {
 	}
 }
 
-// reap retires the leases that ended by now.
+// ended says whether ls's lease ended by t (ns): its block's lease time
+// passed, or it never got a block within a lease time of being made.
+func (l *leaser) ended(ls *lease, t int64) bool {
+	view := ls.view.Load()
+	return (view == nil && t >= ls.created+int64(l.opts.Time)) || (view != nil && t >= view.until)
+}
+
+// reap retires the leases that ended by now. A lease whose lock is held
+// is being refilled (or retired) and is left to the next pass: waiting
+// for that lock would retire the block the refill just took, given back
+// and dropped the moment it came.
 func (l *leaser) reap(now time.Time) {
 	t := now.UnixNano()
 	l.leases.Range(func(_, v any) bool {
 		ls := v.(*lease)
-		view := ls.view.Load()
-		if (view == nil && t >= ls.created+int64(l.opts.Time)) || (view != nil && t >= view.until) {
-			l.retire(ls)
+		if !l.ended(ls, t) || !ls.mu.TryLock() {
+			return true
 		}
+		if l.ended(ls, t) { // not refilled meanwhile
+			l.retireLocked(ls)
+		}
+		ls.mu.Unlock()
 		return true
 	})
 }

@@ -13,3 +13,7 @@ func (e *Enforcer) LeasePath(gates []Gate, now time.Time) (Decision, bool) {
 	d, _, ok := e.takeLeased(context.Background(), Call{}, gates, 1, true, now)
 	return d, ok
 }
+
+// ReapLeases runs one pass of e's lease reaper at now, as its background
+// loop does.
+func (e *Enforcer) ReapLeases(now time.Time) { e.leases.reap(now) }
