@@ -21,6 +21,25 @@ import (
 
 // applyExample applies an apply file of docs/examples/ as rlctl apply
 // reads it.
+// startExampleGateway starts an rlapi that trusts the loopback proxy, a
+// backend counting the calls that reach it, and real nginx in front of
+// both with docs/nginx/rlctl.conf (edited by edit, if not nil): what every
+// example test behind nginx runs against.
+func startExampleGateway(t *testing.T, edit func(conf string) string) (env *apitest.Env, admin *client.Client, gw string, reached *atomic.Int64) {
+	t.Helper()
+	bin := nginxBinary(t)
+	const secret = "nginx-test-secret-examples"
+	env = apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.1/32"), GatewaySecret: secret})
+	admin = clientFor(t, env, env.AdminToken)
+	reached = new(atomic.Int64)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
+	t.Cleanup(backend.Close)
+	if edit == nil {
+		return env, admin, startNginx(t, bin, env.URL, backend.URL, secret), reached
+	}
+	return env, admin, startNginxEdited(t, bin, env.URL, backend.URL, secret, edit), reached
+}
+
 func applyExample(t *testing.T, admin *client.Client, file string) {
 	t.Helper()
 	data, err := os.ReadFile("../../docs/examples/" + file)
@@ -42,13 +61,7 @@ func applyExample(t *testing.T, admin *client.Client, file string) {
 // address's; a team named by X-Auth-Team shares its per-team bucket.
 func TestNginxExampleSeed002AndTeams(t *testing.T) {
 	t.Parallel()
-	bin := nginxBinary(t)
-	const secret = "nginx-test-secret-examples"
-	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.1/32"), GatewaySecret: secret})
-	admin := clientFor(t, env, env.AdminToken)
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	t.Cleanup(backend.Close)
-	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+	env, admin, gw, _ := startExampleGateway(t, nil)
 
 	from := func(local, user, team string) int {
 		t.Helper()
@@ -133,13 +146,7 @@ func nginxCall(t *testing.T, gw, local, user, team string) int {
 // client: the loopback has one IPv6 address.)
 func TestNginxExampleSeed001(t *testing.T) {
 	t.Parallel()
-	bin := nginxBinary(t)
-	const secret = "nginx-test-secret-seed001"
-	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.1/32"), GatewaySecret: secret})
-	admin := clientFor(t, env, env.AdminToken)
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	t.Cleanup(backend.Close)
-	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+	env, admin, gw, _ := startExampleGateway(t, nil)
 	awayFromWindowEdge(t, 60)
 	applyExample(t, admin, "seed-001-anonymous-by-ip.yaml")
 	refresh(t, env)
@@ -226,14 +233,7 @@ func nginxToolCall(t *testing.T, gw, user, server, tool, kind string) (int, stri
 // the tool limits do not apply.
 func TestNginxExampleSeed003(t *testing.T) {
 	t.Parallel()
-	bin := nginxBinary(t)
-	const secret = "nginx-test-secret-seed003"
-	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.1/32"), GatewaySecret: secret})
-	admin := clientFor(t, env, env.AdminToken)
-	var reached atomic.Int64
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
-	t.Cleanup(backend.Close)
-	gw := startNginxEdited(t, bin, env.URL, backend.URL, secret, withToolHeaders(t))
+	env, admin, gw, reached := startExampleGateway(t, withToolHeaders(t))
 	awayFromWindowEdge(t, 3600)
 	awayFromWindowEdge(t, 60) // the completions-only limit's window
 	applyExample(t, admin, "003-tool-scopes.yaml")
@@ -354,14 +354,7 @@ func nginxRouteCall(t *testing.T, gw, local, method, path, user, team string) (i
 // call without a team pass. CRITICAL's team bucket is its own.
 func TestNginxExampleSeed004PerTeam(t *testing.T) {
 	t.Parallel()
-	bin := nginxBinary(t)
-	const secret = "nginx-test-secret-seed004-team"
-	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.1/32"), GatewaySecret: secret})
-	admin := clientFor(t, env, env.AdminToken)
-	var reached atomic.Int64
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
-	t.Cleanup(backend.Close)
-	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+	env, admin, gw, reached := startExampleGateway(t, nil)
 	awayFromWindowEdge(t, 60)
 	applyExample(t, admin, "004-endpoint-tiers.yaml")
 	refresh(t, env)
@@ -398,13 +391,7 @@ func TestNginxExampleSeed004PerTeam(t *testing.T) {
 // the public paths exempt even for an address over its limit.
 func TestNginxExample002ExemptPaths(t *testing.T) {
 	t.Parallel()
-	bin := nginxBinary(t)
-	const secret = "nginx-test-secret-002-exempt"
-	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.1/32"), GatewaySecret: secret})
-	admin := clientFor(t, env, env.AdminToken)
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	t.Cleanup(backend.Close)
-	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+	env, admin, gw, _ := startExampleGateway(t, nil)
 	awayFromWindowEdge(t, 60)
 	applyExample(t, admin, "002-per-ip-exempt-paths.yaml")
 	refresh(t, env)
@@ -440,13 +427,7 @@ func TestNginxExample002ExemptPaths(t *testing.T) {
 // one /64 share its 30; another /64 has its own.
 func TestNginxExampleSeed001IPv6Prefix(t *testing.T) {
 	t.Parallel()
-	bin := nginxBinary(t)
-	const secret = "nginx-test-secret-seed001-v6"
-	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.1/32"), GatewaySecret: secret})
-	admin := clientFor(t, env, env.AdminToken)
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	t.Cleanup(backend.Close)
-	gw := startNginx(t, bin, env.URL, backend.URL, secret)
+	env, admin, gw, _ := startExampleGateway(t, nil)
 	awayFromWindowEdge(t, 60)
 	applyExample(t, admin, "seed-001-anonymous-by-ip.yaml")
 	refresh(t, env)

@@ -1,19 +1,15 @@
 package dash_test
 
 import (
-	"context"
 	"io"
 	"os"
 	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/creack/pty"
 
-	"github.com/rlctl/rlctl/internal/api"
-	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -29,15 +25,7 @@ func TestDashboardShowsDescriptors(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	t.Parallel()
-	env := apitest.Start(t, api.Config{})
-	bin := buildRlctl(t)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := client.New(env.URL, client.Options{Token: env.AdminToken})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, bin, ctx, c := startDashboardE2E(t)
 	desc := func(domain string, entries ...ratelimit.DescriptorEntry) ratelimit.Definition {
 		return ratelimit.Definition{Axis: "target", EntityType: ratelimit.EntityDescriptor, Name: ratelimit.DescriptorName(domain, entries),
 			DescriptorFields: ratelimit.DescriptorFields{Domain: domain, Descriptor: entries}, Enabled: true, Mode: "enforce"}

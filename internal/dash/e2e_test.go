@@ -25,20 +25,28 @@ import (
 // 120x40 against a real rlapi, reads the screen as a person would and
 // drives it with keys: see the seeded limits, filter them, quarantine a
 // client through the form, see it listed, release it, see it gone, quit.
+// startDashboardE2E starts a real rlapi, builds the rlctl binary and
+// returns them with an admin client and a context that bounds the test
+// (three minutes: only a hang reaches it).
+func startDashboardE2E(t *testing.T) (env *apitest.Env, bin string, ctx context.Context, c *client.Client) {
+	t.Helper()
+	env = apitest.Start(t, api.Config{})
+	bin = buildRlctl(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	c, err := client.New(env.URL, client.Options{Token: env.AdminToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, bin, ctx, c
+}
+
 func TestDashboardEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
 	t.Parallel()
-	env := apitest.Start(t, api.Config{})
-	bin := buildRlctl(t)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := client.New(env.URL, client.Options{Token: env.AdminToken})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, bin, ctx, c := startDashboardE2E(t)
 	for _, name := range []string{"e2e-alpha", "e2e-beta"} {
 		d := ratelimit.Definition{Axis: "caller", EntityType: "group", Name: name, WindowSeconds: 60,
 			UserMaxRequests: ptr(100), Enabled: true, Mode: "enforce"}
@@ -326,15 +334,7 @@ func TestDashboardEditsALimit(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	t.Parallel()
-	env := apitest.Start(t, api.Config{})
-	bin := buildRlctl(t)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := client.New(env.URL, client.Options{Token: env.AdminToken})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, bin, ctx, c := startDashboardE2E(t)
 	d := ratelimit.Definition{Axis: "caller", EntityType: "group", Name: "e2e-gamma", WindowSeconds: 60,
 		UserMaxRequests: ptr(100), Enabled: true, Mode: "enforce"}
 	if _, err := c.PutDefinition(ctx, d, client.WriteOptions{}); err != nil {

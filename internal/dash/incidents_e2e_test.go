@@ -1,19 +1,15 @@
 package dash_test
 
 import (
-	"context"
 	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/creack/pty"
 
-	"github.com/rlctl/rlctl/internal/api"
-	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -30,14 +26,7 @@ func TestDashboardIncidents(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	t.Parallel()
-	env := apitest.Start(t, api.Config{})
-	bin := buildRlctl(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := client.New(env.URL, client.Options{Token: env.AdminToken})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, bin, ctx, c := startDashboardE2E(t)
 	d := ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: "e2e-busy", WindowSeconds: 3600,
 		MaxRequests: ptr(2), Enabled: true, Mode: "enforce"}
 	if _, err := c.PutDefinition(ctx, d, client.WriteOptions{}); err != nil {

@@ -1,19 +1,14 @@
 package dash_test
 
 import (
-	"context"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/creack/pty"
 
-	"github.com/rlctl/rlctl/internal/api"
-	"github.com/rlctl/rlctl/internal/apitest"
-	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -28,14 +23,7 @@ func TestDashboardQuarantinesNetworksAndTeams(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	t.Parallel()
-	env := apitest.Start(t, api.Config{})
-	bin := buildRlctl(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := client.New(env.URL, client.Options{Token: env.AdminToken})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, bin, ctx, c := startDashboardE2E(t)
 
 	home := t.TempDir()
 	cmd := exec.CommandContext(ctx, bin, "dashboard", "--server", env.URL, "--token", env.AdminToken, "--refresh", "500ms")
