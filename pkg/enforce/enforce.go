@@ -709,11 +709,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, c
 	for i, g := range gates {
 		req.Gates[i] = g.counterGate()
 	}
-	tctx, cancel := context.WithTimeout(ctx, e.opts.BackendTimeout)
-	start := time.Now()
-	res, err := e.batcher.take(tctx, req)
-	cancel()
-	e.metrics.observeBackend(consume, err, time.Since(start))
+	res, err := e.roundTrip(ctx, req)
 	if err != nil {
 		return e.backendFailed(c, gates, err)
 	}
@@ -768,6 +764,17 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 			target: c.TargetName, gate: d.Shadow[0].DefinitionID, caller: e.eventCaller(c)})
 	}
 	return d
+}
+
+// roundTrip sends req to the counter store through the batcher within the
+// backend timeout, and observes it.
+func (e *Enforcer) roundTrip(ctx context.Context, req TakeRequest) (TakeResult, error) {
+	tctx, cancel := context.WithTimeout(ctx, e.opts.BackendTimeout)
+	defer cancel()
+	start := time.Now()
+	res, err := e.batcher.take(tctx, req)
+	e.metrics.observeBackend(req.Consume, err, time.Since(start))
+	return res, err
 }
 
 // backendFailed applies the fail policy: a definition marked fail_closed,

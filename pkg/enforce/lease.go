@@ -605,11 +605,7 @@ func (e *Enforcer) takeLeased(ctx context.Context, c Call, gates []Gate, cost in
 			req.Gates = append(req.Gates, gates[i].counterGate())
 		}
 	}
-	tctx, cancel := context.WithTimeout(ctx, e.opts.BackendTimeout)
-	start := time.Now()
-	res, err := e.batcher.take(tctx, req)
-	cancel()
-	e.metrics.observeBackend(consume, err, time.Since(start))
+	res, err := e.roundTrip(ctx, req)
 	if err != nil {
 		if consume {
 			putBack()
