@@ -117,8 +117,6 @@ func TestNginxExampleSeed002AndTeams(t *testing.T) {
 // (none: no team), and returns the status.
 func nginxCall(t *testing.T, gw, local, user, team string) int {
 	t.Helper()
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
 	req, err := http.NewRequest(http.MethodPost, gw+"/srv/mcp", strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatal(err)
@@ -129,13 +127,30 @@ func nginxCall(t *testing.T, gw, local, user, team string) int {
 	if team != "" {
 		req.Header.Set("X-Auth-Team", team)
 	}
-	resp, err := hc.Do(req)
+	status, _ := gatewayDo(t, local, req)
+	return status
+}
+
+// gatewayDo sends req from the loopback address local (none: any) and
+// returns the status and, for a 429, the definition that refused it (the
+// RateLimit header's name).
+func gatewayDo(t *testing.T, local string, req *http.Request) (status int, refused string) {
+	t.Helper()
+	tr := &http.Transport{DisableKeepAlives: true}
+	if local != "" {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
+		tr.DialContext = d.DialContext
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second, Transport: tr}).Do(req)
 	if err != nil {
-		t.Fatalf("call from %s: %v", local, err)
+		t.Fatalf("%s %s from %q: %v", req.Method, req.URL, local, err)
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode
+	if resp.StatusCode == http.StatusTooManyRequests {
+		refused, _, _ = strings.Cut(strings.TrimPrefix(resp.Header.Get("RateLimit"), `"`), `"`)
+	}
+	return resp.StatusCode, refused
 }
 
 // Behind real nginx: seed 001's anonymous callers are keyed by the client
@@ -198,7 +213,6 @@ func withToolHeaders(t *testing.T) func(string) string {
 // definition that refused it (the RateLimit header's name).
 func nginxToolCall(t *testing.T, gw, user, server, tool, kind string) (int, string) {
 	t.Helper()
-	hc := &http.Client{Timeout: 10 * time.Second}
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `"}}`
 	req, err := http.NewRequest(http.MethodPost, gw+"/"+server+"/mcp", strings.NewReader(body))
 	if err != nil {
@@ -211,18 +225,7 @@ func nginxToolCall(t *testing.T, gw, user, server, tool, kind string) (int, stri
 	if kind != "" {
 		req.Header.Set("X-Mcp-Kind", kind)
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatalf("%s's call of %s:%s: %v", user, server, tool, err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	refused := ""
-	if resp.StatusCode == http.StatusTooManyRequests {
-		name, _, _ := strings.Cut(strings.TrimPrefix(resp.Header.Get("RateLimit"), `"`), `"`)
-		refused = name
-	}
-	return resp.StatusCode, refused
+	return gatewayDo(t, "", req)
 }
 
 // Behind real nginx, with the tool and kind headers docs/nginx.md has a
@@ -323,8 +326,6 @@ func TestNginxExampleSeed003(t *testing.T) {
 // the status and, for a 429, the definition that refused it.
 func nginxRouteCall(t *testing.T, gw, local, method, path, user, team string) (int, string) {
 	t.Helper()
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
 	req, err := http.NewRequest(method, gw+path, strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatal(err)
@@ -333,17 +334,7 @@ func nginxRouteCall(t *testing.T, gw, local, method, path, user, team string) (i
 	if team != "" {
 		req.Header.Set("X-Auth-Team", team)
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s from %s: %v", method, path, local, err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	refused := ""
-	if resp.StatusCode == http.StatusTooManyRequests {
-		refused, _, _ = strings.Cut(strings.TrimPrefix(resp.Header.Get("RateLimit"), `"`), `"`)
-	}
-	return resp.StatusCode, refused
+	return gatewayDo(t, local, req)
 }
 
 // Behind real nginx: seed 004's team dimension (docs/examples/
@@ -433,20 +424,13 @@ func TestNginxExampleSeed001IPv6Prefix(t *testing.T) {
 	refresh(t, env)
 	from := func(client string) int {
 		t.Helper()
-		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1")}, Timeout: 5 * time.Second}
-		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
 		req, err := http.NewRequest(http.MethodPost, gw+"/srv/mcp", strings.NewReader(`{}`))
 		if err != nil {
 			t.Fatal(err)
 		}
 		req.Header.Set("X-Forwarded-For", client)
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatalf("call for %s: %v", client, err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		status, _ := gatewayDo(t, "127.0.0.1", req)
+		return status
 	}
 	allowed := 0
 	for i := range 30 {
