@@ -221,6 +221,8 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	}
 	if opts.Leases != nil {
 		e.leases = newLeaser(*opts.Leases, e.counters, opts.BackendTimeout, e.now, m)
+		flush := e.leases.flushMetrics
+		m.beforeCollect.Store(&flush)
 		e.leases.log = e.log
 		e.wg.Add(1)
 		go e.every(bg, min(max(e.leases.opts.Time/4, 10*time.Millisecond), 100*time.Millisecond), func(context.Context) { e.leases.reap(e.now()) })
@@ -372,36 +374,56 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 			}
 		}
 	}
-	// 3-5. Caller, caller_target and target gates.
-	var netGroups *member
-	if anonymous && inNetwork {
-		netGroups = &network
+	// 3-5. Caller, caller_target and target gates. The gates of a call
+	// without descriptors depend on nothing but
+	// the snapshot and the key's fields (gatecache.go): a hot caller's are
+	// built once per snapshot.
+	var (
+		ck     *gateCacheKey
+		gates  []Gate
+		hints  *gateEntry
+		cached bool
+	)
+	if c.Descriptors == nil {
+		ck = &gateCacheKey{username: c.Username, clientID: c.ClientID, team: strings.TrimSpace(c.Team),
+			targetType: c.TargetType, targetName: targetName, tool: strings.TrimSpace(c.Tool), kind: c.Kind,
+			method: c.Method, path: c.Path, ip: ip, admin: admin}
+		gates, hints, cached = snap.gates.get(ck, now)
 	}
-	who := callerDims{agent: callerType == "agent", userKey: userKey, clientKey: clientKey, teamKey: teamKey}
-	if identity != "" { // none: a descriptor call without one
-		who.caller = callerType + ":" + identity
-	}
-	if ip.IsValid() {
-		who.ip = CallerIP + ":" + clientip.Key(ip, e.opts.IPv6Prefix)
-	}
-	if teamKey != "" {
-		who.team = CallerTeam + ":" + strings.TrimSpace(c.Team)
-	}
-	if netGroups != nil {
-		who.networkKey = ratelimit.MembershipID(ratelimit.SubjectNetwork, netPrefix.String())
-	}
-	var gates []Gate
-	if (c.TargetType != "" || c.Descriptors != nil) && (c.Descriptors == nil || !c.Descriptors.DescriptorsOnly) {
-		// A call with only a path meets the route definitions alone.
-		gates = e.buildGates(snap, c, who, netGroups, targetName, admin, now)
-	}
-	if len(routes) > 0 {
-		gates = append(gates, routeGates(routes, callerType, identity, e.routeIPKey(c), strings.TrimPrefix(who.team, CallerTeam+":"), admin, now)...)
-	}
-	if !admin {
-		// Administrators are never limited by descriptors either: an
-		// Envoy request carries no target to protect but its descriptors.
-		gates = descriptorGates(gates, snap, c.Descriptors, now)
+	if !cached {
+		var netGroups *member
+		if anonymous && inNetwork {
+			netGroups = &network
+		}
+		who := callerDims{agent: callerType == "agent", userKey: userKey, clientKey: clientKey, teamKey: teamKey}
+		if identity != "" { // none: a descriptor call without one
+			who.caller = callerType + ":" + identity
+		}
+		if ip.IsValid() {
+			who.ip = CallerIP + ":" + clientip.Key(ip, e.opts.IPv6Prefix)
+		}
+		if teamKey != "" {
+			who.team = CallerTeam + ":" + strings.TrimSpace(c.Team)
+		}
+		if netGroups != nil {
+			who.networkKey = ratelimit.MembershipID(ratelimit.SubjectNetwork, netPrefix.String())
+		}
+		if (c.TargetType != "" || c.Descriptors != nil) && (c.Descriptors == nil || !c.Descriptors.DescriptorsOnly) {
+			// A call with only a path meets the route definitions alone.
+			gates = e.buildGates(snap, c, who, netGroups, targetName, admin, now)
+		}
+		if len(routes) > 0 {
+			gates = append(gates, routeGates(routes, callerType, identity, e.routeIPKey(c), strings.TrimPrefix(who.team, CallerTeam+":"), admin, now)...)
+		}
+		if !admin {
+			// Administrators are never limited by descriptors either: an
+			// Envoy request carries no target to protect but its descriptors.
+			gates = descriptorGates(gates, snap, c.Descriptors, now)
+		}
+		if ck != nil {
+			sortGates(gates)
+			hints = snap.gates.put(ck, gates)
+		}
 	}
 	if len(gates) == 0 {
 		e.metrics.checks.WithLabelValues("allowed").Inc()
@@ -411,7 +433,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if cost <= 0 {
 		cost = 1
 	}
-	d, err := e.take(ctx, c, gates, cost, consume, now)
+	d, err := e.take(ctx, c, gates, hints, cost, consume, now)
 	if consume && err == nil && d.Reason == ReasonThrottled && !admin && e.opts.Escalation != nil {
 		d, _ = e.escalate(ctx, c, d, now)
 	}
@@ -694,14 +716,13 @@ func (g *Gate) describe(st GateState, room bool, cost int64, now time.Time) {
 }
 
 // take runs the counter round trip and turns its answer into a decision.
-func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, consume bool, now time.Time) (Decision, error) {
-	// Keys are unique within a call (each names its window or its
-	// definition), so sorting by key orders the gates fully.
-	slices.SortFunc(gates, func(a, b Gate) int {
-		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(a.WindowSeconds, b.WindowSeconds))
-	})
+//
+// hints, when not nil, is the gate cache's entry of the call: it keeps the
+// leases its gates were decided from last, sparing their lookup.
+func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *gateEntry, cost int64, consume bool, now time.Time) (Decision, error) {
+	sortGates(gates) // a cached call's are sorted already: n-1 comparisons
 	if e.leases != nil {
-		if d, err, ok := e.takeLeased(ctx, c, gates, cost, consume, now); ok {
+		if d, err, ok := e.takeLeased(ctx, c, gates, hints, cost, consume, now); ok {
 			return d, err
 		}
 	}
@@ -714,6 +735,16 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, c
 		return e.backendFailed(c, gates, err)
 	}
 	return e.decision(c, gates, res, cost, consume, now), nil
+}
+
+// sortGates puts a call's gates in the order the counter store takes them
+// (every store locks or reserves in that order). Keys are unique within a
+// call (each names its window or its definition), so sorting by key orders
+// the gates fully.
+func sortGates(gates []Gate) {
+	slices.SortFunc(gates, func(a, b Gate) int {
+		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(a.WindowSeconds, b.WindowSeconds))
+	})
 }
 
 // decision turns the counters' answer for gates into a decision (for a

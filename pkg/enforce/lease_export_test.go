@@ -10,7 +10,7 @@ import (
 // does after building them: for BenchmarkLeaseLocalPath, which measures
 // the lease layer without the rest of the Enforcer's work per call.
 func (e *Enforcer) LeasePath(gates []Gate, now time.Time) (Decision, bool) {
-	d, _, ok := e.takeLeased(context.Background(), Call{}, gates, 1, true, now)
+	d, _, ok := e.takeLeased(context.Background(), Call{}, gates, nil, 1, true, now)
 	return d, ok
 }
 

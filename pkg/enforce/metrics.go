@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +34,34 @@ type metrics struct {
 	// violationsDropped those it could not keep.
 	violations        *prometheus.CounterVec // kind, severity, axis
 	violationsDropped *prometheus.CounterVec // reason
+
+	// cacheHit is cache{result="hit"}, resolved once: every decision adds
+	// to it.
+	cacheHit prometheus.Counter
+	// beforeCollect, when set, runs before checks and gateChecks are
+	// collected: the leases add what they counted locally (lease.go).
+	beforeCollect atomic.Pointer[func()]
+}
+
+// flushingCollector collects its collectors after m.beforeCollect.
+type flushingCollector struct {
+	m          *metrics
+	collectors []prometheus.Collector
+}
+
+func (f flushingCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range f.collectors {
+		c.Describe(ch)
+	}
+}
+
+func (f flushingCollector) Collect(ch chan<- prometheus.Metric) {
+	if fn := f.m.beforeCollect.Load(); fn != nil {
+		(*fn)()
+	}
+	for _, c := range f.collectors {
+		c.Collect(ch)
+	}
 }
 
 func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() time.Time) (*metrics, error) {
@@ -76,10 +105,11 @@ func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() ti
 			Help: "Calls the record of violations could not keep, by reason: buffer_full (more keys than Options.ViolationBuffer between flushes), write_failed (the store refused and the retry buffer was full)."},
 			[]string{"reason"}),
 	}
+	m.cacheHit = m.cache.WithLabelValues("hit")
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.checks, m.gateChecks, m.throttled, m.shadowDenied, m.quarantineDenied,
+	for _, c := range []prometheus.Collector{flushingCollector{m, []prometheus.Collector{m.checks, m.gateChecks}}, m.throttled, m.shadowDenied, m.quarantineDenied,
 		m.errors, m.cache, m.backend, m.snapshotLoad, m.notifications, m.swept, m.reloads, m.rowsRead, m.backendTimeout, m.enabled,
 		m.violations, m.violationsDropped, newQuarantineCollector(count, now)} {
 		if err := reg.Register(c); err != nil {

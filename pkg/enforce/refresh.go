@@ -90,7 +90,7 @@ func (e *Enforcer) usableSnapshot(now time.Time) *snapshot {
 		e.metrics.cache.WithLabelValues("miss").Inc()
 		return nil
 	}
-	e.metrics.cache.WithLabelValues("hit").Inc()
+	e.metrics.cacheHit.Inc()
 	return s
 }
 
