@@ -317,114 +317,32 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if d, locked := e.authLocked(ctx, c, ip); locked {
 		return d, nil
 	}
-	// A target name that is not valid (too long, control characters) can
-	// match no target definition or quarantine, but the caller's own
-	// quarantine and limits still apply: an odd path must not be a way
-	// around them. Its raw form still separates caller_target buckets.
-	targetName, typeKnown, nameErr := ratelimit.NormalizeTargetName(c.TargetType, c.TargetName)
-	targetKnown := typeKnown && nameErr == nil
-	if !targetKnown {
-		targetName = c.TargetName
-	}
-	callerType, identity := ratelimit.SubjectUser, c.Username
-	switch {
-	case c.ClientID != "":
-		callerType, identity = "agent", c.ClientID
-	case anonymous:
-		callerType, identity = CallerIP, clientip.Key(ip, e.opts.IPv6Prefix)
-	}
-	// The most specific network holding the client address: its
-	// quarantine denies every call from it, its groups limit anonymous
-	// callers.
-	netPrefix, network, inNetwork := snap.networks.lookup(ip)
-	userKey, clientKey, teamKey := "", "", ""
-	if c.Username != "" {
-		userKey = ratelimit.MembershipID(ratelimit.SubjectUser, c.Username)
-	}
-	if c.ClientID != "" {
-		clientKey = ratelimit.MembershipID(ratelimit.SubjectClient, c.ClientID)
-	}
-	if team := strings.TrimSpace(c.Team); team != "" {
-		teamKey = ratelimit.MembershipID(ratelimit.SubjectTeam, team)
-	}
-	admin := c.IsAdmin || snap.admins[userKey] || snap.admins[clientKey]
-
+	v := e.callView(snap, c, ip, anonymous, routes, now)
 	// 1. Target quarantine: for everyone, administrators included.
-	if snap.targetsOn && targetKnown && c.TargetType != "" {
-		if m, ok := snap.members.get(targetSubject(c.TargetType, targetName)); ok && m.quarantinedAt(now) {
-			return e.quarantined("target", c.TargetType, c, targetName), nil
-		}
+	if snap.targetsOn && v.targetKnown && c.TargetType != "" && v.target.ok && v.target.m.quarantinedAt(now) {
+		return e.quarantined("target", c.TargetType, c, v.targetName), nil
 	}
 	// 2. Caller quarantine: not for administrators.
-	if snap.callersOn && !admin {
-		for i, k := range []string{userKey, clientKey, teamKey} {
-			if m, ok := snap.members.get(k); ok && k != "" && m.quarantinedAt(now) {
-				if m.lockout {
-					return e.lockedOut(c, m, targetName, now), nil
+	if snap.callersOn && !v.admin {
+		for i, r := range v.callers {
+			if r.ok && r.m.quarantinedAt(now) {
+				if r.m.lockout {
+					return e.lockedOut(c, r.m, v.targetName, now), nil
 				}
-				return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient, ratelimit.SubjectTeam}[i], c, targetName), nil
+				return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient, ratelimit.SubjectTeam}[i], c, v.targetName), nil
 			}
 		}
-		if inNetwork && network.quarantinedAt(now) && !network.lockout {
-			return e.quarantined("caller", ratelimit.SubjectNetwork, c, targetName), nil
+		if v.network.ok && v.network.m.quarantinedAt(now) && !v.network.m.lockout {
+			return e.quarantined("caller", ratelimit.SubjectNetwork, c, v.targetName), nil
 		}
 		if anonymous {
-			if m, ok := e.ipLockout(snap, ip, netPrefix, network, inNetwork, now); ok {
-				return e.lockedOut(c, m, targetName, now), nil
+			if m, ok := v.ipLockout(now); ok {
+				return e.lockedOut(c, m, v.targetName, now), nil
 			}
 		}
 	}
-	// 3-5. Caller, caller_target and target gates. The gates of a call
-	// without descriptors depend on nothing but
-	// the snapshot and the key's fields (gatecache.go): a hot caller's are
-	// built once per snapshot.
-	var (
-		ck     *gateCacheKey
-		gates  []Gate
-		hints  *gateEntry
-		cached bool
-	)
-	if c.Descriptors == nil {
-		ck = &gateCacheKey{username: c.Username, clientID: c.ClientID, team: strings.TrimSpace(c.Team),
-			targetType: c.TargetType, targetName: targetName, tool: strings.TrimSpace(c.Tool), kind: c.Kind,
-			method: c.Method, path: c.Path, ip: ip, admin: admin}
-		gates, hints, cached = snap.gates.get(ck, now)
-	}
-	if !cached {
-		var netGroups *member
-		if anonymous && inNetwork {
-			netGroups = &network
-		}
-		who := callerDims{agent: callerType == "agent", userKey: userKey, clientKey: clientKey, teamKey: teamKey}
-		if identity != "" { // none: a descriptor call without one
-			who.caller = callerType + ":" + identity
-		}
-		if ip.IsValid() {
-			who.ip = CallerIP + ":" + clientip.Key(ip, e.opts.IPv6Prefix)
-		}
-		if teamKey != "" {
-			who.team = CallerTeam + ":" + strings.TrimSpace(c.Team)
-		}
-		if netGroups != nil {
-			who.networkKey = ratelimit.MembershipID(ratelimit.SubjectNetwork, netPrefix.String())
-		}
-		if (c.TargetType != "" || c.Descriptors != nil) && (c.Descriptors == nil || !c.Descriptors.DescriptorsOnly) {
-			// A call with only a path meets the route definitions alone.
-			gates = e.buildGates(snap, c, who, netGroups, targetName, admin, now)
-		}
-		if len(routes) > 0 {
-			gates = append(gates, routeGates(routes, callerType, identity, e.routeIPKey(c), strings.TrimPrefix(who.team, CallerTeam+":"), admin, now)...)
-		}
-		if !admin {
-			// Administrators are never limited by descriptors either: an
-			// Envoy request carries no target to protect but its descriptors.
-			gates = descriptorGates(gates, snap, c.Descriptors, now)
-		}
-		if ck != nil {
-			sortGates(gates)
-			hints = snap.gates.put(ck, gates)
-		}
-	}
+	// 3-5. Caller, caller_target, target, tool, route and descriptor gates.
+	gates := v.gatesAt(now)
 	if len(gates) == 0 {
 		e.metrics.checks.WithLabelValues("allowed").Inc()
 		return allowedNoGates, nil
@@ -433,8 +351,8 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if cost <= 0 {
 		cost = 1
 	}
-	d, err := e.take(ctx, c, gates, hints, cost, consume, now)
-	if consume && err == nil && d.Reason == ReasonThrottled && !admin && e.opts.Escalation != nil {
+	d, err := e.take(ctx, c, gates, v, cost, consume, now)
+	if consume && err == nil && d.Reason == ReasonThrottled && !v.admin && e.opts.Escalation != nil {
 		d, _ = e.escalate(ctx, c, d, now)
 	}
 	return d, err
@@ -717,9 +635,9 @@ func (g *Gate) describe(st GateState, room bool, cost int64, now time.Time) {
 
 // take runs the counter round trip and turns its answer into a decision.
 //
-// hints, when not nil, is the gate cache's entry of the call: it keeps the
-// leases its gates were decided from last, sparing their lookup.
-func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *gateEntry, cost int64, consume bool, now time.Time) (Decision, error) {
+// hints, when not nil, is the call's view: it keeps the leases its gates
+// were decided from last, sparing their lookup.
+func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time) (Decision, error) {
 	sortGates(gates) // a cached call's are sorted already: n-1 comparisons
 	if e.leases != nil {
 		if d, err, ok := e.takeLeased(ctx, c, gates, hints, cost, consume, now); ok {

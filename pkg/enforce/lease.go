@@ -553,7 +553,7 @@ const maxLeasedGates = 8
 // decided from their blocks, the rest by one take from the store; if the
 // store denies, the local part is put back. ok is false when no gate of
 // the call is leased (the caller takes the usual path).
-func (e *Enforcer) takeLeased(ctx context.Context, c Call, gates []Gate, hints *gateEntry, cost int64, consume bool, now time.Time) (d Decision, err error, ok bool) {
+func (e *Enforcer) takeLeased(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time) (d Decision, err error, ok bool) {
 	if len(gates) > maxLeasedGates {
 		return Decision{}, nil, false
 	}
@@ -561,9 +561,9 @@ func (e *Enforcer) takeLeased(ctx context.Context, c Call, gates []Gate, hints *
 	var local [maxLeasedGates]bool
 	any := false
 	for i := range gates {
-		// A hint is a lease of this very gate (the entry's gates are
+		// A hint is a lease of this very gate (the view's gates are
 		// this call's, and a changed definition is a new snapshot with
-		// new entries): usable until it is retired.
+		// new views): usable until it is retired.
 		if hints != nil {
 			if h := hints.leases[i].Load(); h != nil && !h.retired.Load() && cost <= h.block {
 				ls[i], any = h, true

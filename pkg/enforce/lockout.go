@@ -3,7 +3,6 @@ package enforce
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"strings"
 	"time"
 
@@ -121,24 +120,6 @@ func (e *Enforcer) lockedOut(c Call, m member, target string, now time.Time) Dec
 func ipLockoutOnly(m ratelimit.Membership) bool {
 	return m.SubjectType == ratelimit.SubjectNetwork && isLockout(m) &&
 		len(m.Groups) == 1 && m.Groups[0] == ratelimit.GroupQuarantineCallers
-}
-
-// ipLockout finds the escalation lockout of the anonymous caller at ip:
-// its network subject's membership (a lockout kept apart, or a network of
-// exactly that prefix an operator also gave groups), if it applies at now.
-func (e *Enforcer) ipLockout(snap *snapshot, ip netip.Addr, netPrefix netip.Prefix, network member, inNetwork bool, now time.Time) (member, bool) {
-	p := clientip.Network(ip, e.opts.IPv6Prefix)
-	if !p.IsValid() {
-		return member{}, false
-	}
-	if inNetwork && netPrefix == p && network.lockout && network.quarantinedAt(now) {
-		return network, true
-	}
-	m, ok := snap.members.get(ratelimit.MembershipID(ratelimit.SubjectNetwork, p.String()))
-	if ok && m.lockout && m.quarantinedAt(now) {
-		return m, true
-	}
-	return member{}, false
 }
 
 // escalate counts a throttled call as a violation of its caller, and locks

@@ -51,9 +51,10 @@ type snapshot struct {
 	// allowed and nothing is counted.
 	enforcementOff bool
 
-	// gates: the gates calls built on this snapshot (gatecache.go); a
-	// new snapshot starts an empty one. Nil: nothing is cached.
-	gates *gateCache
+	// views: the views calls were decided from on this snapshot
+	// (gatecache.go); a new snapshot starts an empty cache. Nil: nothing
+	// is cached.
+	views *viewCache
 
 	// defs: every definition by id, disabled ones and the sentinels too:
 	// what an incremental reload patches before rebuilding the indexes.
@@ -306,7 +307,7 @@ func loadChanges(ctx context.Context, src Source, prev *snapshot, ch changes, no
 		*s = *prev
 	}
 	s.loadedAt = now
-	s.gates = newGateCache() // prev's gates may name what changed
+	s.views = newViewCache() // prev's views may name what changed
 	switch {
 	case ch.all:
 		var st State

@@ -60,7 +60,7 @@ func gateCacheEnforcer(t *testing.T, st enforce.State, now func() time.Time) (*e
 // gates from the cache: every call, decided on an Enforcer that has seen
 // all of them (twice, so the second is served from the cache), has
 // exactly the gates a new Enforcer gives it.
-func TestGateCacheMatchesAFreshEnforcer(t *testing.T) {
+func TestViewCacheMatchesAFreshEnforcer(t *testing.T) {
 	t.Parallel()
 	clk := &clock{now: time.Date(2026, 3, 2, 0, 0, 30, 0, time.UTC)}
 	base := enforce.Call{Username: "alice", TargetType: ratelimit.EntityMCPServer, TargetName: "s", ClientIP: "192.0.2.1"}
@@ -118,7 +118,7 @@ func TestGateCacheMatchesAFreshEnforcer(t *testing.T) {
 // A cached call's gates follow the snapshot: a changed limit and a new
 // membership apply to the next call, and a gate's reset is the end of the
 // window the call is in, not the first call's.
-func TestGateCacheFollowsChangesAndTime(t *testing.T) {
+func TestViewCacheFollowsChangesAndTime(t *testing.T) {
 	t.Parallel()
 	clk := &clock{now: time.Date(2026, 3, 2, 0, 0, 30, 0, time.UTC)}
 	st := gateCacheState()
@@ -172,5 +172,49 @@ func TestGateCacheFollowsChangesAndTime(t *testing.T) {
 	}
 	if l, _ := limitOf(d, "caller:group:staff:60"); l != 10 {
 		t.Errorf("after carol joined staff: staff limit %d, want 10", l)
+	}
+}
+
+// A quarantine reaches a caller whose view is cached, and its expiry
+// ends it on the cached view, at the time it names.
+func TestViewCacheQuarantineAndExpiry(t *testing.T) {
+	t.Parallel()
+	clk := &clock{now: time.Date(2026, 3, 2, 0, 0, 30, 0, time.UTC)}
+	st := gateCacheState()
+	e, src := gateCacheEnforcer(t, st, clk.Now)
+	ctx := context.Background()
+	call := enforce.Call{Username: "alice", TargetType: ratelimit.EntityMCPServer, TargetName: "s"}
+	reason := func() string {
+		t.Helper()
+		d, err := e.Check(ctx, call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Reason
+	}
+	for range 2 {
+		if r := reason(); r != enforce.ReasonAllowed {
+			t.Fatalf("before the quarantine: %s", r)
+		}
+	}
+	until := clk.Now().Add(time.Minute)
+	for i, m := range st.Memberships {
+		if m.SubjectType == ratelimit.SubjectUser && m.Subject == "alice" {
+			st.Memberships[i].Groups = append(st.Memberships[i].Groups, ratelimit.GroupQuarantineCallers)
+			st.Memberships[i].QuarantineExpiresAt = &until
+		}
+	}
+	src.Set(st)
+	if err := e.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if r := reason(); r != enforce.ReasonQuarantined {
+			t.Fatalf("quarantined: %s, want %s", r, enforce.ReasonQuarantined)
+		}
+	}
+	clk.Advance(time.Minute)
+	if r := reason(); r != enforce.ReasonAllowed {
+		t.Errorf("after the quarantine expired: %s, want %s", r, enforce.ReasonAllowed)
 	}
 }

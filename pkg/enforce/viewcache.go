@@ -1,0 +1,226 @@
+package enforce
+
+import (
+	"hash/maphash"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlctl/rlctl/pkg/clientip"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
+)
+
+// viewCacheSize is the number of slots of a snapshot's view cache: a
+// caller and target pair per slot, so a few thousand hot pairs keep their
+// views while a long tail of one-off calls only replaces each other.
+const viewCacheSize = 4096
+
+// viewCache keeps, per snapshot, the view each call was decided from
+// (callView), so that the next call of the same caller on the same
+// target copies its gates rather than looking up memberships, walking
+// the caller's groups and concatenating counter keys again: that was
+// two thirds of the CPU of a decision decided from a lease. A view
+// depends only on the snapshot and on the fields of viewKey; a new
+// snapshot starts an empty cache, so a definition, membership or
+// quarantine change is never served stale.
+//
+// It is direct-mapped: a call's key hashes to one slot, which holds the
+// last view that hashed there. Memory is bounded by the slot count and
+// the view of one call; a lookup takes no lock; a view, once published,
+// is never written again but for its lease hints.
+type viewCache struct {
+	seed  maphash.Seed
+	slots [viewCacheSize]atomic.Pointer[callView]
+}
+
+// viewKey is every field of a call a view is built from, as sent: calls
+// that differ only in spelling get views of their own, alike. A call
+// with descriptors is not cached.
+type viewKey struct {
+	username, clientID, team string
+	targetType, targetName   string
+	tool, kind, method, path string
+	ip                       netip.Addr
+	isAdmin                  bool
+}
+
+// memberRef is a membership lookup's answer.
+type memberRef struct {
+	m  member
+	ok bool
+}
+
+// callView is what a call's decision reads of the snapshot besides the
+// counters: the target's name as definitions know it, whether the caller
+// is an administrator, the memberships whose quarantine may deny the
+// call, and its gates. The time a decision is made at enters only
+// through quarantine expiry (member.quarantinedAt) and the gates'
+// windows (gatesAt), both applied per call.
+type callView struct {
+	key viewKey
+
+	// targetName is the call's target, normalized when targetKnown (a
+	// known type and a valid name), else as sent.
+	targetName  string
+	targetKnown bool
+	admin       bool
+	// target is the target's membership; callers the user's, client's
+	// and team's, in that order.
+	target  memberRef
+	callers [3]memberRef
+	// network is the most specific network holding the client address
+	// (netPrefix); ipNet the caller's own /32 (IPv6: its prefix) and
+	// ipLock that network's membership, for an anonymous caller.
+	network   memberRef
+	netPrefix netip.Prefix
+	ipNet     netip.Prefix
+	ipLock    memberRef
+
+	gates []Gate // sorted as take sorts them; never modified
+	// leases[i] is the lease gates[i] was last decided from (nil: none
+	// yet); takeLeased uses it while it is not retired.
+	leases [maxLeasedGates]atomic.Pointer[lease]
+}
+
+func newViewCache() *viewCache { return &viewCache{seed: maphash.MakeSeed()} }
+
+func (vc *viewCache) slot(key *viewKey) *atomic.Pointer[callView] {
+	return &vc.slots[maphash.Comparable(vc.seed, *key)%viewCacheSize]
+}
+
+// callView returns the view of c on snap: the cached one, or one built
+// now (and cached, for a call without descriptors).
+func (e *Enforcer) callView(snap *snapshot, c Call, ip netip.Addr, anonymous bool, routes []routeMatch, now time.Time) *callView {
+	if c.Descriptors != nil || snap.views == nil {
+		return e.buildView(snap, c, ip, anonymous, routes, now)
+	}
+	key := viewKey{username: c.Username, clientID: c.ClientID, team: c.Team, targetType: c.TargetType,
+		targetName: c.TargetName, tool: c.Tool, kind: c.Kind, method: c.Method, path: c.Path, ip: ip, isAdmin: c.IsAdmin}
+	slot := snap.views.slot(&key)
+	if v := slot.Load(); v != nil && v.key == key {
+		return v
+	}
+	v := e.buildView(snap, c, ip, anonymous, routes, now)
+	v.key = key
+	slot.Store(v)
+	return v
+}
+
+// buildView looks up what c's decision needs in snap and builds its gates.
+func (e *Enforcer) buildView(snap *snapshot, c Call, ip netip.Addr, anonymous bool, routes []routeMatch, now time.Time) *callView {
+	v := &callView{}
+	// A target name that is not valid (too long, control characters) can
+	// match no target definition or quarantine, but the caller's own
+	// quarantine and limits still apply: an odd path must not be a way
+	// around them. Its raw form still separates caller_target buckets.
+	targetName, typeKnown, nameErr := ratelimit.NormalizeTargetName(c.TargetType, c.TargetName)
+	v.targetKnown = typeKnown && nameErr == nil
+	if !v.targetKnown {
+		targetName = c.TargetName
+	}
+	v.targetName = targetName
+	callerType, identity := ratelimit.SubjectUser, c.Username
+	switch {
+	case c.ClientID != "":
+		callerType, identity = "agent", c.ClientID
+	case anonymous:
+		callerType, identity = CallerIP, clientip.Key(ip, e.opts.IPv6Prefix)
+	}
+	// The most specific network holding the client address: its
+	// quarantine denies every call from it, its groups limit anonymous
+	// callers.
+	v.netPrefix, v.network.m, v.network.ok = snap.networks.lookup(ip)
+	userKey, clientKey, teamKey := "", "", ""
+	if c.Username != "" {
+		userKey = ratelimit.MembershipID(ratelimit.SubjectUser, c.Username)
+	}
+	if c.ClientID != "" {
+		clientKey = ratelimit.MembershipID(ratelimit.SubjectClient, c.ClientID)
+	}
+	if team := strings.TrimSpace(c.Team); team != "" {
+		teamKey = ratelimit.MembershipID(ratelimit.SubjectTeam, team)
+	}
+	v.admin = c.IsAdmin || snap.admins[userKey] || snap.admins[clientKey]
+	if v.targetKnown && c.TargetType != "" {
+		v.target.m, v.target.ok = snap.members.get(targetSubject(c.TargetType, targetName))
+	}
+	for i, k := range []string{userKey, clientKey, teamKey} {
+		if k != "" {
+			v.callers[i].m, v.callers[i].ok = snap.members.get(k)
+		}
+	}
+	if anonymous {
+		if v.ipNet = clientip.Network(ip, e.opts.IPv6Prefix); v.ipNet.IsValid() {
+			v.ipLock.m, v.ipLock.ok = snap.members.get(ratelimit.MembershipID(ratelimit.SubjectNetwork, v.ipNet.String()))
+		}
+	}
+
+	var netGroups *member
+	if anonymous && v.network.ok {
+		netGroups = &v.network.m
+	}
+	who := callerDims{agent: callerType == "agent", userKey: userKey, clientKey: clientKey, teamKey: teamKey}
+	if identity != "" { // none: a descriptor call without one
+		who.caller = callerType + ":" + identity
+	}
+	if ip.IsValid() {
+		who.ip = CallerIP + ":" + clientip.Key(ip, e.opts.IPv6Prefix)
+	}
+	if teamKey != "" {
+		who.team = CallerTeam + ":" + strings.TrimSpace(c.Team)
+	}
+	if netGroups != nil {
+		who.networkKey = ratelimit.MembershipID(ratelimit.SubjectNetwork, v.netPrefix.String())
+	}
+	var gates []Gate
+	if (c.TargetType != "" || c.Descriptors != nil) && (c.Descriptors == nil || !c.Descriptors.DescriptorsOnly) {
+		// A call with only a path meets the route definitions alone.
+		gates = e.buildGates(snap, c, who, netGroups, targetName, v.admin, now)
+	}
+	if len(routes) > 0 {
+		gates = append(gates, routeGates(routes, callerType, identity, e.routeIPKey(c), strings.TrimPrefix(who.team, CallerTeam+":"), v.admin, now)...)
+	}
+	if !v.admin {
+		// Administrators are never limited by descriptors either: an
+		// Envoy request carries no target to protect but its descriptors.
+		gates = descriptorGates(gates, snap, c.Descriptors, now)
+	}
+	sortGates(gates)
+	v.gates = gates
+	return v
+}
+
+// gatesAt copies the view's gates for one call at now, each gate's Reset
+// the end of the window now is in (as newGate sets it).
+func (v *callView) gatesAt(now time.Time) []Gate {
+	if len(v.gates) == 0 {
+		return nil
+	}
+	gates := make([]Gate, len(v.gates))
+	copy(gates, v.gates)
+	unix := now.Unix()
+	for i := range gates {
+		if w := int64(gates[i].WindowSeconds); w > 0 {
+			gates[i].Reset = time.Unix((unix/w+1)*w, 0)
+		}
+	}
+	return gates
+}
+
+// ipLockout is the escalation lockout of the view's anonymous caller, if
+// it applies at now: its network subject's membership (a lockout kept
+// apart, or a network of exactly that prefix an operator also gave
+// groups).
+func (v *callView) ipLockout(now time.Time) (member, bool) {
+	if !v.ipNet.IsValid() {
+		return member{}, false
+	}
+	if v.network.ok && v.netPrefix == v.ipNet && v.network.m.lockout && v.network.m.quarantinedAt(now) {
+		return v.network.m, true
+	}
+	if v.ipLock.ok && v.ipLock.m.lockout && v.ipLock.m.quarantinedAt(now) {
+		return v.ipLock.m, true
+	}
+	return member{}, false
+}
