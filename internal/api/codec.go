@@ -21,16 +21,31 @@ const maxBody = 1 << 20
 // such as user_max_request must never silently create an unlimited group.
 // An empty body decodes to the zero T when optional is true.
 func decode[T any](w http.ResponseWriter, r *http.Request, optional bool) (T, error) {
-	var v T
+	body, err := readBody(w, r)
+	if err != nil {
+		var v T
+		return v, err
+	}
+	return decodeBody[T](body, optional)
+}
+
+// readBody reads a request body of at most maxBody bytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return v, errorf(http.StatusRequestEntityTooLarge, "too-large", "Request body too large",
+			return nil, errorf(http.StatusRequestEntityTooLarge, "too-large", "Request body too large",
 				fmt.Sprintf("request body exceeds %d bytes", maxBody))
 		}
-		return v, badRequest("read request body: " + err.Error())
+		return nil, badRequest("read request body: " + err.Error())
 	}
+	return body, nil
+}
+
+// decodeBody is decode of a body already read.
+func decodeBody[T any](body []byte, optional bool) (T, error) {
+	var v T
 	if len(bytes.TrimSpace(body)) == 0 {
 		if optional {
 			return v, nil

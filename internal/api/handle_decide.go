@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
@@ -94,10 +95,17 @@ func (s *Server) handleCheck() http.Handler {
 		}
 		// The body is enforce.Call on the wire; Normalize is its one
 		// validation (a *enforce.CallError is a 400 naming the fields).
-		req, err := decode[enforce.Call](w, r, false)
+		body, err := readBody(w, r)
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
+		}
+		req, ok := decodeCallFast(body)
+		if !ok {
+			if req, err = decodeBody[enforce.Call](body, false); err != nil {
+				s.writeProblem(w, r, err)
+				return
+			}
 		}
 		c, err := req.Normalize()
 		if err != nil {
@@ -108,10 +116,29 @@ func (s *Server) handleCheck() http.Handler {
 		// aggregate, never per call) by the Enforcer.
 		d, _ := s.enforcer.Check(r.Context(), c)
 		enforce.SetHeaders(w.Header(), d, s.now())
-		w.Header().Set("Cache-Control", "no-store")
-		encode(w, http.StatusOK, newCheckResult(d))
+		h := w.Header()
+		h["Cache-Control"] = noStore
+		h["Content-Type"] = contentTypeJSON
+		w.WriteHeader(http.StatusOK)
+		res := newCheckResult(d)
+		buf := checkBufs.Get().(*[]byte)
+		*buf = appendCheckResult((*buf)[:0], &res)
+		_, _ = w.Write(*buf)
+		if cap(*buf) <= 64<<10 { // a huge answer's buffer is not kept
+			checkBufs.Put(buf)
+		}
 	})
 }
+
+// The answer's constant headers, set without canonicalizing their names
+// on every call (they are canonical).
+var (
+	noStore         = []string{"no-store"}
+	contentTypeJSON = []string{"application/json"}
+)
+
+// checkBufs are the answers' buffers.
+var checkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // Headers of the auth_request contract (docs/nginx.md).
 const (

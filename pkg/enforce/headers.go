@@ -2,6 +2,7 @@ package enforce
 
 import (
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"time"
@@ -55,8 +56,8 @@ const (
 // not read it as "retry later". A fail-closed denial carries Retry-After
 // only.
 func SetHeaders(h http.Header, d Decision, now time.Time) {
-	for _, k := range []string{HeaderLimit, HeaderRemaining, HeaderReset, HeaderPolicy, HeaderRateLimit, HeaderRetryAfter, HeaderLockoutRemaining} {
-		h.Del(k)
+	for _, k := range canonicalHeaders {
+		delete(h, k)
 	}
 	if d.Reason == ReasonQuarantined {
 		return
@@ -103,6 +104,16 @@ func SetHeaders(h http.Header, d Decision, now time.Time) {
 	h.Set(HeaderRateLimit, sfString(name)+";r="+strconv.FormatInt(remaining, 10)+
 		";t="+strconv.FormatInt(max(ceilSeconds(d.Reset.Sub(now)), 0), 10))
 }
+
+// canonicalHeaders are the headers SetHeaders sets, in the form
+// http.Header keys them by: deleting them needs no canonicalizing per call.
+var canonicalHeaders = func() []string {
+	var keys []string
+	for _, k := range []string{HeaderLimit, HeaderRemaining, HeaderReset, HeaderPolicy, HeaderRateLimit, HeaderRetryAfter, HeaderLockoutRemaining} {
+		keys = append(keys, textproto.CanonicalMIMEHeaderKey(k))
+	}
+	return keys
+}()
 
 // writePolicy writes one member of RateLimit-Policy for g.
 func writePolicy(b *strings.Builder, g Gate) {
