@@ -16,6 +16,12 @@ import (
 // views while a long tail of one-off calls only replaces each other.
 const viewCacheSize = 4096
 
+// maxViewKeyBytes bounds the fields of a call whose view is cached (a
+// call with longer ones is decided uncached), so that the cache holds at
+// most about viewCacheSize × (maxViewKeyBytes + its gates) whatever the
+// callers send: a few megabytes.
+const maxViewKeyBytes = 1024
+
 // viewCache keeps, per snapshot, the view each call was decided from
 // (callView), so that the next call of the same caller on the same
 // target copies its gates rather than looking up memberships, walking
@@ -92,7 +98,8 @@ func (vc *viewCache) slot(key *viewKey) *atomic.Pointer[callView] {
 // callView returns the view of c on snap: the cached one, or one built
 // now (and cached, for a call without descriptors).
 func (e *Enforcer) callView(snap *snapshot, c Call, ip netip.Addr, anonymous bool, routes []routeMatch, now time.Time) *callView {
-	if c.Descriptors != nil || snap.views == nil {
+	if c.Descriptors != nil || snap.views == nil ||
+		len(c.Username)+len(c.ClientID)+len(c.Team)+len(c.TargetName)+len(c.Tool)+len(c.Path) > maxViewKeyBytes {
 		return e.buildView(snap, c, ip, anonymous, routes, now)
 	}
 	key := viewKey{username: c.Username, clientID: c.ClientID, team: c.Team, targetType: c.TargetType,

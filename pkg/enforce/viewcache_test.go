@@ -3,6 +3,7 @@ package enforce_test
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +88,8 @@ func TestViewCacheMatchesAFreshEnforcer(t *testing.T) {
 		vary(func(c *enforce.Call) { c.Method, c.Path = "GET", "/v1/items" }),
 		vary(func(c *enforce.Call) { c.Method, c.Path = "POST", "/v1/items" }),
 		vary(func(c *enforce.Call) { c.Method, c.Path = "GET", "/v2/items" }),
+		// Past maxViewKeyBytes: decided uncached, to the same gates.
+		vary(func(c *enforce.Call) { c.Method, c.Path = "GET", "/v1/"+strings.Repeat("x", 2000) }),
 		vary(func(c *enforce.Call) { c.IsAdmin = true }),
 		vary(func(c *enforce.Call) { c.Username = "root" }),
 	}
