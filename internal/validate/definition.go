@@ -33,7 +33,8 @@ const floorWindowSeconds = 60
 // first-seen order, Mode defaulted to enforce, Scope derived from the
 // quarantine sentinel (empty elsewhere), Description trimmed, an explicit
 // fixed_window algorithm, caller per and auto lease dropped (they are the
-// defaults) and ID set from the result. On failure it returns an *Error listing every field at fault.
+// defaults) and ID set from the result. On failure it returns an *Error
+// listing every field at fault.
 //
 // A field that does not belong to d's axis is an error rather than being
 // dropped: a max_requests on a caller group silently ignored would leave the
