@@ -59,3 +59,33 @@ func TestLeaseModeOfASharedToolBucket(t *testing.T) {
 		})
 	}
 }
+
+// Leases apply to descriptor definitions (Envoy's protocol decides through
+// the same gates), so their lease does too: with every key leased, a
+// descriptor definition with lease never is not leased, an auto one is.
+func TestLeaseModeOfADescriptorDefinition(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		lease  string
+		leased bool
+	}{{ratelimit.LeaseNever, false}, {ratelimit.LeaseAuto, true}} {
+		t.Run("lease "+tc.lease, func(t *testing.T) {
+			t.Parallel()
+			d := ratelimit.Definition{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityDescriptor, WindowSeconds: 3600,
+				MaxRequests: ptr(1000), Enabled: true, Lease: tc.lease}
+			d.Domain, d.Descriptor = "edge", []ratelimit.DescriptorEntry{{Key: "tenant", Value: "acme"}}
+			d.Name = ratelimit.DescriptorName(d.Domain, d.Descriptor)
+			f := newMemFixtureOpts(t, enforce.Options{Leases: &enforce.LeaseOptions{All: true, Time: time.Hour}}, d)
+			call := enforce.Call{Username: "alice", Descriptors: &enforce.DescriptorRequest{Domain: "edge",
+				Descriptors: []enforce.Descriptor{{Entries: d.Descriptor}}}}
+			for range 3 {
+				if got := f.check(call); !got.Allowed || len(got.Gates) != 1 || got.Gates[0].DefinitionID != d.Key() {
+					t.Fatalf("call: %+v, want allowed by the descriptor definition's gate", got)
+				}
+			}
+			if st := f.e.LeaseStats(); (st.Leases == 1 && st.Refills == 1) != tc.leased || (!tc.leased && st.Refills != 0) {
+				t.Fatalf("3 calls on a descriptor definition with lease %q: %+v, want leased %v", tc.lease, st, tc.leased)
+			}
+		})
+	}
+}
