@@ -32,6 +32,7 @@ var landed = map[string]string{
 	"018_route_team_limits.sql":        "6396e825883a02ac1a67ec4a6ec81925a6d58c4b539a54e27b56e494763f2b85",
 	"019_reserved.sql":                 "e33cd7bc6101d45839edbb03bda27bd424d468f959e43b855b501957237f36f2",
 	"020_counters_cheap_writes.sql":    "de15c683a985a7b2b693abdaf76d39f5bb4efd4769884f4745efd70abad512e2",
+	"021_definition_lease.sql":         "c4e7085f8cf2c7d6e43b07d4aea5ce03ed19da7ba875a959d5d6e1dc991bbb08",
 	// Templates a landed migration includes are frozen with it.
 	"shared/rl_take_002.sql": "a4894629da2988fbd9bab877f29d23901b49b5a62f3cf247e7c85019700ee5c3",
 	"shared/rl_take_006.sql": "821557b32a97007f66cf905b120a840e415e62ed868a22c53a5859d67d35fe41",

@@ -91,3 +91,81 @@ func TestServeRefusesBadLeaseFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestServeLeaseNeverAndAlways: with every key leased (RLAPI_LEASE_KEYS
+// all), a definition with lease never is counted call by call on the
+// shared counter while an auto one takes a block; with hot keys only and
+// a hot rate no test reaches, a definition with lease always takes a block
+// on its first call.
+func TestServeLeaseNeverAndAlways(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		keys  string
+		lease string
+		want  int64 // the shared counter after 5 calls
+	}{
+		{"all", ratelimit.LeaseNever, 5},
+		{"all", ratelimit.LeaseAuto, 50}, // a block: 100 × 30 min / 1 h, at most 100 / 2
+		{"hot", ratelimit.LeaseAlways, 50},
+		{"hot", ratelimit.LeaseAuto, 5},
+	} {
+		t.Run(tc.keys+" "+tc.lease, func(t *testing.T) {
+			t.Parallel()
+			dsn := pgtest.NewMigratedDatabase(t)
+			ctx := context.Background()
+			st, err := store.Open(ctx, dsn, store.Opts{MaxConns: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			limit := 100
+			d := ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: "billing", WindowSeconds: 3600,
+				MaxRequests: &limit, Enabled: true, Mode: ratelimit.ModeEnforce, Lease: tc.lease}
+			if err := st.InTx(ctx, func(q *store.Queries) error { _, err := q.PutDefinition(ctx, d, store.Write{}); return err }); err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(t.TempDir(), "token")
+			var out, errOut bytes.Buffer
+			if code := run(ctx, []string{"token", "create", "--name", "gw", "--role", "admin", "--output-file", file},
+				env(map[string]string{"DATABASE_URL": dsn}), &out, &errOut); code != 0 {
+				t.Fatalf("token create: exit %d: %s", code, errOut.String())
+			}
+			tok, _ := os.ReadFile(file)
+			addr := freeAddr(t)
+			sctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			var stdout, stderr syncBuffer
+			done := make(chan int, 1)
+			go func() {
+				done <- run(sctx, []string{"serve", "--addr", addr}, env(map[string]string{"DATABASE_URL": dsn,
+					"RLAPI_LEASE_TIME": "30m", "RLAPI_LEASE_KEYS": tc.keys, "RLAPI_LEASE_HOT_RATE": "1000000"}), &stdout, &stderr)
+			}()
+			waitReady(t, addr, done, &stderr)
+			for i := range 5 {
+				req, _ := http.NewRequest("POST", "http://"+addr+"/api/check",
+					strings.NewReader(`{"username": "alice", "target_type": "mcp_server", "target_name": "billing"}`))
+				req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var m map[string]any
+				_ = json.NewDecoder(resp.Body).Decode(&m)
+				resp.Body.Close()
+				if m["allowed"] != true {
+					t.Fatalf("call %d: %v, want allowed", i+1, m)
+				}
+			}
+			var count int64
+			if err := st.Pool().QueryRow(ctx, `select coalesce(sum(count), 0) from rl_counters where key like '%billing%'`).Scan(&count); err != nil {
+				t.Fatal(err)
+			}
+			if count != tc.want {
+				t.Errorf("after 5 calls the shared counter holds %d, want %d", count, tc.want)
+			}
+			cancel()
+			<-done
+		})
+	}
+}

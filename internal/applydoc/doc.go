@@ -75,6 +75,9 @@ func NewDocument(defs []ratelimit.Definition, mems []ratelimit.Membership, admin
 		if d.PerOrDefault() == ratelimit.PerCaller {
 			d.Per = "" // the default goes unsaid too
 		}
+		if d.LeaseOrDefault() == ratelimit.LeaseAuto {
+			d.Lease = "" // and lease auto
+		}
 		doc.Definitions[i] = d
 	}
 	for i, m := range mems {

@@ -84,13 +84,14 @@ var sizes = [][2]int{{80, 24}, {120, 40}}
 
 // loadedAlgorithms is loaded with the developers group a token bucket with
 // an agent burst, partners a sliding window and github-mcp a token bucket
-// of burst 50.
+// of burst 50 with lease never.
 func loadedAlgorithms(t *testing.T, w, h int) Model {
 	t.Helper()
 	defs := fixtureDefinitions()
 	defs[0].Algorithm, defs[0].AgentBurst = ratelimit.AlgorithmTokenBucket, ptr(10)
 	defs[1].Algorithm = ratelimit.AlgorithmSlidingWindow
 	defs[3].Algorithm, defs[3].Burst = ratelimit.AlgorithmTokenBucket, ptr(50)
+	defs[3].Lease = ratelimit.LeaseNever // shown in the detail pane
 	m := loaded(t, w, h)
 	m.limits.SetDefinitions(defs)
 	return m

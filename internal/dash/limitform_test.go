@@ -237,3 +237,16 @@ func TestFilterByAlgorithm(t *testing.T) {
 	m = apply(t, loadedAlgorithms(t, 120, 40), typed("/algorithm:fixed_window<enter>"))
 	wantRows(t, m, 5) // the kill switches are fixed windows
 }
+
+// The form edits limits and the algorithm only: a definition's lease
+// goes back as it was loaded.
+func TestLimitFormKeepsLease(t *testing.T) {
+	t.Parallel()
+	keys, styles := DefaultKeyMap(), NewStyles(&strings.Builder{}, false)
+	d := ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: "billing", WindowSeconds: 3600,
+		MaxRequests: ptr(1000), Enabled: true, Mode: "enforce", Lease: ratelimit.LeaseNever, Version: 1}
+	f, _ := newLimitForm(d, &keys, &styles).submit()
+	if f.State() != formSubmitted || f.Definition().Lease != ratelimit.LeaseNever {
+		t.Fatalf("submitted: state %v, lease %q; want submitted with lease never", f.State(), f.Definition().Lease)
+	}
+}

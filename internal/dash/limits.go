@@ -244,6 +244,11 @@ func (v limitsView) detailView(w, h int) string {
 		if sel := cmdutil.SelectorText(d); sel != "" {
 			alg += "  " + field(st, "buckets", sel)
 		}
+		// Leases: shown when the definition overrides the enforcer's
+		// choice (auto, the default, goes unsaid).
+		if d.Lease != "" {
+			alg += "  " + field(st, "lease", d.Lease)
+		}
 		lines = append(lines, alg)
 	}
 	// Routes and tools: what the definition selects.

@@ -44,6 +44,8 @@ func Definition(old, d ratelimit.Definition) []Change {
 	c.add("ip_burst", intValue(old.IPBurst), intValue(d.IPBurst), equalInt(old.IPBurst, d.IPBurst))
 	c.add("ip_max_requests", intValue(old.IPMaxRequests), intValue(d.IPMaxRequests), equalInt(old.IPMaxRequests, d.IPMaxRequests))
 	c.add("kinds", listValue(old.Kinds), listValue(d.Kinds), slices.Equal(old.Kinds, d.Kinds))
+	// No lease is auto, as no per is per caller.
+	c.add("lease", old.LeaseOrDefault(), d.LeaseOrDefault(), old.LeaseOrDefault() == d.LeaseOrDefault())
 	c.add("limit_name", textValue(old.LimitName), textValue(d.LimitName), old.LimitName == d.LimitName)
 	c.add("max_requests", intValue(old.MaxRequests), intValue(d.MaxRequests), equalInt(old.MaxRequests, d.MaxRequests))
 	c.add("members", listValue(old.Members), listValue(d.Members), slices.Equal(old.Members, d.Members))

@@ -14,7 +14,7 @@ import (
 const definitionColumns = `id, axis, entity_type, name, window_seconds, max_requests, user_max_requests,
 	agent_max_requests, members, fail_closed, enabled, mode, description, created_at, updated_at,
 	updated_by, version, algorithm, burst, user_burst, agent_burst, everyone, per, descriptor,
-	methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst`
+	methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst, lease`
 
 func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	var (
@@ -29,7 +29,7 @@ func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	err := row.Scan(&d.ID, &d.Axis, &d.EntityType, &d.Name, &d.WindowSeconds, &maxR, &userR, &agentR,
 		&d.Members, &d.FailClosed, &d.Enabled, &d.Mode, &d.Description, &d.CreatedAt, &d.UpdatedAt,
 		&d.UpdatedBy, &d.Version, &d.Algorithm, &burst, &userB, &agentB, &d.Everyone, &d.Per, &descriptor,
-		&d.Methods, &d.Paths, &d.Exempt, &ipR, &ipB, &d.Kinds, &toolScope, &teamR, &teamB)
+		&d.Methods, &d.Paths, &d.Exempt, &ipR, &ipB, &d.Kinds, &toolScope, &teamR, &teamB, &d.Lease)
 	if err != nil {
 		return d, err
 	}
@@ -45,6 +45,7 @@ func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	}
 	d.Algorithm = algorithmRead(d.Algorithm)
 	d.Per = perRead(d.Per)
+	d.Lease = leaseRead(d.Lease)
 	if d.Axis == ratelimit.AxisQuarantine {
 		d.Scope = strings.TrimPrefix(d.Name, "quarantine-")
 		d.Scope = strings.TrimSuffix(d.Scope, "s")
@@ -70,6 +71,18 @@ func perRead(p string) string {
 	}
 	return p
 }
+
+// leaseRead is a stored lease as a Definition carries it: the default,
+// auto, as "" (as algorithmRead).
+func leaseRead(l string) string {
+	if l == ratelimit.LeaseAuto {
+		return ""
+	}
+	return l
+}
+
+// leaseColumn is what the lease column stores for d.
+func leaseColumn(d ratelimit.Definition) string { return d.LeaseOrDefault() }
 
 // perColumn is what the per column stores for d.
 func perColumn(d ratelimit.Definition) string { return d.PerOrDefault() }
@@ -229,8 +242,8 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 		insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests,
 			user_max_requests, agent_max_requests, members, fail_closed, enabled, mode, description, updated_by,
 			algorithm, burst, user_burst, agent_burst, everyone, per, descriptor,
-			methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)
+			methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst, lease)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)
 		on conflict (id) do update set
 			max_requests = excluded.max_requests,
 			user_max_requests = excluded.user_max_requests,
@@ -251,6 +264,7 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 			tool_scope = excluded.tool_scope,
 			team_max_requests = excluded.team_max_requests,
 			team_burst = excluded.team_burst,
+			lease = excluded.lease,
 			members = excluded.members,
 			fail_closed = excluded.fail_closed,
 			enabled = excluded.enabled,
@@ -264,7 +278,7 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 		d.AgentMaxRequests, members, d.FailClosed, d.Enabled, mode, d.Description, w.Actor,
 		algorithmColumn(d), d.Burst, d.UserBurst, d.AgentBurst, d.Everyone, perColumn(d), descriptorColumn(d),
 		routeMethods(d), routePaths(d), d.Exempt, d.IPMaxRequests, d.IPBurst, toolKinds(d), toolScope(d),
-		d.TeamMaxRequests, d.TeamBurst))
+		d.TeamMaxRequests, d.TeamBurst, leaseColumn(d)))
 	if err != nil {
 		return res, fmt.Errorf("put definition %q: %w", id, interpretError(err))
 	}
@@ -282,7 +296,7 @@ func sameDefinition(a, b ratelimit.Definition) bool {
 		a.FailClosed == b.FailClosed && a.Enabled == b.Enabled && a.Mode == modeB && a.Description == b.Description &&
 		a.AlgorithmOrDefault() == b.AlgorithmOrDefault() && equalInt(a.Burst, b.Burst) &&
 		equalInt(a.UserBurst, b.UserBurst) && equalInt(a.AgentBurst, b.AgentBurst) &&
-		a.Everyone == b.Everyone && a.PerOrDefault() == b.PerOrDefault() &&
+		a.Everyone == b.Everyone && a.PerOrDefault() == b.PerOrDefault() && a.LeaseOrDefault() == b.LeaseOrDefault() &&
 		ratelimit.EqualDescriptorFields(a.DescriptorFields, b.DescriptorFields) && sameRoute(a, b)
 }
 

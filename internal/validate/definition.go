@@ -32,8 +32,9 @@ const floorWindowSeconds = 60
 // normalized for its entity type, members normalized and de-duplicated in
 // first-seen order, Mode defaulted to enforce, Scope derived from the
 // quarantine sentinel (empty elsewhere), Description trimmed, an explicit
-// fixed_window algorithm dropped (it is the default) and ID set from the
-// result. On failure it returns an *Error listing every field at fault.
+// fixed_window algorithm, caller per and auto lease dropped (they are the
+// defaults) and ID set from the result. On failure it returns an *Error
+// listing every field at fault.
 //
 // A field that does not belong to d's axis is an error rather than being
 // dropped: a max_requests on a caller group silently ignored would leave the
@@ -71,6 +72,7 @@ func Definition(d ratelimit.Definition, f Floors) (ratelimit.Definition, error) 
 	if out.Per == ratelimit.PerCaller {
 		out.Per = ""
 	}
+	out.Lease = leaseMode(&probs, d)
 	probs.add(check("mode", out.Mode, modeRule))
 
 	out.Description, fe = text("description", d.Description, true)
@@ -301,6 +303,27 @@ func checkSelectors(probs *problems, d ratelimit.Definition) {
 	if per != ratelimit.PerCaller && slices.Contains(ratelimit.Pers(), per) {
 		probs.add(fieldError("per", "not allowed on the %s axis; only caller and caller_target definitions key buckets by caller, ip, team or shared (got %q)", d.Axis, d.Per))
 	}
+}
+
+// leaseMode checks a definition's lease (a known mode; other than auto
+// only where the definition counts something an enforcer could lease)
+// and returns it with the default, auto, as none.
+func leaseMode(probs *problems, d ratelimit.Definition) string {
+	mode := d.LeaseOrDefault()
+	switch {
+	case !slices.Contains(ratelimit.Leases(), mode):
+		probs.add(fieldError("lease", "must be one of %s (got %q)", strings.Join(ratelimit.Leases(), ", "), d.Lease))
+		return d.Lease
+	case mode == ratelimit.LeaseAuto:
+		return ""
+	case d.Axis == ratelimit.AxisQuarantine:
+		probs.add(fieldError("lease", "not allowed on the quarantine axis; quarantine blocks outright and counts nothing to lease (got %q)", d.Lease))
+	case d.EntityType == ratelimit.EntityRoute && d.Exempt:
+		probs.add(fieldError("lease", "not allowed on an exempt route: its paths are never counted, so there is nothing to lease (got %q)", d.Lease))
+	case d.EntityType == ratelimit.EntityDescriptor && d.Unlimited:
+		probs.add(fieldError("lease", "not allowed on an unlimited descriptor definition: it counts nothing, so there is nothing to lease (got %q)", d.Lease))
+	}
+	return mode
 }
 
 // misplaced reports a limit that is set on an axis that does not take it.

@@ -243,6 +243,9 @@ type Gate struct {
 
 	key        string
 	failClosed bool
+	// lease is the definition's say in leases (lease.go, leaseModeOf);
+	// of a bucket several definitions share, the strongest.
+	lease leaseMode
 }
 
 // Decision is the answer for one call.

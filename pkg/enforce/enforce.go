@@ -473,10 +473,12 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *m
 			gate := matched(newGate(d, k.String(), int64(*limit), burst, false, now), via)
 			if i, ok := best[slot]; ok {
 				fc := gates[i].failClosed || d.FailClosed
+				// never on any of them, else always on any, else auto.
+				lm := max(gates[i].lease, gate.lease)
 				if gate.Limit < gates[i].Limit || (gate.Limit == gates[i].Limit && gate.Burst < gates[i].Burst) {
 					gates[i] = gate
 				}
-				gates[i].failClosed = fc
+				gates[i].failClosed, gates[i].lease = fc, lm
 				return
 			}
 			best[slot] = len(gates)
@@ -588,7 +590,7 @@ func newGate(d ratelimit.Definition, key string, limit int64, burst *int, shadow
 	g := Gate{
 		DefinitionID: d.ID, Axis: d.Axis, EntityType: d.EntityType, Algorithm: algorithmOf(d), WindowSeconds: d.WindowSeconds,
 		Limit: limit, Reset: time.Unix((idx+1)*w, 0), Shadow: shadow,
-		key: key, failClosed: d.FailClosed,
+		key: key, failClosed: d.FailClosed, lease: leaseModeOf(d),
 	}
 	if g.Algorithm == AlgorithmTokenBucket {
 		g.Burst = limit

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // Leases (docs/design.md, "Leases for hot keys"). An Enforcer with
@@ -19,6 +20,9 @@ import (
 // shared count includes it at once, so replicas together never admit past
 // the limit), then decides later calls on that key in memory until the
 // block or its lease time runs out, and gives back what it did not use.
+// Which gates are leased: hot keys (or every key, LeaseOptions.All),
+// unless the gate's definition says otherwise (lease never or always:
+// leaseMode, get).
 
 // LeaseOptions turn leases on (Options.Leases).
 type LeaseOptions struct {
@@ -33,7 +37,9 @@ type LeaseOptions struct {
 	// together never hold more than half of it.
 	Replicas int
 	// All leases every gate whose block is at least 1; otherwise only hot
-	// keys are leased.
+	// keys are leased. A definition has the last word
+	// (ratelimit.Definition.Lease): never is not leased even with All,
+	// always is leased from the first call without it.
 	All bool
 	// HotRate: a key this process sees more than HotRate times within one
 	// second is hot (default 100).
@@ -206,24 +212,55 @@ func (l *leaser) seen(key string, now time.Time) bool {
 	}
 }
 
+// leaseMode is a gate's definition's say in leases
+// (ratelimit.Definition.Lease). The values are ordered by precedence: of
+// a bucket several definitions share (buildGates), the greatest applies,
+// so never on any of them wins over always, which wins over auto.
+type leaseMode uint8
+
+const (
+	leaseAuto   leaseMode = iota // the enforcer decides: hot keys, or All
+	leaseAlways                  // leased from the first call
+	leaseNever                   // never leased
+)
+
+// leaseModeOf is d's lease mode; an unknown value (validation refuses
+// it) is auto.
+func leaseModeOf(d ratelimit.Definition) leaseMode {
+	switch d.Lease {
+	case ratelimit.LeaseNever:
+		return leaseNever
+	case ratelimit.LeaseAlways:
+		return leaseAlways
+	}
+	return leaseAuto
+}
+
 // get is the lease of g's key for a call of cost, creating an empty one
-// for a hot key; nil when the gate is not leased.
+// for a hot key (any key with All, or a gate whose definition says lease
+// always); nil when the gate is not leased (its definition says never, its
+// block would be 0, or the key is not hot).
 func (l *leaser) get(g *Gate, cg CounterGate, cost int64, now time.Time, m *metrics) *lease {
 	v, ok := l.leases.Load(cg.Key)
 	if ok {
 		ls := v.(*lease)
-		if ls.gate == cg {
+		if ls.gate == cg && g.lease != leaseNever {
 			if cost > ls.block {
 				return nil
 			}
 			return ls
 		}
-		// The definition changed (a new limit, say): the old block is
-		// given back, the key starts again.
+		// The definition changed (a new limit, or lease never, say): the
+		// old block is given back, the key starts again.
 		l.retire(ls)
 	}
-	if !l.seen(cg.Key, now) {
+	switch g.lease {
+	case leaseNever:
 		return nil
+	case leaseAuto:
+		if !l.seen(cg.Key, now) {
+			return nil
+		}
 	}
 	block := BlockSize(cg, l.opts.Time, l.opts.Replicas)
 	if block < 1 || cost > block {

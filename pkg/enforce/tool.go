@@ -70,10 +70,12 @@ func toolGates(snap *snapshot, c Call, caller, name string, admin bool, now time
 		g := newGate(*d, key, int64(*d.MaxRequests), d.Burst, shadow, now)
 		g.Matched, g.Dimension = pattern, scope
 		if i, ok := byKey[key]; ok {
+			lm := max(gates[i].lease, g.lease) // as buildGates: never, then always, then auto
 			if g.Limit < gates[i].Limit || (g.Limit == gates[i].Limit && g.Burst < gates[i].Burst) {
 				g.failClosed = g.failClosed || gates[i].failClosed
 				gates[i] = g
 			}
+			gates[i].lease = lm
 			return
 		}
 		byKey[key] = len(gates)

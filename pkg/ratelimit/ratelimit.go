@@ -110,6 +110,37 @@ func (d Definition) PerOrDefault() string {
 	return d.Per
 }
 
+// Lease modes of a definition (Definition.Lease): whether an enforcer
+// with leases on (rlapi --lease-time, enforce.Options.Leases) may decide
+// the definition's gates from a block of capacity taken from the shared
+// counter (docs/scaling.md, "Leases"). An empty Lease is LeaseAuto: every
+// definition stored before the field existed keeps its meaning. Without
+// leases on the enforcer, every mode is auto: nothing is leased.
+const (
+	// LeaseAuto: the enforcer decides (hot keys, or every key with
+	// --lease-keys all).
+	LeaseAuto = "auto"
+	// LeaseNever: the definition's gates are never leased, even hot and
+	// even with --lease-keys all: every call is counted on the shared
+	// counter.
+	LeaseNever = "never"
+	// LeaseAlways: the definition's gates are leased from the first call,
+	// hot or not (a gate whose block would be 0, capacity below 2 ×
+	// replicas, still is not).
+	LeaseAlways = "always"
+)
+
+// Leases lists the values of Definition.Lease, the default first.
+func Leases() []string { return []string{LeaseAuto, LeaseNever, LeaseAlways} }
+
+// LeaseOrDefault is the definition's Lease, LeaseAuto when it names none.
+func (d Definition) LeaseOrDefault() string {
+	if d.Lease == "" {
+		return LeaseAuto
+	}
+	return d.Lease
+}
+
 // Kinds of calls (enforce.Call.Kind, Definition.Kinds): what an MCP call
 // invokes.
 const (
@@ -189,6 +220,13 @@ type Definition struct {
 	// caller its own, each client IP, each team, or one bucket shared by
 	// every caller the definition selects.
 	Per string `json:"per,omitempty" yaml:"per,omitempty"`
+
+	// Lease says whether an enforcer with leases on may decide the
+	// definition's gates locally from a leased block (Lease*; empty is
+	// LeaseAuto, the enforcer decides). Where several caller definitions
+	// share one bucket, never on any of them wins over always, which wins
+	// over auto.
+	Lease string `json:"lease,omitempty" yaml:"lease,omitempty"`
 
 	// Scope is the reference's field for the quarantine axis ("caller" or
 	// "target"). It is derived from the sentinel name and accepted on input

@@ -27,6 +27,8 @@ var Columns = []printer.Column[ratelimit.Definition]{
 	{Header: "FAIL-CLOSED", Wide: true, Value: func(d ratelimit.Definition) string { return strconv.FormatBool(d.FailClosed) }},
 	{Header: "MEMBERS", Wide: true, Value: func(d ratelimit.Definition) string { return strings.Join(d.Members, ",") }},
 	{Header: "MATCH", Wide: true, Optional: true, Value: cmdutil.MatchText},
+	// Shown when some definition says lease never or always.
+	{Header: "LEASE", Wide: true, Optional: true, Value: func(d ratelimit.Definition) string { return d.Lease }},
 	{Header: "VERSION", Wide: true, Value: func(d ratelimit.Definition) string { return strconv.FormatInt(d.Version, 10) }},
 	{Header: "UPDATED-BY", Wide: true, Value: func(d ratelimit.Definition) string { return d.UpdatedBy }},
 	{Header: "DESCRIPTION", Wide: true, Value: func(d ratelimit.Definition) string { return d.Description }},

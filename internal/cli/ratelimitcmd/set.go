@@ -55,7 +55,17 @@ On the caller axes, --everyone selects every caller without membership (its user
 gates every user and every anonymous caller, keyed by client IP; its agent limit every
 agent), and --per says what one bucket counts: caller (the default: each caller its own),
 ip (each client IP, whoever calls from it), team (each team) or shared (one bucket for
-every caller the definition selects).`,
+every caller the definition selects).
+
+--lease is the definition's say in leases, where an enforcer decides a key from a block
+of capacity taken from the shared counter: auto (the default: the enforcer decides, hot
+keys or every key with rlapi --lease-keys all), never (every call counted on the shared
+counter, even for a hot key and with --lease-keys all: for low limits or billing-grade
+counts) or always (leased from the first call, hot or not). Leases are off unless the
+enforcer turns them on (rlapi --lease-time > 0): without that, never and always change
+nothing. A limit (a token bucket's burst) below 2 x rlapi --lease-replicas is never
+leased, whatever it says. Where several caller definitions share one bucket, never on any
+of them wins over always, which wins over auto.`,
 		Example: `  # humans 60/min, agents 30/min for members of "power-users"
   rlctl rate-limit set --axis caller --entity-type group --name power-users \
     --user-max-requests 60 --agent-max-requests 30 --window-seconds 60
@@ -88,6 +98,10 @@ every caller the definition selects).`,
   # paths never limited
   rlctl rate-limit set --axis target --entity-type route --name public --window-seconds 60 \
     --path /docs --path /openapi.json --exempt
+
+  # a billing-grade limit: every call counted on the shared counter, never leased
+  rlctl rate-limit set --axis target --entity-type mcp_server --name billing-api \
+    --max-requests 1000 --window-seconds 3600 --lease never
 
   # every delete tool on any server: 5/min per caller per tool, tool calls only
   rlctl rate-limit set --axis target --entity-type mcp_tool --name '*:delete_*' --window-seconds 60 \
@@ -168,6 +182,7 @@ every caller the definition selects).`,
 	fl.IntVar(&teamBurst, "team-burst", 0, "token bucket capacity beside --team-max-requests (default: the limit)")
 	fl.StringSliceVar(&kinds, "kind", nil, "kind of call the tool definition covers: tool, prompt, resource, completion; repeatable (default: every kind)")
 	fl.StringVar(&opts.Definition.ToolScope, "tool-scope", "", "what a tool definition's bucket is kept per: global (default), tool, principal, principal_tool")
+	fl.StringVar(&opts.Definition.Lease, "lease", "", "leases of the definition's gates when the enforcer has leases on (rlapi --lease-time): auto (the default), never or always")
 	fl.BoolVar(&opts.Definition.FailClosed, "fail-closed", false, "deny when the counter store fails (default: allow)")
 	fl.BoolVar(&disabled, "disabled", false, "store the definition disabled")
 	fl.StringVar(&opts.Definition.Mode, "mode", "enforce", "enforce, or shadow to count and report without denying")
@@ -178,6 +193,7 @@ every caller the definition selects).`,
 	_ = cmd.RegisterFlagCompletionFunc("entity-type", CompleteEntityTypes)
 	_ = cmd.RegisterFlagCompletionFunc("algorithm", cobra.FixedCompletions(ratelimit.Algorithms(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("per", cobra.FixedCompletions(ratelimit.Pers(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("lease", cobra.FixedCompletions(ratelimit.Leases(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("method", cobra.FixedCompletions(ratelimit.Methods(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(ratelimit.Kinds(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("tool-scope", cobra.FixedCompletions(ratelimit.ToolScopes(), cobra.ShellCompDirectiveNoFileComp))

@@ -53,7 +53,13 @@ func leaseState(algo enforce.Algorithm, limit, window, callerLimit int) enforce.
 //     another once the lease ends (Close, or its lease time passing);
 //   - all or nothing: a call whose leased gate had room but whose store
 //     gate denied takes nothing from the leased one;
-//   - peek never takes a block.
+//   - peek never takes a block;
+//
+// and, once, a definition's lease mode (ratelimit.Definition.Lease): never
+// is not leased even with every key leased (the shared counter holds each
+// call), always is leased on the first call of a key that is not hot,
+// never wins over always and always over auto on a bucket definitions
+// share, and a change from auto to never retires the key's lease.
 //
 // The give-back checks need a store that implements
 // enforce.CounterReturner.
@@ -94,6 +100,10 @@ func TestLeases(t *testing.T, newStore func(t *testing.T) enforce.CounterStore, 
 			})
 		})
 	}
+	t.Run("lease modes", func(t *testing.T) {
+		t.Parallel()
+		leaseModes(t, newStore, build)
+	})
 }
 
 func leaseOpts(clock *leaseClock, lt time.Duration, replicas int) enforce.Options {

@@ -187,3 +187,28 @@ func TestParseAlgorithms(t *testing.T) {
 		t.Errorf("a burst on a fixed window: %v, want definitions[0].burst refused", err)
 	}
 }
+
+// TestParseLease: a state file's definitions carry their lease through
+// (auto as none), and an unknown one is refused naming the field.
+func TestParseLease(t *testing.T) {
+	t.Parallel()
+	doc := `definitions:
+  - {axis: target, entity_type: mcp_server, name: billing, window_seconds: 3600, max_requests: 1000, lease: never}
+  - {axis: target, entity_type: mcp_server, name: hot, window_seconds: 60, max_requests: 100000, lease: always}
+  - {axis: target, entity_type: mcp_server, name: plain, window_seconds: 60, max_requests: 100, lease: auto}
+`
+	st, err := filesource.Parse("state.yaml", []byte(doc), filesource.Floors{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"target:mcp_server:billing:3600": "never", "target:mcp_server:hot:60": "always", "target:mcp_server:plain:60": ""}
+	for _, d := range st.Definitions {
+		if w, ok := want[d.ID]; ok && d.Lease != w {
+			t.Errorf("%s: lease %q, want %q", d.ID, d.Lease, w)
+		}
+	}
+	if err := parse(t, strings.Replace(doc, "lease: never", "lease: sometimes", 1)); err == nil ||
+		!strings.Contains(err.Error(), `definitions[0].lease: must be one of auto, never, always (got "sometimes")`) {
+		t.Errorf("lease sometimes: %v, want definitions[0].lease refused", err)
+	}
+}
