@@ -70,12 +70,14 @@ func toolGates(snap *snapshot, c Call, caller, name string, admin bool, now time
 		g := newGate(*d, key, int64(*d.MaxRequests), d.Burst, shadow, now)
 		g.Matched, g.Dimension = pattern, scope
 		if i, ok := byKey[key]; ok {
-			lm := max(gates[i].lease, g.lease) // as buildGates: never, then always, then auto
+			// As buildGates: the lowest limit wins, and the bucket fails
+			// closed if any of its definitions does and leases by the
+			// strictest mode (never, then always, then auto).
+			lm, fc := max(gates[i].lease, g.lease), gates[i].failClosed || g.failClosed
 			if g.Limit < gates[i].Limit || (g.Limit == gates[i].Limit && g.Burst < gates[i].Burst) {
-				g.failClosed = g.failClosed || gates[i].failClosed
 				gates[i] = g
 			}
-			gates[i].lease = lm
+			gates[i].lease, gates[i].failClosed = lm, fc
 			return
 		}
 		byKey[key] = len(gates)

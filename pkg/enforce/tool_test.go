@@ -1,9 +1,13 @@
 package enforce_test
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -79,5 +83,38 @@ func TestToolGlobsScopesAndKinds(t *testing.T) {
 	}
 	if d := f.check(toolCall("gina", "complete", ratelimit.KindCompletion)); d.Allowed {
 		t.Errorf("second completion: %+v, want refused", d)
+	}
+}
+
+// downStore is a counter store that is down.
+type downStore struct{}
+
+func (downStore) Take(context.Context, []enforce.TakeRequest, time.Time) ([]enforce.TakeResult, error) {
+	return nil, errors.New("counters down")
+}
+
+func (downStore) Sweep(context.Context, time.Time) (int64, error) { return 0, nil }
+
+// Two tool definitions sharing one bucket: the lower limit applies, and
+// the bucket fails closed if either definition does, whichever limit is
+// lower (as caller definitions sharing a bucket do).
+func TestSharedToolBucketKeepsFailClosed(t *testing.T) {
+	t.Parallel()
+	for _, closedOnWide := range []bool{true, false} {
+		wide := toolDef("github:*", 3600, 2000, ratelimit.ToolScopePrincipalTool)
+		narrow := toolDef("*:delete_*", 3600, 1000, ratelimit.ToolScopePrincipalTool)
+		wide.FailClosed, narrow.FailClosed = closedOnWide, !closedOnWide
+		st := enforce.State{Definitions: append(enforcetest.Sentinels(), withID(wide), withID(narrow))}
+		e, err := enforce.New(context.Background(), enforce.Options{Counters: downStore{}, Source: enforcetest.StaticSource(st),
+			SweepInterval: -1, BackendTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := e.Check(context.Background(), toolCall("alice", "delete_repo", ""))
+		e.Close()
+		if d.Allowed || d.Reason != enforce.ReasonFailClosed {
+			t.Errorf("fail_closed on the %s definition: %s (allowed %v), want %s", map[bool]string{true: "higher-limit", false: "lower-limit"}[closedOnWide],
+				d.Reason, d.Allowed, enforce.ReasonFailClosed)
+		}
 	}
 }
