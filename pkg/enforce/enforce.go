@@ -640,7 +640,8 @@ func (g *Gate) describe(st GateState, room bool, cost int64, now time.Time) {
 // hints, when not nil, is the call's view: it keeps the leases its gates
 // were decided from last, sparing their lookup.
 func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time) (Decision, error) {
-	sortGates(gates) // a cached call's are sorted already: n-1 comparisons
+	// gates are sorted: a call's view keeps them in the order the stores
+	// take them (buildView).
 	if e.leases != nil {
 		if d, err, ok := e.takeLeased(ctx, c, gates, hints, cost, consume, now); ok {
 			return d, err
