@@ -330,7 +330,8 @@ func printCPUTable(rows []cpuRow) {
 	fmt.Println("CPU per decision (-cpu): proc is this process (getrusage, every thread: the deciding side, an rlapi or gateway replica's share);")
 	fmt.Println("main, all and script are the Redis masters' summed (INFO cpu main thread, every thread; INFO commandstats time inside scripts);")
 	fmt.Println("scripts is script calls per decision; share is each master's part of main; per-master is 1e6/main, the decisions/s one")
-	fmt.Println("master's core carries when keys spread evenly; ceiling is 1e6/(busiest master's main), where this load saturates one")
+	fmt.Println("master's core carries when keys spread evenly; ceiling is 1e6/(busiest master's main), the decisions/s at which this")
+	fmt.Println("row's keys saturate their busiest master's core")
 	fmt.Println()
 	fmt.Printf("%-14s %-14s %-7s %5s %10s %8s %8s %8s %8s %8s %-17s %10s %10s\n", "algorithm", "impl", "keys", "gor", "decisions",
 		"proc µs", "main µs", "all µs", "script", "scripts", "share %", "per-master", "ceiling")
