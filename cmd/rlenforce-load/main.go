@@ -27,6 +27,19 @@
 // decisions are a 3 µs busy loop: at 64 goroutines that never block, their
 // max is what the Go scheduler alone adds (docs/performance.md, leases).
 //
+// -cpu prints a second table after the first: per row, this process's CPU
+// per decision (getrusage: the deciding side, what an rlapi or gateway
+// replica spends) and, for the Redis stores, every master's CPU per
+// decision from INFO cpu (the main thread, which runs the scripts, and
+// every thread) and INFO commandstats (script calls and the time inside
+// them) read before and after the row, each master's share, and the
+// decisions/s one master's core carries at that cost (docs/scaling.md, "A
+// capacity model"). A cluster's masters come from CLUSTER NODES. The Redis
+// figures count everything the servers did during the row: run it on
+// servers nothing else uses.
+//
+//	go run ./cmd/rlenforce-load -store redis,redis-cluster -leases both -modes ours -concurrency 1,64 -cpu
+//
 // -algorithm runs the table once per algorithm (fixed_window,
 // sliding_window, token_bucket; comma-separated), switching the load's
 // definitions between them, and prints each one's ratio to the fixed window.
@@ -121,6 +134,7 @@ func run() error {
 	leaseTime := flag.Duration("lease-time", time.Second, "with -leases: enforce.LeaseOptions.Time")
 	leaseReplicas := flag.Int("lease-replicas", 4, "with -leases: enforce.LeaseOptions.Replicas (the block's divisor)")
 	leaseKeys := flag.String("lease-keys", "hot", "with -leases: which keys lease, hot (seen more than 100 times a second) or all")
+	cpu := flag.Bool("cpu", false, "after the table, print CPU per decision: this process's (getrusage) and, for the Redis stores, each master's (INFO cpu and commandstats)")
 	flag.Parse()
 	if cfg.leases != "off" && cfg.leases != "on" && cfg.leases != "both" {
 		return fmt.Errorf("-leases: %q is not off, on or both", cfg.leases)
@@ -244,6 +258,25 @@ func run() error {
 		enforcers[name] = e
 	}
 
+	// -cpu: one watch per Redis store, on every master.
+	watches := map[string]*redisWatch{}
+	if *cpu {
+		for _, name := range cfg.stores {
+			u := map[string]string{"redis": *redisURL, "redis-cluster": *redisClusterURL}[name]
+			if u == "" {
+				continue
+			}
+			w, err := openRedisWatch(ctx, u)
+			if err != nil {
+				return fmt.Errorf("-cpu, -store %s: %w", name, err)
+			}
+			defer w.Close()
+			watches[name] = w
+			fmt.Fprintf(os.Stderr, "-cpu: %s: masters %s\n", name, strings.Join(w.addrs, ", "))
+		}
+	}
+	var cpuRows []cpuRow
+
 	fmt.Printf("machine: %d CPUs (GOMAXPROCS %d), %s; pool %d connections; three gates per decision; %s per run\n\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), cfg.maxConns, cfg.duration)
 	fmt.Printf("%-14s %-14s %-7s %5s %12s %10s %10s %10s %10s %8s\n", "algorithm", "impl", "keys", "gor", "decisions/s", "p50", "p99", "max", "sched-max", "errors")
@@ -300,12 +333,14 @@ func run() error {
 						continue // the baseline counts fixed windows only: once is enough
 					}
 					var decide func(context.Context, int) error
+					var watch *redisWatch
 					label := mode
 					switch mode {
 					case "ours":
 						e := enforcers[storeName]
 						base, leased := strings.CutSuffix(storeName, "+lease")
 						label = storeLabel[base]
+						watch = watches[base]
 						if leased {
 							label += "+lease"
 						}
@@ -329,7 +364,11 @@ func run() error {
 					default:
 						return fmt.Errorf("-modes: unknown %q", mode)
 					}
-					r := measure(ctx, n, cfg.duration, decide)
+					r := measure(ctx, n, cfg.duration, decide, watch)
+					if *cpu {
+						cpuRows = append(cpuRows, cpuRow{alg: alg, label: label, shape: shape, gor: n,
+							decisions: r.decisions, proc: r.cpu, masters: r.masters, err: r.mastersErr})
+					}
 					results[fmt.Sprintf("%s/%s/%s/%d", alg, label, shape, n)] = r
 					fmt.Printf("%-14s %-14s %-7s %5d %12.0f %10s %10s %10s %10s %8d\n", alg, label, shape, n, r.rate,
 						r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.max.Round(time.Microsecond), r.schedMax.Round(time.Microsecond), r.errors)
@@ -366,6 +405,9 @@ func run() error {
 			}
 		}
 	}
+	if *cpu {
+		printCPUTable(cpuRows)
+	}
 	return nil
 }
 
@@ -400,6 +442,15 @@ type result struct {
 	// without the Enforcer waiting on anything, so a max near it is the
 	// scheduler's, not the decision path's (docs/performance.md, leases).
 	schedMax time.Duration
+	// decisions is how many were made; cpu is this process's CPU over
+	// them (every thread, the load's goroutines included).
+	decisions int
+	cpu       time.Duration
+	// masters is what each master of the row's Redis store did during
+	// the row (measure's watch; nil without one), mastersErr why it
+	// could not be read.
+	masters    []serverDelta
+	mastersErr error
 }
 
 // spinSink keeps spin's work from being optimised away.
@@ -442,9 +493,15 @@ func longestWait(before, after *metrics.Float64Histogram) time.Duration {
 }
 
 // measure runs decide from n goroutines for d and reports throughput and
-// latency percentiles over every decision.
-func measure(ctx context.Context, n int, d time.Duration, decide func(context.Context, int) error) result {
-	ctx, cancel := context.WithTimeout(ctx, d)
+// latency percentiles over every decision, this process's CPU over them
+// and, with a watch, what each of its Redis masters did meanwhile.
+func measure(ctx context.Context, n int, d time.Duration, decide func(context.Context, int) error, watch *redisWatch) result {
+	var servers0 []serverInfo
+	var serversErr error
+	if watch != nil {
+		servers0, serversErr = watch.sample(ctx)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var (
 		mu      sync.Mutex
@@ -454,11 +511,12 @@ func measure(ctx context.Context, n int, d time.Duration, decide func(context.Co
 		wg      sync.WaitGroup
 	)
 	sched0 := schedLatencies()
+	cpu0 := processCPU()
 	start := time.Now()
 	for g := range n {
 		wg.Go(func() {
 			local := make([]time.Duration, 0, 4096)
-			for ctx.Err() == nil {
+			for runCtx.Err() == nil {
 				i := int(counter.Add(1)) + g
 				t0 := time.Now()
 				if err := decide(context.Background(), i); err != nil {
@@ -473,8 +531,17 @@ func measure(ctx context.Context, n int, d time.Duration, decide func(context.Co
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	// Read before sorting the latencies: the sort is the load program's
+	// bookkeeping, not a decision's cost.
+	r := result{errors: errs.Load(), schedMax: longestWait(sched0, schedLatencies()), decisions: len(lat), cpu: processCPU() - cpu0}
+	if watch != nil && serversErr == nil {
+		var servers1 []serverInfo
+		if servers1, serversErr = watch.sample(ctx); serversErr == nil {
+			r.masters = delta(servers0, servers1)
+		}
+	}
+	r.mastersErr = serversErr
 	slices.Sort(lat)
-	r := result{errors: errs.Load(), schedMax: longestWait(sched0, schedLatencies())}
 	if len(lat) > 0 {
 		r.rate = float64(len(lat)) / elapsed.Seconds()
 		r.p50 = lat[len(lat)/2]
