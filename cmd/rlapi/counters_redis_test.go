@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,50 +44,15 @@ func TestServeCountsInRedis(t *testing.T) {
 	ru := redisURL(t)
 	dsn := pgtest.NewMigratedDatabase(t)
 	ctx := context.Background()
-	st, err := store.Open(ctx, dsn, store.Opts{MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	// A target of its own name: the shared Redis keeps other tests' keys.
 	name := "redis-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	one := 1
-	d := ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: name, WindowSeconds: 3600,
-		MaxRequests: &one, Enabled: true, Mode: ratelimit.ModeEnforce}
-	if err := st.InTx(ctx, func(q *store.Queries) error { _, err := q.PutDefinition(ctx, d, store.Write{}); return err }); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "token")
-	var out, errOut bytes.Buffer
-	if code := run(ctx, []string{"token", "create", "--name", "gw", "--role", "admin", "--output-file", file},
-		env(map[string]string{"DATABASE_URL": dsn}), &out, &errOut); code != 0 {
-		t.Fatalf("token create: exit %d: %s", code, errOut.String())
-	}
-	tok, _ := os.ReadFile(file)
-
-	addr := freeAddr(t)
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(sctx, []string{"serve", "--addr", addr}, env(map[string]string{"DATABASE_URL": dsn, "RLAPI_COUNTERS_URL": ru}), &stdout, &stderr)
-	}()
-	waitReady(t, addr, done, &stderr)
-
+	srv := serveWith(t, dsn, ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: name, WindowSeconds: 3600,
+		MaxRequests: &one, Enabled: true, Mode: ratelimit.ModeEnforce}, map[string]string{"RLAPI_COUNTERS_URL": ru})
+	st := srv.st
 	do := func(method, path, body string) (int, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&m)
-		return resp.StatusCode, m
+		return srv.do(t, method, path, body)
 	}
 	check := `{"username": "alice", "target_type": "mcp_server", "target_name": "` + name + `"}`
 	if code, m := do("POST", "/api/check", check); code != 200 || m["allowed"] != true {
@@ -108,10 +75,9 @@ func TestServeCountsInRedis(t *testing.T) {
 			t.Errorf("%s /api/rate-limit-counters with counters in Redis: %d %v, want a 501 counters-elsewhere problem naming Redis", method, code, m)
 		}
 	}
-	cancel()
-	<-done
-	if !strings.Contains(stderr.String(), "counters in Redis") {
-		t.Errorf("the start-up log does not say where the counters are:\n%s", stderr.String())
+	srv.stop()
+	if !strings.Contains(srv.stderr.String(), "counters in Redis") {
+		t.Errorf("the start-up log does not say where the counters are:\n%s", srv.stderr.String())
 	}
 }
 
@@ -130,6 +96,70 @@ func TestServeRefusesABadCountersURL(t *testing.T) {
 
 // waitReady waits until serve answers /readyz on addr (or fails the test
 // if it exits).
+// served is an rlapi serving on a free address (serveWith).
+type served struct {
+	addr, token string
+	st          *store.Store
+	stderr      *syncBuffer
+	// stop ends the server and waits for it.
+	stop func()
+}
+
+// serveWith stores d in the migrated database dsn, creates an admin
+// token and serves rlapi with serveEnv (DATABASE_URL added) until stop or
+// the test's end.
+func serveWith(t *testing.T, dsn string, d ratelimit.Definition, serveEnv map[string]string) served {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn, store.Opts{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := st.InTx(ctx, func(q *store.Queries) error { _, err := q.PutDefinition(ctx, d, store.Write{}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "token")
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"token", "create", "--name", "gw", "--role", "admin", "--output-file", file},
+		env(map[string]string{"DATABASE_URL": dsn}), &out, &errOut); code != 0 {
+		t.Fatalf("token create: exit %d: %s", code, errOut.String())
+	}
+	tok, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"DATABASE_URL": dsn}
+	maps.Copy(vars, serveEnv)
+	s := served{addr: freeAddr(t), token: strings.TrimSpace(string(tok)), st: st, stderr: &syncBuffer{}}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	var stdout syncBuffer
+	go func() { done <- run(sctx, []string{"serve", "--addr", s.addr}, env(vars), &stdout, s.stderr) }()
+	var once sync.Once
+	s.stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(s.stop)
+	waitReady(t, s.addr, done, s.stderr)
+	return s
+}
+
+// do sends an authenticated request to the server and decodes its JSON
+// answer.
+func (s served) do(t *testing.T, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, "http://"+s.addr+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
 func waitReady(t *testing.T, addr string, done chan int, stderr *syncBuffer) {
 	t.Helper()
 	for i := 0; ; i++ {

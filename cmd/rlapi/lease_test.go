@@ -3,15 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rlctl/rlctl/internal/pgtest"
-	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -22,59 +17,21 @@ import (
 func TestServeLeases(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.NewMigratedDatabase(t)
-	ctx := context.Background()
-	st, err := store.Open(ctx, dsn, store.Opts{MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	limit := 100
-	d := ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: "hot", WindowSeconds: 3600,
-		MaxRequests: &limit, Enabled: true, Mode: ratelimit.ModeEnforce}
-	if err := st.InTx(ctx, func(q *store.Queries) error { _, err := q.PutDefinition(ctx, d, store.Write{}); return err }); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "token")
-	var out, errOut bytes.Buffer
-	if code := run(ctx, []string{"token", "create", "--name", "gw", "--role", "admin", "--output-file", file},
-		env(map[string]string{"DATABASE_URL": dsn}), &out, &errOut); code != 0 {
-		t.Fatalf("token create: exit %d: %s", code, errOut.String())
-	}
-	tok, _ := os.ReadFile(file)
-	addr := freeAddr(t)
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(sctx, []string{"serve", "--addr", addr}, env(map[string]string{"DATABASE_URL": dsn,
-			"RLAPI_LEASE_TIME": "30m", "RLAPI_LEASE_KEYS": "all"}), &stdout, &stderr)
-	}()
-	waitReady(t, addr, done, &stderr)
+	srv := serveWith(t, dsn, ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: "hot", WindowSeconds: 3600,
+		MaxRequests: &limit, Enabled: true, Mode: ratelimit.ModeEnforce}, map[string]string{"RLAPI_LEASE_TIME": "30m", "RLAPI_LEASE_KEYS": "all"})
 	allowed := 0
 	for range 120 {
-		req, _ := http.NewRequest("POST", "http://"+addr+"/api/check",
-			strings.NewReader(`{"username": "alice", "target_type": "mcp_server", "target_name": "hot"}`))
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&m)
-		resp.Body.Close()
-		if m["allowed"] == true {
+		if _, m := srv.do(t, "POST", "/api/check", `{"username": "alice", "target_type": "mcp_server", "target_name": "hot"}`); m["allowed"] == true {
 			allowed++
 		}
 	}
 	if allowed != limit {
 		t.Errorf("admitted %d of 120 calls on a limit of %d with leases on: want exactly the limit", allowed, limit)
 	}
-	cancel()
-	<-done
-	if !strings.Contains(stderr.String(), "leases for hot keys on") {
-		t.Errorf("the start-up log does not say leases are on:\n%s", stderr.String())
+	srv.stop()
+	if !strings.Contains(srv.stderr.String(), "leases for hot keys on") {
+		t.Errorf("the start-up log does not say leases are on:\n%s", srv.stderr.String())
 	}
 }
 
@@ -113,59 +70,22 @@ func TestServeLeaseNeverAndAlways(t *testing.T) {
 			t.Parallel()
 			dsn := pgtest.NewMigratedDatabase(t)
 			ctx := context.Background()
-			st, err := store.Open(ctx, dsn, store.Opts{MaxConns: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
 			limit := 100
-			d := ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: "billing", WindowSeconds: 3600,
-				MaxRequests: &limit, Enabled: true, Mode: ratelimit.ModeEnforce, Lease: tc.lease}
-			if err := st.InTx(ctx, func(q *store.Queries) error { _, err := q.PutDefinition(ctx, d, store.Write{}); return err }); err != nil {
-				t.Fatal(err)
-			}
-			file := filepath.Join(t.TempDir(), "token")
-			var out, errOut bytes.Buffer
-			if code := run(ctx, []string{"token", "create", "--name", "gw", "--role", "admin", "--output-file", file},
-				env(map[string]string{"DATABASE_URL": dsn}), &out, &errOut); code != 0 {
-				t.Fatalf("token create: exit %d: %s", code, errOut.String())
-			}
-			tok, _ := os.ReadFile(file)
-			addr := freeAddr(t)
-			sctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			var stdout, stderr syncBuffer
-			done := make(chan int, 1)
-			go func() {
-				done <- run(sctx, []string{"serve", "--addr", addr}, env(map[string]string{"DATABASE_URL": dsn,
-					"RLAPI_LEASE_TIME": "30m", "RLAPI_LEASE_KEYS": tc.keys, "RLAPI_LEASE_HOT_RATE": "1000000"}), &stdout, &stderr)
-			}()
-			waitReady(t, addr, done, &stderr)
+			srv := serveWith(t, dsn, ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: "billing", WindowSeconds: 3600,
+				MaxRequests: &limit, Enabled: true, Mode: ratelimit.ModeEnforce, Lease: tc.lease},
+				map[string]string{"RLAPI_LEASE_TIME": "30m", "RLAPI_LEASE_KEYS": tc.keys, "RLAPI_LEASE_HOT_RATE": "1000000"})
 			for i := range 5 {
-				req, _ := http.NewRequest("POST", "http://"+addr+"/api/check",
-					strings.NewReader(`{"username": "alice", "target_type": "mcp_server", "target_name": "billing"}`))
-				req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-				req.Header.Set("Content-Type", "application/json")
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var m map[string]any
-				_ = json.NewDecoder(resp.Body).Decode(&m)
-				resp.Body.Close()
-				if m["allowed"] != true {
+				if _, m := srv.do(t, "POST", "/api/check", `{"username": "alice", "target_type": "mcp_server", "target_name": "billing"}`); m["allowed"] != true {
 					t.Fatalf("call %d: %v, want allowed", i+1, m)
 				}
 			}
 			var count int64
-			if err := st.Pool().QueryRow(ctx, `select coalesce(sum(count), 0) from rl_counters where key like '%billing%'`).Scan(&count); err != nil {
+			if err := srv.st.Pool().QueryRow(ctx, `select coalesce(sum(count), 0) from rl_counters where key like '%billing%'`).Scan(&count); err != nil {
 				t.Fatal(err)
 			}
 			if count != tc.want {
 				t.Errorf("after 5 calls the shared counter holds %d, want %d", count, tc.want)
 			}
-			cancel()
-			<-done
 		})
 	}
 }
