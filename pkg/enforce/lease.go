@@ -729,5 +729,14 @@ func (e *Enforcer) localDecision(gates []Gate, ls []*lease, cost int64, now time
 		d.Limit, d.Remaining, d.Reset = gates[tightest].Limit, gates[tightest].Remaining, gates[tightest].Reset
 	}
 	ls[0].decidedN.Add(1)
+	// A lease retired since this call took from it flushed its counts
+	// already, and no reap or scrape will see it again: this call's are
+	// flushed here (retireLocked sets retired before it flushes, so one of
+	// the two flushes sees them).
+	for _, l := range ls {
+		if l.retired.Load() {
+			l.flushMetrics(e.leases)
+		}
+	}
 	return d
 }

@@ -99,7 +99,8 @@ func (vc *viewCache) slot(key *viewKey) *atomic.Pointer[callView] {
 // now (and cached, for a call without descriptors).
 func (e *Enforcer) callView(snap *snapshot, c Call, ip netip.Addr, anonymous bool, routes []routeMatch, now time.Time) *callView {
 	if c.Descriptors != nil || snap.views == nil ||
-		len(c.Username)+len(c.ClientID)+len(c.Team)+len(c.TargetName)+len(c.Tool)+len(c.Path) > maxViewKeyBytes {
+		len(c.Username)+len(c.ClientID)+len(c.Team)+len(c.TargetType)+len(c.TargetName)+len(c.Tool)+len(c.Kind)+
+			len(c.Method)+len(c.Path) > maxViewKeyBytes {
 		return e.buildView(snap, c, ip, anonymous, routes, now)
 	}
 	key := viewKey{username: c.Username, clientID: c.ClientID, team: c.Team, targetType: c.TargetType,
