@@ -1,6 +1,6 @@
--- Migration 019 changes nothing, for good: its number was reserved for
--- work that turned out to need no schema (issue 15's leases), written side
--- by side with 020, and tern refuses a gap in the numbers (as 014).
+-- Migration 019 changes nothing on this branch: its number is another
+-- branch's (issue 11's leases), written side by side with 020, and tern
+-- refuses a gap in the numbers. Whichever 019 lands first is kept.
 
 select 1;
 

@@ -30,7 +30,7 @@ var landed = map[string]string{
 	"016_routes.sql":                   "aff0ef4d922551fea06606d52881455dc723b0a1470d49c35a254068c6d347a7",
 	"017_events.sql":                   "e92fd087b494e3e82cbcc86b0876287d52f55bed4af04b79822cf7e6d1b25be7",
 	"018_route_team_limits.sql":        "6396e825883a02ac1a67ec4a6ec81925a6d58c4b539a54e27b56e494763f2b85",
-	"019_reserved.sql":                 "e33cd7bc6101d45839edbb03bda27bd424d468f959e43b855b501957237f36f2",
+	"019_reserved.sql":                 "d8325f7615cd8291207641c167dc8ad8acd65e7a52aa1c338730e5b2bdcdd33c",
 	"020_counters_cheap_writes.sql":    "de15c683a985a7b2b693abdaf76d39f5bb4efd4769884f4745efd70abad512e2",
 	"021_definition_lease.sql":         "c4e7085f8cf2c7d6e43b07d4aea5ce03ed19da7ba875a959d5d6e1dc991bbb08",
 	// Templates a landed migration includes are frozen with it.
