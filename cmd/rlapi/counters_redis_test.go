@@ -15,24 +15,10 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/pgtest"
+	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
-
-// redisURL is REDIS_URL (make test sets it from scripts/redisdev.sh);
-// unset, the test is skipped, except under CI=true where it fails.
-func redisURL(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv("REDIS_URL")
-	if u == "" {
-		msg := "REDIS_URL is unset: run make test, or export REDIS_URL=$(scripts/redisdev.sh url)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + " (CI=true: the Redis tests may not be skipped)")
-		}
-		t.Skip(msg)
-	}
-	return u
-}
 
 // TestServeCountsInRedis: with RLAPI_COUNTERS_URL, POST /api/check counts
 // in Redis (a limit of 1 admits one call, nothing lands in rl_counters),
@@ -41,7 +27,7 @@ func redisURL(t *testing.T) string {
 // the counters are, instead of an empty list or a reset of nothing.
 func TestServeCountsInRedis(t *testing.T) {
 	t.Parallel()
-	ru := redisURL(t)
+	ru := redistest.URL(t, "REDIS_URL")
 	dsn := pgtest.NewMigratedDatabase(t)
 	ctx := context.Background()
 	// A target of its own name: the shared Redis keeps other tests' keys.

@@ -72,6 +72,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rlctl/rlctl/internal/cputime"
 	"github.com/rlctl/rlctl/internal/migrate"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
@@ -511,7 +512,7 @@ func measure(ctx context.Context, n int, d time.Duration, decide func(context.Co
 		wg      sync.WaitGroup
 	)
 	sched0 := schedLatencies()
-	cpu0 := processCPU()
+	cpu0 := cputime.Process()
 	start := time.Now()
 	for g := range n {
 		wg.Go(func() {
@@ -533,7 +534,7 @@ func measure(ctx context.Context, n int, d time.Duration, decide func(context.Co
 	elapsed := time.Since(start)
 	// Read before sorting the latencies: the sort is the load program's
 	// bookkeeping, not a decision's cost.
-	r := result{errors: errs.Load(), schedMax: longestWait(sched0, schedLatencies()), decisions: len(lat), cpu: processCPU() - cpu0}
+	r := result{errors: errs.Load(), schedMax: longestWait(sched0, schedLatencies()), decisions: len(lat), cpu: cputime.Process() - cpu0}
 	if watch != nil && serversErr == nil {
 		var servers1 []serverInfo
 		if servers1, serversErr = watch.sample(ctx); serversErr == nil {

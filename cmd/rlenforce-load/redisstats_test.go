@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,25 +9,9 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/rlctl/rlctl/internal/redistest"
 	redisstore "github.com/rlctl/rlctl/pkg/enforce/redis"
 )
-
-// serverURL is the URL in the environment variable name (REDIS_URL or
-// REDIS_CLUSTER_URL). Unset, the test is skipped, except under CI=true,
-// where a missing Redis is a failure.
-func serverURL(t *testing.T, name string) string {
-	t.Helper()
-	u := os.Getenv(name)
-	if u == "" {
-		msg := name + " is unset: run make test, or export " + name + "=$(scripts/redisdev.sh " +
-			map[string]string{"REDIS_URL": "url", "REDIS_CLUSTER_URL": "cluster-url"}[name] + ")"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + " (CI=true: the Redis tests may not be skipped)")
-		}
-		t.Skip(msg)
-	}
-	return u
-}
 
 const info7 = "# CPU\r\nused_cpu_sys:1.179601\r\nused_cpu_user:10.198270\r\nused_cpu_sys_children:0.000000\r\n" +
 	"used_cpu_user_children:0.000000\r\nused_cpu_sys_main_thread:1.179540\r\nused_cpu_user_main_thread:10.197741\r\n\n" +
@@ -136,7 +119,7 @@ bbbbbbbb 127.0.0.1:13071@23071 master - 0 1796164168043 5 connected
 // add to it).
 func TestRedisWatchStandalone(t *testing.T) {
 	t.Parallel()
-	u := serverURL(t, "REDIS_URL")
+	u := redistest.URL(t, "REDIS_URL")
 	ctx := context.Background()
 	w, err := openRedisWatch(ctx, u)
 	if err != nil {
@@ -154,7 +137,7 @@ func TestRedisWatchStandalone(t *testing.T) {
 // scripts run on each.
 func TestRedisWatchCluster(t *testing.T) {
 	t.Parallel()
-	u := serverURL(t, "REDIS_CLUSTER_URL")
+	u := redistest.URL(t, "REDIS_CLUSTER_URL")
 	ctx := context.Background()
 	w, err := openRedisWatch(ctx, u)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/cputime"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
@@ -58,7 +59,7 @@ func BenchmarkLeaseHotKey(b *testing.B) {
 			b.SetParallelism(32) // 64 goroutines on 2 CPUs
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := processCPU()
+			cpu0 := cputime.Process()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if d, err := e.Check(ctx, call); err != nil || !d.Allowed {
@@ -71,7 +72,7 @@ func BenchmarkLeaseHotKey(b *testing.B) {
 			// CPU per decision (every thread, GC included) does not depend
 			// on what else the machine runs: 2 cores / it is the rate two
 			// idle cores would sustain.
-			if cpu := processCPU() - cpu0; cpu > 0 {
+			if cpu := cputime.Process() - cpu0; cpu > 0 {
 				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 				b.ReportMetric(2e9*float64(b.N)/float64(cpu.Nanoseconds()), "decisions/s@2cores")
 			}
@@ -94,7 +95,7 @@ func BenchmarkLeaseLocalPath(b *testing.B) {
 	b.SetParallelism(32)
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPU()
+	cpu0 := cputime.Process()
 	b.RunParallel(func(pb *testing.PB) {
 		buf := make([]enforce.Gate, len(gates))
 		for pb.Next() {
@@ -106,7 +107,7 @@ func BenchmarkLeaseLocalPath(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
-	if cpu := processCPU() - cpu0; cpu > 0 {
+	if cpu := cputime.Process() - cpu0; cpu > 0 {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 		b.ReportMetric(2e9*float64(b.N)/float64(cpu.Nanoseconds()), "decisions/s@2cores")
 	}

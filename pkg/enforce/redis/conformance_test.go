@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 )
@@ -15,7 +16,7 @@ import (
 func TestConformance(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			serverURL(t, tg.env)
+			redistest.URL(t, tg.env)
 			enforcetest.TestCounterStore(t, func(t *testing.T) enforce.CounterStore {
 				return openStore(t, tg.env)
 			})
@@ -28,7 +29,7 @@ func TestConformance(t *testing.T) {
 func TestFailPolicies(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			serverURL(t, tg.env)
+			redistest.URL(t, tg.env)
 			enforcetest.TestFailPolicies(t,
 				func(t *testing.T) enforce.CounterStore { return openStore(t, tg.env) },
 				func(t *testing.T, opts enforce.Options, counters enforce.CounterStore, src enforce.Source) *enforce.Enforcer {

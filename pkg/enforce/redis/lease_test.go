@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 )
@@ -27,7 +28,7 @@ func buildLeasing(t *testing.T, opts enforce.Options, counters enforce.CounterSt
 func TestLeases(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			serverURL(t, tg.env)
+			redistest.URL(t, tg.env)
 			enforcetest.TestLeases(t, func(t *testing.T) enforce.CounterStore { return openStore(t, tg.env) }, buildLeasing)
 		})
 	}
@@ -38,7 +39,7 @@ func TestLeases(t *testing.T) {
 func TestFailPoliciesWithLeases(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			serverURL(t, tg.env)
+			redistest.URL(t, tg.env)
 			enforcetest.TestFailPolicies(t, func(t *testing.T) enforce.CounterStore { return openStore(t, tg.env) }, buildLeasing)
 		})
 	}

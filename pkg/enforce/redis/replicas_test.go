@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/redis"
@@ -55,7 +56,7 @@ func exactState() enforce.State {
 func TestExactAcrossReplicas(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			u := serverURL(t, tg.env)
+			u := redistest.URL(t, tg.env)
 			ctx := context.Background()
 			prefix := "x" + randomHex() + ":"
 			src := enforcetest.StaticSource(exactState())
@@ -204,7 +205,7 @@ func counters(t *testing.T, u, prefix string) map[string]int64 {
 // never given back, so a truly full window stays full). The figure is
 // logged; docs/design.md records a run.
 func TestOverRefusalBounded(t *testing.T) {
-	u := serverURL(t, "REDIS_CLUSTER_URL")
+	u := redistest.URL(t, "REDIS_CLUSTER_URL")
 	ctx := context.Background()
 	s, err := redis.Open(ctx, u, redis.Options{Prefix: "o" + randomHex() + ":"})
 	if err != nil {

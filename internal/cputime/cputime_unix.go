@@ -1,15 +1,15 @@
 //go:build unix
 
-package enforce_test
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU is the CPU time this process has used (user and system, every
-// thread): what a benchmark on a busy machine can still measure honestly.
-func processCPU() time.Duration {
+// Process is the CPU time this process has used, user and system, over
+// every thread (getrusage), or 0 when it cannot be read.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
