@@ -3,21 +3,24 @@ package enforce_test
 import (
 	"context"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// gateCacheState has a definition for every field a call's gates depend
+// viewCacheState has a definition for every field a call's gates depend
 // on: groups of a user, a team and a network, per-IP and per-team buckets,
 // caller_target, a target and its server group, tool globs with kinds,
 // and a route tier per method.
-func gateCacheState() enforce.State {
+func viewCacheState() enforce.State {
 	perIP := everyone(callerGroup("per-ip", 60, ptr(30), ptr(30)), ratelimit.PerIP)
 	perTeam := withPer(callerGroup("tenants", 60, ptr(40), ptr(40)), ratelimit.PerTeam)
 	ctg := callerTarget("pairs", 3600, 50)
@@ -45,7 +48,7 @@ func gateCacheState() enforce.State {
 	return st
 }
 
-func gateCacheEnforcer(t *testing.T, st enforce.State, now func() time.Time) (*enforce.Enforcer, *enforcetest.Static) {
+func viewCacheEnforcer(t *testing.T, st enforce.State, now func() time.Time) (*enforce.Enforcer, *enforcetest.Static) {
 	t.Helper()
 	src := enforcetest.StaticSource(st)
 	e, err := enforce.New(context.Background(), enforce.Options{Counters: memory.New(), Source: src, Now: now,
@@ -93,7 +96,7 @@ func TestViewCacheMatchesAFreshEnforcer(t *testing.T) {
 		vary(func(c *enforce.Call) { c.IsAdmin = true }),
 		vary(func(c *enforce.Call) { c.Username = "root" }),
 	}
-	warm, _ := gateCacheEnforcer(t, gateCacheState(), clk.Now)
+	warm, _ := viewCacheEnforcer(t, viewCacheState(), clk.Now)
 	ctx := context.Background()
 	for round := range 2 {
 		for _, c := range calls {
@@ -101,7 +104,7 @@ func TestViewCacheMatchesAFreshEnforcer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cold, _ := gateCacheEnforcer(t, gateCacheState(), clk.Now)
+			cold, _ := viewCacheEnforcer(t, viewCacheState(), clk.Now)
 			want, err := cold.Peek(ctx, c)
 			if err != nil {
 				t.Fatal(err)
@@ -124,8 +127,8 @@ func TestViewCacheMatchesAFreshEnforcer(t *testing.T) {
 func TestViewCacheFollowsChangesAndTime(t *testing.T) {
 	t.Parallel()
 	clk := &clock{now: time.Date(2026, 3, 2, 0, 0, 30, 0, time.UTC)}
-	st := gateCacheState()
-	e, src := gateCacheEnforcer(t, st, clk.Now)
+	st := viewCacheState()
+	e, src := viewCacheEnforcer(t, st, clk.Now)
 	ctx := context.Background()
 	call := enforce.Call{Username: "carol", TargetType: ratelimit.EntityMCPServer, TargetName: "s"}
 	limitOf := func(d enforce.Decision, id string) (int64, time.Time) {
@@ -183,8 +186,8 @@ func TestViewCacheFollowsChangesAndTime(t *testing.T) {
 func TestViewCacheQuarantineAndExpiry(t *testing.T) {
 	t.Parallel()
 	clk := &clock{now: time.Date(2026, 3, 2, 0, 0, 30, 0, time.UTC)}
-	st := gateCacheState()
-	e, src := gateCacheEnforcer(t, st, clk.Now)
+	st := viewCacheState()
+	e, src := viewCacheEnforcer(t, st, clk.Now)
 	ctx := context.Background()
 	call := enforce.Call{Username: "alice", TargetType: ratelimit.EntityMCPServer, TargetName: "s"}
 	reason := func() string {
@@ -219,5 +222,46 @@ func TestViewCacheQuarantineAndExpiry(t *testing.T) {
 	clk.Advance(time.Minute)
 	if r := reason(); r != enforce.ReasonAllowed {
 		t.Errorf("after the quarantine expired: %s, want %s", r, enforce.ReasonAllowed)
+	}
+}
+
+// Decisions taken from leases are in the scrape: checks and gate checks
+// count every one of them, though a leased decision counts them beside
+// its block and adds them only when the registry is gathered.
+func TestLeasedDecisionsAreScraped(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	st := viewCacheState()
+	e, err := enforce.New(context.Background(), enforce.Options{Counters: memory.New(), Source: enforcetest.StaticSource(st),
+		SweepInterval: -1, Registerer: reg, Leases: &enforce.LeaseOptions{All: true, Time: time.Hour, Replicas: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	call := enforce.Call{Username: "carol", TargetType: ratelimit.EntityMCPServer, TargetName: "s"}
+	const n = 25
+	gates := 0
+	for range n {
+		d, err := e.Check(context.Background(), call)
+		if err != nil || !d.Allowed {
+			t.Fatalf("check: %+v, %v", d, err)
+		}
+		gates = len(d.Gates)
+	}
+	if s := e.LeaseStats(); s.Leases == 0 {
+		t.Fatalf("no lease taken: %+v", s)
+	}
+	if got := series(t, reg, "rlctl_enforce_checks_total"); !slices.Contains(got, "outcome=allowed "+strconv.Itoa(n)) {
+		t.Errorf("checks_total: %v, want outcome=allowed %d", got, n)
+	}
+	total := 0
+	for _, s := range series(t, reg, "rlctl_enforce_gate_checks_total") {
+		if strings.Contains(s, "outcome=allow ") {
+			v, _ := strconv.Atoi(s[strings.LastIndexByte(s, ' ')+1:])
+			total += v
+		}
+	}
+	if total != n*gates {
+		t.Errorf("gate checks allowed: %d, want %d (%d calls of %d gates)", total, n*gates, n, gates)
 	}
 }
