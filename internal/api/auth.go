@@ -39,20 +39,12 @@ func (p permission) allows(role string) bool {
 	return false
 }
 
-type actorKey struct{}
-
-// actorHolderKey carries the authenticated name back to the access log.
-type actorHolderKey struct{}
-
-type actorHolder struct{ name string }
-
 // actorName is the authenticated token's name ("" before authentication).
 func actorName(ctx context.Context) string {
-	t, _ := ctx.Value(actorKey{}).(*ratelimit.Token)
-	if t == nil {
-		return ""
+	if st := stateOf(ctx); st != nil && st.token != nil {
+		return st.token.Name
 	}
-	return t.Name
+	return ""
 }
 
 // touchEvery bounds how often a token's last_used_at is written: once a
@@ -115,10 +107,10 @@ func (s *Server) authenticate(p permission, next http.Handler) http.Handler {
 			return
 		}
 		s.touchToken(key, tok)
-		if h, ok := r.Context().Value(actorHolderKey{}).(*actorHolder); ok {
-			h.name = tok.Name
+		if st := stateOf(r.Context()); st != nil {
+			st.token = &tok
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, &tok)))
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -1,9 +1,9 @@
 package api
 
 import (
-	"encoding/json"
 	"strconv"
 
+	"github.com/rlctl/rlctl/internal/flatjson"
 	"github.com/rlctl/rlctl/pkg/enforce"
 )
 
@@ -19,26 +19,18 @@ import (
 // decodeCallFast parses body as a Call if it is a flat JSON object of
 // Call's wire names with plain values; ok is false for anything else.
 func decodeCallFast(body []byte) (c enforce.Call, ok bool) {
-	p := fastParser{b: body}
-	p.ws()
-	if !p.eat('{') {
+	p := flatjson.NewScanner(body)
+	if !p.Byte('{') {
 		return c, false
 	}
-	p.ws()
-	if p.eat('}') {
-		return c, p.end()
+	if p.Byte('}') {
+		return c, p.End()
 	}
 	for {
-		p.ws()
-		name, ok := p.str()
+		name, ok := p.Name()
 		if !ok {
 			return c, false
 		}
-		p.ws()
-		if !p.eat(':') {
-			return c, false
-		}
-		p.ws()
 		var s *string
 		switch name {
 		case "username":
@@ -62,114 +54,30 @@ func decodeCallFast(body []byte) (c enforce.Call, ok bool) {
 		case "kind":
 			s = &c.Kind
 		case "is_admin":
-			if c.IsAdmin, ok = p.boolean(); !ok {
+			if c.IsAdmin, ok = p.Bool(); !ok {
 				return c, false
 			}
 		case "cost":
-			if c.Cost, ok = p.smallInt(); !ok {
+			// A cost of more than 15 digits, negative or not an integer
+			// is the slow path's to refuse or convert.
+			if c.Cost, ok = p.Uint(15); !ok {
 				return c, false
 			}
 		default:
 			return c, false
 		}
 		if s != nil {
-			if *s, ok = p.str(); !ok {
+			if *s, ok = p.String(); !ok {
 				return c, false
 			}
 		}
-		p.ws()
-		if p.eat('}') {
-			return c, p.end()
+		if p.Byte('}') {
+			return c, p.End()
 		}
-		if !p.eat(',') {
+		if !p.Byte(',') {
 			return c, false
 		}
 	}
-}
-
-type fastParser struct {
-	b []byte
-	i int
-}
-
-func (p *fastParser) ws() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
-func (p *fastParser) eat(c byte) bool {
-	if p.i < len(p.b) && p.b[p.i] == c {
-		p.i++
-		return true
-	}
-	return false
-}
-
-// end says whether only whitespace is left.
-func (p *fastParser) end() bool {
-	p.ws()
-	return p.i == len(p.b)
-}
-
-// str reads a string of printable ASCII without escapes.
-func (p *fastParser) str() (string, bool) {
-	if !p.eat('"') {
-		return "", false
-	}
-	start := p.i
-	for p.i < len(p.b) {
-		switch c := p.b[p.i]; {
-		case c == '"':
-			s := string(p.b[start:p.i])
-			p.i++
-			return s, true
-		case c == '\\' || c < 0x20 || c >= 0x7f:
-			return "", false
-		}
-		p.i++
-	}
-	return "", false
-}
-
-func (p *fastParser) boolean() (bool, bool) {
-	rest := p.b[p.i:]
-	switch {
-	case len(rest) >= 4 && string(rest[:4]) == "true":
-		p.i += 4
-		return true, true
-	case len(rest) >= 5 && string(rest[:5]) == "false":
-		p.i += 5
-		return false, true
-	}
-	return false, false
-}
-
-// smallInt reads 0 or a positive integer of at most 15 digits (a cost
-// out of that range, negative or not an integer is the slow path's to
-// refuse or convert).
-func (p *fastParser) smallInt() (int64, bool) {
-	start := p.i
-	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
-		p.i++
-	}
-	digits := p.b[start:p.i]
-	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && len(digits) > 1) {
-		return 0, false
-	}
-	if p.i < len(p.b) {
-		switch p.b[p.i] {
-		case '.', 'e', 'E':
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(string(digits), 10, 64)
-	return n, err == nil
 }
 
 // appendCheckResult appends res as json.Encoder.Encode writes it,
@@ -178,7 +86,7 @@ func appendCheckResult(b []byte, res *checkResult) []byte {
 	b = append(b, `{"allowed":`...)
 	b = strconv.AppendBool(b, res.Allowed)
 	b = append(b, `,"reason":`...)
-	b = appendJSONString(b, res.Reason)
+	b = flatjson.AppendString(b, res.Reason)
 	b = append(b, `,"limit":`...)
 	b = strconv.AppendInt(b, res.Limit, 10)
 	b = append(b, `,"remaining":`...)
@@ -202,7 +110,7 @@ func appendCheckResult(b []byte, res *checkResult) []byte {
 	}
 	if res.QuarantineScope != "" {
 		b = append(b, `,"quarantine_scope":`...)
-		b = appendJSONString(b, res.QuarantineScope)
+		b = flatjson.AppendString(b, res.QuarantineScope)
 	}
 	if res.LockoutRemaining != 0 {
 		b = append(b, `,"lockout_remaining":`...)
@@ -213,11 +121,11 @@ func appendCheckResult(b []byte, res *checkResult) []byte {
 
 func appendCheckGate(b []byte, g *checkGate) []byte {
 	b = append(b, `{"definition_id":`...)
-	b = appendJSONString(b, g.DefinitionID)
+	b = flatjson.AppendString(b, g.DefinitionID)
 	b = append(b, `,"axis":`...)
-	b = appendJSONString(b, g.Axis)
+	b = flatjson.AppendString(b, g.Axis)
 	b = append(b, `,"entity_type":`...)
-	b = appendJSONString(b, g.EntityType)
+	b = flatjson.AppendString(b, g.EntityType)
 	b = append(b, `,"window_seconds":`...)
 	b = strconv.AppendInt(b, int64(g.WindowSeconds), 10)
 	b = append(b, `,"limit":`...)
@@ -233,23 +141,8 @@ func appendCheckGate(b []byte, g *checkGate) []byte {
 	for _, f := range [...]struct{ name, v string }{{`,"matched_by":`, g.MatchedBy}, {`,"matched":`, g.Matched}, {`,"dimension":`, g.Dimension}} {
 		if f.v != "" {
 			b = append(b, f.name...)
-			b = appendJSONString(b, f.v)
+			b = flatjson.AppendString(b, f.v)
 		}
 	}
 	return append(b, '}')
-}
-
-// appendJSONString appends s quoted as encoding/json quotes it (HTML
-// characters escaped): directly when it is printable ASCII with nothing
-// to escape, else through encoding/json.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }

@@ -5,16 +5,68 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"time"
+
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-type requestIDKey struct{}
+// requestState is what observe and the middlewares and handlers inside it
+// share about one request, in one context value and one allocation (POST
+// /api/check passes through here for every call a gateway decides): the
+// writer handlers get, which remembers the status for the access log and
+// adds the Retry-After writeProblem asked for; the request id; and the
+// token authenticate verified.
+type requestState struct {
+	http.ResponseWriter
+	status     int
+	id         string
+	retryAfter time.Duration
+	token      *ratelimit.Token // nil before authentication
+}
+
+type requestStateKey struct{}
+
+// stateOf is the request's state; nil outside observe (tests that call a
+// handler directly).
+func stateOf(ctx context.Context) *requestState {
+	st, _ := ctx.Value(requestStateKey{}).(*requestState)
+	return st
+}
 
 func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	if st := stateOf(ctx); st != nil {
+		return st.id
+	}
+	return ""
+}
+
+func (w *requestState) WriteHeader(code int) {
+	if w.retryAfter > 0 {
+		writeRetryAfter(w.ResponseWriter, w.retryAfter)
+	}
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *requestState) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *requestState) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush lets streamed lists reach the client as they are written.
+func (w *requestState) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // validRequestID accepts a caller's X-Request-ID only when it is short and
@@ -27,35 +79,6 @@ func newRequestID() string {
 	return hex.EncodeToString(b)
 }
 
-// statusRecorder remembers the status a handler wrote.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
-}
-
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
-// Flush lets streamed lists reach the client as they are written.
-func (r *statusRecorder) Flush() {
-	if f, ok := r.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
 // observe is the outermost middleware: request id, recovery, access log and
 // metrics, in that order, so even a panic is logged and counted with its id.
 func (s *Server) observe(next http.Handler) http.Handler {
@@ -66,23 +89,16 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			id = newRequestID()
 		}
 		w.Header().Set("X-Request-ID", id)
-		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
-		var retryAfter time.Duration
-		ctx = context.WithValue(ctx, retryAfterKey{}, &retryAfter)
-		// authenticate fills this in on the request it passes on, which
-		// this middleware never sees: the holder carries the name back.
-		actor := &actorHolder{}
-		ctx = context.WithValue(ctx, actorHolderKey{}, actor)
-		r = r.WithContext(ctx)
-		rec := &statusRecorder{ResponseWriter: w}
+		st := &requestState{ResponseWriter: w, id: id}
+		r = r.WithContext(context.WithValue(r.Context(), requestStateKey{}, st))
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
 				s.log.Error("panic serving request", "request_id", id, "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
-				if rec.status == 0 {
-					s.writeProblem(rec, r, fmt.Errorf("panic: %v", v))
+				if st.status == 0 {
+					s.writeProblem(st, r, fmt.Errorf("panic: %v", v))
 				}
 			}
 			elapsed := s.now().Sub(start)
@@ -90,23 +106,18 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			if route == "" {
 				route = "unmatched"
 			}
-			s.metrics.observe(route, r.Method, rec.status, elapsed)
-			s.log.Info("request", "request_id", id, "method", r.Method, "route", route, "status", rec.status,
-				"duration_ms", float64(elapsed.Microseconds())/1000, "actor", actor.name)
+			s.metrics.observe(route, r.Method, st.status, elapsed)
+			// Checked first: the arguments would be built (and allocated)
+			// for a line the level then drops.
+			if s.log.Enabled(r.Context(), slog.LevelInfo) {
+				actor := ""
+				if st.token != nil {
+					actor = st.token.Name
+				}
+				s.log.Info("request", "request_id", id, "method", r.Method, "route", route, "status", st.status,
+					"duration_ms", float64(elapsed.Microseconds())/1000, "actor", actor)
+			}
 		}()
-		next.ServeHTTP(&retryAfterWriter{statusRecorder: rec, retryAfter: &retryAfter}, r)
+		next.ServeHTTP(st, r)
 	})
-}
-
-// retryAfterWriter adds Retry-After when writeProblem asked for it.
-type retryAfterWriter struct {
-	*statusRecorder
-	retryAfter *time.Duration
-}
-
-func (w *retryAfterWriter) WriteHeader(code int) {
-	if *w.retryAfter > 0 {
-		writeRetryAfter(w.statusRecorder, *w.retryAfter)
-	}
-	w.statusRecorder.WriteHeader(code)
 }

@@ -142,12 +142,11 @@ func (s *Server) problemFor(r *http.Request, err error) Problem {
 	}
 }
 
-// retryAfterKey lets problemFor ask writeProblem to set Retry-After.
-type retryAfterKey struct{}
-
+// setRetryAfter makes the answer, when its header is written, carry
+// Retry-After.
 func setRetryAfter(r *http.Request, d time.Duration) {
-	if p, ok := r.Context().Value(retryAfterKey{}).(*time.Duration); ok {
-		*p = d
+	if st := stateOf(r.Context()); st != nil {
+		st.retryAfter = d
 	}
 }
 

@@ -130,8 +130,10 @@ func unixTime(s int64) time.Time {
 // reach rlapi applies its own fail policy.
 func (c *Client) Check(ctx context.Context, req CheckRequest) (CheckResult, error) {
 	var res CheckResult
-	resp, err := c.do(ctx, request{method: http.MethodPost, path: "/api/check", body: req, noRetry: true})
-	if err == nil {
+	resp, err := c.do(ctx, request{method: http.MethodPost, path: "/api/check", target: c.checkURL,
+		raw: appendCheckRequest(make([]byte, 0, 256), &req), noRetry: true})
+	if err == nil && !decodeCheckResult(resp.body, &res) {
+		res = CheckResult{}
 		err = resp.decode(&res)
 	}
 	return res, wrap(err, "check")

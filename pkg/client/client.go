@@ -94,6 +94,9 @@ type Client struct {
 	timeout   time.Duration
 	userAgent string
 	retries   int
+	// checkURL is /api/check's URL, built once: Check is the call a
+	// gateway makes for every request it serves.
+	checkURL string
 
 	debug   io.Writer
 	debugMu sync.Mutex // keeps concurrent calls' debug lines whole
@@ -157,6 +160,9 @@ func New(baseURL string, opts Options) (*Client, error) {
 	}
 	if c.jitter == nil {
 		c.jitter = equalJitter
+	}
+	if c.checkURL, err = c.url(request{path: "/api/check"}); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -26,6 +26,10 @@ type request struct {
 	path  string
 	query url.Values
 	body  any // marshalled as JSON when not nil
+	// raw, when not nil, is the body already encoded as JSON.
+	raw []byte
+	// target, when set, is the URL of path, built once (see Client.checkURL).
+	target string
 	// ifMatch is a version, sent quoted as If-Match.
 	ifMatch string
 	// anonymous calls (probes, version) carry no token: they need none and
@@ -84,11 +88,13 @@ func (c *Client) do(ctx context.Context, r request) (*response, error) {
 		defer cancel()
 	}
 
-	target, err := c.url(r)
-	if err != nil {
-		return nil, err
+	target, err := r.target, error(nil)
+	if target == "" {
+		if target, err = c.url(r); err != nil {
+			return nil, err
+		}
 	}
-	var body []byte
+	body := r.raw
 	if r.body != nil {
 		if body, err = json.Marshal(r.body); err != nil {
 			return nil, fmt.Errorf("encode request: %w", err)
@@ -163,18 +169,21 @@ func (c *Client) attempt(ctx context.Context, r request, target string, body []b
 	}
 
 	start := c.now()
-	c.debugf("> %s %s%s", r.method, req.URL.Redacted(), c.debugSuffix(r, n))
+	if c.debug != nil {
+		c.debugf("> %s %s%s", r.method, req.URL.Redacted(), c.debugSuffix(r, n))
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		c.debugf("< %s %s failed after %s: %v", r.method, req.URL.Redacted(), c.since(start), err)
+		if c.debug != nil {
+			c.debugf("< %s %s failed after %s: %v", r.method, req.URL.Redacted(), c.since(start), err)
+		}
 		return nil, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
-	if err == nil && len(data) > maxResponseBytes {
-		err = fmt.Errorf("response body exceeds %d MiB", maxResponseBytes>>20)
+	data, err := readResponse(resp)
+	if c.debug != nil {
+		c.debugf("< %d %s %s %s%s", resp.StatusCode, r.method, req.URL.Redacted(), c.since(start), requestIDSuffix(resp.Header))
 	}
-	c.debugf("< %d %s %s %s%s", resp.StatusCode, r.method, req.URL.Redacted(), c.since(start), requestIDSuffix(resp.Header))
 	if err != nil {
 		return nil, fmt.Errorf("read response: %w", err)
 	}
@@ -184,7 +193,27 @@ func (c *Client) attempt(ctx context.Context, r request, target string, body []b
 	return &response{status: resp.StatusCode, header: resp.Header, body: data}, nil
 }
 
-// debugf writes one line to Options.Debug, if set.
+// readResponse reads the whole body, at most maxResponseBytes of it: in
+// one allocation when the server said it is short (a decision's answer
+// always is), else growing as it comes, so that a length claimed but not
+// sent costs no memory.
+func readResponse(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= 64<<10 {
+		data := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, data); err != nil {
+			return nil, err
+		}
+		return data, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err == nil && len(data) > maxResponseBytes {
+		err = fmt.Errorf("response body exceeds %d MiB", maxResponseBytes>>20)
+	}
+	return data, err
+}
+
+// debugf writes one line to Options.Debug; its callers check that it is
+// set first, so that the arguments cost nothing when it is not.
 func (c *Client) debugf(format string, args ...any) {
 	if c.debug == nil {
 		return

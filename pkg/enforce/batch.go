@@ -63,25 +63,45 @@ func newBatcher(st CounterStore) *batcher {
 	return &batcher{store: st, queue: make(chan *takeRequest, 4096)}
 }
 
-// take queues a decision and waits for it. A decision still queued when ctx
-// ends is abandoned (it consumes nothing); one already sent is waited for,
-// at most until ctx's deadline plus answerGrace, so that its answer says
-// what the store did.
-func (b *batcher) take(ctx context.Context, req TakeRequest) (TakeResult, error) {
+// take queues a decision and waits for it, within ctx and at most timeout
+// (0: no bound but ctx's). A decision still queued when that ends is
+// abandoned (it consumes nothing); one already sent is waited for, at most
+// until the deadline plus answerGrace, so that its answer says what the
+// store did.
+//
+// The timeout is a timer here rather than a context.WithTimeout around
+// the call: a derived context costs a timer too, and a cancel context
+// registered with the caller's, for every decision.
+func (b *batcher) take(ctx context.Context, req TakeRequest, timeout time.Duration) (TakeResult, error) {
 	r := &takeRequest{req: req, reply: make(chan takeReply, 1)}
 	r.deadline, _ = ctx.Deadline()
+	var expired <-chan time.Time
+	if timeout > 0 {
+		if d := time.Now().Add(timeout); r.deadline.IsZero() || d.Before(r.deadline) {
+			r.deadline = d
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			expired = t.C
+		}
+	}
 	select {
 	case b.queue <- r:
 	case <-ctx.Done():
 		return TakeResult{}, ctx.Err()
+	case <-expired:
+		return TakeResult{}, context.DeadlineExceeded
 	}
+	var err error
 	select {
 	case rep := <-r.reply:
 		return rep.res, rep.err
 	case <-ctx.Done():
-		if r.state.CompareAndSwap(stateQueued, stateAbandoned) {
-			return TakeResult{}, ctx.Err()
-		}
+		err = ctx.Err()
+	case <-expired:
+		err = context.DeadlineExceeded
+	}
+	if r.state.CompareAndSwap(stateQueued, stateAbandoned) {
+		return TakeResult{}, err
 	}
 	// Sent: the worker answers within the deadline plus the grace.
 	rep := <-r.reply

@@ -721,10 +721,8 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 // roundTrip sends req to the counter store through the batcher within the
 // backend timeout, and observes it.
 func (e *Enforcer) roundTrip(ctx context.Context, req TakeRequest) (TakeResult, error) {
-	tctx, cancel := context.WithTimeout(ctx, e.opts.BackendTimeout)
-	defer cancel()
 	start := time.Now()
-	res, err := e.batcher.take(tctx, req)
+	res, err := e.batcher.take(ctx, req, e.opts.BackendTimeout)
 	e.metrics.observeBackend(req.Consume, err, time.Since(start))
 	return res, err
 }

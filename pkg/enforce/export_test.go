@@ -16,7 +16,7 @@ func NewBatcher(st CounterStore) *Batcher { return &Batcher{newBatcher(st)} }
 func (b *Batcher) Work(ctx context.Context) { b.b.work(ctx) }
 
 func (b *Batcher) Take(ctx context.Context, req TakeRequest) (TakeResult, error) {
-	return b.b.take(ctx, req)
+	return b.b.take(ctx, req, 0)
 }
 
 // Queued is how many calls wait for a worker.

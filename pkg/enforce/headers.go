@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/textproto"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -62,72 +61,118 @@ func SetHeaders(h http.Header, d Decision, now time.Time) {
 	if d.Reason == ReasonQuarantined {
 		return
 	}
+	var hs headerSet
+	hs.buf = make([]byte, 0, 256)
 	if !d.Allowed {
 		wait := d.RetryAfter
 		if wait <= 0 && d.Limit > 0 {
 			wait = d.Reset.Sub(now)
 		}
-		h.Set(HeaderRetryAfter, strconv.FormatInt(max(ceilSeconds(wait), 1), 10))
+		hs.buf = strconv.AppendInt(hs.buf, max(ceilSeconds(wait), 1), 10)
+		hs.end(canonRetryAfter)
 		if d.Reason == ReasonLockedOut {
-			h.Set(HeaderLockoutRemaining, strconv.FormatInt(max(ceilSeconds(d.LockoutRemaining), 1), 10))
+			hs.buf = strconv.AppendInt(hs.buf, max(ceilSeconds(d.LockoutRemaining), 1), 10)
+			hs.end(canonLockoutRemaining)
 		}
 	}
-	if d.Limit <= 0 {
-		return
-	}
-	remaining := max(d.Remaining, 0)
-	h.Set(HeaderLimit, strconv.FormatInt(d.Limit, 10))
-	h.Set(HeaderRemaining, strconv.FormatInt(remaining, 10))
-	reset := d.Reset.Unix()
-	if d.Reset.Nanosecond() != 0 {
-		reset++
-	}
-	h.Set(HeaderReset, strconv.FormatInt(reset, 10))
+	if d.Limit > 0 {
+		remaining := max(d.Remaining, 0)
+		hs.buf = strconv.AppendInt(hs.buf, d.Limit, 10)
+		hs.end(canonLimit)
+		hs.buf = strconv.AppendInt(hs.buf, remaining, 10)
+		hs.end(canonRemaining)
+		reset := d.Reset.Unix()
+		if d.Reset.Nanosecond() != 0 {
+			reset++
+		}
+		hs.buf = strconv.AppendInt(hs.buf, reset, 10)
+		hs.end(canonReset)
 
-	name := "rlctl"
-	var b strings.Builder
-	head, ok := headlineGate(d, now)
-	if ok {
-		name = head.DefinitionID
-		writePolicy(&b, head.Gate)
-		for i, g := range d.Gates {
-			if g.Shadow || i == head.index {
-				continue
+		name := "rlctl"
+		head, ok := headlineGate(d, now)
+		if ok {
+			name = head.DefinitionID
+			hs.buf = appendPolicy(hs.buf, head.Gate)
+			for i, g := range d.Gates {
+				if g.Shadow || i == head.index {
+					continue
+				}
+				hs.buf = append(hs.buf, ", "...)
+				hs.buf = appendPolicy(hs.buf, g)
 			}
-			b.WriteString(", ")
-			writePolicy(&b, g)
+		} else {
+			hs.buf = appendSFString(hs.buf, name)
+			hs.buf = append(hs.buf, ";q="...)
+			hs.buf = strconv.AppendInt(hs.buf, d.Limit, 10)
 		}
-	} else {
-		b.WriteString(sfString(name) + ";q=" + strconv.FormatInt(d.Limit, 10))
+		hs.end(canonPolicy)
+		hs.buf = appendSFString(hs.buf, name)
+		hs.buf = append(hs.buf, ";r="...)
+		hs.buf = strconv.AppendInt(hs.buf, remaining, 10)
+		hs.buf = append(hs.buf, ";t="...)
+		hs.buf = strconv.AppendInt(hs.buf, max(ceilSeconds(d.Reset.Sub(now)), 0), 10)
+		hs.end(canonRateLimit)
 	}
-	h.Set(HeaderPolicy, b.String())
-	h.Set(HeaderRateLimit, sfString(name)+";r="+strconv.FormatInt(remaining, 10)+
-		";t="+strconv.FormatInt(max(ceilSeconds(d.Reset.Sub(now)), 0), 10))
+	hs.into(h)
 }
 
-// canonicalHeaders are the headers SetHeaders sets, in the form
-// http.Header keys them by: deleting them needs no canonicalizing per call.
-var canonicalHeaders = func() []string {
-	var keys []string
-	for _, k := range []string{HeaderLimit, HeaderRemaining, HeaderReset, HeaderPolicy, HeaderRateLimit, HeaderRetryAfter, HeaderLockoutRemaining} {
-		keys = append(keys, textproto.CanonicalMIMEHeaderKey(k))
-	}
-	return keys
-}()
+// headerSet gathers a decision's header values in one buffer: a gateway
+// sets them on every answer, and one string and one slice for all of
+// them are two allocations instead of two per header.
+type headerSet struct {
+	buf  []byte
+	keys [7]string // canonical
+	ends [7]int    // where each value ends in buf
+	n    int
+}
 
-// writePolicy writes one member of RateLimit-Policy for g.
-func writePolicy(b *strings.Builder, g Gate) {
-	b.WriteString(sfString(g.DefinitionID))
-	b.WriteString(";q=")
-	b.WriteString(strconv.FormatInt(g.Limit, 10))
+// end closes the value written since the last end as key's.
+func (s *headerSet) end(key string) {
+	s.keys[s.n], s.ends[s.n] = key, len(s.buf)
+	s.n++
+}
+
+func (s *headerSet) into(h http.Header) {
+	if s.n == 0 {
+		return
+	}
+	all := string(s.buf)
+	vals := make([]string, s.n)
+	start := 0
+	for i := range s.n {
+		vals[i] = all[start:s.ends[i]]
+		h[s.keys[i]] = vals[i : i+1 : i+1]
+		start = s.ends[i]
+	}
+}
+
+// The headers SetHeaders sets, in the form http.Header keys them by, so
+// that neither setting nor deleting them canonicalizes per call.
+var (
+	canonLimit            = textproto.CanonicalMIMEHeaderKey(HeaderLimit)
+	canonRemaining        = textproto.CanonicalMIMEHeaderKey(HeaderRemaining)
+	canonReset            = textproto.CanonicalMIMEHeaderKey(HeaderReset)
+	canonPolicy           = textproto.CanonicalMIMEHeaderKey(HeaderPolicy)
+	canonRateLimit        = textproto.CanonicalMIMEHeaderKey(HeaderRateLimit)
+	canonRetryAfter       = textproto.CanonicalMIMEHeaderKey(HeaderRetryAfter)
+	canonLockoutRemaining = textproto.CanonicalMIMEHeaderKey(HeaderLockoutRemaining)
+	canonicalHeaders      = []string{canonLimit, canonRemaining, canonReset, canonPolicy, canonRateLimit, canonRetryAfter, canonLockoutRemaining}
+)
+
+// appendPolicy appends one member of RateLimit-Policy for g.
+func appendPolicy(b []byte, g Gate) []byte {
+	b = appendSFString(b, g.DefinitionID)
+	b = append(b, ";q="...)
+	b = strconv.AppendInt(b, g.Limit, 10)
 	if g.WindowSeconds > 0 {
-		b.WriteString(";w=")
-		b.WriteString(strconv.Itoa(g.WindowSeconds))
+		b = append(b, ";w="...)
+		b = strconv.AppendInt(b, int64(g.WindowSeconds), 10)
 	}
 	if g.Algorithm == AlgorithmTokenBucket && g.Burst > 0 {
-		b.WriteString(";rlctl-burst=")
-		b.WriteString(strconv.FormatInt(g.Burst, 10))
+		b = append(b, ";rlctl-burst="...)
+		b = strconv.AppendInt(b, g.Burst, 10)
 	}
+	return b
 }
 
 // indexedGate is a gate of d.Gates with its index there.
@@ -173,26 +218,22 @@ func ceilSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }
 
-// sfString renders s as a structured-field string (RFC 8941 section
-// 3.3.3): quoted, with '"' and '\' escaped. Bytes a header cannot carry
-// (outside printable ASCII) become '?'; definition ids are ASCII in
+// appendSFString appends s as a structured-field string (RFC 8941
+// section 3.3.3): quoted, with '"' and '\' escaped. Bytes a header cannot
+// carry (outside printable ASCII) become '?'; definition ids are ASCII in
 // practice, so this only guards the header against odd names.
-func sfString(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	b.WriteByte('"')
+func appendSFString(b []byte, s string) []byte {
+	b = append(b, '"')
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
+			b = append(b, '\\', c)
 		case c < 0x20 || c > 0x7e:
-			b.WriteByte('?')
+			b = append(b, '?')
 		default:
-			b.WriteByte(c)
+			b = append(b, c)
 		}
 	}
-	b.WriteByte('"')
-	return b.String()
+	return append(b, '"')
 }

@@ -146,9 +146,7 @@ func (e *Enforcer) escalate(ctx context.Context, c Call, d Decision, now time.Ti
 	}
 	g := CounterGate{Key: "v|" + fmt.Sprint(int(o.Within/time.Second)) + "|" + ratelimit.MembershipID(subjectType, subject),
 		Algorithm: AlgorithmSlidingWindow, Window: o.Within, Limit: int64(o.After), Enforce: true}
-	tctx, cancel := context.WithTimeout(ctx, e.opts.BackendTimeout)
-	res, err := e.batcher.take(tctx, TakeRequest{Gates: []CounterGate{g}, Cost: 1, Consume: true, Now: now})
-	cancel()
+	res, err := e.batcher.take(ctx, TakeRequest{Gates: []CounterGate{g}, Cost: 1, Consume: true, Now: now}, e.opts.BackendTimeout)
 	if err != nil {
 		e.metrics.errors.WithLabelValues("escalation").Inc()
 		return d, false
