@@ -111,3 +111,24 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 		}
 	}
 }
+
+// rlapi runs its collector at defaultGOGC unless the operator set GOGC,
+// which the runtime has then read and rlapi leaves alone.
+func TestGCPercentDefersToGOGC(t *testing.T) {
+	env := func(gogc string) func(string) string {
+		return func(k string) string {
+			if k == "GOGC" {
+				return gogc
+			}
+			return ""
+		}
+	}
+	if got, ok := gcPercent(env("")); !ok || got != defaultGOGC {
+		t.Errorf("GOGC unset: gcPercent = %d, %v; want %d, true", got, ok, defaultGOGC)
+	}
+	for _, v := range []string{"100", "off", "50"} {
+		if got, ok := gcPercent(env(v)); ok {
+			t.Errorf("GOGC=%s: gcPercent = %d, true; want it left to the runtime", v, got)
+		}
+	}
+}

@@ -58,7 +58,7 @@ func (s *Server) Handler() http.Handler {
 
 	route("GET /api/audit", permRead, s.handleListAudit())
 	route("GET /api/rate-limit-events", permRead, s.handleListEvents())
-	route(checkRoute, permDecide, s.handleCheck())
+	route("POST /api/check", permDecide, s.handleCheck())      // checkRoute
 	route("GET /api/validate", permPublic, s.handleValidate()) // trusted proxy + X-Gateway-Secret, checked in the handler
 	route("POST /api/auth-events", permDecide, s.handleReportAuth())
 	route("GET /api/auth-lockout", permDecide, s.handleAuthLockout())

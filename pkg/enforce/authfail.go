@@ -330,12 +330,33 @@ func (t *AuthThrottle) ask(ctx context.Context, key string, now time.Time) (Auth
 	if err != nil {
 		return AuthStatus{}, fmt.Errorf("check auth lockout: %w", err)
 	}
+	return t.learn(key, res, now), nil
+}
+
+// cachedCheck is Check from memory only: known is false when the store
+// must be asked, with peekRequest(key), whose answer learn takes.
+func (t *AuthThrottle) cachedCheck(addr netip.Addr, now time.Time) (st AuthStatus, key string, known bool) {
+	key = t.Key(addr)
+	if key == "" || t.Off() {
+		return AuthStatus{}, "", true
+	}
+	st, known = t.cached(key, now)
+	return st, key, known
+}
+
+// peekRequest is the store's question ask asks about key.
+func (t *AuthThrottle) peekRequest(key string, now time.Time) TakeRequest {
+	return TakeRequest{Gates: []CounterGate{t.lockGate(key)}, Cost: 1, Now: now}
+}
+
+// learn caches the store's answer to peekRequest(key) and says what it is.
+func (t *AuthThrottle) learn(key string, res TakeResult, now time.Time) AuthStatus {
 	if !res.Room[0] && res.States[0].TAT.After(now) {
 		t.remember(key, res.States[0].TAT, now)
-		return lockedStatus(res.States[0].TAT, now), nil
+		return lockedStatus(res.States[0].TAT, now)
 	}
 	t.touch(key, now, func(e *authEntry) { e.checked = now })
-	return AuthStatus{}, nil
+	return AuthStatus{}
 }
 
 // Report records one authentication from addr (identity is what it

@@ -105,23 +105,82 @@ func (e *Enforcer) AuthLocked(ctx context.Context, clientIP string) (AuthStatus,
 	return e.auth.Check(ctx, a)
 }
 
-// authLocked decides a call from a locked-out address. A store that cannot
-// say leaves the call to the rest of the decision.
-func (e *Enforcer) authLocked(ctx context.Context, c Call, ip netip.Addr) (Decision, bool) {
+// authFirst applies the auth lockout of the call's address (ip). From
+// memory when this replica knows it: locked is then its answer. Otherwise
+// the store is asked, and the question costs no round trip of its own when
+// the call's counters make one: peek is then the address's key, for take
+// to ask in that round trip (or settleAuth, for a call that ends before
+// its counters). A call that finds the address locked there gives back
+// what it took (giveBack), so the only cost of asking late is that
+// another call may, for that round trip, see counts a refused call holds:
+// it may be refused, never admitted past a limit (docs/design.md, "Auth
+// lockout in the round trip"). With leases (a decision may make no round
+// trip) or a store that cannot give back, the store is asked first, on
+// its own.
+func (e *Enforcer) authFirst(ctx context.Context, c Call, ip netip.Addr) (peek string, d Decision, locked bool) {
 	if e.auth == nil || !ip.IsValid() {
+		return "", Decision{}, false
+	}
+	st, key, known := e.auth.cachedCheck(ip, e.auth.now())
+	switch {
+	case known && st.Locked:
+		return "", e.authLockedDecision(c, key, st), true
+	case known:
+		return "", Decision{}, false
+	case e.leases == nil && e.returner != nil:
+		return key, Decision{}, false
+	}
+	d, locked = e.settleAuth(ctx, c, key)
+	return "", d, locked
+}
+
+// settleAuth asks the store about peek (an address's key; "": nothing to
+// ask) on its own, and decides the call if it is locked. A store that
+// cannot say leaves the call to the rest of the decision.
+func (e *Enforcer) settleAuth(ctx context.Context, c Call, peek string) (Decision, bool) {
+	if peek == "" {
 		return Decision{}, false
 	}
-	st, err := e.auth.Check(ctx, ip)
-	if err != nil || !st.Locked {
-		if err != nil {
-			e.metrics.errors.WithLabelValues("auth").Inc()
-		}
+	st, err := e.auth.ask(ctx, peek, e.auth.now())
+	if err != nil {
+		e.metrics.errors.WithLabelValues("auth").Inc()
 		return Decision{}, false
 	}
+	if !st.Locked {
+		return Decision{}, false
+	}
+	return e.authLockedDecision(c, peek, st), true
+}
+
+// authLockedDecision refuses a call from the locked-out address key.
+func (e *Enforcer) authLockedDecision(c Call, key string, st AuthStatus) Decision {
 	e.metrics.checks.WithLabelValues("auth_locked").Inc()
 	e.events.record(event{reason: eventAuthLocked, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-		target: c.TargetName, caller: CallerIP + ":" + e.auth.Key(ip), retryAfter: st.RetryAfter})
-	return Decision{Allowed: false, Reason: ReasonAuthLocked, RetryAfter: st.RetryAfter}, true
+		target: c.TargetName, caller: CallerIP + ":" + key, retryAfter: st.RetryAfter})
+	return Decision{Allowed: false, Reason: ReasonAuthLocked, RetryAfter: st.RetryAfter}
+}
+
+// giveBack returns what an allowed call took (res, the answer to req)
+// after its address was found locked in the same round trip. A store that
+// fails to take it back leaves it counted until the window ends or the
+// tokens drip back: stricter, never looser.
+func (e *Enforcer) giveBack(req TakeRequest, res TakeResult) {
+	var rs []Return
+	for i, g := range req.Gates {
+		if res.Room[i] { // an allowed call takes from every gate with room
+			rs = append(rs, Return{Gate: g, Units: req.Cost, Taken: req.Now, Now: req.Now})
+		}
+	}
+	if len(rs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.opts.BackendTimeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	if err := e.returner.ReturnUnused(ctx, rs, deadline); err != nil {
+		e.metrics.errors.WithLabelValues("auth").Inc()
+		e.log.Warn("auth lockout: could not give back what a refused call took", "gates", len(rs), "err", err)
+	}
 }
 
 // NormalizeAuthReport checks a report: a valid client address, a known

@@ -347,3 +347,33 @@ func TestNormalizeAuthReport(t *testing.T) {
 		t.Errorf("a mapped address: %+v, %v", r, err)
 	}
 }
+
+// An address this replica has not asked about costs a decision no round
+// trip of its own: the lockout is asked in the round trip of the call's
+// counters (enforcetest.TestAuthLockout checks the answers), and from
+// memory after that, until RecheckAfter.
+func TestAuthLockoutAskedInTheCallsRoundTrip(t *testing.T) {
+	t.Parallel()
+	clk := authClock()
+	counters := &countingStore{Store: memory.New()}
+	e, err := enforce.New(context.Background(), enforce.Options{Counters: counters, Source: enforcetest.StaticSource(enforcetest.PolicyState(false)),
+		Now: clk.Now, SweepInterval: -1, CacheTTL: 72 * time.Hour, AuthThrottle: &enforce.AuthThrottleOptions{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	call := enforce.Call{ClientIP: "192.0.2.10", TargetType: "mcp_server", TargetName: "s"}
+	for i := range 3 {
+		if i == 2 {
+			clk.Advance(time.Second) // RecheckAfter: the address is asked again
+		}
+		before := counters.takes.Load()
+		d, err := e.Check(context.Background(), call)
+		if err != nil || !d.Allowed {
+			t.Fatalf("call %d: %s, %v", i+1, d.Reason, err)
+		}
+		if got := counters.takes.Load() - before; got != 1 {
+			t.Errorf("call %d made %d round trips, want 1", i+1, got)
+		}
+	}
+}

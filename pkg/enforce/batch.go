@@ -34,13 +34,18 @@ const (
 type takeRequest struct {
 	deadline time.Time // zero: none
 	req      TakeRequest
-	reply    chan takeReply
-	state    atomic.Int32
+	// peek, when set, is decided in the same round trip just before req:
+	// the auth lockout of the call's address, which this replica did not
+	// know (Enforcer.take).
+	peek  *TakeRequest
+	reply chan takeReply
+	state atomic.Int32
 }
 
 type takeReply struct {
-	res TakeResult
-	err error
+	res  TakeResult
+	peek TakeResult // when the request had a peek
+	err  error
 }
 
 // batcher sends decisions to the counter store. Each worker holds no connection
@@ -73,7 +78,14 @@ func newBatcher(st CounterStore) *batcher {
 // the call: a derived context costs a timer too, and a cancel context
 // registered with the caller's, for every decision.
 func (b *batcher) take(ctx context.Context, req TakeRequest, timeout time.Duration) (TakeResult, error) {
-	r := &takeRequest{req: req, reply: make(chan takeReply, 1)}
+	rep := b.takeWith(ctx, req, nil, timeout)
+	return rep.res, rep.err
+}
+
+// takeWith is take, with peek (when not nil) decided in the same round
+// trip just before req.
+func (b *batcher) takeWith(ctx context.Context, req TakeRequest, peek *TakeRequest, timeout time.Duration) takeReply {
+	r := &takeRequest{req: req, peek: peek, reply: make(chan takeReply, 1)}
 	r.deadline, _ = ctx.Deadline()
 	var expired <-chan time.Time
 	if timeout > 0 {
@@ -87,25 +99,24 @@ func (b *batcher) take(ctx context.Context, req TakeRequest, timeout time.Durati
 	select {
 	case b.queue <- r:
 	case <-ctx.Done():
-		return TakeResult{}, ctx.Err()
+		return takeReply{err: ctx.Err()}
 	case <-expired:
-		return TakeResult{}, context.DeadlineExceeded
+		return takeReply{err: context.DeadlineExceeded}
 	}
 	var err error
 	select {
 	case rep := <-r.reply:
-		return rep.res, rep.err
+		return rep
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-expired:
 		err = context.DeadlineExceeded
 	}
 	if r.state.CompareAndSwap(stateQueued, stateAbandoned) {
-		return TakeResult{}, err
+		return takeReply{err: err}
 	}
 	// Sent: the worker answers within the deadline plus the grace.
-	rep := <-r.reply
-	return rep.res, rep.err
+	return <-r.reply
 }
 
 // work serves the queue until ctx ends.
@@ -150,10 +161,10 @@ func (b *batcher) send(ctx context.Context, batch []*takeRequest) {
 		return
 	}
 	for len(live) > 0 {
-		res, err := b.round(ctx, live)
+		reps, err := b.round(ctx, live)
 		if err == nil {
 			for i, r := range live {
-				r.reply <- takeReply{res: res[i]}
+				r.reply <- reps[i]
 			}
 			return
 		}
@@ -200,12 +211,12 @@ func (b *batcher) apart(ctx context.Context, reqs []*takeRequest, err error) {
 			r.reply <- takeReply{err: err}
 			continue
 		}
-		res, err := b.round(ctx, []*takeRequest{r})
+		reps, err := b.round(ctx, []*takeRequest{r})
 		if err != nil {
 			r.reply <- takeReply{err: err}
 			continue
 		}
-		r.reply <- takeReply{res: res[0]}
+		r.reply <- reps[0]
 	}
 }
 
@@ -220,7 +231,7 @@ func changedNothing(err error) bool {
 // round runs one Take for reqs. The statement is bounded on the
 // server by the earliest deadline among them (every call is answered by its
 // own deadline), and waited for until that deadline plus answerGrace.
-func (b *batcher) round(ctx context.Context, reqs []*takeRequest) ([]TakeResult, error) {
+func (b *batcher) round(ctx context.Context, reqs []*takeRequest) ([]takeReply, error) {
 	var deadline time.Time
 	for _, r := range reqs {
 		if !r.deadline.IsZero() && (deadline.IsZero() || r.deadline.Before(deadline)) {
@@ -232,20 +243,34 @@ func (b *batcher) round(ctx context.Context, reqs []*takeRequest) ([]TakeResult,
 		sendCtx, cancel = context.WithDeadline(ctx, deadline.Add(answerGrace))
 	}
 	defer cancel()
-	tr := make([]TakeRequest, len(reqs))
-	for i, r := range reqs {
-		tr[i] = r.req
+	tr := make([]TakeRequest, 0, len(reqs))
+	for _, r := range reqs {
+		if r.peek != nil {
+			tr = append(tr, *r.peek)
+		}
+		tr = append(tr, r.req)
 	}
 	res, err := b.store.Take(sendCtx, tr, deadline)
-	if err == nil {
-		if len(res) != len(tr) {
-			return nil, fmt.Errorf("counter store answered %d of %d calls: %w", len(res), len(tr), ErrOutcomeUnknown)
-		}
-		for i, r := range res {
-			if n := len(tr[i].Gates); len(r.States) != n || len(r.Room) != n {
-				return nil, fmt.Errorf("counter store answered %d states and %d rooms for %d gates: %w", len(r.States), len(r.Room), n, ErrOutcomeUnknown)
-			}
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != len(tr) {
+		return nil, fmt.Errorf("counter store answered %d of %d calls: %w", len(res), len(tr), ErrOutcomeUnknown)
+	}
+	for i, r := range res {
+		if n := len(tr[i].Gates); len(r.States) != n || len(r.Room) != n {
+			return nil, fmt.Errorf("counter store answered %d states and %d rooms for %d gates: %w", len(r.States), len(r.Room), n, ErrOutcomeUnknown)
 		}
 	}
-	return res, err
+	reps := make([]takeReply, len(reqs))
+	at := 0
+	for i, r := range reqs {
+		if r.peek != nil {
+			reps[i].peek = res[at]
+			at++
+		}
+		reps[i].res = res[at]
+		at++
+	}
+	return reps, nil
 }

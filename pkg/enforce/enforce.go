@@ -154,6 +154,9 @@ type Enforcer struct {
 	auth *AuthThrottle
 	// leases decide hot keys locally (nil: off; lease.go).
 	leases *leaser
+	// returner is counters, when it can give back what a call took (an
+	// address found auth locked in the call's own round trip: authFirst).
+	returner CounterReturner
 }
 
 // New starts an Enforcer over opts.Counters and opts.Source. It loads the
@@ -184,6 +187,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	}
 	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now,
 		kick: make(chan struct{}, 1)}
+	e.returner, _ = opts.Counters.(CounterReturner)
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -313,37 +317,26 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	}
 	// 0. A client address locked out for failed authentications: refused
 	// before anything else, administrators included (its credentials are
-	// not to be verified while it is locked).
-	if d, locked := e.authLocked(ctx, c, ip); locked {
+	// not to be verified while it is locked). What this replica does not
+	// know yet is asked in the round trip of the call's counters
+	// (authPeek).
+	peek, d, locked := e.authFirst(ctx, c, ip)
+	if locked {
 		return d, nil
 	}
 	v := e.callView(snap, c, ip, anonymous, routes, now)
-	// 1. Target quarantine: for everyone, administrators included.
-	if snap.targetsOn && v.targetKnown && c.TargetType != "" && v.target.ok && v.target.m.quarantinedAt(now) {
-		return e.quarantined("target", c.TargetType, c, v.targetName), nil
-	}
-	// 2. Caller quarantine: not for administrators.
-	if snap.callersOn && !v.admin {
-		for i, r := range v.callers {
-			if r.ok && r.m.quarantinedAt(now) {
-				if r.m.lockout {
-					return e.lockedOut(c, r.m, v.targetName, now), nil
-				}
-				return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient, ratelimit.SubjectTeam}[i], c, v.targetName), nil
-			}
+	if stop := e.stopBeforeGates(snap, v, c, anonymous, now); stop != nil {
+		if d, locked := e.settleAuth(ctx, c, peek); locked {
+			return d, nil
 		}
-		if v.network.ok && v.network.m.quarantinedAt(now) && !v.network.m.lockout {
-			return e.quarantined("caller", ratelimit.SubjectNetwork, c, v.targetName), nil
-		}
-		if anonymous {
-			if m, ok := v.ipLockout(now); ok {
-				return e.lockedOut(c, m, v.targetName, now), nil
-			}
-		}
+		return stop(), nil
 	}
 	// 3-5. Caller, caller_target, target, tool, route and descriptor gates.
 	gates := v.gatesAt(now)
 	if len(gates) == 0 {
+		if d, locked := e.settleAuth(ctx, c, peek); locked {
+			return d, nil
+		}
 		e.metrics.checks.WithLabelValues("allowed").Inc()
 		return allowedNoGates, nil
 	}
@@ -351,11 +344,44 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if cost <= 0 {
 		cost = 1
 	}
-	d, err := e.take(ctx, c, gates, v, cost, consume, now)
+	d, err := e.take(ctx, c, gates, v, cost, consume, now, peek)
 	if consume && err == nil && d.Reason == ReasonThrottled && !v.admin && e.opts.Escalation != nil {
 		d, _ = e.escalate(ctx, c, d, now)
 	}
 	return d, err
+}
+
+// stopBeforeGates applies the quarantines (steps 1 and 2): nil when none
+// applies, else what decides the call (it counts and logs that decision
+// when it is called, so that an auth lockout found meanwhile can decide
+// instead).
+func (e *Enforcer) stopBeforeGates(snap *snapshot, v *callView, c Call, anonymous bool, now time.Time) func() Decision {
+	// 1. Target quarantine: for everyone, administrators included.
+	if snap.targetsOn && v.targetKnown && c.TargetType != "" && v.target.ok && v.target.m.quarantinedAt(now) {
+		return func() Decision { return e.quarantined("target", c.TargetType, c, v.targetName) }
+	}
+	// 2. Caller quarantine: not for administrators.
+	if snap.callersOn && !v.admin {
+		for i, r := range v.callers {
+			if r.ok && r.m.quarantinedAt(now) {
+				if r.m.lockout {
+					return func() Decision { return e.lockedOut(c, r.m, v.targetName, now) }
+				}
+				return func() Decision {
+					return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient, ratelimit.SubjectTeam}[i], c, v.targetName)
+				}
+			}
+		}
+		if v.network.ok && v.network.m.quarantinedAt(now) && !v.network.m.lockout {
+			return func() Decision { return e.quarantined("caller", ratelimit.SubjectNetwork, c, v.targetName) }
+		}
+		if anonymous {
+			if m, ok := v.ipLockout(now); ok {
+				return func() Decision { return e.lockedOut(c, m, v.targetName, now) }
+			}
+		}
+	}
+	return nil
 }
 
 func targetSubject(targetType, name string) string {
@@ -639,10 +665,16 @@ func (g *Gate) describe(st GateState, room bool, cost int64, now time.Time) {
 //
 // hints, when not nil, is the call's view: it keeps the leases its gates
 // were decided from last, sparing their lookup.
-func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time) (Decision, error) {
+//
+// peek, when not empty, is the call's address's auth lockout key, for the
+// store to be asked in the same round trip (authFirst): a lockout it
+// reports decides the call, and what the call took is given back.
+func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time, peek string) (Decision, error) {
 	// gates are sorted: a call's view keeps them in the order the stores
 	// take them (buildView).
 	if e.leases != nil {
+		// authFirst asks before the call when leases are on: a leased
+		// decision makes no round trip to share.
 		if d, err, ok := e.takeLeased(ctx, c, gates, hints, cost, consume, now); ok {
 			return d, err
 		}
@@ -651,11 +683,30 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 	for i, g := range gates {
 		req.Gates[i] = g.counterGate()
 	}
-	res, err := e.roundTrip(ctx, req)
-	if err != nil {
-		return e.backendFailed(c, gates, err)
+	var pr *TakeRequest
+	var authNow time.Time
+	if peek != "" {
+		authNow = e.auth.now()
+		p := e.auth.peekRequest(peek, authNow)
+		pr = &p
 	}
-	return e.decision(c, gates, res, cost, consume, now), nil
+	start := time.Now()
+	rep := e.batcher.takeWith(ctx, req, pr, e.opts.BackendTimeout)
+	e.metrics.observeBackend(req.Consume, rep.err, time.Since(start))
+	if rep.err != nil {
+		// The lockout is unknown too: as when the store cannot say, the
+		// call is left to the fail policy.
+		return e.backendFailed(c, gates, rep.err)
+	}
+	if pr != nil {
+		if st := e.auth.learn(peek, rep.peek, authNow); st.Locked {
+			if consume && rep.res.Allowed {
+				e.giveBack(req, rep.res)
+			}
+			return e.authLockedDecision(c, peek, st), nil
+		}
+	}
+	return e.decision(c, gates, rep.res, cost, consume, now), nil
 }
 
 // sortGates puts a call's gates in the order the counter store takes them

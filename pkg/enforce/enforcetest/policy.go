@@ -20,6 +20,19 @@ var ErrInjected = errors.New("enforcetest: injected counter store failure")
 //	e, err := enforce.New(ctx, enforce.Options{Counters: counters, Source: src, ...})
 type BuildEnforcer func(t *testing.T, opts enforce.Options, counters enforce.CounterStore, src enforce.Source) *enforce.Enforcer
 
+// Build is the BuildEnforcer of enforce.New with opts as given, closed
+// when the test ends.
+func Build(t *testing.T, opts enforce.Options, counters enforce.CounterStore, src enforce.Source) *enforce.Enforcer {
+	t.Helper()
+	opts.Counters, opts.Source = counters, src
+	e, err := enforce.New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
 // PolicyState is the state the fail-policy checks enforce: a target
 // mcp_server "s" limited to 100 calls a minute (fail_closed as given) and
 // a target "other" with the same limit, never fail_closed.

@@ -38,3 +38,15 @@ func TestFailPoliciesWithLeases(t *testing.T) {
 	t.Parallel()
 	enforcetest.TestFailPolicies(t, func(t *testing.T) enforce.CounterStore { return memory.New() }, buildEnforcer(true))
 }
+
+// TestAuthLockout runs the failed-credential lockout checks over the
+// in-memory store, with and without leases.
+func TestAuthLockout(t *testing.T) {
+	t.Parallel()
+	for _, leases := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no leases", true: "leases"}[leases], func(t *testing.T) {
+			t.Parallel()
+			enforcetest.TestAuthLockout(t, func(t *testing.T) enforce.CounterStore { return memory.New() }, buildEnforcer(leases))
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package memory_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
@@ -15,13 +14,5 @@ func TestFailPolicies(t *testing.T) {
 	t.Parallel()
 	enforcetest.TestFailPolicies(t,
 		func(t *testing.T) enforce.CounterStore { return memory.New() },
-		func(t *testing.T, opts enforce.Options, counters enforce.CounterStore, src enforce.Source) *enforce.Enforcer {
-			opts.Counters, opts.Source = counters, src
-			e, err := enforce.New(context.Background(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(e.Close)
-			return e
-		})
+		enforcetest.Build)
 }

@@ -31,3 +31,11 @@ func TestLeases(t *testing.T) {
 		return postgres.NewCounterStore(pgtest.NewStore(t).Pool())
 	}, buildLeasing)
 }
+
+// TestAuthLockout runs the failed-credential lockout checks over the
+// PostgreSQL counter store.
+func TestAuthLockout(t *testing.T) {
+	enforcetest.TestAuthLockout(t, func(t *testing.T) enforce.CounterStore {
+		return postgres.NewCounterStore(pgtest.NewStore(t).Pool())
+	}, enforcetest.Build)
+}

@@ -1,7 +1,6 @@
 package redis_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/rlctl/rlctl/internal/redistest"
@@ -32,15 +31,7 @@ func TestFailPolicies(t *testing.T) {
 			redistest.URL(t, tg.env)
 			enforcetest.TestFailPolicies(t,
 				func(t *testing.T) enforce.CounterStore { return openStore(t, tg.env) },
-				func(t *testing.T, opts enforce.Options, counters enforce.CounterStore, src enforce.Source) *enforce.Enforcer {
-					opts.Counters, opts.Source = counters, src
-					e, err := enforce.New(context.Background(), opts)
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(e.Close)
-					return e
-				})
+				enforcetest.Build)
 		})
 	}
 }

@@ -44,3 +44,15 @@ func TestFailPoliciesWithLeases(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthLockout runs the failed-credential lockout checks over Redis,
+// standalone and cluster (the lockout's key and the call's are in
+// different slots there).
+func TestAuthLockout(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			redistest.URL(t, tg.env)
+			enforcetest.TestAuthLockout(t, func(t *testing.T) enforce.CounterStore { return openStore(t, tg.env) }, enforcetest.Build)
+		})
+	}
+}
