@@ -2,12 +2,14 @@ package enforce_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/memory"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 )
 
@@ -58,8 +60,9 @@ func TestOneFailingCallDoesNotDecideItsBatch(t *testing.T) {
 			t.Fatalf("first call on %s: %+v", k, r)
 		}
 	}
-	// Hold the blocker's row so the one worker waits in its round trip
-	// while the three calls queue behind it.
+	// Hold the blocker's row so that both round trips in flight wait on
+	// it, a call's own (the first finds none in flight) and the one
+	// worker's, while the three calls queue behind them.
 	tx, err := st.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -68,14 +71,18 @@ func TestOneFailingCallDoesNotDecideItsBatch(t *testing.T) {
 	if _, err := tx.Exec(ctx, `select * from rl_counters where key = 'blocker' for update`); err != nil {
 		t.Fatal(err)
 	}
-	blocker := make(chan takeReply, 1)
-	go func() { blocker <- take(one("blocker", 100, 1)) }()
-	waitFor(t, "the worker to wait on the blocker's row", func() bool {
-		var n int
-		err := st.Pool().QueryRow(ctx, `select count(*) from pg_stat_activity
-			where datname = current_database() and wait_event_type = 'Lock' and query like '%rl_take%'`).Scan(&n)
-		return err == nil && n == 1
-	})
+	blocker := make(chan takeReply, 2)
+	blockers := func(n int) {
+		go func() { blocker <- take(one("blocker", 100, 1)) }()
+		waitFor(t, fmt.Sprintf("%d round trips to wait on the blocker's row", n), func() bool {
+			var waiting int
+			err := st.Pool().QueryRow(ctx, `select count(*) from pg_stat_activity
+				where datname = current_database() and wait_event_type = 'Lock' and query like '%rl_take%'`).Scan(&waiting)
+			return err == nil && waiting == n
+		})
+	}
+	blockers(1)
+	blockers(2)
 	replies := make([]chan takeReply, 3)
 	reqs := []enforce.TakeRequest{one("alice", 1, 1), one("poison", 100, math.MaxInt64), one("bob", 1, 1)}
 	for i, req := range reqs {
@@ -86,8 +93,10 @@ func TestOneFailingCallDoesNotDecideItsBatch(t *testing.T) {
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r := <-blocker; r.err != nil || !r.res.Allowed {
-		t.Errorf("blocker: %+v", r)
+	for range 2 {
+		if r := <-blocker; r.err != nil || !r.res.Allowed {
+			t.Errorf("blocker: %+v", r)
+		}
 	}
 	alice, poison, bob := <-replies[0], <-replies[1], <-replies[2]
 	if alice.err != nil || alice.res.Allowed {
@@ -98,5 +107,25 @@ func TestOneFailingCallDoesNotDecideItsBatch(t *testing.T) {
 	}
 	if poison.err == nil {
 		t.Errorf("the overflowing call: %+v, want its own failure", poison)
+	}
+}
+
+// A decision that finds no round trip in flight makes its own, in its own
+// goroutine: answered here by a batcher none of whose workers runs.
+func TestLoneDecisionRunsItsOwnRoundTrip(t *testing.T) {
+	t.Parallel()
+	b := enforce.NewBatcher(memory.New())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req := enforce.TakeRequest{Cost: 1, Consume: true, Now: time.Now(), Gates: []enforce.CounterGate{{Key: "lone",
+		Algorithm: enforce.AlgorithmFixedWindow, Window: time.Hour, Limit: 1, Enforce: true}}}
+	for i, want := range []bool{true, false} {
+		res, err := b.Take(ctx, req)
+		if err != nil || res.Allowed != want {
+			t.Fatalf("call %d: allowed %v, err %v; want allowed %v", i+1, res.Allowed, err, want)
+		}
+	}
+	if n := b.Queued(); n != 0 {
+		t.Errorf("%d calls left queued", n)
 	}
 }
