@@ -65,6 +65,7 @@ func decodeCheckResult(body []byte, res *CheckResult) (ok bool) {
 	if p.Byte('}') {
 		return p.End()
 	}
+	gates := false
 	for {
 		name, ok := p.Name()
 		if !ok {
@@ -88,6 +89,12 @@ func decodeCheckResult(body []byte, res *CheckResult) (ok bool) {
 		case "lockout_remaining":
 			res.LockoutRemaining, ok = p.Int()
 		case "gates":
+			// A second array is decoded by encoding/json into the first
+			// one's elements, fields of both mixed: its to decode.
+			if gates {
+				return false
+			}
+			gates = true
 			res.Gates, ok = decodeCheckGates(&p)
 		default:
 			return false

@@ -42,7 +42,7 @@ func TestCheckCodecMatchesEncodingJSON(t *testing.T) {
 		`{"allowed":false,"reason":"quarantined","limit":0,"remaining":0,"reset":0,"retry_after":0,"gates":[],"quarantine_scope":"caller"}`,
 		`{"allowed":false,"reason":"locked-out","retry_after":30,"gates":null,"lockout_remaining":30}`,
 		" { \"allowed\" : true , \"gates\" : [ { } , { \"count\" : -0 } ] } \r\n",
-		`{"reason":"first","reason":"last","gates":[{"axis":"a"}],"gates":[]}`, // the last wins, as in encoding/json
+		`{"reason":"first","reason":"last","gates":[{"axis":"a","axis":"b"}]}`, // the last wins, as in encoding/json
 		`{"limit":999999999999999999,"remaining":-999999999999999999}`,
 	}
 	for _, body := range fast {
@@ -71,6 +71,9 @@ func TestCheckCodecMatchesEncodingJSON(t *testing.T) {
 		`{"allowed":null}`, `{"allowed":1}`, `{"reason":null}`, `{"gates":{}}`, `{"gates":[1]}`, `{"gates":[{},]}`,
 		`{"gates":[{"window_seconds":-60}]}`, `{"gates":[{"window_seconds":1234567890}]}`, `{"gates":[{"extra":1}]}`,
 		`{"gates":[{"shadow":true}`,
+		// encoding/json decodes a second array into the first one's
+		// elements: [{Axis:"a", Limit:1}], not [{Limit:1}].
+		`{"gates":[{"axis":"a"}],"gates":[{"limit":1}]}`, `{"gates":null,"gates":[]}`,
 	}
 	for _, body := range slow {
 		var res CheckResult
@@ -84,7 +87,7 @@ func TestCheckCodecMatchesEncodingJSON(t *testing.T) {
 // takes too, to the same CheckResult.
 func FuzzDecodeCheckResult(f *testing.F) {
 	for _, s := range []string{`{}`, `{"allowed":true,"reason":"allowed","limit":3,"gates":[{"axis":"target","count":-1}]}`,
-		`{"gates":null}`, `{"gates":[]}`, `{"reason":"a","reason":"b"}`, ` { "retry_after" : 0 } `} {
+		`{"gates":null}`, `{"gates":[]}`, `{"reason":"a","reason":"b"}`, `{"gates":[{"axis":"a"}],"gates":[{"limit":1}]}`, ` { "retry_after" : 0 } `} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

@@ -198,7 +198,8 @@ func (c *Client) attempt(ctx context.Context, r request, target string, body []b
 // always is), else growing as it comes, so that a length claimed but not
 // sent costs no memory.
 func readResponse(resp *http.Response) ([]byte, error) {
-	if n := resp.ContentLength; n >= 0 && n <= 64<<10 {
+	// (A HEAD answer says a length and has no body.)
+	if n := resp.ContentLength; n >= 0 && n <= 64<<10 && (resp.Request == nil || resp.Request.Method != http.MethodHead) {
 		data := make([]byte, n)
 		if _, err := io.ReadFull(resp.Body, data); err != nil {
 			return nil, err

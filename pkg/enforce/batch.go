@@ -69,8 +69,20 @@ type batcher struct {
 	store CounterStore
 	queue chan *takeRequest
 	// inflight counts the round trips under way, the workers' and the
-	// callers' own.
+	// callers' own; closed (Enforcer.Close) ends the callers' own, which
+	// Close then waits for (stop).
 	inflight atomic.Int32
+	closed   atomic.Bool
+}
+
+// stop makes every later call queue (to workers that are stopping) and
+// waits for the callers' own round trips under way, each bounded by its
+// deadline plus answerGrace.
+func (b *batcher) stop() {
+	b.closed.Store(true)
+	for b.inflight.Load() > 0 {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func newBatcher(st CounterStore) *batcher {
@@ -105,15 +117,15 @@ func (b *batcher) takeWith(ctx context.Context, req TakeRequest, peek *TakeReque
 			r.deadline, bounded = d, true
 		}
 	}
-	if b.inflight.CompareAndSwap(0, 1) {
-		// Nothing in flight: this call's own round trip, bounded by its
-		// deadline (round) as a worker's would be. It is sent apart from
-		// ctx, as a worker sends it: calls queued meanwhile ride along,
-		// and this caller's going away must not end their round trip.
-		batch := b.drain(append(make([]*takeRequest, 0, 4), r))
-		b.send(context.Background(), batch)
-		b.inflight.Add(-1)
-		return <-r.reply
+	if !b.closed.Load() && b.inflight.CompareAndSwap(0, 1) {
+		// Nothing in flight: this call's own round trip, alone (what
+		// queued meanwhile is the idle workers'), bounded by its deadline
+		// (round) as a worker's would be.
+		defer b.inflight.Add(-1)
+		if !b.closed.Load() { // Close may have begun since the first look
+			b.send(context.Background(), []*takeRequest{r})
+			return <-r.reply
+		}
 	}
 	var expired <-chan time.Time
 	if bounded {

@@ -73,11 +73,13 @@ type Options struct {
 	// thrashing). The core does not use it.
 	MaxConns int32
 	// Workers is how many counter round trips may be in flight at once
-	// (default GOMAXPROCS). Decisions that arrive while all are busy share
+	// (default GOMAXPROCS), and one more: a decision that finds none in
+	// flight makes its own (batch.go). Decisions that arrive while all are busy share
 	// the next round trip, so fewer workers mean bigger batches: on two
 	// cores, 2 workers gave 31,000 decisions/s at 64 goroutines, 4 gave
-	// 27,000 and 8 gave 18,000 (docs/performance.md). Keep it below the pool
-	// size: one connection listens for changes.
+	// 27,000 and 8 gave 18,000 (docs/performance.md). Keep it at least
+	// two below the pool size: one connection listens for changes, and a
+	// lone decision's own round trip needs one.
 	Workers int
 	// IPv6Prefix is the prefix length an anonymous call's IPv6 client
 	// address is keyed by (default 64: clientip.DefaultIPv6Prefix); IPv4
@@ -248,6 +250,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 func (e *Enforcer) Close() {
 	e.cancel()
 	e.wg.Wait()
+	e.batcher.stop()
 	if e.leases != nil {
 		e.leases.close()
 	}
@@ -319,7 +322,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	// before anything else, administrators included (its credentials are
 	// not to be verified while it is locked). What this replica does not
 	// know yet is asked in the round trip of the call's counters
-	// (authPeek).
+	// (authFirst).
 	peek, d, locked := e.authFirst(ctx, c, ip)
 	if locked {
 		return d, nil
@@ -694,8 +697,12 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 	rep := e.batcher.takeWith(ctx, req, pr, e.opts.BackendTimeout)
 	e.metrics.observeBackend(req.Consume, rep.err, time.Since(start))
 	if rep.err != nil {
-		// The lockout is unknown too: as when the store cannot say, the
-		// call is left to the fail policy.
+		// The lockout went unanswered too: it is asked on its own (the
+		// round may have failed over the call's own gates), and only an
+		// address not locked is left to the fail policy.
+		if d, locked := e.settleAuth(ctx, c, peek); locked {
+			return d, nil
+		}
 		return e.backendFailed(c, gates, rep.err)
 	}
 	if pr != nil {
