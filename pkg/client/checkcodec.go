@@ -18,32 +18,29 @@ import (
 func appendCheckRequest(b []byte, r *CheckRequest) []byte {
 	b = append(b, '{')
 	n := len(b)
-	str := func(name, v string) {
-		if v == "" {
-			return
-		}
+	// name starts a member: a comma first unless it is the first.
+	name := func(name string) {
 		if len(b) > n {
 			b = append(b, ',')
 		}
 		b = append(b, name...)
-		b = flatjson.AppendString(b, v)
+	}
+	str := func(n, v string) {
+		if v != "" {
+			name(n)
+			b = flatjson.AppendString(b, v)
+		}
 	}
 	str(`"username":`, r.Username)
 	str(`"client_id":`, r.ClientID)
 	if r.IsAdmin {
-		if len(b) > n {
-			b = append(b, ',')
-		}
-		b = append(b, `"is_admin":true`...)
+		name(`"is_admin":true`)
 	}
 	str(`"target_type":`, r.TargetType)
 	str(`"target_name":`, r.TargetName)
 	str(`"tool":`, r.Tool)
 	if r.Cost != 0 {
-		if len(b) > n {
-			b = append(b, ',')
-		}
-		b = append(b, `"cost":`...)
+		name(`"cost":`)
 		b = strconv.AppendInt(b, r.Cost, 10)
 	}
 	str(`"client_ip":`, r.ClientIP)

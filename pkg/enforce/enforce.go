@@ -693,9 +693,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 		p := e.auth.peekRequest(peek, authNow)
 		pr = &p
 	}
-	start := time.Now()
-	rep := e.batcher.takeWith(ctx, req, pr, e.opts.BackendTimeout)
-	e.metrics.observeBackend(req.Consume, rep.err, time.Since(start))
+	rep := e.roundTripWith(ctx, req, pr)
 	if rep.err != nil {
 		// The lockout went unanswered too: it is asked on its own (the
 		// round may have failed over the call's own gates), and only an
@@ -779,10 +777,17 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 // roundTrip sends req to the counter store through the batcher within the
 // backend timeout, and observes it.
 func (e *Enforcer) roundTrip(ctx context.Context, req TakeRequest) (TakeResult, error) {
+	rep := e.roundTripWith(ctx, req, nil)
+	return rep.res, rep.err
+}
+
+// roundTripWith is roundTrip with peek (when not nil) asked in the same
+// round trip, just before req.
+func (e *Enforcer) roundTripWith(ctx context.Context, req TakeRequest, peek *TakeRequest) takeReply {
 	start := time.Now()
-	res, err := e.batcher.take(ctx, req, e.opts.BackendTimeout)
-	e.metrics.observeBackend(req.Consume, err, time.Since(start))
-	return res, err
+	rep := e.batcher.takeWith(ctx, req, peek, e.opts.BackendTimeout)
+	e.metrics.observeBackend(req.Consume, rep.err, time.Since(start))
+	return rep
 }
 
 // backendFailed applies the fail policy: a definition marked fail_closed,

@@ -33,6 +33,16 @@ func Build(t *testing.T, opts enforce.Options, counters enforce.CounterStore, sr
 	return e
 }
 
+// BuildLeasing is Build with leases on for every gate
+// (enforce.LeaseOptions{All: true}) unless opts asks for other leases.
+func BuildLeasing(t *testing.T, opts enforce.Options, counters enforce.CounterStore, src enforce.Source) *enforce.Enforcer {
+	t.Helper()
+	if opts.Leases == nil {
+		opts.Leases = &enforce.LeaseOptions{All: true}
+	}
+	return Build(t, opts, counters, src)
+}
+
 // PolicyState is the state the fail-policy checks enforce: a target
 // mcp_server "s" limited to 100 calls a minute (fail_closed as given) and
 // a target "other" with the same limit, never fail_closed.

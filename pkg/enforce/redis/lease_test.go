@@ -1,26 +1,12 @@
 package redis_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 )
-
-func buildLeasing(t *testing.T, opts enforce.Options, counters enforce.CounterStore, src enforce.Source) *enforce.Enforcer {
-	opts.Counters, opts.Source = counters, src
-	if opts.Leases == nil {
-		opts.Leases = &enforce.LeaseOptions{All: true}
-	}
-	e, err := enforce.New(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	return e
-}
 
 // TestLeases runs the lease checks over Redis, standalone and cluster: 4
 // replicas × 32 goroutines on one limit, taking what is left, give back,
@@ -29,7 +15,7 @@ func TestLeases(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			redistest.URL(t, tg.env)
-			enforcetest.TestLeases(t, func(t *testing.T) enforce.CounterStore { return openStore(t, tg.env) }, buildLeasing)
+			enforcetest.TestLeases(t, func(t *testing.T) enforce.CounterStore { return openStore(t, tg.env) }, enforcetest.BuildLeasing)
 		})
 	}
 }
@@ -40,7 +26,7 @@ func TestFailPoliciesWithLeases(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			redistest.URL(t, tg.env)
-			enforcetest.TestFailPolicies(t, func(t *testing.T) enforce.CounterStore { return openStore(t, tg.env) }, buildLeasing)
+			enforcetest.TestFailPolicies(t, func(t *testing.T) enforce.CounterStore { return openStore(t, tg.env) }, enforcetest.BuildLeasing)
 		})
 	}
 }
