@@ -43,6 +43,8 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 		"RLAPI_GRPC_CLIENT_CA":         {"/etc/rl/ca.pem", `"/etc/rl/ca.pem"`},
 		"RLAPI_GRPC_HEADERS":           {"true", "true"},
 		"RLAPI_GRPC_COUNT_MODE":        {"every-descriptor", `"every-descriptor"`},
+		"RLAPI_GRPC_MAX_CONNS":         {"77", "77"},
+		"RLAPI_GRPC_MAX_STREAMS":       {"33", "33"},
 
 		// Failed-credential throttling and escalation lockouts (issue 13).
 		"RLAPI_GATEWAY_AUTH_MAX_FAILURES": {"7", "7"},

@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,10 +24,13 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 
 	"github.com/rlctl/rlctl/internal/api"
+	"github.com/rlctl/rlctl/internal/connlimit"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/envoyrls"
 )
@@ -37,10 +41,45 @@ type grpcConfig struct {
 	addr, trusted, certFile, keyFile, clientCA *string
 	headers                                    *bool
 	countMode                                  *string
+	maxConns, maxStreams                       *int
 }
 
-func grpcFlags(fs *flag.FlagSet, getenv func(string) string) grpcConfig {
+// Bounds of the gRPC listener's defaults (docs/envoy.md, "Limits of the
+// listener"). A connection serves at most defaultGRPCMaxStreams calls at
+// once (a gateway's client queues past it or opens another connection),
+// and the listener holds at most defaultGRPCMaxConns connections: their
+// product times envoyrls.MaxRequestBytes bounds what authenticated callers
+// can make rlapi buffer, and callers without a token make it buffer
+// nothing (envoyrls.Service.Tap).
+const (
+	defaultGRPCMaxConns   = 1024
+	defaultGRPCMaxStreams = 128
+	// grpcHandshakeTimeout bounds a new connection's TLS handshake and
+	// HTTP/2 preface (grpc-go's default keeps a silent one 120 s).
+	grpcHandshakeTimeout = 5 * time.Second
+	// grpcMaxHeaderBytes bounds a call's metadata (grpc-go's default is
+	// 16 MiB); a token and Envoy's headers take a few hundred bytes.
+	grpcMaxHeaderBytes = 64 << 10
+	// grpcMaxAnonymousStreams bounds the calls in flight, across all
+	// connections, to the services that need no token (health and
+	// reflection), whose messages would otherwise be buffered for anyone.
+	grpcMaxAnonymousStreams = 64
+)
+
+func grpcFlags(fs *flag.FlagSet, getenv func(string) string) (grpcConfig, error) {
+	maxConns, err := envInt(getenv, "RLAPI_GRPC_MAX_CONNS", defaultGRPCMaxConns)
+	if err != nil {
+		return grpcConfig{}, err
+	}
+	maxStreams, err := envInt(getenv, "RLAPI_GRPC_MAX_STREAMS", defaultGRPCMaxStreams)
+	if err != nil {
+		return grpcConfig{}, err
+	}
 	return grpcConfig{
+		maxConns: fs.Int("grpc-max-conns", maxConns,
+			"gRPC client connections held at once; more wait in the accept queue until one closes; -1: no cap (RLAPI_GRPC_MAX_CONNS)"),
+		maxStreams: fs.Int("grpc-max-streams", maxStreams,
+			"gRPC calls in flight on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); clients queue past it (RLAPI_GRPC_MAX_STREAMS)"),
 		addr: fs.String("grpc-addr", getenv("RLAPI_GRPC_ADDR"),
 			"listen address of Envoy's rate-limit service (envoy.service.ratelimit.v3 over gRPC); empty: off (RLAPI_GRPC_ADDR)"),
 		trusted: fs.String("grpc-trusted-clients", getenv("RLAPI_GRPC_TRUSTED_CLIENTS"),
@@ -54,7 +93,7 @@ func grpcFlags(fs *flag.FlagSet, getenv func(string) string) grpcConfig {
 		countMode: fs.String("grpc-count-mode", cmp.Or(getenv("RLAPI_GRPC_COUNT_MODE"), string(envoyrls.CountAllOrNothing)),
 			"how a request's descriptors are counted: all-or-nothing (one a limit denies consumes nothing on the others) or every-descriptor "+
 				"(each counted on its own, as Envoy's ratelimit service does; descriptors may then carry their own hits_addend) (RLAPI_GRPC_COUNT_MODE)"),
-	}
+	}, nil
 }
 
 // check validates the flags before anything starts.
@@ -70,6 +109,12 @@ func (g grpcConfig) check() ([]netip.Prefix, error) {
 			}
 		}
 		return nil, nil
+	}
+	if *g.maxConns == 0 || *g.maxConns < -1 {
+		return nil, fmt.Errorf("%w: --grpc-max-conns: must be >= 1, or -1 for no cap (got %d)", errUsage, *g.maxConns)
+	}
+	if *g.maxStreams < 1 {
+		return nil, fmt.Errorf("%w: --grpc-max-streams: must be >= 1 (got %d)", errUsage, *g.maxStreams)
 	}
 	if (*g.certFile == "") != (*g.keyFile == "") {
 		return nil, fmt.Errorf("%w: --grpc-tls-cert and --grpc-tls-key go together", errUsage)
@@ -131,7 +176,34 @@ func startGRPC(ctx context.Context, g grpcConfig, trusted []netip.Prefix, enf *e
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (--grpc-addr): %w", *g.addr, err)
 	}
-	var opts []grpc.ServerOption
+	if *g.maxConns > 0 {
+		ln = connlimit.Listen(ln, *g.maxConns)
+	}
+	anonymous := make(chan struct{}, grpcMaxAnonymousStreams)
+	opts := []grpc.ServerOption{
+		// Authorize from the metadata, before any message is read, and
+		// bound what the calls that pass may make the server hold.
+		grpc.InTapHandle(func(ctx context.Context, info *tap.Info) (context.Context, error) {
+			if !strings.HasPrefix(info.FullMethodName, "/grpc.health.") && !strings.HasPrefix(info.FullMethodName, "/grpc.reflection.") {
+				return svc.Tap(ctx, info)
+			}
+			select {
+			case anonymous <- struct{}{}:
+				context.AfterFunc(ctx, func() { <-anonymous })
+				return ctx, nil
+			default:
+				return ctx, status.Errorf(codes.ResourceExhausted, "more than %d health and reflection calls in flight; retry shortly", grpcMaxAnonymousStreams)
+			}
+		}),
+		grpc.MaxRecvMsgSize(envoyrls.MaxRequestBytes),
+		grpc.MaxConcurrentStreams(uint32(*g.maxStreams)),
+		grpc.MaxHeaderListSize(grpcMaxHeaderBytes),
+		grpc.ConnectionTimeout(grpcHandshakeTimeout),
+		// Ping a connection idle for a minute, close it when the ping goes
+		// unanswered for 20 s (a vanished gateway's slot comes back), and
+		// close one without calls for 15 minutes.
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 15 * time.Minute, Time: time.Minute, Timeout: 20 * time.Second}),
+	}
 	if creds != nil {
 		opts = append(opts, creds)
 	}

@@ -333,7 +333,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		"how long the record of violations (GET /api/rate-limit-events) keeps a minute's rows; this replica deletes older ones (RLAPI_EVENTS_RETENTION)")
 	eventsLog := fs.String("events-log", getenv("RLAPI_EVENTS_LOG"),
 		"where to write one JSON line per aggregated violation event for a SIEM: a file path (appended), - for stderr, empty for none (RLAPI_EVENTS_LOG)")
-	grpcCfg := grpcFlags(fs, getenv)
+	grpcCfg, err := grpcFlags(fs, getenv)
+	if err != nil {
+		return err
+	}
 	leaseCfg, err := leaseFlags(fs, getenv)
 	if err != nil {
 		return err
@@ -524,9 +527,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}, api.Opts{Logger: log, Enforcer: enf, Registry: registry, AuthStore: decisions})
 	// The cap protects the file descriptors only if they outnumber it: the
 	// pool, the listener and the log need some too.
-	if limit := openFileLimit(); limit > 0 && maxConns > 0 && limit < uint64(maxConns)+256 {
-		log.Warn("the open file limit is below --max-client-conns plus a margin of 256: connections may fail with 'too many open files' before the cap applies; raise ulimit -n (systemd: LimitNOFILE) or lower --max-client-conns",
-			"open_file_limit", limit, "max_client_conns", maxConns)
+	// With gRPC on, both listeners' caps must fit.
+	grpcConns := 0
+	if *grpcCfg.addr != "" {
+		grpcConns = *grpcCfg.maxConns
+	}
+	if limit := openFileLimit(); limit > 0 && maxConns > 0 && grpcConns >= 0 && limit < uint64(maxConns+grpcConns)+256 {
+		log.Warn("the open file limit is below --max-client-conns (plus --grpc-max-conns when gRPC is on) plus a margin of 256: connections may fail with 'too many open files' before the caps apply; raise ulimit -n (systemd: LimitNOFILE) or lower the caps",
+			"open_file_limit", limit, "max_client_conns", maxConns, "grpc_max_conns", grpcConns)
 	}
 	stopGRPC, err := startGRPC(ctx, grpcCfg, grpcTrusted, enf, srv, registry, log, stdout, *shutdown)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rlctl/rlctl/internal/connlimit"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/clientip"
@@ -218,7 +219,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	if s.cfg.MaxClientConns > 0 {
-		ln = newLimitListener(ln, s.cfg.MaxClientConns)
+		ln = connlimit.Listen(ln, s.cfg.MaxClientConns)
 	}
 	listenCtx, stopListen := context.WithCancel(ctx)
 	listening := make(chan struct{})

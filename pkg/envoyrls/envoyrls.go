@@ -39,6 +39,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
@@ -173,15 +174,49 @@ const (
 	MaxEntryBytes  = 1024
 )
 
+// MaxRequestBytes bounds a request's encoded size (the gRPC listener's
+// receive limit): the largest valid request, MaxDescriptors descriptors of
+// ratelimit.MaxDescriptorEntries entries whose key and value are
+// MaxEntryBytes each, is 2 MiB, and each field's framing adds a few bytes.
+// A larger message is refused before it is read.
+const MaxRequestBytes = MaxDescriptors*ratelimit.MaxDescriptorEntries*(2*MaxEntryBytes+16) + 64<<10
+
 // MaxHitsAddend bounds hits_addend: what one request takes from each of
 // its gates (enforce.MaxCost).
 const MaxHitsAddend = enforce.MaxCost
 
-// ShouldRateLimit decides one request.
-func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+// authorizedKey marks a stream's context that Tap authorized.
+type authorizedKey struct{}
+
+// Tap is the grpc.InTapHandle of a server the Service is registered on: it
+// authorizes a call to the rate-limit service from its metadata alone,
+// before grpc-go reads any of the call's message, so that a caller without
+// a valid token makes the server buffer nothing and start no goroutine for
+// it. Calls to other services pass untouched. grpc-go runs the handle on
+// the connection's reader: a token the cache does not know costs that
+// connection one lookup.
+func (s *Service) Tap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	if !strings.HasPrefix(info.FullMethodName, rateLimitMethods) {
+		return ctx, nil
+	}
 	if err := s.authorize(ctx); err != nil {
 		s.metrics.refused.WithLabelValues(status.Code(err).String()).Inc()
-		return nil, err
+		return ctx, err
+	}
+	return context.WithValue(ctx, authorizedKey{}, true), nil
+}
+
+// rateLimitMethods prefixes the full method names of the rate-limit service.
+var rateLimitMethods = "/" + rlsv3.RateLimitService_ServiceDesc.ServiceName + "/"
+
+// ShouldRateLimit decides one request.
+func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	if ctx.Value(authorizedKey{}) == nil {
+		// Served without Tap (a gateway's own gRPC server): authorize now.
+		if err := s.authorize(ctx); err != nil {
+			s.metrics.refused.WithLabelValues(status.Code(err).String()).Inc()
+			return nil, err
+		}
 	}
 	call, costs, err := s.call(req)
 	if err != nil {

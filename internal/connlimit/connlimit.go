@@ -1,23 +1,26 @@
-package api
+// Package connlimit caps the connections a listener holds open at once:
+// rlapi's HTTP and gRPC listeners each keep their own cap, so a flood of
+// idle connections to one cannot take the process to its file limit.
+package connlimit
 
 import (
 	"net"
 	"sync"
 )
 
-// limitListener accepts at most n connections at once: Accept waits for one
-// of them to close before it takes the next from the kernel's queue. It is
-// golang.org/x/net/netutil.LimitListener, which the module does not need
-// otherwise.
+// Listen wraps ln so that it holds at most n connections at once: Accept
+// waits for one of them to close before it takes the next from the
+// kernel's queue. It is golang.org/x/net/netutil.LimitListener, which the
+// module does not need otherwise.
+func Listen(ln net.Listener, n int) net.Listener {
+	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
 type limitListener struct {
 	net.Listener
 	sem       chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
-}
-
-func newLimitListener(ln net.Listener, n int) *limitListener {
-	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
