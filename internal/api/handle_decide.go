@@ -115,6 +115,10 @@ func (s *Server) handleCheck() http.Handler {
 		// A decision the fail policy made is counted and logged (in
 		// aggregate, never per call) by the Enforcer.
 		d, _ := s.enforcer.Check(r.Context(), c)
+		if d.Reason == enforce.ReasonOverloaded {
+			s.writeProblem(w, r, errOverloaded())
+			return
+		}
 		enforce.SetHeaders(w.Header(), d, s.now())
 		h := w.Header()
 		h["Cache-Control"] = noStore
@@ -165,6 +169,15 @@ const (
 	// nginx to turn into a 503.
 	headerUnavailable = "X-RateLimit-Unavailable"
 )
+
+// errOverloaded answers a decision shed unmade (enforce.ReasonOverloaded):
+// 503 with Retry-After, never the fail policy's answer.
+func errOverloaded() *httpError {
+	he := errorf(http.StatusServiceUnavailable, "overloaded", "Overloaded",
+		"this replica has more decisions waiting than its counter store can answer in time; retry shortly")
+	he.retryAfter = time.Second
+	return he
+}
 
 // handleValidate is nginx's auth_request target. It answers only trusted
 // proxies that present the gateway secret (there is no bearer token: nginx
@@ -286,6 +299,13 @@ func (s *Server) handleValidate() http.Handler {
 			w.Header().Set(headerThrottled, "1")
 			s.writeProblem(w, r, errorf(http.StatusForbidden, "too-many-auth-failures", "Too many failed authentications",
 				fmt.Sprintf("too many failed authentications from this address; retry after %ss", w.Header().Get(enforce.HeaderRetryAfter))))
+		case d.Reason == enforce.ReasonOverloaded:
+			// Marked unavailable: nginx answers 503 with Retry-After, as
+			// for a fail-closed limit (auth_request takes only 2xx, 401
+			// and 403 from us).
+			w.Header().Set(headerUnavailable, "1")
+			s.writeProblem(w, r, errorf(http.StatusForbidden, "overloaded", "Overloaded",
+				"this replica has more decisions waiting than its counter store can answer in time; retry shortly"))
 		case d.Reason == enforce.ReasonFailClosed:
 			w.Header().Set(headerUnavailable, "1")
 			s.writeProblem(w, r, errorf(http.StatusForbidden, "rate-limit-unavailable", "Rate limits unavailable",

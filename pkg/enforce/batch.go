@@ -11,6 +11,12 @@ import (
 // maxBatch bounds how many decisions share one round trip.
 const maxBatch = 32
 
+// maxQueued bounds the decisions waiting for a round trip. A decision that
+// finds the queue full is shed (ErrOverloaded) at once rather than waiting
+// for room: a burst beyond what the store can answer must not hold memory
+// or goroutines without bound, nor be decided by the fail policy.
+const maxQueued = 4096
+
 // answerGrace is how long past its deadline a decision whose statement was
 // sent waits for the store's own answer. The store is given the deadline
 // (PostgreSQL's statement carries it as its statement_timeout, and aborts
@@ -32,8 +38,14 @@ const (
 
 // takeRequest is one decision waiting for its counter round trip.
 type takeRequest struct {
-	deadline time.Time // zero: none
-	req      TakeRequest
+	// deadline bounds the round trip (zero: none). It is set when the
+	// request is claimed for its round trip, from the caller's own
+	// deadline and the timeout, so that time spent queued behind other
+	// decisions does not eat into the store's time.
+	deadline    time.Time
+	ctxDeadline time.Time // the caller's (zero: none)
+	timeout     time.Duration
+	req         TakeRequest
 	// peek, when set, is decided in the same round trip just before req:
 	// the auth lockout of the call's address, which this replica did not
 	// know (Enforcer.take).
@@ -73,6 +85,12 @@ type batcher struct {
 	// Close then waits for (stop).
 	inflight atomic.Int32
 	closed   atomic.Bool
+	// answered is when the store last answered a round trip (Unix
+	// nanoseconds), whatever it said: a queue that does not move while the
+	// store answers is overload (shed, ErrOverloaded), one that does not
+	// move while the store is silent is the store's failure (the fail
+	// policy decides).
+	answered atomic.Int64
 }
 
 // stop makes every later call queue (to workers that are stopping) and
@@ -86,14 +104,17 @@ func (b *batcher) stop() {
 }
 
 func newBatcher(st CounterStore) *batcher {
-	return &batcher{store: st, queue: make(chan *takeRequest, 4096)}
+	return &batcher{store: st, queue: make(chan *takeRequest, maxQueued)}
 }
 
-// take queues a decision and waits for it, within ctx and at most timeout
-// (0: no bound but ctx's). A decision still queued when that ends is
-// abandoned (it consumes nothing); one already sent is waited for, at most
-// until the deadline plus answerGrace, so that its answer says what the
-// store did.
+// take queues a decision and waits for it, within ctx. A decision waits
+// in the queue at most timeout (0: no bound but ctx's); its round trip then
+// has timeout again, counted from when it is sent. A decision still queued
+// when its wait ends is abandoned (it consumes nothing): shed as
+// ErrOverloaded when the store answered other round trips meanwhile,
+// failed with context.DeadlineExceeded when it did not. One already sent is
+// waited for, at most until its deadline plus answerGrace, so that its
+// answer says what the store did.
 //
 // The timeout is a timer here rather than a context.WithTimeout around
 // the call: a derived context costs a timer too, and a cancel context
@@ -109,14 +130,8 @@ func (b *batcher) takeWith(ctx context.Context, req TakeRequest, peek *TakeReque
 	if err := ctx.Err(); err != nil {
 		return takeReply{err: err}
 	}
-	r := &takeRequest{req: req, peek: peek, reply: make(chan takeReply, 1)}
-	r.deadline, _ = ctx.Deadline()
-	bounded := false
-	if timeout > 0 {
-		if d := time.Now().Add(timeout); r.deadline.IsZero() || d.Before(r.deadline) {
-			r.deadline, bounded = d, true
-		}
-	}
+	r := &takeRequest{req: req, peek: peek, reply: make(chan takeReply, 1), timeout: timeout}
+	r.ctxDeadline, _ = ctx.Deadline()
 	if !b.closed.Load() && b.inflight.CompareAndSwap(0, 1) {
 		// Nothing in flight: this call's own round trip, alone (what
 		// queued meanwhile is the idle workers'), bounded by its deadline
@@ -127,18 +142,17 @@ func (b *batcher) takeWith(ctx context.Context, req TakeRequest, peek *TakeReque
 			return <-r.reply
 		}
 	}
-	var expired <-chan time.Time
-	if bounded {
-		t := time.NewTimer(time.Until(r.deadline))
-		defer t.Stop()
-		expired = t.C
-	}
+	queued := time.Now()
 	select {
 	case b.queue <- r:
-	case <-ctx.Done():
-		return takeReply{err: ctx.Err()}
-	case <-expired:
-		return takeReply{err: context.DeadlineExceeded}
+	default:
+		return takeReply{err: b.notSent(queued, timeout)}
+	}
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
 	}
 	var err error
 	select {
@@ -147,13 +161,25 @@ func (b *batcher) takeWith(ctx context.Context, req TakeRequest, peek *TakeReque
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-expired:
-		err = context.DeadlineExceeded
+		err = b.notSent(queued, timeout)
 	}
 	if r.state.CompareAndSwap(stateQueued, stateAbandoned) {
 		return takeReply{err: err}
 	}
 	// Sent: the worker answers within the deadline plus the grace.
 	return <-r.reply
+}
+
+// notSent is why a decision queued at queued was never sent: overload
+// (ErrOverloaded) when the store answered a round trip since then, or
+// within the last timeout; the store's failure (context.DeadlineExceeded,
+// for the fail policy) when it stayed silent.
+func (b *batcher) notSent(queued time.Time, timeout time.Duration) error {
+	last := b.answered.Load()
+	if last >= queued.UnixNano() || (timeout > 0 && time.Since(time.Unix(0, last)) < timeout) {
+		return ErrOverloaded
+	}
+	return context.DeadlineExceeded
 }
 
 // work serves the queue until ctx ends.
@@ -193,6 +219,12 @@ func (b *batcher) send(ctx context.Context, batch []*takeRequest) {
 	for _, r := range batch {
 		if !r.state.CompareAndSwap(stateQueued, stateClaimed) {
 			continue
+		}
+		r.deadline = r.ctxDeadline
+		if r.timeout > 0 {
+			if d := now.Add(r.timeout); r.deadline.IsZero() || d.Before(r.deadline) {
+				r.deadline = d
+			}
 		}
 		if !r.deadline.IsZero() && !now.Before(r.deadline) {
 			r.reply <- takeReply{err: context.DeadlineExceeded}
@@ -294,6 +326,9 @@ func (b *batcher) round(ctx context.Context, reqs []*takeRequest) ([]takeReply, 
 		tr = append(tr, r.req)
 	}
 	res, err := b.store.Take(sendCtx, tr, deadline)
+	if err == nil || !(errors.Is(err, ErrTimedOut) || errors.Is(err, context.DeadlineExceeded)) {
+		b.answered.Store(time.Now().UnixNano())
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -263,8 +263,9 @@ func (e *Enforcer) Close() {
 
 // Check decides a call and, when it is allowed, takes its cost from every
 // gate. The error is non-nil only when a backend failure decided the call
-// (the decision then says fail-open or fail-closed): gateways can log it and
-// must still follow the decision.
+// (the decision then says fail-open or fail-closed) or overload shed it
+// (ReasonOverloaded, ErrOverloaded): gateways can log it and must still
+// follow the decision.
 func (e *Enforcer) Check(ctx context.Context, c Call) (Decision, error) {
 	return e.decide(ctx, c, true)
 }
@@ -694,6 +695,9 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 		pr = &p
 	}
 	rep := e.roundTripWith(ctx, req, pr)
+	if errors.Is(rep.err, ErrOverloaded) {
+		return e.backendFailed(c, gates, rep.err)
+	}
 	if rep.err != nil {
 		// The lockout went unanswered too: it is asked on its own (the
 		// round may have failed over the call's own gates), and only an
@@ -793,6 +797,12 @@ func (e *Enforcer) roundTripWith(ctx context.Context, req TakeRequest, peek *Tak
 // backendFailed applies the fail policy: a definition marked fail_closed,
 // or the global FailClosed, denies; otherwise the call passes.
 func (e *Enforcer) backendFailed(c Call, gates []Gate, err error) (Decision, error) {
+	if errors.Is(err, ErrOverloaded) {
+		// Shed before the store was asked: no policy's answer, nothing
+		// taken.
+		e.metrics.checks.WithLabelValues("overloaded").Inc()
+		return Decision{Allowed: false, Reason: ReasonOverloaded, RetryAfter: time.Second}, err
+	}
 	e.metrics.errors.WithLabelValues("counters").Inc()
 	closed := e.opts.FailClosed
 	for _, g := range gates {

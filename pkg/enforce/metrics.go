@@ -137,6 +137,8 @@ func (m *metrics) observeBackend(consume bool, err error, d time.Duration) {
 		op = "peek"
 	}
 	switch {
+	case errors.Is(err, ErrOverloaded):
+		result = "shed"
 	case errors.Is(err, context.DeadlineExceeded):
 		result = "timeout"
 	case err != nil:

@@ -112,6 +112,9 @@ func Middleware(e *Enforcer, classify func(*http.Request) (Call, bool), opts Mid
 			case d.Reason == ReasonAuthLocked:
 				writeDenial(w, http.StatusTooManyRequests, "too-many-auth-failures", "Too many failed authentications",
 					authLockedDetail(d.RetryAfter))
+			case d.Reason == ReasonOverloaded:
+				writeDenial(w, http.StatusServiceUnavailable, "overloaded", "Service unavailable",
+					"too many decisions are waiting for the rate-limit store; retry after "+w.Header().Get(HeaderRetryAfter)+"s")
 			case d.Reason == ReasonFailClosed:
 				writeDenial(w, http.StatusServiceUnavailable, "rate-limit-unavailable", "Service unavailable",
 					"rate limits cannot be checked right now; retry after "+w.Header().Get(HeaderRetryAfter)+"s")

@@ -185,6 +185,10 @@ const MaxRequestBytes = MaxDescriptors*ratelimit.MaxDescriptorEntries*(2*MaxEntr
 // its gates (enforce.MaxCost).
 const MaxHitsAddend = enforce.MaxCost
 
+// errOverloaded answers a request shed unmade (enforce.ReasonOverloaded).
+var errOverloaded = status.Error(codes.ResourceExhausted,
+	"rlapi is overloaded: more decisions are waiting than its counter store can answer in time; retry shortly")
+
 // authorizedKey marks a stream's context that Tap authorized.
 type authorizedKey struct{}
 
@@ -241,6 +245,12 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			call.Cost = cost
 			dec, _ = s.opts.Enforcer.Check(ctx, call)
 		}
+	}
+	if dec.Reason == enforce.ReasonOverloaded {
+		// Shed unmade: an error, to which Envoy's filter applies its own
+		// failure_mode_deny, rather than an answer a limit did not give.
+		s.metrics.refused.WithLabelValues(codes.ResourceExhausted.String()).Inc()
+		return nil, errOverloaded
 	}
 	now := s.now()
 	resp := render(call, dec, matches, now)
@@ -381,6 +391,11 @@ func merge(first enforce.Decision, decs []enforce.Decision) enforce.Decision {
 		d.Denied = append(d.Denied, p.Denied...)
 		d.Shadow = append(d.Shadow, p.Shadow...)
 		if !p.Allowed && d.Allowed {
+			d.Allowed, d.Reason = false, p.Reason
+		}
+		if p.Reason == enforce.ReasonOverloaded {
+			// A part shed unmade sheds the request: its answer is not
+			// known.
 			d.Allowed, d.Reason = false, p.Reason
 		}
 		if better(p) {

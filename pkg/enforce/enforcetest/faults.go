@@ -85,3 +85,34 @@ func (h *HangingStore) Entered() <-chan struct{} { return h.entered }
 
 // Release ends the hang for the Takes that start after it.
 func (h *HangingStore) Release() { h.released.Store(true) }
+
+// SlowStore is a counter store whose every Take waits a while before it
+// reaches the store it wraps: a store that answers, but slower than calls
+// arrive.
+type SlowStore struct {
+	next  enforce.CounterStore
+	delay time.Duration
+}
+
+// Slowed wraps s so every Take waits delay (or until its context ends)
+// first.
+func Slowed(s enforce.CounterStore, delay time.Duration) *SlowStore {
+	return &SlowStore{next: s, delay: delay}
+}
+
+// Take waits, then passes the batch on.
+func (s *SlowStore) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline time.Time) ([]enforce.TakeResult, error) {
+	t := time.NewTimer(s.delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("enforcetest: slow store: %w: %w", enforce.ErrTimedOut, ctx.Err())
+	}
+	return s.next.Take(ctx, reqs, deadline)
+}
+
+// Sweep passes through.
+func (s *SlowStore) Sweep(ctx context.Context, now time.Time) (int64, error) {
+	return s.next.Sweep(ctx, now)
+}

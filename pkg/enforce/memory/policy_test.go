@@ -16,3 +16,10 @@ func TestFailPolicies(t *testing.T) {
 		func(t *testing.T) enforce.CounterStore { return memory.New() },
 		enforcetest.Build)
 }
+
+// A burst larger than the store answers in time is shed, not decided by the
+// fail policy.
+func TestOverload(t *testing.T) {
+	t.Parallel()
+	enforcetest.TestOverload(t, func(t *testing.T) enforce.CounterStore { return memory.New() }, enforcetest.Build)
+}

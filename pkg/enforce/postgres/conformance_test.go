@@ -16,3 +16,12 @@ func TestConformance(t *testing.T) {
 		return postgres.NewCounterStore(pgtest.NewStore(t).Pool())
 	})
 }
+
+// A burst larger than the PostgreSQL store answers in time is shed, not
+// decided by the fail policy.
+func TestOverload(t *testing.T) {
+	t.Parallel()
+	enforcetest.TestOverload(t, func(t *testing.T) enforce.CounterStore {
+		return postgres.NewCounterStore(pgtest.NewStore(t).Pool())
+	}, enforcetest.Build)
+}

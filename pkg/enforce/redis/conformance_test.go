@@ -35,3 +35,14 @@ func TestFailPolicies(t *testing.T) {
 		})
 	}
 }
+
+// A burst larger than the Redis store answers in time is shed, not decided
+// by the fail policy.
+func TestOverload(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			redistest.URL(t, tg.env)
+			enforcetest.TestOverload(t, func(t *testing.T) enforce.CounterStore { return openStore(t, tg.env) }, enforcetest.Build)
+		})
+	}
+}
