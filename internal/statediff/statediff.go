@@ -35,6 +35,8 @@ func Definition(old, d ratelimit.Definition) []Change {
 	// unchanged against a stored fixed_window definition.
 	c.add("algorithm", old.AlgorithmOrDefault(), d.AlgorithmOrDefault(), old.AlgorithmOrDefault() == d.AlgorithmOrDefault())
 	c.add("burst", intValue(old.Burst), intValue(d.Burst), equalInt(old.Burst, d.Burst))
+	c.add("counts_toward_lockout", flagPtrValue(old.CountsTowardLockout), flagPtrValue(d.CountsTowardLockout),
+		(old.CountsTowardLockout == nil) == (d.CountsTowardLockout == nil) && (old.CountsTowardLockout == nil || *old.CountsTowardLockout == *d.CountsTowardLockout))
 	c.add("description", textValue(old.Description), textValue(d.Description), old.Description == d.Description)
 	c.add("detailed_metric", flagValue(old.DetailedMetric), flagValue(d.DetailedMetric), old.DetailedMetric == d.DetailedMetric)
 	c.add("enabled", old.Enabled, d.Enabled, old.Enabled == d.Enabled)
@@ -137,6 +139,14 @@ func toMicros(t *time.Time) *time.Time {
 	}
 	u := t.Truncate(time.Microsecond)
 	return &u
+}
+
+// flagPtrValue shows an optional flag: unset as none.
+func flagPtrValue(v *bool) any {
+	if v == nil {
+		return nil
+	}
+	return *v
 }
 
 func intValue(v *int) any {

@@ -14,7 +14,7 @@ import (
 const definitionColumns = `id, axis, entity_type, name, window_seconds, max_requests, user_max_requests,
 	agent_max_requests, members, fail_closed, enabled, mode, description, created_at, updated_at,
 	updated_by, version, algorithm, burst, user_burst, agent_burst, everyone, per, descriptor,
-	methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst, lease`
+	methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst, lease, counts_toward_lockout`
 
 func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	var (
@@ -29,7 +29,7 @@ func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	err := row.Scan(&d.ID, &d.Axis, &d.EntityType, &d.Name, &d.WindowSeconds, &maxR, &userR, &agentR,
 		&d.Members, &d.FailClosed, &d.Enabled, &d.Mode, &d.Description, &d.CreatedAt, &d.UpdatedAt,
 		&d.UpdatedBy, &d.Version, &d.Algorithm, &burst, &userB, &agentB, &d.Everyone, &d.Per, &descriptor,
-		&d.Methods, &d.Paths, &d.Exempt, &ipR, &ipB, &d.Kinds, &toolScope, &teamR, &teamB, &d.Lease)
+		&d.Methods, &d.Paths, &d.Exempt, &ipR, &ipB, &d.Kinds, &toolScope, &teamR, &teamB, &d.Lease, &d.CountsTowardLockout)
 	if err != nil {
 		return d, err
 	}
@@ -242,8 +242,8 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 		insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests,
 			user_max_requests, agent_max_requests, members, fail_closed, enabled, mode, description, updated_by,
 			algorithm, burst, user_burst, agent_burst, everyone, per, descriptor,
-			methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst, lease)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)
+			methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst, lease, counts_toward_lockout)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32)
 		on conflict (id) do update set
 			max_requests = excluded.max_requests,
 			user_max_requests = excluded.user_max_requests,
@@ -265,6 +265,7 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 			team_max_requests = excluded.team_max_requests,
 			team_burst = excluded.team_burst,
 			lease = excluded.lease,
+			counts_toward_lockout = excluded.counts_toward_lockout,
 			members = excluded.members,
 			fail_closed = excluded.fail_closed,
 			enabled = excluded.enabled,
@@ -278,7 +279,7 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 		d.AgentMaxRequests, members, d.FailClosed, d.Enabled, mode, d.Description, w.Actor,
 		algorithmColumn(d), d.Burst, d.UserBurst, d.AgentBurst, d.Everyone, perColumn(d), descriptorColumn(d),
 		routeMethods(d), routePaths(d), d.Exempt, d.IPMaxRequests, d.IPBurst, toolKinds(d), toolScope(d),
-		d.TeamMaxRequests, d.TeamBurst, leaseColumn(d)))
+		d.TeamMaxRequests, d.TeamBurst, leaseColumn(d), d.CountsTowardLockout))
 	if err != nil {
 		return res, fmt.Errorf("put definition %q: %w", id, interpretError(err))
 	}
@@ -297,6 +298,7 @@ func sameDefinition(a, b ratelimit.Definition) bool {
 		a.AlgorithmOrDefault() == b.AlgorithmOrDefault() && equalInt(a.Burst, b.Burst) &&
 		equalInt(a.UserBurst, b.UserBurst) && equalInt(a.AgentBurst, b.AgentBurst) &&
 		a.Everyone == b.Everyone && a.PerOrDefault() == b.PerOrDefault() && a.LeaseOrDefault() == b.LeaseOrDefault() &&
+		equalBool(a.CountsTowardLockout, b.CountsTowardLockout) &&
 		ratelimit.EqualDescriptorFields(a.DescriptorFields, b.DescriptorFields) && sameRoute(a, b)
 }
 
@@ -436,4 +438,9 @@ func (q *Queries) EachDefinitionByID(ctx context.Context, ids []string, fn func(
 		return fmt.Errorf("read %d definitions: %w", len(ids), interpretError(err))
 	}
 	return nil
+}
+
+// equalBool reports whether two optional flags say the same.
+func equalBool(a, b *bool) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }

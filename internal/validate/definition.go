@@ -73,6 +73,9 @@ func Definition(d ratelimit.Definition, f Floors) (ratelimit.Definition, error) 
 		out.Per = ""
 	}
 	out.Lease = leaseMode(&probs, d)
+	if d.CountsTowardLockout != nil && d.Axis == ratelimit.AxisQuarantine {
+		probs.add(fieldError("counts_toward_lockout", "not allowed on the quarantine axis; quarantine blocks outright and throttles nothing (got %t)", *d.CountsTowardLockout))
+	}
 	probs.add(check("mode", out.Mode, modeRule))
 
 	out.Description, fe = text("description", d.Description, true)

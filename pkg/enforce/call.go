@@ -250,6 +250,10 @@ type Gate struct {
 
 	key        string
 	failClosed bool
+	// lockout is the definition's counts_toward_lockout (nil: by the
+	// bucket's kind, Gate.countsTowardLockout); of a bucket several
+	// definitions share, that of the definition whose limit applies.
+	lockout *bool
 	// lease is the definition's say in leases (lease.go, leaseModeOf);
 	// of a bucket several definitions share, the strongest.
 	lease leaseMode

@@ -620,7 +620,7 @@ func newGate(d ratelimit.Definition, key string, limit int64, burst *int, shadow
 	g := Gate{
 		DefinitionID: d.ID, Axis: d.Axis, EntityType: d.EntityType, Algorithm: algorithmOf(d), WindowSeconds: d.WindowSeconds,
 		Limit: limit, Reset: time.Unix((idx+1)*w, 0), Shadow: shadow,
-		key: key, failClosed: d.FailClosed, lease: leaseModeOf(d),
+		key: key, failClosed: d.FailClosed, lease: leaseModeOf(d), lockout: d.CountsTowardLockout,
 	}
 	if g.Algorithm == AlgorithmTokenBucket {
 		g.Burst = limit

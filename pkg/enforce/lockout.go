@@ -122,6 +122,34 @@ func ipLockoutOnly(m ratelimit.Membership) bool {
 		len(m.Groups) == 1 && m.Groups[0] == ratelimit.GroupQuarantineCallers
 }
 
+// countsTowardLockout reports whether a throttle by g is its caller's own
+// violation. By default, a bucket kept for the caller alone counts: its
+// caller bucket, caller_target buckets (the per-caller buckets of routes
+// and tools among them) and per-IP buckets. Buckets others share do not: a
+// target's own limit, a route's all-callers bucket, per-team and shared
+// buckets, descriptors. A definition's counts_toward_lockout, when set,
+// decides instead.
+func (g Gate) countsTowardLockout() bool {
+	if g.lockout != nil {
+		return *g.lockout
+	}
+	kind, rest, _ := strings.Cut(g.key, "|")
+	k, _, _ := kindAlgorithm(kind)
+	switch k {
+	case KindCaller, KindCallerTarget:
+		// c|<window>|<caller>, ct|<window>|<caller>|<target>: a route's
+		// per-team bucket is kept for team:<name>.
+		_, caller, _ := strings.Cut(rest, "|")
+		return !strings.HasPrefix(caller, CallerTeam+":")
+	case KindPer:
+		// p|<definition id>|ip:<key>...: per ip; team:<name> and shared
+		// buckets are others' too.
+		_, subject, _ := strings.Cut(rest, "|")
+		return strings.HasPrefix(subject, CallerIP+":")
+	}
+	return false
+}
+
 // escalate counts a throttled call as a violation of its caller, and locks
 // the caller out when it reaches the count. It returns the decision to
 // answer instead (locked out) when it did.
@@ -129,6 +157,17 @@ func (e *Enforcer) escalate(ctx context.Context, c Call, d Decision, now time.Ti
 	o := e.opts.Escalation
 	locker, ok := e.source.(Locker)
 	if o == nil || !ok || len(d.Denied) == 0 {
+		return d, false
+	}
+	// Only a limit that is the caller's own counts: another caller's use
+	// of a shared limit must not lock this one out.
+	var own []Gate
+	for _, g := range d.Denied {
+		if g.countsTowardLockout() {
+			own = append(own, g)
+		}
+	}
+	if len(own) == 0 {
 		return d, false
 	}
 	subjectType, subject := ratelimit.SubjectUser, c.Username
@@ -157,7 +196,7 @@ func (e *Enforcer) escalate(ctx context.Context, c Call, d Decision, now time.Ti
 	if res.Room[0] && remaining > 0 {
 		return d, false
 	}
-	def := longestWait(d.Denied, now).DefinitionID
+	def := longestWait(own, now).DefinitionID
 	l := Lockout{SubjectType: subjectType, Subject: subject, Now: now, Until: now.Add(o.Lockout), Definition: def, Count: o.After,
 		Reason: fmt.Sprintf("%s%d violations of %s within %s; locked out for %s", LockoutReasonPrefix, o.After, def, o.Within, o.Lockout)}
 	lctx, cancel := context.WithTimeout(ctx, 4*e.opts.BackendTimeout)

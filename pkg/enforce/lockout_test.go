@@ -155,3 +155,51 @@ func TestEscalationLockoutAnonymousIP(t *testing.T) {
 		t.Errorf("after the lockout: %+v, want throttled by the /24's group", d)
 	}
 }
+
+// Another caller's traffic cannot lock a caller out: a target's own limit,
+// which every caller shares, throttles a victim without counting toward its
+// lockout, however often. A definition can opt in (a target limit that
+// counts) or out (a caller limit that does not).
+func TestEscalationCountsOnlyTheCallersOwnLimits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{Escalation: &enforce.EscalationOptions{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
+	strict := target("mcp_server", "strict", 3600, 1)
+	strict.CountsTowardLockout = ptr(true)
+	lenient := callerGroup("lenient", 3600, ptr(1), nil)
+	lenient.CountsTowardLockout = ptr(false)
+	f.def(target("mcp_server", "shared1", 3600, 10), strict, lenient)
+	f.member("user", "carol", "lenient")
+
+	for range 10 {
+		f.check(user("attacker", "shared1"))
+	}
+	for i := range 6 {
+		if d := f.check(user("victim", "shared1")); d.Reason != enforce.ReasonThrottled {
+			t.Fatalf("victim's call %d to the used-up target: %s, want throttled (not locked out)", i+1, d.Reason)
+		}
+	}
+	if d := f.check(user("victim", "mcpgw")); !d.Allowed {
+		t.Errorf("the victim on an unrelated server: %+v, want allowed (another caller's traffic must not lock it out)", d)
+	}
+
+	// Opted in: the 5th throttle by the strict target locks bob out.
+	f.check(user("bob", "strict"))
+	var d enforce.Decision
+	for range 5 {
+		d = f.check(user("bob", "strict"))
+	}
+	if d.Reason != enforce.ReasonLockedOut {
+		t.Errorf("5 throttles by a target that counts toward lockouts: %s, want locked-out", d.Reason)
+	}
+	// Opted out: carol's own caller limit throttles her, never locks her out.
+	f.check(user("carol", "mcpgw"))
+	for range 6 {
+		d = f.check(user("carol", "mcpgw"))
+	}
+	if d.Reason != enforce.ReasonThrottled {
+		t.Errorf("6 throttles by a caller limit that does not count: %s, want throttled", d.Reason)
+	}
+	if d := f.check(user("carol", "other")); d.Reason != enforce.ReasonThrottled {
+		t.Errorf("carol elsewhere: %s, want throttled by her own limit, not locked out", d.Reason)
+	}
+}

@@ -228,6 +228,15 @@ type Definition struct {
 	// over auto.
 	Lease string `json:"lease,omitempty" yaml:"lease,omitempty"`
 
+	// CountsTowardLockout says whether a throttle by the definition counts
+	// as the caller's violation toward an escalation lockout (rlapi
+	// --lockout-after). Unset, the bucket decides: one kept for the caller
+	// alone counts (caller, caller_target, per ip, a route's or tool's
+	// per-caller buckets), one others share does not (a target's limit, a
+	// route's all bucket, per team, shared, descriptors), so that another
+	// caller's traffic can never lock this one out.
+	CountsTowardLockout *bool `json:"counts_toward_lockout,omitempty" yaml:"counts_toward_lockout,omitempty"`
+
 	// Scope is the reference's field for the quarantine axis ("caller" or
 	// "target"). It is derived from the sentinel name and accepted on input
 	// only when it agrees with it.

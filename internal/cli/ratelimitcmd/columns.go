@@ -29,6 +29,13 @@ var Columns = []printer.Column[ratelimit.Definition]{
 	{Header: "MATCH", Wide: true, Optional: true, Value: cmdutil.MatchText},
 	// Shown when some definition says lease never or always.
 	{Header: "LEASE", Wide: true, Optional: true, Value: func(d ratelimit.Definition) string { return d.Lease }},
+	// Shown when some definition sets counts_toward_lockout.
+	{Header: "LOCKOUT", Wide: true, Optional: true, Value: func(d ratelimit.Definition) string {
+		if d.CountsTowardLockout == nil {
+			return ""
+		}
+		return map[bool]string{true: "counts", false: "never"}[*d.CountsTowardLockout]
+	}},
 	{Header: "VERSION", Wide: true, Value: func(d ratelimit.Definition) string { return strconv.FormatInt(d.Version, 10) }},
 	{Header: "UPDATED-BY", Wide: true, Value: func(d ratelimit.Definition) string { return d.UpdatedBy }},
 	{Header: "DESCRIPTION", Wide: true, Value: func(d ratelimit.Definition) string { return d.Description }},

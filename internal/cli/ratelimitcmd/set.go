@@ -35,6 +35,7 @@ func NewCmdSet(f *cmdutil.Factory, runF func(*SetOptions) error) *cobra.Command 
 		paths, methods, kinds []string
 		ipMax, ipBurst        int
 		teamMax, teamBurst    int
+		lockout               string
 	)
 	cmd := &cobra.Command{
 		Use:   "set",
@@ -151,6 +152,14 @@ of them wins over always, which wins over auto.`,
 			if fl.Changed("team-burst") {
 				d.TeamBurst = &teamBurst
 			}
+			switch lockout {
+			case "", "default":
+			case "true", "false":
+				v := lockout == "true"
+				d.CountsTowardLockout = &v
+			default:
+				return cmdutil.FlagErrorf("--counts-toward-lockout: must be true, false or default (got %q)", lockout)
+			}
 			d.Enabled = !disabled
 			if runF != nil {
 				return runF(opts)
@@ -183,6 +192,7 @@ of them wins over always, which wins over auto.`,
 	fl.StringSliceVar(&kinds, "kind", nil, "kind of call the tool definition covers: tool, prompt, resource, completion; repeatable (default: every kind)")
 	fl.StringVar(&opts.Definition.ToolScope, "tool-scope", "", "what a tool definition's bucket is kept per: global (default), tool, principal, principal_tool")
 	fl.StringVar(&opts.Definition.Lease, "lease", "", "leases of the definition's gates when the enforcer has leases on (rlapi --lease-time): auto (the default), never or always")
+	fl.StringVar(&lockout, "counts-toward-lockout", "", "whether the definition's throttles count toward the caller's escalation lockout (rlapi --lockout-after): true, false, or default (limits kept for the caller alone count, shared ones do not)")
 	fl.BoolVar(&opts.Definition.FailClosed, "fail-closed", false, "deny when the counter store fails (default: allow)")
 	fl.BoolVar(&disabled, "disabled", false, "store the definition disabled")
 	fl.StringVar(&opts.Definition.Mode, "mode", "enforce", "enforce, or shadow to count and report without denying")
@@ -193,6 +203,7 @@ of them wins over always, which wins over auto.`,
 	_ = cmd.RegisterFlagCompletionFunc("entity-type", CompleteEntityTypes)
 	_ = cmd.RegisterFlagCompletionFunc("algorithm", cobra.FixedCompletions(ratelimit.Algorithms(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("per", cobra.FixedCompletions(ratelimit.Pers(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("counts-toward-lockout", cobra.FixedCompletions([]string{"true", "false", "default"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("lease", cobra.FixedCompletions(ratelimit.Leases(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("method", cobra.FixedCompletions(ratelimit.Methods(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(ratelimit.Kinds(), cobra.ShellCompDirectiveNoFileComp))
