@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -13,9 +12,6 @@ import (
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/enforce"
 )
-
-// MaxFileSize bounds the state file (32 MiB: about 100,000 definitions).
-const MaxFileSize = 32 << 20
 
 // Options tune a Source; zero values take the defaults.
 type Options struct {
@@ -44,12 +40,17 @@ type Source struct {
 	state enforce.State
 	// version counts the states loaded; a watcher notifies when it moves.
 	version uint64
+	lastErr error
+	// flight is closed when the poll under way ends (nil: none is).
+	flight chan struct{}
+
 	// What was last read: its stat and hash, to skip unchanged content.
+	// Only the poll under way touches them (one at a time), so a read
+	// that is slow holds no lock that Load, LoadRows or Watch wait on.
 	size    int64
 	modTime time.Time
 	sum     [sha256.Size]byte
 	polls   int
-	lastErr error
 }
 
 // New reads path and returns a Source serving it. A file that cannot be
@@ -77,42 +78,66 @@ func New(path string, opts Options) (*Source, error) {
 
 // poll reads the file when it may have changed and, when it has and it
 // parses, replaces the state. It reports whether the state changed; err
-// is the problem with the file, the state kept.
+// is the problem with the file, the state kept. One poll runs at a time
+// (New's, then those pollWait starts).
 func (s *Source) poll(first bool) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.polls++
-	info, err := os.Stat(s.path)
+	f, info, err := openState(s.path)
 	if err != nil {
 		return false, s.refused(first, err)
 	}
-	if info.Size() > MaxFileSize {
-		return false, s.refused(first, fmt.Errorf("%s: %d bytes: a state file is at most %d", s.path, info.Size(), MaxFileSize))
-	}
+	defer f.Close()
 	if !first && info.Size() == s.size && info.ModTime().Equal(s.modTime) && s.polls%10 != 0 {
-		return false, s.lastErr
+		return false, s.Err()
 	}
-	data, err := os.ReadFile(s.path)
+	data, err := readState(s.path, f)
 	if err != nil {
 		return false, s.refused(first, err)
 	}
 	s.size, s.modTime = info.Size(), info.ModTime()
 	sum := sha256.Sum256(data)
 	if !first && sum == s.sum {
-		return false, s.lastErr // unchanged, or the same refused content
+		return false, s.Err() // unchanged, or the same refused content
 	}
 	s.sum = sum
 	st, err := Parse(s.path, data, s.floors)
 	if err != nil {
 		return false, s.refused(first, err)
 	}
+	s.mu.Lock()
 	s.state, s.lastErr = st, nil
 	s.version++
+	s.mu.Unlock()
 	if !first {
 		s.log.Info("filesource: state file reloaded", "file", s.path,
 			"definitions", len(st.Definitions), "memberships", len(st.Memberships), "admins", len(st.Admins))
 	}
 	return true, nil
+}
+
+// pollWait polls the file unless a poll is under way, and waits for the
+// poll to end or for ctx to. A read that never returns (a file on a
+// mount that hangs) then holds up no caller past its context, and no
+// shutdown: the poll goroutine ends with the read.
+func (s *Source) pollWait(ctx context.Context) {
+	s.mu.Lock()
+	done := s.flight
+	if done == nil {
+		done = make(chan struct{})
+		s.flight = done
+		go func() {
+			s.poll(false) //nolint:errcheck // refused content is logged and kept in Err
+			s.mu.Lock()
+			s.flight = nil
+			s.mu.Unlock()
+			close(done)
+		}()
+	}
+	s.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // refused records a file that could not be loaded, logging it once per
@@ -121,6 +146,8 @@ func (s *Source) refused(first bool, err error) error {
 	if first {
 		return err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.lastErr == nil || s.lastErr.Error() != err.Error() {
 		s.log.Error("filesource: state file refused; keeping the last good state", "file", s.path, "err", err)
 	}
@@ -143,7 +170,10 @@ func (s *Source) Load(ctx context.Context) (enforce.State, error) {
 	if err := ctx.Err(); err != nil {
 		return enforce.State{}, err
 	}
-	s.poll(false) //nolint:errcheck // refused content is logged and kept in Err
+	s.pollWait(ctx)
+	if err := ctx.Err(); err != nil {
+		return enforce.State{}, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return cloneState(s.state), nil
@@ -191,7 +221,7 @@ func (s *Source) Watch(ctx context.Context, ready func(), notify func(enforce.Ch
 			return ctx.Err()
 		case <-t.C:
 		}
-		s.poll(false) //nolint:errcheck // refused content is logged and kept in Err
+		s.pollWait(ctx)
 		s.mu.Lock()
 		v := s.version
 		s.mu.Unlock()
