@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/enforce"
 )
@@ -23,9 +25,23 @@ type Options struct {
 	// for users and 10 for agents). NoFloors turns them off.
 	Floors   Floors
 	NoFloors bool
+	// MaxShrink is the largest fraction of its definitions and
+	// memberships (the sentinels aside) a reload may drop: a change to a
+	// file with fewer than (1 - MaxShrink) as many is refused, as a file
+	// cut short. 0 is the default, DefaultMaxShrink (0.5); 1 lets any
+	// count through.
+	MaxShrink float64
+	// AllowShrink turns off the two guards on reloads: MaxShrink, and the
+	// refusal of a change that leaves a quarantine group that had members
+	// empty. To let one change through, end the file with
+	// AllowShrinkMarker instead. The first load is never guarded.
+	AllowShrink bool
 	// Logger receives one line per file change that is refused, and one
 	// per change loaded (nil: no logs).
 	Logger *slog.Logger
+	// Registerer receives the Source's metric,
+	// rlctl_filesource_refused_total{reason} (nil: not registered).
+	Registerer prometheus.Registerer
 }
 
 // Source is an enforce.Source over one state file. It is safe for
@@ -35,6 +51,8 @@ type Source struct {
 	opts   Options
 	floors Floors
 	log    *slog.Logger
+	// refusedTotal counts the changes refused, by reason.
+	refusedTotal *prometheus.CounterVec
 
 	mu    sync.Mutex
 	state enforce.State
@@ -60,7 +78,23 @@ func New(path string, opts Options) (*Source, error) {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
 	}
-	s := &Source{path: path, opts: opts, log: opts.Logger, floors: opts.Floors}
+	if opts.MaxShrink < 0 || opts.MaxShrink > 1 {
+		return nil, fmt.Errorf("filesource: Options.MaxShrink %g: must be between 0 and 1 (0: the default, %g)", opts.MaxShrink, DefaultMaxShrink)
+	}
+	if opts.MaxShrink == 0 {
+		opts.MaxShrink = DefaultMaxShrink
+	}
+	s := &Source{path: path, opts: opts, log: opts.Logger, floors: opts.Floors,
+		refusedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_filesource_refused_total",
+			Help: "State file changes refused, the last good state kept, by reason: unreadable, invalid, shrink or quarantine."}, []string{"reason"})}
+	for _, r := range []string{reasonUnreadable, reasonInvalid, reasonShrink, reasonQuarantine} {
+		s.refusedTotal.WithLabelValues(r)
+	}
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(s.refusedTotal); err != nil {
+			return nil, fmt.Errorf("filesource: register metrics: %w", err)
+		}
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -84,7 +118,7 @@ func (s *Source) poll(first bool) (bool, error) {
 	s.polls++
 	f, info, err := openState(s.path)
 	if err != nil {
-		return false, s.refused(first, err)
+		return false, s.refused(first, reasonUnreadable, err)
 	}
 	defer f.Close()
 	if !first && info.Size() == s.size && info.ModTime().Equal(s.modTime) && s.polls%10 != 0 {
@@ -92,7 +126,7 @@ func (s *Source) poll(first bool) (bool, error) {
 	}
 	data, err := readState(s.path, f)
 	if err != nil {
-		return false, s.refused(first, err)
+		return false, s.refused(first, reasonUnreadable, err)
 	}
 	s.size, s.modTime = info.Size(), info.ModTime()
 	sum := sha256.Sum256(data)
@@ -102,7 +136,15 @@ func (s *Source) poll(first bool) (bool, error) {
 	s.sum = sum
 	st, err := Parse(s.path, data, s.floors)
 	if err != nil {
-		return false, s.refused(first, err)
+		return false, s.refused(first, reasonInvalid, err)
+	}
+	if !first && !s.opts.AllowShrink {
+		s.mu.Lock()
+		prev := s.state
+		s.mu.Unlock()
+		if reason, err := guard(s.path, prev, st, data, s.opts.MaxShrink); err != nil {
+			return false, s.refused(first, reason, err)
+		}
 	}
 	s.mu.Lock()
 	s.state, s.lastErr = st, nil
@@ -141,15 +183,22 @@ func (s *Source) pollWait(ctx context.Context) {
 }
 
 // refused records a file that could not be loaded, logging it once per
-// distinct problem.
-func (s *Source) refused(first bool, err error) error {
+// distinct problem and counting it: at ERROR when it cannot be read or
+// parsed, at WARN when it parses and a guard refused it.
+func (s *Source) refused(first bool, reason string, err error) error {
 	if first {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.lastErr == nil || s.lastErr.Error() != err.Error() {
-		s.log.Error("filesource: state file refused; keeping the last good state", "file", s.path, "err", err)
+		level := slog.LevelError
+		if reason == reasonShrink || reason == reasonQuarantine {
+			level = slog.LevelWarn
+		}
+		s.log.Log(context.Background(), level, "filesource: state file refused; keeping the last good state",
+			"file", s.path, "reason", reason, "err", err)
+		s.refusedTotal.WithLabelValues(reason).Inc()
 	}
 	s.lastErr = err
 	return err
