@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,11 +66,7 @@ func newGuarded(t *testing.T, content string, opts filesource.Options) *guarded 
 func (g *guarded) change(t *testing.T, content string) enforce.State {
 	t.Helper()
 	write(t, g.path, content)
-	st, err := g.src.Load(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return look(t, g.src)
 }
 
 func (g *guarded) refused(t *testing.T, reason string) float64 {
@@ -228,5 +225,44 @@ func TestFirstLoadUnguarded(t *testing.T) {
 	st = g.change(t, fullState)
 	if !quarantined(st, "mallory") || quarantined(st, "eve") || g.src.Err() != nil {
 		t.Errorf("releasing one of two: %+v, Err %v; want eve released", st.Memberships, g.src.Err())
+	}
+}
+
+// TestOneLogLinePerRefusedChange: a bad edit written in place (the file
+// truncated, then filled) is refused in one line, not one for the empty
+// file seen midway and one for the edit; the next bad edit, refused for
+// the same reason, has its own line; polls that find nothing new add
+// none. Each line is counted once in the metric.
+func TestOneLogLinePerRefusedChange(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGuarded(t, stateFile("5"), filesource.Options{})
+	inPlace := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(g.path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A writer that truncates, and a poll that sees the empty file.
+	if err := os.Truncate(g.path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.src.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inPlace(stateFile("fifty"))
+	for range 3 {
+		if st := look(t, g.src); limitOf(t, st) != 5 {
+			t.Fatalf("limit %d, want the last good 5", limitOf(t, st))
+		}
+	}
+	inPlace(stateFile("seventy")) // another size: the same mtime tick cannot hide it
+	look(t, g.src)
+	logs := g.log.String()
+	if n := strings.Count(logs, "state file refused"); n != 2 || strings.Contains(logs, "no definitions, memberships or admins section") {
+		t.Errorf("%d refusal lines for two bad edits, want 2 and none for the file seen empty midway:\n%s", n, logs)
+	}
+	if got := g.refused(t, "invalid"); got != 2 {
+		t.Errorf("refused{reason=invalid} = %v, want 2", got)
 	}
 }

@@ -19,7 +19,10 @@ import (
 type Options struct {
 	// Interval is how often the file is polled (default 1 s): its size
 	// and modification time each time, its content (by hash) when they
-	// changed and on every tenth poll, for edits that keep both.
+	// changed and on every tenth poll, for edits that keep both. A change
+	// is read once its size and modification time held from one poll to
+	// the next, so a file written in place is not read half-written (a
+	// file changing at every poll is read on its tenth).
 	Interval time.Duration
 	// Floors are the minimum caller limits (default: rlapi's, 20 a minute
 	// for users and 10 for agents). NoFloors turns them off.
@@ -62,14 +65,22 @@ type Source struct {
 	// flight is closed when the poll under way ends (nil: none is).
 	flight chan struct{}
 
-	// What was last read: its stat and hash, to skip unchanged content.
+	// refusedKey names the change last refused (its content's hash, or
+	// the read error), so that each is logged and counted once.
+	refusedKey string
+
+	// What was last read: its stat and hash, to skip unchanged content,
+	// and the stat seen since, to read a change once it has settled.
 	// Only the poll under way touches them (one at a time), so a read
 	// that is slow holds no lock that Load, LoadRows or Watch wait on.
-	size    int64
-	modTime time.Time
-	sum     [sha256.Size]byte
-	polls   int
+	read, seen fileStat
+	unsettled  int
+	sum        [sha256.Size]byte
+	polls      int
 }
+
+// fileStat is what a poll compares: a file's size and modification time.
+type fileStat struct{ size, modTime int64 }
 
 // New reads path and returns a Source serving it. A file that cannot be
 // read or parsed is an error here; later, a change that cannot be read or
@@ -118,36 +129,51 @@ func (s *Source) poll(first bool) (bool, error) {
 	s.polls++
 	f, info, err := openState(s.path)
 	if err != nil {
-		return false, s.refused(first, reasonUnreadable, err)
+		// Whatever comes back is a change, read afresh.
+		s.read, s.sum = fileStat{}, [sha256.Size]byte{}
+		return false, s.refused(first, reasonUnreadable, "err:"+err.Error(), err)
 	}
 	defer f.Close()
-	if !first && info.Size() == s.size && info.ModTime().Equal(s.modTime) && s.polls%10 != 0 {
-		return false, s.Err()
+	now := fileStat{info.Size(), info.ModTime().UnixNano()}
+	if !first {
+		switch {
+		case now == s.read && s.polls%10 != 0:
+			return false, s.Err()
+		case now != s.read && now != s.seen && s.unsettled < 10:
+			// Changed since the last poll: maybe still being written
+			// (truncated, then filled). Read it when it holds still.
+			s.seen = now
+			s.unsettled++
+			return false, s.Err()
+		}
 	}
+	s.seen, s.unsettled = now, 0
 	data, err := readState(s.path, f)
 	if err != nil {
-		return false, s.refused(first, reasonUnreadable, err)
+		s.read, s.sum = fileStat{}, [sha256.Size]byte{}
+		return false, s.refused(first, reasonUnreadable, "err:"+err.Error(), err)
 	}
-	s.size, s.modTime = info.Size(), info.ModTime()
+	s.read = now
 	sum := sha256.Sum256(data)
 	if !first && sum == s.sum {
 		return false, s.Err() // unchanged, or the same refused content
 	}
 	s.sum = sum
+	key := fmt.Sprintf("sum:%x", sum)
 	st, err := Parse(s.path, data, s.floors)
 	if err != nil {
-		return false, s.refused(first, reasonInvalid, err)
+		return false, s.refused(first, reasonInvalid, key, err)
 	}
 	if !first && !s.opts.AllowShrink {
 		s.mu.Lock()
 		prev := s.state
 		s.mu.Unlock()
 		if reason, err := guard(s.path, prev, st, data, s.opts.MaxShrink); err != nil {
-			return false, s.refused(first, reason, err)
+			return false, s.refused(first, reason, key, err)
 		}
 	}
 	s.mu.Lock()
-	s.state, s.lastErr = st, nil
+	s.state, s.lastErr, s.refusedKey = st, nil, ""
 	s.version++
 	s.mu.Unlock()
 	if !first {
@@ -182,16 +208,17 @@ func (s *Source) pollWait(ctx context.Context) {
 	}
 }
 
-// refused records a file that could not be loaded, logging it once per
-// distinct problem and counting it: at ERROR when it cannot be read or
-// parsed, at WARN when it parses and a guard refused it.
-func (s *Source) refused(first bool, reason string, err error) error {
+// refused records a change that could not be loaded, logging and
+// counting it once (key names the change: the content's hash, or the read
+// error): at ERROR when it cannot be read or parsed, at WARN when it
+// parses and a guard refused it.
+func (s *Source) refused(first bool, reason, key string, err error) error {
 	if first {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.lastErr == nil || s.lastErr.Error() != err.Error() {
+	if key != s.refusedKey {
 		level := slog.LevelError
 		if reason == reasonShrink || reason == reasonQuarantine {
 			level = slog.LevelWarn
@@ -200,7 +227,7 @@ func (s *Source) refused(first bool, reason string, err error) error {
 			"file", s.path, "reason", reason, "err", err)
 		s.refusedTotal.WithLabelValues(reason).Inc()
 	}
-	s.lastErr = err
+	s.lastErr, s.refusedKey = err, key
 	return err
 }
 
