@@ -83,8 +83,10 @@ type Source struct {
 type fileStat struct{ size, modTime int64 }
 
 // New reads path and returns a Source serving it. A file that cannot be
-// read or parsed is an error here; later, a change that cannot be read or
-// parsed keeps the last good state (see Err).
+// read or parsed is an error here (the guards against a file cut short
+// do not apply: there is no state before it); later, a change that
+// cannot be read or parsed, or that a guard refuses, keeps the last good
+// state (see Err).
 func New(path string, opts Options) (*Source, error) {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
@@ -232,16 +234,19 @@ func (s *Source) refused(first bool, reason, key string, err error) error {
 }
 
 // Err is the problem with the file's current content (nil when the state
-// served is the file's): a change that cannot be read or parsed.
+// served is the file's): a change that cannot be read or parsed, or that
+// looks like a file cut short.
 func (s *Source) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lastErr
 }
 
-// Load returns the last good state, after looking at the file once more.
-// A file whose current content is refused is not an error here: the last
-// good state is served (Err says why it is not the file's).
+// Load returns the last good state, after looking at the file once more
+// (a change is read at the look after the one that saw it, once the file
+// held still). A file whose current content is refused is not an error
+// here: the last good state is served (Err says why it is not the
+// file's). Load waits for a poll under way only until ctx ends.
 func (s *Source) Load(ctx context.Context) (enforce.State, error) {
 	if err := ctx.Err(); err != nil {
 		return enforce.State{}, err
