@@ -266,3 +266,19 @@ func TestOneLogLinePerRefusedChange(t *testing.T) {
 		t.Errorf("refused{reason=invalid} = %v, want 2", got)
 	}
 }
+
+// TestNewRetriesWithTheSameRegisterer: a New that fails on its file
+// registers nothing, so the gateway can try again with its registry.
+func TestNewRetriesWithTheSameRegisterer(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.yaml")
+	reg := prometheus.NewRegistry()
+	write(t, path, stateFile("five"))
+	if _, err := filesource.New(path, filesource.Options{Registerer: reg}); err == nil {
+		t.Fatal("New with a bad file: no error")
+	}
+	write(t, path, stateFile("5"))
+	if _, err := filesource.New(path, filesource.Options{Registerer: reg}); err != nil {
+		t.Errorf("New again with the same Registerer: %v", err)
+	}
+}

@@ -103,11 +103,6 @@ func New(path string, opts Options) (*Source, error) {
 	for _, r := range []string{reasonUnreadable, reasonInvalid, reasonShrink, reasonQuarantine} {
 		s.refusedTotal.WithLabelValues(r)
 	}
-	if opts.Registerer != nil {
-		if err := opts.Registerer.Register(s.refusedTotal); err != nil {
-			return nil, fmt.Errorf("filesource: register metrics: %w", err)
-		}
-	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -119,6 +114,13 @@ func New(path string, opts Options) (*Source, error) {
 	}
 	if _, err := s.poll(true); err != nil {
 		return nil, err
+	}
+	// Registered once the file loaded, so a New that failed can be
+	// retried with the same Registerer.
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(s.refusedTotal); err != nil {
+			return nil, fmt.Errorf("filesource: register metrics: %w", err)
+		}
 	}
 	return s, nil
 }
