@@ -1,10 +1,17 @@
 // Command filegateway is a small HTTP gateway that enforces rate limits and
 // quarantine from a state file (the format of rlctl apply and rlctl
-// export), with the counters in memory: no rlapi, no database. Edit the
-// file and the new limits apply within a poll interval; a change that does
-// not parse is logged and the last good state stays in force.
+// export), with the counters in memory: no rlapi, no database. Replace
+// the file (write a temporary file in its directory, then rename it over
+// the old one) and the new limits apply within two poll intervals; a
+// change that does not parse, or that looks like a file cut short (it
+// empties a quarantine group, or drops more than -max-shrink of the
+// definitions and memberships), is logged once and the last good state
+// stays in force. To let a meant shrink through, end the file with the
+// line "# rlctl: allow-shrink", or restart with -allow-shrink (the first
+// load is never refused for its size). GET /metrics counts refusals in
+// rlctl_filesource_refused_total, beside the Enforcer's metrics.
 //
-//	go run -tags seams ./examples/filegateway -file state.yaml -listen 127.0.0.1:8080
+//	go run ./examples/filegateway -file state.yaml -listen 127.0.0.1:8080
 //	curl -H 'X-User: alice' http://127.0.0.1:8080/mcp/github/search
 //
 // Requests under /mcp/{server}/[{tool}] and /a2a/{agent}/[{skill}] are
@@ -35,6 +42,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/filesource"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
@@ -59,15 +69,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	listen := fs.String("listen", "127.0.0.1:8080", "the address to listen on (port 0: any free port)")
 	poll := fs.Duration("poll", time.Second, "how often the state file is checked for changes")
 	failClosed := fs.Bool("fail-closed", false, "deny calls when limits cannot be checked")
+	maxShrink := fs.Float64("max-shrink", filesource.DefaultMaxShrink, "refuse a change that drops more than this fraction of the definitions and memberships (0 to 1)")
+	allowShrink := fs.Bool("allow-shrink", false, "load changes however much they shrink the state or empty a quarantine group")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if *maxShrink <= 0 || *maxShrink > 1 {
+		return fmt.Errorf("-max-shrink %g: must be above 0 and at most 1 (1 lets any count through; -allow-shrink turns the guards off)", *maxShrink)
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	reg := prometheus.NewRegistry()
 
-	src, err := filesource.New(*file, filesource.Options{Interval: *poll, Logger: log})
+	src, err := filesource.New(*file, filesource.Options{Interval: *poll, Logger: log, Registerer: reg,
+		MaxShrink: *maxShrink, AllowShrink: *allowShrink})
 	if err != nil {
 		return err
 	}
@@ -76,6 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Source:     src,
 		FailClosed: *failClosed,
 		Logger:     log,
+		Registerer: reg,
 	})
 	if err != nil {
 		return err
@@ -84,6 +102,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/", enforce.Middleware(e, classify, enforce.MiddlewareOptions{ErrorLog: log})(http.HandlerFunc(upstream)))
 
 	ln, err := net.Listen("tcp", *listen)
