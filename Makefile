@@ -73,7 +73,8 @@ redis-stop: ## stop the private Redis servers (never one this project did not st
 	@$(REDISDEV) stop
 
 .PHONY: clean
-clean: ## stop the private PostgreSQL and Redis servers and remove bin/ and .rl/ (their data too)
+clean: ## stop the private PostgreSQL and Redis servers, delete the rlctl context make run wrote, remove bin/ and .rl/ (their data too)
+	-@GO='$(GO)' scripts/run.sh forget-context
 	-@$(DEVDB) stop
 	-@$(REDISDEV) stop
 	@if [ -f .rl/pgdata ] && [ "$$(cat .rl/pgdata)" != "$(CURDIR)/.rl/pg" ]; then \
