@@ -30,11 +30,8 @@ run: build ## start PostgreSQL (or use DATABASE_URL), migrate, and serve rlapi o
 	@scripts/run.sh
 
 .PHONY: test
-test: ## run every test with the race detector against a private PostgreSQL (or DATABASE_URL) and, when redis-server exists, private Redis servers (or REDIS_URL, REDIS_CLUSTER_URL)
-	@url=$$($(DEVDB) url); \
-	if [ -n "$${REDIS_URL:-}$${REDIS_CLUSTER_URL:-}" ] || command -v redis-server >/dev/null 2>&1; then \
-		export REDIS_URL=$$($(REDISDEV) url) REDIS_CLUSTER_URL=$$($(REDISDEV) cluster-url); fi; \
-	DATABASE_URL="$$url" $(GO) test -race -count=1 -timeout 8m ./...
+test: ## run every test with the race detector against private PostgreSQL and Redis servers (or DATABASE_URL, REDIS_URL, REDIS_CLUSTER_URL) and nginx; none may skip for a missing server
+	@GO='$(GO)' scripts/test.sh
 
 .PHONY: bench
 bench: ## run the Go benchmarks against the private PostgreSQL (or DATABASE_URL) and, when redis-server exists, the private Redis servers
@@ -65,7 +62,7 @@ db-stop: ## stop the private PostgreSQL (never one this project did not create)
 
 .PHONY: db-status
 db-status: ## say whether the private PostgreSQL runs
-	@$(DEVDB) status
+	@$(DEVDB) status || [ $$? = 3 ]
 
 .PHONY: redis-start
 redis-start: ## start (or reuse) the private Redis standalone and cluster and print their URLs
@@ -76,7 +73,8 @@ redis-stop: ## stop the private Redis servers (never one this project did not st
 	@$(REDISDEV) stop
 
 .PHONY: clean
-clean: ## stop the private PostgreSQL and Redis servers and remove bin/ and .rl/ (their data too)
+clean: ## stop the private PostgreSQL and Redis servers, delete the rlctl context make run wrote, remove bin/ and .rl/ (their data too)
+	-@GO='$(GO)' scripts/run.sh forget-context
 	-@$(DEVDB) stop
 	-@$(REDISDEV) stop
 	@if [ -f .rl/pgdata ] && [ "$$(cat .rl/pgdata)" != "$(CURDIR)/.rl/pg" ]; then \

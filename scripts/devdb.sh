@@ -4,7 +4,8 @@
 #   scripts/devdb.sh start   start (or reuse) the cluster; print its DATABASE_URL on stdout
 #   scripts/devdb.sh url     same as start: callers only ever need a reachable URL
 #   scripts/devdb.sh stop    stop the cluster this checkout created (no-op if none)
-#   scripts/devdb.sh status  say whether it runs, and where
+#   scripts/devdb.sh status  say whether it runs, and where; exit 0 when it
+#                            runs, 3 (as pg_ctl status) when it does not
 #
 # With DATABASE_URL set, start and url print it and touch nothing else.
 #
@@ -139,9 +140,11 @@ init_cluster() {
 	pwfile=$(dirname "$dir")/.pwfile.$$
 	cp "$state/pgpassword" "$pwfile"
 	[ "$(id -u)" = 0 ] && chown postgres: "$pwfile"
+	# initdb's report (ending in advice to start the server with pg_ctl,
+	# which this script does itself) goes to a log, shown only when it fails.
 	as_owner "$bindir/initdb" -D "$dir" -U "$dbuser" --pwfile="$pwfile" \
-		--auth-local=scram-sha-256 --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >&2 ||
-		{ rm -f "$pwfile"; die "initdb failed"; }
+		--auth-local=scram-sha-256 --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$state/initdb.log" 2>&1 ||
+		{ rm -f "$pwfile"; tail -n 20 "$state/initdb.log" >&2; die "initdb failed (log: $state/initdb.log)"; }
 	rm -f "$pwfile"
 	as_owner touch "$dir/$marker"
 	pick_port >"$state/pgport"
@@ -174,7 +177,7 @@ cmd_start() {
 	# Checks and settings for a developer's machine: enough connections
 	# for parallel test packages, and the socket kept inside the data
 	# directory so no system path is touched.
-	as_owner "$bindir/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
+	as_owner "$bindir/pg_ctl" -D "$dir" -l "$dir/server.log" -s -w -t 60 \
 		-o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=300 -c shared_buffers=128MB" \
 		start >&2 || { tail -n 20 "$dir/server.log" >&2 || true; die "PostgreSQL did not start"; }
 	# Create the application database once.
@@ -196,7 +199,7 @@ cmd_stop() {
 	dir=$(cat "$state/pgdata")
 	[ -f "$dir/$marker" ] || die "$dir was not created by this script; refusing to touch it"
 	if is_running "$dir"; then
-		as_owner "$bindir/pg_ctl" -D "$dir" -m fast -w stop >&2
+		as_owner "$bindir/pg_ctl" -D "$dir" -m fast -s -w stop >&2
 	else
 		log "cluster in $dir is not running"
 	fi
@@ -208,7 +211,7 @@ cmd_status() {
 	fi
 	if [ ! -f "$state/pgdata" ]; then
 		log "no private cluster yet (make db-start creates one)"
-		return 1
+		return 3
 	fi
 	bindir=$(find_bindir) || die "PostgreSQL binaries not found"
 	local dir
@@ -216,8 +219,8 @@ cmd_status() {
 	if is_running "$dir"; then
 		log "running on 127.0.0.1:$(cat "$state/pgport"), data in $dir"
 	else
-		log "stopped; data in $dir"
-		return 1
+		log "stopped; data in $dir (make db-start starts it)"
+		return 3
 	fi
 }
 

@@ -8,6 +8,7 @@
 #   scripts/redisdev.sh cluster-url  start them; print the cluster's REDIS_CLUSTER_URL
 #   scripts/redisdev.sh stop         stop the servers this checkout started (no-op if none)
 #   scripts/redisdev.sh status       say whether they run, and where
+#   scripts/redisdev.sh running      print how many of them run (0 to 7)
 #
 #   scripts/redisdev.sh scratch-cluster DIR   a throwaway cluster with its data in DIR
 #                                    (an empty or missing directory); print its URL
@@ -200,7 +201,10 @@ start_cluster() {
 	if [ -z "$reuse" ]; then
 		local addrs=()
 		for i in 0 1 2 3 4 5; do addrs+=("127.0.0.1:$(cat "$base/node$i/port")"); done
-		"$cli" --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >&2 || die "redis-cli --cluster create failed"
+		# Its 45 lines (in colour on a terminal) go to a log, shown
+		# only when it fails: make test's output stays the tests'.
+		"$cli" --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$base/create.log" 2>&1 ||
+			{ tail -n 20 "$base/create.log" >&2; die "redis-cli --cluster create failed (log: $base/create.log)"; }
 	fi
 	for i in $(seq 1 300); do
 		cluster_ok "$base" && return 0
@@ -265,6 +269,15 @@ cmd_status() {
 	return $rc
 }
 
+cmd_running() {
+	local n=0 d
+	command -v "$cli" >/dev/null 2>&1 || { echo 0; return; }
+	for d in "$state/redis" "$state"/redis-cluster/node*; do
+		is_running "$d" && n=$((n + 1))
+	done
+	echo "$n"
+}
+
 cmd_scratch_cluster() {
 	local dir=${1:-}
 	[ -n "$dir" ] || die "scratch-cluster needs a directory"
@@ -310,8 +323,9 @@ url) cmd_url ;;
 cluster-url) cmd_cluster_url ;;
 stop) cmd_stop ;;
 status) cmd_status ;;
+running) cmd_running ;;
 scratch-cluster) cmd_scratch_cluster "${2:-}" ;;
 scratch-standalone) cmd_scratch_standalone "${2:-}" ;;
 scratch-stop) cmd_scratch_stop "${2:-}" ;;
-*) echo "usage: $0 start|url|cluster-url|stop|status|scratch-cluster DIR|scratch-standalone DIR|scratch-stop DIR" >&2; exit 2 ;;
+*) echo "usage: $0 start|url|cluster-url|stop|status|running|scratch-cluster DIR|scratch-standalone DIR|scratch-stop DIR" >&2; exit 2 ;;
 esac

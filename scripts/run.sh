@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # run.sh: what `make run` does after building. Provision (or reuse) the
 # database, migrate it, make sure a local admin token exists, then serve.
+#
+#   scripts/run.sh                  serve (make run)
+#   scripts/run.sh forget-context   delete the rlctl context make run wrote
+#                                   (make clean, which deletes its token)
 set -euo pipefail
 
 # context_name is the rlctl context `make run` writes for the checkout at
@@ -28,14 +32,32 @@ config_file() {
 	fi
 }
 
+# addr_in_use reports whether something accepts connections on the
+# host:port rlapi would listen on (an empty host, or 0.0.0.0 or [::],
+# checked on loopback).
+addr_in_use() {
+	local host=${1%:*} port=${1##*:}
+	host=${host#[}
+	host=${host%]}
+	case "$host" in "" | 0.0.0.0) host=127.0.0.1 ;; ::) host=::1 ;; esac
+	(exec 3<>"/dev/tcp/$host/$port") 2>/dev/null
+}
+
 main() {
 	local repo addr tokenfile dbsum ctx
 	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 	cd "$repo"
 
+	addr=${RLAPI_ADDR:-127.0.0.1:8080}
+	# Before anything else: rlapi would migrate, then end in "bind: address
+	# already in use" without saying how to serve elsewhere.
+	if addr_in_use "$addr"; then
+		echo "run.sh: $addr is already in use (another make run?): stop it, or serve elsewhere with RLAPI_ADDR, e.g. RLAPI_ADDR=127.0.0.1:8090 make run" >&2
+		exit 1
+	fi
+
 	DATABASE_URL=$(scripts/devdb.sh url)
 	export DATABASE_URL
-	addr=${RLAPI_ADDR:-127.0.0.1:8080}
 
 	bin/rlapi migrate
 
@@ -71,7 +93,32 @@ MSG
 	exec bin/rlapi serve --addr "$addr"
 }
 
+# forget_context deletes the context main wrote for this checkout, so that
+# rlctl is not left pointing at a token make clean deletes. RLCTL names the
+# rlctl binary (bin/rlctl, or go run when it is not built).
+forget_context() {
+	local repo ctx rlctl
+	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	cd "$repo"
+	ctx=$(context_name "$repo")
+	if [ -n "${RLCTL:-}" ]; then
+		rlctl=("$RLCTL")
+	elif [ -x bin/rlctl ]; then
+		rlctl=(bin/rlctl)
+	else
+		rlctl=("${GO:-go}" run ./cmd/rlctl)
+	fi
+	# The JSON view names each context once, as a key.
+	if "${rlctl[@]}" config view -o json 2>/dev/null | grep -qF "\"$ctx\": {"; then
+		"${rlctl[@]}" config delete-context "$ctx"
+	fi
+}
+
 # Sourced (by a test), it only defines the functions.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-	main "$@"
+	case "${1:-}" in
+	"") main ;;
+	forget-context) forget_context ;;
+	*) echo "usage: $0 [forget-context]" >&2; exit 2 ;;
+	esac
 fi

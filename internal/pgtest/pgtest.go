@@ -21,6 +21,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/migrate"
 	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/internal/testenv"
 	"github.com/rlctl/rlctl/migrations"
 )
 
@@ -32,19 +33,16 @@ var (
 	templateErr  error
 )
 
-// ServerURL returns DATABASE_URL, or ends the test: it fails under CI=true
-// (a CI run without a database has tested nothing) and skips otherwise.
+// ServerURL returns DATABASE_URL, or ends the test: it fails under make
+// test and CI=true (a run without a database has tested nothing) and
+// skips otherwise (testenv.Missing).
 func ServerURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv("DATABASE_URL")
-	if u != "" {
-		return u
+	if u == "" {
+		testenv.Missing(t, "DATABASE_URL is not set: run `make test`, which starts a private PostgreSQL, or export DATABASE_URL=$(scripts/devdb.sh url)")
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("DATABASE_URL is not set and CI=true: tests need PostgreSQL (make test provides one)")
-	}
-	t.Skip("DATABASE_URL is not set: run `make test`, which starts a private PostgreSQL")
-	return ""
+	return u
 }
 
 // NewDatabase creates an empty database (no schema) and returns its URL.

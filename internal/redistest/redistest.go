@@ -5,22 +5,20 @@ package redistest
 import (
 	"os"
 	"testing"
+
+	"github.com/rlctl/rlctl/internal/testenv"
 )
 
 // URL is the URL in the environment variable name: REDIS_URL (the
-// standalone server) or REDIS_CLUSTER_URL (the cluster). Unset, the test is
-// skipped, except under CI=true, where a missing Redis is a failure: CI
-// must not pass by skipping.
+// standalone server) or REDIS_CLUSTER_URL (the cluster). Unset, the test
+// fails under make test and CI=true, and is skipped otherwise
+// (testenv.Missing).
 func URL(t testing.TB, name string) string {
 	t.Helper()
 	u := os.Getenv(name)
 	if u == "" {
-		msg := name + " is unset: run make test, or export " + name + "=$(scripts/redisdev.sh " +
-			map[string]string{"REDIS_URL": "url", "REDIS_CLUSTER_URL": "cluster-url"}[name] + ")"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + " (CI=true: the Redis tests may not be skipped)")
-		}
-		t.Skip(msg)
+		testenv.Missing(t, name+" is unset: run make test, or export "+name+"=$(scripts/redisdev.sh "+
+			map[string]string{"REDIS_URL": "url", "REDIS_CLUSTER_URL": "cluster-url"}[name]+")")
 	}
 	return u
 }

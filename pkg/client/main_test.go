@@ -21,6 +21,7 @@ import (
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/migrate"
 	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/internal/testenv"
 	"github.com/rlctl/rlctl/internal/token"
 )
 
@@ -30,16 +31,17 @@ import (
 // own server over its own database, cloned from a template migrated once per
 // test binary, and TestMain tears them all down after m.Run.
 //
-// Without DATABASE_URL the examples cannot run. Under CI=true that is a
-// failure (a CI run without a database has tested nothing, as in pgtest);
+// Without DATABASE_URL the examples cannot run. Under make test and CI=true
+// that is a failure (a run without a database has tested nothing, as in
+// pgtest: testenv.ServersRequired);
 // otherwise TestMain says so and skips the examples, and the package's unit
 // tests, which need no database, still run.
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if os.Getenv("DATABASE_URL") == "" {
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintln(os.Stderr, "pkg/client: DATABASE_URL is not set and CI=true: the examples need PostgreSQL (make test provides one)")
+		if testenv.ServersRequired() {
+			fmt.Fprintln(os.Stderr, "pkg/client: DATABASE_URL is not set and RLCTL_REQUIRE_SERVERS=1 or CI=true: the examples need PostgreSQL (make test provides one)")
 			os.Exit(1)
 		}
 		fmt.Fprintln(os.Stderr, "pkg/client: DATABASE_URL is not set: skipping the examples, which run against a real rlapi (`make test` provides PostgreSQL)")
