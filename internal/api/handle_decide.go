@@ -74,9 +74,15 @@ func newCheckResult(d enforce.Decision) checkResult {
 	return res
 }
 
+// unixOrZero is t in epoch seconds, rounded up as X-RateLimit-Reset is
+// (enforce.SetHeaders): a token bucket is full between seconds, and a
+// client that waits until the second given never arrives before it.
 func unixOrZero(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
+	}
+	if t.Nanosecond() != 0 {
+		return t.Unix() + 1
 	}
 	return t.Unix()
 }
