@@ -1,6 +1,9 @@
 package api_test
 
 import (
+	"encoding/json"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -190,4 +193,56 @@ func TestQueryValuesFollowTheirRule(t *testing.T) {
 	if a := do(t, env.URL, call{method: "GET", path: "/api/rate-limits/caller:group:gone:60", token: env.AdminToken}); a.status != 200 {
 		t.Errorf("the definition is gone after refused DELETEs: %d %s", a.status, a.body)
 	}
+}
+
+// TestDeclaredQueryParametersAreTheOpenAPIOnes: what each route accepts
+// (routes.go) is what /api/openapi.json documents for it, so neither can
+// drift from the other.
+func TestDeclaredQueryParametersAreTheOpenAPIOnes(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, api.Config{})
+	a := do(t, env.URL, call{method: "GET", path: "/api/openapi.json", token: env.AdminToken})
+	var doc struct {
+		Paths      map[string]map[string]json.RawMessage
+		Components struct {
+			Parameters map[string]openAPIParam
+		}
+	}
+	if err := json.Unmarshal(a.body, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	wildcard := regexp.MustCompile(`\{([a-z_]+)\.\.\.\}`)
+	for _, rt := range env.Server.RouteQueries() {
+		method, path, _ := strings.Cut(rt.Pattern, " ")
+		path = wildcard.ReplaceAllString(path, "{$1}")
+		var op struct{ Parameters []openAPIParam }
+		if err := json.Unmarshal(doc.Paths[path][strings.ToLower(method)], &op); err != nil {
+			t.Errorf("%s: not in openapi.json: %v", rt.Pattern, err)
+			continue
+		}
+		// Parameters of the path, shared by its methods, and the method's.
+		var shared []openAPIParam
+		_ = json.Unmarshal(doc.Paths[path]["parameters"], &shared)
+		var documented []string
+		for _, p := range append(shared, op.Parameters...) {
+			if name, ok := strings.CutPrefix(p.Ref, "#/components/parameters/"); ok {
+				p = doc.Components.Parameters[name]
+			}
+			if p.In == "query" {
+				documented = append(documented, p.Name)
+			}
+		}
+		declared := slices.Clone(rt.Params)
+		slices.Sort(declared)
+		slices.Sort(documented)
+		if !slices.Equal(declared, documented) {
+			t.Errorf("%s: routes.go declares %v, openapi.json documents %v", rt.Pattern, declared, documented)
+		}
+	}
+}
+
+type openAPIParam struct {
+	Ref  string `json:"$ref"`
+	Name string
+	In   string
 }
