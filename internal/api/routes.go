@@ -92,6 +92,18 @@ func (s *Server) Handler() http.Handler {
 // checkRoute is the decision route gateways call for every request.
 const checkRoute = "POST /api/check"
 
+// isDecisionRoute reports whether route is one gateways call for every
+// request they decide or every authentication they make: POST /api/check,
+// GET /api/validate (nginx auth_request), POST /api/auth-events and GET
+// /api/auth-lockout, the routes an enforcer token calls.
+func isDecisionRoute(route string) bool {
+	switch route {
+	case checkRoute, "GET /api/validate", "POST /api/auth-events", "GET /api/auth-lockout":
+		return true
+	}
+	return false
+}
+
 // withTimeout bounds a request's work, so a stuck database answers 503
 // instead of holding the connection.
 func (s *Server) withTimeout(h http.Handler) http.Handler {
