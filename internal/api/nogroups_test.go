@@ -15,9 +15,10 @@ import (
 func TestPutMembershipWithNoGroupsDeletesIt(t *testing.T) {
 	t.Parallel()
 	env := apitest.Start(t, api.Config{})
+	hc := contractHTTPClient(t) // the answers are the documented ones
 	admin := func(c call) answer {
 		c.token = env.AdminToken
-		return do(t, env.URL, c)
+		return send(t, hc, env.URL, c)
 	}
 	if a := admin(call{method: "PUT", path: "/api/rate-limit-memberships/user:alice", body: `{"subject_type":"user","subject":"alice","groups":["devs"]}`}); a.status != 201 {
 		t.Fatalf("create: %d %s", a.status, a.body)
