@@ -17,6 +17,7 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 	vars := map[string][2]string{
 		"RLAPI_ADDR":                   {"127.0.0.9:9999", `"127.0.0.9:9999"`},
 		"RLAPI_LOG_LEVEL":              {"debug", `"debug"`},
+		"RLAPI_ACCESS_LOG_DECISIONS":   {"true", "true"},
 		"RLAPI_USER_FLOOR_PER_MIN":     {"21", "21"},
 		"RLAPI_AGENT_FLOOR_PER_MIN":    {"11", "11"},
 		"RLAPI_SHUTDOWN_TIMEOUT":       {"7s", "7s"},

@@ -229,6 +229,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	addr := fs.String("addr", envDefault(getenv, "RLAPI_ADDR", "127.0.0.1:8080"), "listen address (RLAPI_ADDR)")
 	dsn := dsnFlag(fs, getenv)
 	logLevel := fs.String("log-level", envDefault(getenv, "RLAPI_LOG_LEVEL", "info"), "debug, info, warn or error (RLAPI_LOG_LEVEL)")
+	accessLogDecisions := fs.Bool("access-log-decisions", envBool(getenv, "RLAPI_ACCESS_LOG_DECISIONS"),
+		"write an access log line for each call of the decision endpoints, /api/check, /api/validate, /api/auth-events and /api/auth-lockout (RLAPI_ACCESS_LOG_DECISIONS; default left out: a line per decision)")
 	floors := validate.DefaultFloors()
 	var err error
 	if floors.User, err = envInt(getenv, "RLAPI_USER_FLOOR_PER_MIN", floors.User); err != nil {
@@ -523,7 +525,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ClientIPHeader: header, IPv6Prefix: *ipv6Prefix, Classifier: classifier,
 		AuthMaxFailures: *authFailures, AuthWindow: *authWindow, AuthLockout: *authLockout,
 		BackendTimeout: *backendTimeout, TokenCacheTTL: *tokenCacheTTL, MaxClientConns: maxConns,
-		CountersIn: countersIn, EventsRetention: *eventsRetention,
+		CountersIn: countersIn, EventsRetention: *eventsRetention, AccessLogDecisions: *accessLogDecisions,
 	}, api.Opts{Logger: log, Enforcer: enf, Registry: registry, AuthStore: decisions})
 	// The cap protects the file descriptors only if they outnumber it: the
 	// pool, the listener and the log need some too.

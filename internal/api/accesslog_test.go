@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rlctl/rlctl/internal/api"
+	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/internal/pgtest"
 )
 
@@ -16,7 +17,8 @@ func TestAccessLogNamesTheActor(t *testing.T) {
 	t.Parallel()
 	st := pgtest.NewStore(t)
 	var logs lockedBuffer
-	srv := api.New(st, api.Config{}, api.Opts{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	// A successful read is logged at DEBUG.
+	srv := api.New(st, api.Config{}, api.Opts{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	env := startInProcess(t, st) // creates the "fuzz" admin token in this store
@@ -34,5 +36,102 @@ func TestAccessLogNamesTheActor(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), env.token) {
 		t.Error("the token itself reached the log")
+	}
+}
+
+// accessLines are the access log lines of route in logs.
+func accessLines(logs, route string) []string {
+	var out []string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, `msg=request `) && strings.Contains(l, `route="`+route+`"`) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestAccessLogLeavesDecisionsAndPollsOut: at INFO, as rlapi logs by
+// default, a gateway's decisions write no access log line (they were a
+// line per decision) unless --access-log-decisions, a successful read (the
+// dashboard's and events follow's polls) is DEBUG, and writes and
+// refusals stay at INFO.
+func TestAccessLogLeavesDecisionsAndPollsOut(t *testing.T) {
+	t.Parallel()
+	for _, decisions := range []bool{false, true} {
+		var logs lockedBuffer
+		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		env := apitest.StartWith(t, api.Config{AccessLogDecisions: decisions}, apitest.Options{Logger: log})
+		gw := env.Token(t, "gw", "enforcer")
+		const checks = 5
+		for range checks {
+			if a := do(t, env.URL, call{method: "POST", path: "/api/check", token: gw, body: `{"username":"alice"}`}); a.status != 200 {
+				t.Fatalf("check: %d %s", a.status, a.body)
+			}
+		}
+		for _, c := range []call{
+			{method: "GET", path: "/api/rate-limits"},
+			{method: "GET", path: "/api/rate-limit-events?after=0"},
+			{method: "PUT", path: "/api/rate-limit-memberships/user:alice", body: `{"subject_type":"user","subject":"alice","groups":["devs"]}`},
+			{method: "GET", path: "/api/rate-limit-memberships/user:nobody"},
+		} {
+			c.token = env.AdminToken
+			do(t, env.URL, c)
+		}
+		out := logs.String()
+		want := 0
+		if decisions {
+			want = checks
+		}
+		if n := len(accessLines(out, "POST /api/check")); n != want {
+			t.Errorf("access-log-decisions=%v: %d access lines for %d checks, want %d:\n%s", decisions, n, checks, want, out)
+		}
+		for route, want := range map[string]int{
+			"GET /api/rate-limits": 0, "GET /api/rate-limit-events": 0, // polls: DEBUG
+			"PUT /api/rate-limit-memberships/{id...}": 1, "GET /api/rate-limit-memberships/{id...}": 1, // a write, a 404
+		} {
+			if n := len(accessLines(out, route)); n != want {
+				t.Errorf("%s: %d access lines at INFO, want %d:\n%s", route, n, want, out)
+			}
+		}
+	}
+}
+
+// TestAccessLogDebugHasThePolls: the reads left out at INFO are there at
+// DEBUG (rlapi --log-level debug).
+func TestAccessLogDebugHasThePolls(t *testing.T) {
+	t.Parallel()
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	env := apitest.StartWith(t, api.Config{}, apitest.Options{Logger: log})
+	do(t, env.URL, call{method: "GET", path: "/api/rate-limits", token: env.AdminToken})
+	if l := accessLines(logs.String(), "GET /api/rate-limits"); len(l) != 1 || !strings.Contains(l[0], "level=DEBUG") {
+		t.Errorf("GET /api/rate-limits at DEBUG: %q", l)
+	}
+}
+
+// TestDocumentedAnswersAreNotErrors: the 501 of the counters API when the
+// counters are in Redis is a documented answer, not a failure: no ERROR
+// line, nor for the 4xx of bad input.
+func TestDocumentedAnswersAreNotErrors(t *testing.T) {
+	t.Parallel()
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	env := apitest.StartWith(t, api.Config{CountersIn: "Redis"}, apitest.Options{Logger: log})
+	for _, c := range []struct {
+		call
+		status int
+	}{
+		{call{method: "GET", path: "/api/rate-limit-counters?caller=user:alice"}, 501},
+		{call{method: "DELETE", path: "/api/rate-limit-counters?caller=user:alice"}, 501},
+		{call{method: "GET", path: "/api/rate-limits?axis=bogus"}, 400},
+		{call{method: "PUT", path: "/api/rate-limits/x", body: `{}`}, 400},
+	} {
+		c.token = env.AdminToken
+		if a := do(t, env.URL, c.call); a.status != c.status {
+			t.Fatalf("%s %s: %d %s, want %d", c.method, c.path, a.status, a.body, c.status)
+		}
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("documented answers logged at ERROR:\n%s", logs.String())
 	}
 }

@@ -718,7 +718,7 @@ func TestApplyDecodeErrors(t *testing.T) {
 		{"not an object", "", `[]`, 400, nil, "must be a JSON object"},
 		{"two values", "", `{} {}`, 400, nil, "more than one JSON value"},
 		{"empty", "", ``, 400, nil, "empty"},
-		{"bad dry_run", "?dry_run=perhaps", `{}`, 400, nil, "dry_run"},
+		{"bad dry_run", "?dry_run=perhaps", `{}`, 400, []string{"dry_run"}, "dry_run: must be true or false"},
 		{"dry run in the body", "", `{"dry_run":true,"definitions":[{"axis":"caller","entity_type":"group","name":"a","window_seconds":60,"user_max_requests":50}]}`,
 			200, nil, ""},
 	}

@@ -78,7 +78,7 @@ func decodeError(err error) error {
 		if fieldName == "" {
 			return badRequest(fmt.Sprintf("request body must be a JSON object, not %s", typeErr.Value))
 		}
-		msg := fmt.Sprintf("%s: must be %s, not %s", fieldName, applydoc.JSONKind(typeErr.Type.Kind().String()), typeErr.Value)
+		msg := applydoc.TypeMessage(fieldName, applydoc.JSONKind(typeErr.Type.Kind().String()), typeErr.Value)
 		return badRequest(msg, validate.FieldError{Field: fieldName, Message: msg})
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest("malformed JSON: unexpected end of input")

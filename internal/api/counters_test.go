@@ -302,7 +302,7 @@ func TestCounterSelectorsAreRefused(t *testing.T) {
 	}{
 		{"no selector", "", "exactly one of caller"},
 		{"two selectors", "caller=user:alice&target=mcp_server:mcpgw", "got caller and target"},
-		{"a selector twice", "caller=user:alice&caller=user:bob", "got caller 2 times"},
+		{"a selector twice", "caller=user:alice&caller=user:bob", "caller: given more than once"},
 		{"empty caller", "caller=", "caller: must be user:<name>"},
 		{"caller without a type", "caller=alice", "caller: must be user:<name>"},
 		{"caller of a target type", "caller=server:mcpgw", "caller: must be user:<name>"},

@@ -22,3 +22,22 @@ func (s *Server) OnSweepLocked(f func(ctx context.Context, lock string)) {
 	}
 	s.sweepHook.Store(&f)
 }
+
+// RouteQuery is one route's pattern and the query parameters it accepts.
+type RouteQuery struct {
+	Pattern string
+	Params  []string
+}
+
+// RouteQueries lists every route of routes.go with what it accepts.
+func (s *Server) RouteQueries() []RouteQuery {
+	var out []RouteQuery
+	for _, rt := range s.routes() {
+		q := RouteQuery{Pattern: rt.pattern}
+		for _, p := range rt.query {
+			q.Params = append(q.Params, p.name)
+		}
+		out = append(out, q)
+	}
+	return out
+}

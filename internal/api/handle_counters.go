@@ -101,9 +101,6 @@ func counterSelector(r *http.Request) (store.CounterSelector, string, error) {
 		if name != "" {
 			return store.CounterSelector{}, "", badRequest(fmt.Sprintf("give exactly one of caller, target or definition (got %s and %s)", name, n))
 		}
-		if len(q[n]) > 1 {
-			return store.CounterSelector{}, "", badRequest(fmt.Sprintf("give exactly one of caller, target or definition (got %s %d times)", n, len(q[n])))
-		}
 		name, value = n, strings.TrimSpace(q.Get(n))
 	}
 	fail := func(format string, args ...any) (store.CounterSelector, string, error) {

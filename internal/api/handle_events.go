@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -19,9 +20,10 @@ type eventPage struct {
 	NextCursor string            `json:"next_cursor,omitempty"`
 }
 
-// eventSubjectTypes are the types an event's subject has: callers (user,
-// agent, with client as another name for agent, ip) and targets.
-var eventSubjectTypes = []string{ratelimit.SubjectUser, "agent", ratelimit.SubjectClient, "ip", ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent}
+// eventSubjectTypes are the types an event's subject has, every one the
+// record writes (enforce.EventSubjectTypes), with client as another name
+// for agent: a membership calls the caller with a client id a client.
+var eventSubjectTypes = append(enforce.EventSubjectTypes(), ratelimit.SubjectClient)
 
 // defaultEventPage keeps an unbounded query from reading the whole record.
 const defaultEventPage = 100

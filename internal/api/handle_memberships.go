@@ -63,7 +63,14 @@ func (s *Server) handlePutMembership() http.Handler {
 			s.writeProblem(w, r, err)
 			return
 		}
-		m, err := validate.Membership(body)
+		// "groups": [] (not a missing groups) is no membership.
+		noGroups := body.Groups != nil && len(body.Groups) == 0
+		var m ratelimit.Membership
+		if noGroups {
+			m, err = validate.NoGroups(body)
+		} else {
+			m, err = validate.Membership(body)
+		}
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
@@ -77,6 +84,10 @@ func (s *Server) handlePutMembership() http.Handler {
 		version, err := ifMatch(r)
 		if err != nil {
 			s.writeProblem(w, r, err)
+			return
+		}
+		if noGroups {
+			s.deleteNoGroups(w, r, m, version)
 			return
 		}
 		var res store.PutResult[ratelimit.Membership]
@@ -106,6 +117,42 @@ func (s *Server) handlePutMembership() http.Handler {
 		s.answer(w, r, ch, dry, err, func() {
 			writePut(w, r, "/api/rate-limit-memberships/", m.Key(), res.After.Version, res.Created() && !res.Unchanged, res.After)
 		})
+	})
+}
+
+// deleteNoGroups answers a PUT of a membership with "groups": [], as the
+// reference does and rlctl member set --groups "" always has: a subject in
+// no group is one without a membership, so its membership is deleted (200
+// {"deleted":true}) or there was none ({"deleted":false}, no audit row). A
+// quarantined subject is refused: that would release it, which is DELETE
+// /api/rate-limit-quarantine's job.
+func (s *Server) deleteNoGroups(w http.ResponseWriter, r *http.Request, m ratelimit.Membership, version int64) {
+	id := m.Key()
+	found := false
+	ch, dry, err := s.mutate(r, func(q *store.Queries) (change, error) {
+		ctx := r.Context()
+		if err := q.LockSubject(ctx, m.SubjectType, m.Subject); err != nil {
+			return change{}, err
+		}
+		before, err := q.GetMembership(ctx, m.SubjectType, m.Subject)
+		if isNotFoundErr(err) {
+			return change{action: "unchanged", resourceType: "membership", id: id}, nil
+		}
+		if err != nil {
+			return change{}, err
+		}
+		if before.HasGroup(ratelimit.GroupQuarantineCallers) || before.HasGroup(ratelimit.GroupQuarantineTargets) {
+			return change{}, errorf(http.StatusConflict, "quarantined", "Subject is quarantined",
+				fmt.Sprintf(`'%s' is quarantined: "groups": [] would release it; remove the quarantine (DELETE /api/rate-limit-quarantine/%s) first`, id, id))
+		}
+		if _, err := q.DeleteMembership(ctx, m.SubjectType, m.Subject, store.Write{IfVersion: version}); err != nil {
+			return change{}, orNotFound(err, "membership", id)
+		}
+		found = true
+		return change{action: "delete", resourceType: "membership", id: id, before: before}, nil
+	})
+	s.answer(w, r, ch, dry, err, func() {
+		encode(w, http.StatusOK, deleted{Deleted: found, ID: id})
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -33,8 +32,9 @@ func checkText(field, v string) *validate.FieldError {
 }
 
 // checkInput refuses, with 400 naming the field, a request whose path values
-// (the wildcards of pattern) or query parameters fail checkText.
-func (s *Server) checkInput(pattern string, next http.Handler) http.Handler {
+// (the wildcards of pattern) fail checkText or whose query breaks what the
+// route accepts (queryProblems).
+func (s *Server) checkInput(pattern string, accepted []queryParam, next http.Handler) http.Handler {
 	var wildcards []string
 	for _, m := range patternWildcard.FindAllStringSubmatch(pattern, -1) {
 		wildcards = append(wildcards, m[1])
@@ -47,24 +47,7 @@ func (s *Server) checkInput(pattern string, next http.Handler) http.Handler {
 			}
 		}
 		if r.URL.RawQuery != "" {
-			q := r.URL.Query()
-			keys := make([]string, 0, len(q))
-			for k := range q {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				if fe := checkText("query parameter name", k); fe != nil {
-					fields = append(fields, *fe)
-					continue
-				}
-				for _, v := range q[k] {
-					if fe := checkText(k, v); fe != nil {
-						fields = append(fields, *fe)
-						break
-					}
-				}
-			}
+			fields = append(fields, queryProblems(r.URL.RawQuery, accepted)...)
 		}
 		if len(fields) > 0 {
 			s.writeProblem(w, r, &validate.Error{Errors: fields})

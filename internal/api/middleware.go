@@ -109,15 +109,33 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			s.metrics.observe(route, r.Method, st.status, elapsed)
 			// Checked first: the arguments would be built (and allocated)
 			// for a line the level then drops.
-			if s.log.Enabled(r.Context(), slog.LevelInfo) {
+			if level, ok := s.accessLevel(r.Method, route, st.status); ok && s.log.Enabled(r.Context(), level) {
 				actor := ""
 				if st.token != nil {
 					actor = st.token.Name
 				}
-				s.log.Info("request", "request_id", id, "method", r.Method, "route", route, "status", st.status,
+				s.log.Log(r.Context(), level, "request", "request_id", id, "method", r.Method, "route", route, "status", st.status,
 					"duration_ms", float64(elapsed.Microseconds())/1000, "actor", actor)
 			}
 		}()
 		next.ServeHTTP(st, r)
 	})
+}
+
+// accessLevel is the level of a request's access log line; false for no
+// line. The decision routes write none unless Config.AccessLogDecisions
+// says so (then at INFO): a gateway calls them for every request it
+// decides, so they were a line per decision, and the metrics already count
+// them by route and status. A read answered without error is DEBUG: the
+// dashboard and rlctl events follow poll every 2 s, and a successful read
+// changes nothing an operator must see. Writes and every 4xx or 5xx are
+// INFO.
+func (s *Server) accessLevel(method, route string, status int) (slog.Level, bool) {
+	switch {
+	case isDecisionRoute(route):
+		return slog.LevelInfo, s.cfg.AccessLogDecisions
+	case (method == http.MethodGet || method == http.MethodHead) && status < 400:
+		return slog.LevelDebug, true
+	}
+	return slog.LevelInfo, true
 }

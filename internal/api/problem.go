@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -66,18 +67,35 @@ func adminCheckFailed(subject, outcome string) *httpError {
 }
 
 // writeProblem maps err to its status and writes it as problem+json. Errors
-// it does not know are logged with the request id and answered 500 without
-// any detail of the cause.
+// it does not know are logged at ERROR with the request id and answered 500
+// without any detail of the cause; so is a database that cannot answer
+// (503). A 5xx a handler chose (an *httpError: a token that cannot be
+// verified now, no Enforcer) is a documented answer, logged at WARN; a 501
+// (counters-elsewhere: a configuration, not a failure) is left to the
+// access log.
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p := s.problemFor(r, err)
-	if p.Status >= 500 {
-		s.log.Error("request failed", "request_id", requestID(r.Context()), "method", r.Method,
+	if level, ok := problemLevel(p.Status, err); ok {
+		s.log.Log(r.Context(), level, "request failed", "request_id", requestID(r.Context()), "method", r.Method,
 			"path", r.URL.Path, "status", p.Status, "err", err)
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)
+}
+
+// problemLevel is the level writeProblem logs a problem of status for err
+// at; false for no line.
+func problemLevel(status int, err error) (slog.Level, bool) {
+	var he *httpError
+	switch {
+	case status < 500, status == http.StatusNotImplemented:
+		return 0, false
+	case errors.As(err, &he):
+		return slog.LevelWarn, true
+	}
+	return slog.LevelError, true
 }
 
 func (s *Server) problemFor(r *http.Request, err error) Problem {

@@ -5,76 +5,104 @@ import (
 	"net/http"
 )
 
-// Handler returns every route of the API, in one place. Ids are the rest of
+// routeSpec is one route: its pattern, who may call it, the query
+// parameters it accepts (anything else is a 400 before the handler runs)
+// and its handler.
+type routeSpec struct {
+	pattern string
+	perm    permission
+	query   []queryParam
+	handler http.Handler
+}
+
+// routes lists every route of the API, in one place. Ids are the rest of
 // the path ({id...}) so both percent-encoded ids and the reference's raw
 // ids with '/' in them reach the handler whole.
+func (s *Server) routes() []routeSpec {
+	return []routeSpec{
+		{"GET /healthz", permPublic, query(), handleHealthz()},
+		{"GET /readyz", permPublic, query(), s.handleReadyz()},
+		{"GET /api/version", permPublic, query(), s.handleVersion()},
+		{"GET /api/openapi.json", permRead, query(), s.handleOpenAPI()},
+		{"GET /metrics", permRead, query(), s.metrics.handler()},
+
+		{"GET /api/rate-limits", permRead, definitionListParams, s.handleListDefinitions()},
+		{"GET /api/rate-limits/{id...}", permRead, query(), s.handleGetDefinition()},
+		{"PUT /api/rate-limits/{id...}", permWrite, query(dryRunParam), s.handlePutDefinition()},
+		{"DELETE /api/rate-limits/{id...}", permWrite, query(dryRunParam), s.handleDeleteDefinition()},
+		{"POST /api/rate-limits-enabled/{id...}", permWrite, query(boolParam("enabled"), dryRunParam), s.handleSetEnabled()},
+		{"GET /api/rate-limits-status", permRead, statusParams, s.handleStatus()},
+
+		{"GET /api/rate-limit-memberships", permRead, membershipListParams, s.handleListMemberships()},
+		{"GET /api/rate-limit-memberships/{id...}", permRead, query(), s.handleGetMembership()},
+		{"PUT /api/rate-limit-memberships/{id...}", permWrite, query(dryRunParam), s.handlePutMembership()},
+		{"DELETE /api/rate-limit-memberships/{id...}", permWrite, query(dryRunParam), s.handleDeleteMembership()},
+
+		{"GET /api/rate-limit-quarantine", permRead, query(), s.handleListQuarantine()},
+		{"POST /api/rate-limit-quarantine/{id...}", permWrite, query(dryRunParam), s.handleQuarantine()},
+		{"DELETE /api/rate-limit-quarantine/{id...}", permWrite, query(dryRunParam), s.handleUnquarantine()},
+
+		{"GET /api/rate-limit-admins", permRead, query(), s.handleListAdmins()},
+		{"PUT /api/rate-limit-admins/{id...}", permWrite, query(dryRunParam), s.handlePutAdmin()},
+		{"DELETE /api/rate-limit-admins/{id...}", permWrite, query(dryRunParam), s.handleDeleteAdmin()},
+
+		{"GET /api/tokens", permWrite, query(), s.handleListTokens()},
+		{"POST /api/tokens", permWrite, query(dryRunParam), s.handleCreateToken()},
+		{"DELETE /api/tokens/{name...}", permWrite, query(dryRunParam), s.handleRevokeToken()},
+
+		{"GET /api/enforcement", permRead, query(), s.handleGetEnforcement()},
+		{"PUT /api/enforcement", permWrite, query(dryRunParam), s.handlePutEnforcement()},
+
+		{"GET /api/audit", permRead, auditParams, s.handleListAudit()},
+		{"GET /api/rate-limit-events", permRead, eventParams, s.handleListEvents()},
+		{checkRoute, permDecide, query(), s.handleCheck()},
+		// trusted proxy + X-Gateway-Secret, checked in the handler
+		{"GET /api/validate", permPublic, query(), s.handleValidate()},
+		{"POST /api/auth-events", permDecide, query(), s.handleReportAuth()},
+		{"GET /api/auth-lockout", permDecide, query(textParam("client_ip")), s.handleAuthLockout()},
+		{"GET /api/rate-limit-counters", permRead, append(query(limitParam), counterSelectorParams...), s.handleListCounters()},
+		{"DELETE /api/rate-limit-counters", permWrite, append(query(dryRunParam), counterSelectorParams...), s.handleResetCounters()},
+		{"POST /api/apply", permWrite, query(dryRunParam, boolParam("quarantine")), s.handleApply()},
+	}
+}
+
+// Handler returns the handler of every route.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	route := func(pattern string, p permission, h http.Handler) {
-		h = s.checkInput(pattern, h)
+	for _, rt := range s.routes() {
+		h := s.checkInput(rt.pattern, rt.query, rt.handler)
 		// POST /api/check bounds its own work: the token lookup and each
 		// counter round trip of the decision within the backend timeout
 		// (verifyToken, enforce.Options.BackendTimeout). A request
 		// deadline on top would bound nothing more and cost a timer for
 		// every call a gateway decides.
-		if pattern != checkRoute {
+		if rt.pattern != checkRoute {
 			h = s.withTimeout(h)
 		}
-		mux.Handle(pattern, s.authenticate(p, h))
+		mux.Handle(rt.pattern, s.authenticate(rt.perm, h))
 	}
-
-	route("GET /healthz", permPublic, handleHealthz())
-	route("GET /readyz", permPublic, s.handleReadyz())
-	route("GET /api/version", permPublic, s.handleVersion())
-	route("GET /api/openapi.json", permRead, s.handleOpenAPI())
-	route("GET /metrics", permRead, s.metrics.handler())
-
-	route("GET /api/rate-limits", permRead, s.handleListDefinitions())
-	route("GET /api/rate-limits/{id...}", permRead, s.handleGetDefinition())
-	route("PUT /api/rate-limits/{id...}", permWrite, s.handlePutDefinition())
-	route("DELETE /api/rate-limits/{id...}", permWrite, s.handleDeleteDefinition())
-	route("POST /api/rate-limits-enabled/{id...}", permWrite, s.handleSetEnabled())
-	route("GET /api/rate-limits-status", permRead, s.handleStatus())
-
-	route("GET /api/rate-limit-memberships", permRead, s.handleListMemberships())
-	route("GET /api/rate-limit-memberships/{id...}", permRead, s.handleGetMembership())
-	route("PUT /api/rate-limit-memberships/{id...}", permWrite, s.handlePutMembership())
-	route("DELETE /api/rate-limit-memberships/{id...}", permWrite, s.handleDeleteMembership())
-
-	route("GET /api/rate-limit-quarantine", permRead, s.handleListQuarantine())
-	route("POST /api/rate-limit-quarantine/{id...}", permWrite, s.handleQuarantine())
-	route("DELETE /api/rate-limit-quarantine/{id...}", permWrite, s.handleUnquarantine())
-
-	route("GET /api/rate-limit-admins", permRead, s.handleListAdmins())
-	route("PUT /api/rate-limit-admins/{id...}", permWrite, s.handlePutAdmin())
-	route("DELETE /api/rate-limit-admins/{id...}", permWrite, s.handleDeleteAdmin())
-
-	route("GET /api/tokens", permWrite, s.handleListTokens())
-	route("POST /api/tokens", permWrite, s.handleCreateToken())
-	route("DELETE /api/tokens/{name...}", permWrite, s.handleRevokeToken())
-
-	route("GET /api/enforcement", permRead, s.handleGetEnforcement())
-	route("PUT /api/enforcement", permWrite, s.handlePutEnforcement())
-
-	route("GET /api/audit", permRead, s.handleListAudit())
-	route("GET /api/rate-limit-events", permRead, s.handleListEvents())
-	route("POST /api/check", permDecide, s.handleCheck())      // checkRoute
-	route("GET /api/validate", permPublic, s.handleValidate()) // trusted proxy + X-Gateway-Secret, checked in the handler
-	route("POST /api/auth-events", permDecide, s.handleReportAuth())
-	route("GET /api/auth-lockout", permDecide, s.handleAuthLockout())
-	route("GET /api/rate-limit-counters", permRead, s.handleListCounters())
-	route("DELETE /api/rate-limit-counters", permWrite, s.handleResetCounters())
-	route("POST /api/apply", permWrite, s.handleApply())
-
-	// Anything else under /api is a problem+json 404, not the mux's text.
-	route("/api/", permPublic, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Anything else under /api is a problem+json 404, not the mux's text,
+	// whatever its query.
+	mux.Handle("/api/", s.authenticate(permPublic, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, errorf(http.StatusNotFound, "not-found", "Not found", "no route for "+r.Method+" "+r.URL.Path))
-	}))
+	})))
 	return s.observe(mux)
 }
 
 // checkRoute is the decision route gateways call for every request.
 const checkRoute = "POST /api/check"
+
+// isDecisionRoute reports whether route is one gateways call for every
+// request they decide or every authentication they make: POST /api/check,
+// GET /api/validate (nginx auth_request), POST /api/auth-events and GET
+// /api/auth-lockout, the routes an enforcer token calls.
+func isDecisionRoute(route string) bool {
+	switch route {
+	case checkRoute, "GET /api/validate", "POST /api/auth-events", "GET /api/auth-lockout":
+		return true
+	}
+	return false
+}
 
 // withTimeout bounds a request's work, so a stuck database answers 503
 // instead of holding the connection.

@@ -129,7 +129,7 @@ func TestBadBodies(t *testing.T) {
 		{"malformed", `{"axis":`, 400, "", "malformed JSON"},
 		{"not an object", `[1,2]`, 400, "", "JSON object"},
 		{"unknown field", `{"axis":"caller","entity_type":"group","name":"g","window_seconds":60,"user_max_request":30}`, 400, "user_max_request", "unknown field"},
-		{"wrong type", `{"axis":"caller","entity_type":"group","name":"g","window_seconds":"60","user_max_requests":30}`, 400, "window_seconds", "must be a number"},
+		{"wrong type", `{"axis":"caller","entity_type":"group","name":"g","window_seconds":"60","user_max_requests":30}`, 400, "window_seconds", "must be a whole number of seconds, not string"},
 		{"two values", `{"axis":"caller"} {"axis":"caller"}`, 400, "", "more than one"},
 		{"empty", ``, 400, "", "empty"},
 		{"too large", `{"description":"` + strings.Repeat("x", 2<<20) + `"}`, 413, "", "exceeds"},

@@ -74,6 +74,10 @@ type Config struct {
 	// then answers 501 saying where the counters are instead of an empty
 	// list or a reset that resets nothing.
 	CountersIn string
+	// AccessLogDecisions writes the access log lines of the decision
+	// routes (isDecisionRoute), left out by default: a gateway calls
+	// them for every request it decides.
+	AccessLogDecisions bool
 	// EventsRetention is how long the record of violations keeps a
 	// minute's rows (default DefaultEventsRetention; negative: this
 	// replica never deletes them). Serve deletes older rows every

@@ -82,6 +82,9 @@ func startReplica(t testing.TB, e *Env, cfg api.Config, o Options) *Env {
 type Options struct {
 	// Escalation turns on escalation lockouts (rlapi --lockout-*).
 	Escalation *enforce.EscalationOptions
+	// Logger receives rlapi's and the Enforcer's logs (nil: discarded,
+	// or stderr when RLAPI_TEST_LOG is set).
+	Logger *slog.Logger
 }
 
 // StartWith is Start with Enforcer options.
@@ -114,6 +117,9 @@ func serve(t testing.TB, st *store.Store, cfg api.Config, o Options) *Env {
 	log := slog.New(slog.DiscardHandler)
 	if os.Getenv("RLAPI_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if o.Logger != nil {
+		log = o.Logger
 	}
 	registry := prometheus.NewRegistry()
 	enf, err := postgres.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry, IPv6Prefix: cfg.IPv6Prefix,

@@ -386,7 +386,7 @@ func (d *decoder) elementError(err error, path string) validate.FieldError {
 		case typeErr.Field != "":
 			want = goKind(typeErr.Type)
 		}
-		return validate.FieldError{Field: field, Message: fmt.Sprintf("%s: must be %s, not %s", field, want, typeErr.Value)}
+		return validate.FieldError{Field: field, Message: TypeMessage(field, want, typeErr.Value)}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := path + "." + strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return validate.FieldError{Field: field, Message: field + ": unknown field"}
@@ -416,7 +416,9 @@ func rawKind(b byte) string {
 // its type errors with it too.
 func JSONKind(goKind string) string {
 	switch goKind {
-	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64":
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "a whole number"
+	case "float32", "float64":
 		return "a number"
 	case "bool":
 		return "true or false"
@@ -431,6 +433,21 @@ func JSONKind(goKind string) string {
 	default:
 		return "a " + goKind
 	}
+}
+
+// TypeMessage words a JSON value of the wrong type at field: what the field
+// takes (want; a whole number "of seconds" for a field that counts them) and
+// what it got, a number by its digits ("not 1.5": encoding/json says
+// "number 1.5", which read as "must be a number, not number 1.5"), anything
+// else by its kind ("not string").
+func TypeMessage(field, want, got string) string {
+	if want == "a whole number" && strings.HasSuffix(field, "_seconds") {
+		want += " of seconds"
+	}
+	if digits, ok := strings.CutPrefix(got, "number "); ok {
+		got = digits
+	}
+	return fmt.Sprintf("%s: must be %s, not %s", field, want, got)
 }
 
 // goKind names what a Go type takes, in a state file's words.

@@ -119,7 +119,7 @@ func newIncidentsView(keys *KeyMap, styles *Styles, now func() time.Time) incide
 			"subject": func(r incidentRow, v string) bool { return strings.EqualFold(r.subject, v) },
 			"type": func(r incidentRow, v string) bool {
 				t, _, _ := strings.Cut(r.subject, ":")
-				return strings.EqualFold(t, v)
+				return strings.EqualFold(t, callerType(v))
 			},
 			"limit": func(r incidentRow, v string) bool { return strings.EqualFold(r.topDef, v) },
 		},
@@ -309,6 +309,16 @@ func (v incidentsView) lockoutLine() string {
 		parts[i] = clean(e.SubjectType+":"+e.Subject) + " " + st.Dim.Render("ends "+formatUntil(now, e.ExpiresAt))
 	}
 	return truncate(st.Label.Render("lockouts "+strconv.Itoa(len(v.lockouts))+"  ")+strings.Join(parts, " · "), v.width)
+}
+
+// callerType reads client, the memberships' name for a caller with a
+// client id, as agent, the record's (and the API's events filter's) name
+// for it; any other type is itself.
+func callerType(t string) string {
+	if strings.EqualFold(t, ratelimit.SubjectClient) {
+		return "agent"
+	}
+	return t
 }
 
 // quarantineSubject is the quarantine membership a subject of the record

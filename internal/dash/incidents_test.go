@@ -297,3 +297,21 @@ func TestIPNetwork(t *testing.T) {
 		}
 	}
 }
+
+// The Incidents filter reads client, the memberships' name for a caller
+// with a client id, as agent, the record's: type:client finds
+// agent:crawler.
+func TestIncidentsFilterTakesClientForAgent(t *testing.T) {
+	t.Parallel()
+	for _, q := range []string{"type:client", "type:agent"} {
+		m := incidents(t, 120, 30)
+		m.incidents.list.setQuery(q)
+		var shown []string
+		for _, i := range m.incidents.list.idx {
+			shown = append(shown, m.incidents.list.Items()[i].subject)
+		}
+		if len(shown) != 1 || shown[0] != "agent:crawler" {
+			t.Errorf("%s shows %v, want agent:crawler alone", q, shown)
+		}
+	}
+}

@@ -10,18 +10,10 @@ import (
 // through unchanged. On failure it returns an *Error listing every field at
 // fault.
 func Membership(m ratelimit.Membership) (ratelimit.Membership, error) {
-	out := m
-	var probs problems
-
-	var fe *FieldError
-	out.Subject, fe = normalizeSubject(m.SubjectType, m.Subject)
-	if fe == nil {
-		fe = spaceProblem("subject", out.Subject)
-	}
-	probs.add(fe)
-
+	out, probs := membershipSubject(m)
 	out.Groups = groups(&probs, m.SubjectType, m.Groups)
 
+	var fe *FieldError
 	out.QuarantineReason, fe = text("quarantine_reason", m.QuarantineReason, false)
 	probs.add(fe)
 
@@ -30,6 +22,35 @@ func Membership(m ratelimit.Membership) (ratelimit.Membership, error) {
 	}
 	out.ID = out.Key()
 	return out, nil
+}
+
+// NoGroups checks a membership that names no groups ("groups": []), which
+// is no membership (a subject in no group is one without a membership): its
+// subject only, since there is nothing else to keep. It returns the
+// normalized copy, ID set.
+func NoGroups(m ratelimit.Membership) (ratelimit.Membership, error) {
+	out, probs := membershipSubject(m)
+	if len(m.Groups) > 0 {
+		probs.add(fieldError("groups", "must be empty here (got %d groups)", len(m.Groups)))
+	}
+	if err := probs.err(); err != nil {
+		return ratelimit.Membership{}, err
+	}
+	out.ID = out.Key()
+	return out, nil
+}
+
+// membershipSubject normalizes a membership's subject for its type.
+func membershipSubject(m ratelimit.Membership) (ratelimit.Membership, problems) {
+	out := m
+	var probs problems
+	var fe *FieldError
+	out.Subject, fe = normalizeSubject(m.SubjectType, m.Subject)
+	if fe == nil {
+		fe = spaceProblem("subject", out.Subject)
+	}
+	probs.add(fe)
+	return out, probs
 }
 
 // groups checks a membership's group list. Only users and clients make calls,

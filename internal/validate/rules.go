@@ -3,6 +3,7 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,3 +102,24 @@ func ruleMessage(fe validator.FieldError) string {
 		return fmt.Sprintf("fails the %s=%s rule (got %v)", fe.Tag(), fe.Param(), fe.Value())
 	}
 }
+
+// Axes are the axes a definition takes, for filters that name one.
+func Axes() []string { return strings.Fields(strings.TrimPrefix(axisRule, "oneof=")) }
+
+// EntityTypes are the entity types some axis takes, for filters that
+// name one.
+func EntityTypes() []string {
+	var out []string
+	for _, axis := range Axes() {
+		for _, t := range entityTypesOn(axis) {
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// SubjectTypes are the subject types a membership takes, for filters that
+// name one.
+func SubjectTypes() []string { return strings.Fields(strings.TrimPrefix(subjectTypeRule, "oneof=")) }

@@ -305,6 +305,15 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
+// EventSubjectTypes are the types of the subjects (type:name) the record of
+// violations writes: callers (user; agent, a caller with a client id; ip,
+// an anonymous caller by its address), the shared buckets of a team (team)
+// and of a route tier (route), and targets (mcp_server, a2a_agent).
+func EventSubjectTypes() []string {
+	return []string{ratelimit.SubjectUser, "agent", CallerIP, CallerTeam, ratelimit.EntityRoute,
+		ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent}
+}
+
 // RecordEvent adds ev to the record of violations, aggregated with the
 // Enforcer's own throttles and quarantine denials: a lockout or a
 // failed-credential lockout detected outside the Enforcer's decisions is

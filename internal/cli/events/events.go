@@ -76,7 +76,7 @@ type filterFlags struct {
 }
 
 func addFilterFlags(cmd *cobra.Command, fl *pflag.FlagSet, ff *filterFlags, filter *client.EventFilter) {
-	fl.StringVar(&filter.Subject, "subject", "", "only this subject: a caller (user:alice, agent:bot, ip:203.0.113.7) or a target (mcp_server:weather)")
+	fl.StringVar(&filter.Subject, "subject", "", "only this subject: a caller (user:alice, agent:bot or client:bot, ip:203.0.113.7), a team or route tier (team:acme, route:checkout) or a target (mcp_server:weather)")
 	fl.StringVar(&filter.DefinitionID, "definition", "", "only this definition id (caller:group:free:60)")
 	fl.StringVar(&filter.Kind, "kind", "", "only this kind: "+strings.Join(rl.EventKinds(), ", "))
 	fl.StringVar(&filter.Severity, "severity", "", "only this severity: "+strings.Join(rl.EventSeverities(), ", "))
