@@ -71,8 +71,8 @@ func adminCheckFailed(subject, outcome string) *httpError {
 // without any detail of the cause; so is a database that cannot answer
 // (503). A 5xx a handler chose (an *httpError: a token that cannot be
 // verified now, no Enforcer) is a documented answer, logged at WARN; a 501
-// (counters-elsewhere: a configuration, not a failure) is left to the
-// access log.
+// (counters-elsewhere: a configuration, not a failure) and a shed decision
+// (overloaded: counted by the Enforcer) are left to the access log.
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p := s.problemFor(r, err)
 	if level, ok := problemLevel(p.Status, err); ok {
@@ -91,6 +91,10 @@ func problemLevel(status int, err error) (slog.Level, bool) {
 	var he *httpError
 	switch {
 	case status < 500, status == http.StatusNotImplemented:
+		return 0, false
+	case errors.As(err, &he) && he.kind == "overloaded":
+		// A shed decision: counted (rlctl_enforce_checks_total), never a
+		// line per call, which under overload would be a log storm.
 		return 0, false
 	case errors.As(err, &he):
 		return slog.LevelWarn, true
