@@ -33,13 +33,16 @@ func TestMemberIndexCopiesOnWrite(t *testing.T) {
 	if old.len() != 1000 || next.len() != 1000 {
 		t.Errorf("len: old %d, next %d; want 1000 and 1000", old.len(), next.len())
 	}
-	shared := 0
+	shared, empty := 0, 0
 	for i := range old.shards {
-		if len(old.shards[i]) > 0 && fmt.Sprintf("%p", old.shards[i]) == fmt.Sprintf("%p", next.shards[i]) {
+		switch {
+		case len(old.shards[i]) == 0:
+			empty++ // nothing to share; how many depends on the hash seed
+		case fmt.Sprintf("%p", old.shards[i]) == fmt.Sprintf("%p", next.shards[i]):
 			shared++
 		}
 	}
-	if shared < memberShards-3-10 { // at most three shards copied (some may be empty)
-		t.Errorf("only %d of %d shards shared after a change of three members", shared, memberShards)
+	if shared < memberShards-empty-3 { // at most three shards copied
+		t.Errorf("only %d of %d non-empty shards shared after a change of three members", shared, memberShards-empty)
 	}
 }
