@@ -9,8 +9,7 @@
 package applydoc
 
 import (
-	"slices"
-	"strings"
+	"sort"
 
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -88,8 +87,31 @@ func NewDocument(defs []ratelimit.Definition, mems []ratelimit.Membership, admin
 		a.CreatedAt, a.CreatedBy = nil, ""
 		doc.Admins[i] = a
 	}
-	slices.SortFunc(doc.Definitions, func(a, b ratelimit.Definition) int { return strings.Compare(a.Key(), b.Key()) })
-	slices.SortFunc(doc.Memberships, func(a, b ratelimit.Membership) int { return strings.Compare(a.Key(), b.Key()) })
-	slices.SortFunc(doc.Admins, func(a, b ratelimit.Admin) int { return strings.Compare(a.Key(), b.Key()) })
+	sortByKey(doc.Definitions, ratelimit.Definition.Key)
+	sortByKey(doc.Memberships, ratelimit.Membership.Key)
+	sortByKey(doc.Admins, ratelimit.Admin.Key)
 	return doc
+}
+
+// sortByKey sorts s by key, computing each key once: Key builds a
+// string, and a sort calling it per comparison built some forty per
+// object of a large document.
+func sortByKey[T any](s []T, key func(T) string) {
+	keys := make([]string, len(s))
+	for i := range s {
+		keys[i] = key(s[i])
+	}
+	sort.Sort(byKey[T]{s, keys})
+}
+
+type byKey[T any] struct {
+	s    []T
+	keys []string
+}
+
+func (b byKey[T]) Len() int           { return len(b.s) }
+func (b byKey[T]) Less(i, j int) bool { return b.keys[i] < b.keys[j] }
+func (b byKey[T]) Swap(i, j int) {
+	b.s[i], b.s[j] = b.s[j], b.s[i]
+	b.keys[i], b.keys[j] = b.keys[j], b.keys[i]
 }
