@@ -21,6 +21,18 @@ const (
 	Kind       = "State"
 )
 
+// MaxBody caps the body of an apply (POST /api/apply answers 413 past it),
+// and so the files rlctl apply and rlctl import read: larger ones are
+// refused before they are parsed. 10,000 definitions and 100,000
+// memberships are about 15 MiB of JSON, and applying them peaks the heap
+// (rlapi and the benchmark's client in one process) at about 230 MiB, some
+// 15 times the body: the cap leaves room for twice that state, and keeps
+// the largest apply near half a gigabyte. (It was 256 MiB, which valid
+// objects could have turned into gigabytes.) A body of junk costs far
+// less: no object is kept once one has a problem, and rlapi keeps a
+// bounded number of problems.
+const MaxBody = 32 << 20
+
 // The sections of a document, in the order the request names them.
 const (
 	SectionDefinitions = "definitions"

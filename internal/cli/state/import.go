@@ -55,8 +55,9 @@ entity type descriptor, named <domain>/<key>[=<value>]... (docs/envoy.md).
 
 A file that is not valid YAML, has an unknown field, a duplicate key, a field of the wrong
 type or a field rlctl does not support (quota_mode, metadata) exits 2 naming the file, line
-and field, and nothing is written or applied. --apply sends one apply (definitions only,
-nothing pruned): the server refuses it whole or applies it whole.`,
+and field, and nothing is written or applied. Files over 32 MiB, alone or together (what
+one apply may send), are refused before they are read. --apply sends one apply
+(definitions only, nothing pruned): the server refuses it whole or applies it whole.`,
 		Example: `  rlctl import envoy-ratelimit /etc/ratelimit/config > envoy.yaml && rlctl diff -f envoy.yaml
   rlctl import envoy-ratelimit config.yaml --apply`,
 		Args: cmdutil.ExactArgs(1),
@@ -77,7 +78,8 @@ nothing pruned): the server refuses it whole or applies it whole.`,
 
 // ReadEnvoy reads the Envoy configuration at path (a file or a directory)
 // into definitions, validated as the server validates them; problems name
-// file, line and field.
+// file, line and field. Files over the apply's limit are refused before
+// any is read.
 func ReadEnvoy(path string) ([]ratelimit.Definition, error) {
 	info, err := os.Stat(path)
 	if err != nil {
@@ -99,14 +101,20 @@ func ReadEnvoy(path string) ([]ratelimit.Definition, error) {
 			return nil, fmt.Errorf("%s: no *.yaml or *.yml files", path)
 		}
 	}
+	if tooBig := checkSizes(files); len(tooBig) > 0 {
+		return nil, &LoadError{Problems: tooBig}
+	}
 	var probs []string
 	var defs []ratelimit.Definition
 	where := map[string]string{}
 	for _, file := range files {
-		data, err := os.ReadFile(file)
+		data, tooBig, err := readFile(file)
 		if err != nil {
 			probs = append(probs, err.Error())
 			continue
+		}
+		if tooBig != "" {
+			return nil, &LoadError{Problems: []string{tooBig}}
 		}
 		got, err := envoyconf.Parse(file, data)
 		var es envoyconf.Errors
