@@ -9,6 +9,7 @@ package envoyconf
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -47,8 +48,12 @@ func (es Errors) Error() string {
 }
 
 type parser struct {
-	file string
-	errs Errors
+	ctx    context.Context
+	file   string
+	errs   Errors
+	loader *Loader
+	// done is ctx's error once it has ended: the parse stops there.
+	done error
 }
 
 func (p *parser) fail(n *yaml.Node, field, format string, args ...any) {
@@ -165,18 +170,42 @@ type inherited struct {
 	share bool
 }
 
+// Options tune a Loader.
+type Options struct {
+}
+
+// Loader reads files of Envoy's format one after another.
+type Loader struct {
+	opts Options
+}
+
+// NewLoader returns a Loader that has read nothing.
+func NewLoader(opts Options) *Loader {
+	return &Loader{opts: opts}
+}
+
 // Parse reads one file of Envoy's format (one or more YAML documents, each
-// a domain) into descriptor definitions, in file order. Every problem (bad
-// YAML, unknown or unsupported fields, duplicate keys, wrong types,
-// duplicate descriptors) is returned as Errors naming the file, line and
-// field.
+// a domain) into descriptor definitions, in file order: Loader.Add of a
+// new Loader.
 func Parse(file string, data []byte) ([]ratelimit.Definition, error) {
-	p := &parser{file: file}
+	return NewLoader(Options{}).Add(context.Background(), file, data)
+}
+
+// Add reads one file of Envoy's format (one or more YAML documents, each a
+// domain) into descriptor definitions, in file order. Every problem (bad
+// YAML, unknown or unsupported fields, duplicate keys, wrong types,
+// duplicate descriptors) is returned as Errors naming the file, line and field.
+// When ctx ends first, Add stops and returns ctx.Err().
+func (l *Loader) Add(ctx context.Context, file string, data []byte) ([]ratelimit.Definition, error) {
+	p := &parser{ctx: ctx, file: file, loader: l}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var defs []ratelimit.Definition
 	for doc := 0; ; doc++ {
 		var root yaml.Node
 		err := dec.Decode(&root)
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
 		if err != nil {
 			if err.Error() == "EOF" {
 				break
@@ -191,7 +220,10 @@ func Parse(file string, data []byte) ([]ratelimit.Definition, error) {
 		if len(root.Content) == 0 {
 			continue
 		}
-		defs = append(defs, p.domain(root.Content[0])...)
+		defs = p.domain(root.Content[0], defs)
+		if p.done != nil {
+			return nil, p.done
+		}
 	}
 	if len(p.errs) > 0 {
 		return nil, p.errs
@@ -199,31 +231,37 @@ func Parse(file string, data []byte) ([]ratelimit.Definition, error) {
 	return defs, nil
 }
 
-func (p *parser) domain(n *yaml.Node) []ratelimit.Definition {
+func (p *parser) domain(n *yaml.Node, defs []ratelimit.Definition) []ratelimit.Definition {
 	f := p.fields(n, "", "domain", "descriptors")
 	if f == nil {
-		return nil
+		return defs
 	}
 	domain, ok := p.str(f["domain"], "domain")
 	switch {
 	case f["domain"] == nil:
 		p.fail(n, "domain", "required: the domain the descriptors belong to")
-		return nil
+		return defs
 	case !ok:
-		return nil
+		return defs
 	case domain == "":
 		p.fail(f["domain"], "domain", "must not be empty")
-		return nil
+		return defs
 	}
-	var defs []ratelimit.Definition
 	p.list(f["descriptors"], "descriptors", domain, nil, inherited{}, &defs)
 	return defs
 }
 
-// list reads a descriptor list below path (the entries above it).
+// list reads a descriptor list below path (the entries above it). Each
+// item's nodes are let go once it is read: a file's tree of nodes is some
+// twenty times its size, and the definitions grow while it shrinks.
 func (p *parser) list(n *yaml.Node, field, domain string, above []ratelimit.DescriptorEntry, inh inherited, defs *[]ratelimit.Definition) {
 	seen := map[ratelimit.DescriptorEntry]int{}
-	for i, item := range p.seq(n, field) {
+	items := p.seq(n, field)
+	for i, item := range items {
+		items[i] = nil
+		if p.done = p.ctx.Err(); p.done != nil {
+			return
+		}
 		path := fmt.Sprintf("%s[%d]", field, i)
 		f := p.fields(item, path, "key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
 			"value_to_metric", "share_threshold", "quota_mode", "metadata")

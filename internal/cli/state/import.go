@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -57,7 +56,8 @@ A file that is not valid YAML, has an unknown field, a duplicate key, a field of
 type or a field rlctl does not support (quota_mode, metadata) exits 2 naming the file, line
 and field, and nothing is written or applied. Files over 32 MiB, alone or together (what
 one apply may send), are refused before they are read. --apply sends one apply
-(definitions only, nothing pruned): the server refuses it whole or applies it whole.`,
+(definitions only, nothing pruned): the server refuses it whole or applies it whole.
+SIGTERM or Ctrl-C stops it.`,
 		Example: `  rlctl import envoy-ratelimit /etc/ratelimit/config > envoy.yaml && rlctl diff -f envoy.yaml
   rlctl import envoy-ratelimit config.yaml --apply`,
 		Args: cmdutil.ExactArgs(1),
@@ -79,8 +79,8 @@ one apply may send), are refused before they are read. --apply sends one apply
 // ReadEnvoy reads the Envoy configuration at path (a file or a directory)
 // into definitions, validated as the server validates them; problems name
 // file, line and field. Files over the apply's limit are refused before
-// any is read.
-func ReadEnvoy(path string) ([]ratelimit.Definition, error) {
+// any is read. It stops with ctx's error when ctx ends.
+func ReadEnvoy(ctx context.Context, path string, opts envoyconf.Options) (defs []ratelimit.Definition, err error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -105,8 +105,8 @@ func ReadEnvoy(path string) ([]ratelimit.Definition, error) {
 		return nil, &LoadError{Problems: tooBig}
 	}
 	var probs []string
-	var defs []ratelimit.Definition
 	where := map[string]string{}
+	loader := envoyconf.NewLoader(opts)
 	for _, file := range files {
 		data, tooBig, err := readFile(file)
 		if err != nil {
@@ -116,7 +116,7 @@ func ReadEnvoy(path string) ([]ratelimit.Definition, error) {
 		if tooBig != "" {
 			return nil, &LoadError{Problems: []string{tooBig}}
 		}
-		got, err := envoyconf.Parse(file, data)
+		got, err := loader.Add(ctx, file, data)
 		var es envoyconf.Errors
 		if errors.As(err, &es) {
 			for _, e := range es {
@@ -124,42 +124,54 @@ func ReadEnvoy(path string) ([]ratelimit.Definition, error) {
 			}
 			continue
 		}
+		if err != nil {
+			return nil, err
+		}
+		kept := got[:0]
 		for _, d := range got {
 			n, err := validate.Definition(d, validate.Floors{})
 			if err != nil {
 				probs = append(probs, fmt.Sprintf("%s: descriptor %s: %v", file, d.Name, err))
 				continue
 			}
-			if prev, dup := where[n.Key()]; dup {
+			key := n.Key()
+			if prev, dup := where[key]; dup {
 				probs = append(probs, fmt.Sprintf("%s: descriptor %s of domain %s is also in %s", file, n.Name, n.Domain, prev))
 				continue
 			}
-			where[n.Key()] = file
-			defs = append(defs, n)
+			where[key] = file
+			kept = append(kept, n)
+		}
+		if defs == nil {
+			defs = kept
+		} else {
+			defs = append(defs, kept...)
 		}
 	}
 	if len(probs) > 0 {
 		return nil, &LoadError{Problems: probs}
 	}
-	slices.SortFunc(defs, func(a, b ratelimit.Definition) int { return strings.Compare(a.Key(), b.Key()) })
 	return defs, nil
 }
 
 func importRun(ctx context.Context, opts *ImportOptions) error {
 	f := opts.Factory
-	defs, err := ReadEnvoy(opts.Path)
+	defs, err := ReadEnvoy(ctx, opts.Path, envoyconf.Options{})
+	if ctx.Err() != nil {
+		return fmt.Errorf("import: stopped: %w", ctx.Err())
+	}
 	if err != nil {
 		return &cmdutil.FlagError{Err: err}
 	}
 	doc := NewDocument(defs, nil, nil)
+	defs = nil
 	doc.Memberships, doc.Admins = nil, nil
 	if !opts.Apply {
+		if opts.File == "" {
+			return doc.WriteYAML(f.IOStreams.Out)
+		}
 		var b bytes.Buffer
 		if err := doc.WriteYAML(&b); err != nil {
-			return err
-		}
-		if opts.File == "" {
-			_, err := f.IOStreams.Out.Write(b.Bytes())
 			return err
 		}
 		if err := writeFileAtomic(opts.File, b.Bytes()); err != nil {

@@ -1,16 +1,95 @@
 package state_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rlctl/rlctl/internal/cli"
 	"github.com/rlctl/rlctl/internal/cli/clitest"
+	"github.com/rlctl/rlctl/internal/cli/iostreams"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
+
+// envoyOfSize is a valid Envoy configuration of about size bytes: one
+// domain, a flat list of descriptors with a rate each (some 85 bytes a
+// descriptor, as the configurations that exhausted memory had).
+func envoyOfSize(size int) (config string, descriptors int) {
+	var b strings.Builder
+	b.WriteString("domain: edge\ndescriptors:\n")
+	for ; b.Len() < size; descriptors++ {
+		fmt.Fprintf(&b, "  - key: k%d\n    value: v%d\n    rate_limit:\n      unit: second\n      requests_per_unit: %d\n",
+			descriptors%7, descriptors, descriptors%100)
+	}
+	return b.String(), descriptors
+}
+
+// heapPeak samples the heap every millisecond until the returned function
+// is called, which answers the peak above the heap at the start: live
+// objects and garbage not yet collected, what the process holds. A sample
+// can only miss the peak, never overstate it.
+func heapPeak() func() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base, top := ms.HeapAlloc, ms.HeapAlloc
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			top = max(top, ms.HeapAlloc)
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		<-done
+		return top - base
+	}
+}
+
+// TestImportEnvoyMemoryIsLinear: importing a 1 MiB configuration holds a
+// small multiple of its size (it held 400 times it, and a 50 MB one
+// exhausted the machine). The tree of YAML nodes alone is some twenty
+// times the file; the bound leaves room for the collector's slack. Not
+// parallel: the heap is the process's.
+func TestImportEnvoyMemoryIsLinear(t *testing.T) {
+	config, n := envoyOfSize(1 << 20)
+	path := writeFile(t, t.TempDir(), "big.yaml", config)
+	r := clitest.New(t)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	peak := heapPeak()
+	res := r.Run("import", "envoy-ratelimit", path)
+	held := peak()
+	runtime.ReadMemStats(&after)
+	if res.Code != 0 {
+		t.Fatalf("import exited %d: %s", res.Code, res.ErrOut)
+	}
+	if got := strings.Count(res.Out, "\n- axis: target\n"); got != n {
+		t.Fatalf("import wrote %d definitions, want %d", got, n)
+	}
+	size := uint64(len(config))
+	t.Logf("%d bytes, %d descriptors: peak heap %.1fx the file, %.0fx allocated in all", size, n,
+		float64(held)/float64(size), float64(after.TotalAlloc-before.TotalAlloc)/float64(size))
+	if limit := 64 * size; held > limit {
+		t.Errorf("import of a %d-byte file held %d MiB of heap (%.0fx), want at most %d MiB (64x)",
+			size, held>>20, float64(held)/float64(size), limit>>20)
+	}
+}
 
 // sparseFile makes a file of size bytes that takes no room on disk.
 func sparseFile(t *testing.T, dir, name string, size int64) string {
@@ -85,5 +164,24 @@ func TestOverLimitFilesAreRefusedUnread(t *testing.T) {
 	defs, err := r.Client().ListAllDefinitions(t.Context(), client.DefinitionFilter{EntityType: ratelimit.EntityDescriptor})
 	if err != nil || len(defs) != 0 {
 		t.Errorf("after refused files: %d definitions (%v), want none", len(defs), err)
+	}
+}
+
+// TestImportEnvoyStopsWhenCancelled: an import whose context has ended
+// (SIGTERM, Ctrl-C) stops instead of reading on, and writes nothing.
+func TestImportEnvoyStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
+	config, _ := envoyOfSize(256 << 10)
+	path := writeFile(t, t.TempDir(), "big.yaml", config)
+	r := clitest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ios, _, out, errOut := iostreams.Test()
+	code := cli.Run(ctx, []string{"import", "envoy-ratelimit", path}, ios, r.Getenv(nil))
+	if code == 0 || out.Len() > 0 {
+		t.Fatalf("cancelled import exited %d and wrote %d bytes, want an error and nothing", code, out.Len())
+	}
+	if !strings.Contains(errOut.String(), "stopped") {
+		t.Errorf("stderr %q does not say the import stopped", errOut.String())
 	}
 }
