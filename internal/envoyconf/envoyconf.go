@@ -172,16 +172,29 @@ type inherited struct {
 
 // Options tune a Loader.
 type Options struct {
+	// MergeDomains lets the descriptors of one domain come from several
+	// files (or documents), merged, as Envoy's service does with
+	// MERGE_DOMAIN_CONFIG=true. Without it a domain read twice is refused,
+	// as that service refuses it by default.
+	MergeDomains bool
 }
 
-// Loader reads files of Envoy's format one after another.
+// Loader reads files of Envoy's format one after another, and checks what
+// spans them: a domain in two files.
 type Loader struct {
-	opts Options
+	opts    Options
+	domains map[string]place
+}
+
+// place is where something was read.
+type place struct {
+	file string
+	line int
 }
 
 // NewLoader returns a Loader that has read nothing.
 func NewLoader(opts Options) *Loader {
-	return &Loader{opts: opts}
+	return &Loader{opts: opts, domains: map[string]place{}}
 }
 
 // Parse reads one file of Envoy's format (one or more YAML documents, each
@@ -194,7 +207,8 @@ func Parse(file string, data []byte) ([]ratelimit.Definition, error) {
 // Add reads one file of Envoy's format (one or more YAML documents, each a
 // domain) into descriptor definitions, in file order. Every problem (bad
 // YAML, unknown or unsupported fields, duplicate keys, wrong types,
-// duplicate descriptors) is returned as Errors naming the file, line and field.
+// duplicate descriptors, a domain an earlier file or document has without
+// MergeDomains) is returned as Errors naming the file, line and field.
 // When ctx ends first, Add stops and returns ctx.Err().
 func (l *Loader) Add(ctx context.Context, file string, data []byte) ([]ratelimit.Definition, error) {
 	p := &parser{ctx: ctx, file: file, loader: l}
@@ -246,6 +260,13 @@ func (p *parser) domain(n *yaml.Node, defs []ratelimit.Definition) []ratelimit.D
 	case domain == "":
 		p.fail(f["domain"], "domain", "must not be empty")
 		return defs
+	}
+	if first, dup := p.loader.domains[domain]; dup && !p.loader.opts.MergeDomains {
+		p.fail(f["domain"], "domain", "duplicate domain %q (first in %s:%d): Envoy's service refuses a domain in two files unless MERGE_DOMAIN_CONFIG=true; --merge-domains merges them as it then does",
+			domain, first.file, first.line)
+		return defs
+	} else if !dup {
+		p.loader.domains[domain] = place{p.file, f["domain"].Line}
 	}
 	p.list(f["descriptors"], "descriptors", domain, nil, inherited{}, &defs)
 	return defs

@@ -26,6 +26,9 @@ type ImportOptions struct {
 	Apply bool
 	// File, when set, receives the document instead of stdout.
 	File string
+	// MergeDomains merges a domain found in several files, as Envoy's
+	// service does with MERGE_DOMAIN_CONFIG=true (refused without it).
+	MergeDomains bool
 }
 
 // NewCmdImport builds `rlctl import`, the migrations from other rate-limit
@@ -54,10 +57,11 @@ entity type descriptor, named <domain>/<key>[=<value>]... (docs/envoy.md).
 
 A file that is not valid YAML, has an unknown field, a duplicate key, a field of the wrong
 type or a field rlctl does not support (quota_mode, metadata) exits 2 naming the file, line
-and field, and nothing is written or applied. Files over 32 MiB, alone or together (what
-one apply may send), are refused before they are read. --apply sends one apply
-(definitions only, nothing pruned): the server refuses it whole or applies it whole.
-SIGTERM or Ctrl-C stops it.`,
+and field, and nothing is written or applied. A domain in two files (or documents) is
+refused, as Envoy's service refuses it by default; --merge-domains merges them, as it does
+with MERGE_DOMAIN_CONFIG=true. Files over 32 MiB, alone or together (what one apply may
+send), are refused before they are read. --apply sends one apply (definitions only, nothing
+pruned): the server refuses it whole or applies it whole. SIGTERM or Ctrl-C stops it.`,
 		Example: `  rlctl import envoy-ratelimit /etc/ratelimit/config > envoy.yaml && rlctl diff -f envoy.yaml
   rlctl import envoy-ratelimit config.yaml --apply`,
 		Args: cmdutil.ExactArgs(1),
@@ -70,6 +74,7 @@ SIGTERM or Ctrl-C stops it.`,
 		},
 	}
 	envoy.Flags().BoolVar(&opts.Apply, "apply", false, "apply the definitions instead of writing the document")
+	envoy.Flags().BoolVar(&opts.MergeDomains, "merge-domains", false, "merge a domain that several files name (Envoy's MERGE_DOMAIN_CONFIG=true); refused without it")
 	envoy.Flags().StringVar(&opts.File, "file", "", "write the document to this file (replaced atomically) instead of stdout")
 	_ = envoy.MarkFlagFilename("file", "yaml", "yml")
 	cmd.AddCommand(envoy)
@@ -134,12 +139,13 @@ func ReadEnvoy(ctx context.Context, path string, opts envoyconf.Options) (defs [
 				probs = append(probs, fmt.Sprintf("%s: descriptor %s: %v", file, d.Name, err))
 				continue
 			}
-			key := n.Key()
-			if prev, dup := where[key]; dup {
+			// One path once, whatever its rate: Envoy's service refuses a
+			// descriptor that merged files both have.
+			if prev, dup := where[n.Name]; dup {
 				probs = append(probs, fmt.Sprintf("%s: descriptor %s of domain %s is also in %s", file, n.Name, n.Domain, prev))
 				continue
 			}
-			where[key] = file
+			where[n.Name] = file
 			kept = append(kept, n)
 		}
 		if defs == nil {
@@ -156,7 +162,7 @@ func ReadEnvoy(ctx context.Context, path string, opts envoyconf.Options) (defs [
 
 func importRun(ctx context.Context, opts *ImportOptions) error {
 	f := opts.Factory
-	defs, err := ReadEnvoy(ctx, opts.Path, envoyconf.Options{})
+	defs, err := ReadEnvoy(ctx, opts.Path, envoyconf.Options{MergeDomains: opts.MergeDomains})
 	if ctx.Err() != nil {
 		return fmt.Errorf("import: stopped: %w", ctx.Err())
 	}

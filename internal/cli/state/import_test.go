@@ -108,3 +108,42 @@ func TestImportEnvoyBadFiles(t *testing.T) {
 		t.Errorf("after refused imports: %d descriptor definitions (%v), want none", len(defs), err)
 	}
 }
+
+// TestImportEnvoyDomainInTwoFiles: a domain split across two files is
+// refused, as Envoy's service refuses it unless MERGE_DOMAIN_CONFIG=true
+// (its test/config/merge_domain_key1.yaml and merge_domain_key2.yaml);
+// --merge-domains merges them as that service then does.
+func TestImportEnvoyDomainInTwoFiles(t *testing.T) {
+	t.Parallel()
+	r := clitest.Start(t)
+	dir := t.TempDir()
+	first := writeFile(t, dir, "merge_domain_key1.yaml", "domain: test-domain\ndescriptors:\n  - key: key1\n    value: value1\n    rate_limit:\n      unit: minute\n      requests_per_unit: 10\n")
+	second := writeFile(t, dir, "merge_domain_key2.yaml", "domain: test-domain\ndescriptors:\n  - key: key2\n    value: value2\n    rate_limit:\n      unit: minute\n      requests_per_unit: 20\n")
+	res := r.Expect(2, "import", "envoy-ratelimit", dir, "--apply")
+	for _, w := range []string{second + ":1:", `duplicate domain "test-domain"`, first + ":1", "--merge-domains"} {
+		if !strings.Contains(res.ErrOut, w) {
+			t.Errorf("stderr %q names no %q", res.ErrOut, w)
+		}
+	}
+	defs, err := r.Client().ListAllDefinitions(t.Context(), client.DefinitionFilter{EntityType: ratelimit.EntityDescriptor})
+	if err != nil || len(defs) != 0 {
+		t.Fatalf("after the refused import: %d descriptor definitions (%v), want none", len(defs), err)
+	}
+	// Two documents of one file are two configurations too.
+	both := writeFile(t, t.TempDir(), "both.yaml", "domain: d\ndescriptors: [{key: a}]\n---\ndomain: d\ndescriptors: [{key: b}]\n")
+	res = r.Expect(2, "import", "envoy-ratelimit", both)
+	if !strings.Contains(res.ErrOut, both+":4:") || !strings.Contains(res.ErrOut, "duplicate domain") {
+		t.Errorf("stderr %q does not refuse the second document's domain", res.ErrOut)
+	}
+
+	out := r.Must("import", "envoy-ratelimit", dir, "--merge-domains", "--apply")
+	if !strings.Contains(out, "created 2") {
+		t.Errorf("import --merge-domains --apply said %q, want 2 created", out)
+	}
+	// Merged, a descriptor in both files is still refused.
+	writeFile(t, dir, "merge_domain_key3.yaml", "domain: test-domain\ndescriptors:\n  - key: key1\n    value: value1\n    rate_limit: {unit: hour, requests_per_unit: 1}\n")
+	res = r.Expect(2, "import", "envoy-ratelimit", dir, "--merge-domains")
+	if !strings.Contains(res.ErrOut, "is also in "+first) {
+		t.Errorf("stderr %q does not refuse the descriptor both files have", res.ErrOut)
+	}
+}
