@@ -312,7 +312,7 @@ func (p *parser) list(n *yaml.Node, field, domain string, above []ratelimit.Desc
 		entries := append(slices.Clone(above), e)
 		share := p.boolean(f["share_threshold"], join(path, "share_threshold"))
 		if share && !strings.Contains(value, "*") {
-			p.fail(f["share_threshold"], join(path, "share_threshold"), "needs a wildcard value (ending in '*') on this descriptor (value is %q)", value)
+			p.fail(f["share_threshold"], join(path, "share_threshold"), "needs a wildcard value (one holding '*') on this descriptor (value is %q)", value)
 		}
 		shadow := p.boolean(f["shadow_mode"], join(path, "shadow_mode"))
 		detailed := p.boolean(f["detailed_metric"], join(path, "detailed_metric"))
@@ -357,16 +357,30 @@ func (p *parser) rateLimit(n *yaml.Node, path string, d *ratelimit.Definition) {
 		if rf == nil {
 			continue
 		}
-		name, ok := p.str(rf["name"], join(rp, "name"))
-		if rf["name"] == nil || (ok && name == "") {
-			p.fail(r, join(rp, "name"), "required: the name of the rate limit this one replaces")
+		nn := rf["name"]
+		if nn == nil || (nn.Kind == yaml.ScalarNode && (nn.Tag == "!!null" || nn.Value == "")) {
+			at := nn
+			if at == nil {
+				at = r
+			}
+			p.fail(at, join(rp, "name"), "should not be empty: name the rate limit this one replaces (Envoy's service refuses an empty replaces entry too)")
 			continue
 		}
-		if ok {
-			d.Replaces = append(d.Replaces, name)
+		name, ok := p.str(nn, join(rp, "name"))
+		if !ok {
+			continue
 		}
+		if name == d.LimitName {
+			p.fail(nn, join(rp, "name"), "%q is this rate limit's own name: replaces should not name its own descriptor (Envoy's service refuses it too)", name)
+			continue
+		}
+		d.Replaces = append(d.Replaces, name)
 	}
 	unitNode := f["unit"]
+	if d.Unlimited && unitNode != nil {
+		p.fail(unitNode, join(path, "unit"), "should not specify a unit when unlimited is true (descriptor %s): Envoy's service refuses it too", d.Name)
+		unitNode = nil
+	}
 	if unitNode != nil {
 		if unit, ok := p.str(unitNode, join(path, "unit")); ok {
 			w, known := ratelimit.DescriptorUnitSeconds(unit)

@@ -89,13 +89,25 @@ func TestImportEnvoyBadFiles(t *testing.T) {
 		{"bad unit", "domain: edge\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: fortnight\n      requests_per_unit: 5\n", []string{":5:", "descriptors[0].rate_limit.unit", "fortnight"}},
 		{"no domain", "descriptors:\n  - key: a\n", []string{":1:", "domain", "required"}},
 		{"duplicate descriptor", "domain: edge\ndescriptors:\n  - key: a\n  - key: a\n", []string{":4:", "descriptors[1]", "duplicate descriptor"}},
+		// Envoy's own test configurations (test/config/unlimited_with_unit.yaml,
+		// replaces_empty.yaml, replaces_self.yaml), which its service refuses.
+		{"unit with unlimited", "domain: edge\ndescriptors:\n  - key: foo\n    rate_limit:\n      unlimited: true\n      unit: day\n",
+			[]string{":6:", "descriptors[0].rate_limit.unit", "should not specify a unit when unlimited is true", "edge/foo"}},
+		{"empty replaces name", "domain: edge\ndescriptors:\n  - key: key1\n    value: value1\n    descriptors:\n      - key: subkey1\n        rate_limit:\n          name: self\n          replaces:\n            - name:\n          unit: second\n          requests_per_unit: 5\n",
+			[]string{":10:", "descriptors[0].descriptors[0].rate_limit.replaces[0].name", "should not be empty"}},
+		{"replaces itself", "domain: edge\ndescriptors:\n  - key: k\n    rate_limit:\n      name: self\n      replaces:\n        - name: self\n      unit: second\n      requests_per_unit: 5\n",
+			[]string{":7:", "descriptors[0].rate_limit.replaces[0].name", "own name"}},
+		{"share_threshold without a wildcard", "domain: edge\ndescriptors:\n  - key: k\n    value: v\n    share_threshold: true\n",
+			[]string{":5:", "descriptors[0].share_threshold", "one holding '*'"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFile(t, dir, "a-good.yaml", "domain: good\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n")
 			bad := writeFile(t, dir, "b-bad.yaml", tt.config)
-			res := r.Expect(2, "import", "envoy-ratelimit", dir, "--apply")
+			rt := *r // fail this case, not the whole table
+			rt.T = t
+			res := rt.Expect(2, "import", "envoy-ratelimit", dir, "--apply")
 			for _, w := range append([]string{bad}, tt.want...) {
 				if !strings.Contains(res.ErrOut, w) {
 					t.Errorf("stderr %q names no %q", res.ErrOut, w)
