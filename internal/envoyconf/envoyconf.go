@@ -163,11 +163,19 @@ func (p *parser) seq(n *yaml.Node, field string) []*yaml.Node {
 	return n.Content
 }
 
-// inherited are a node's flags its nested descriptors take when they set
-// a limit: share_threshold (Envoy tracks it on the wildcard entry it is
-// set on).
+// inherited is what a node's nested descriptors take from the entries
+// above them: share_threshold (Envoy tracks it on the wildcard entry it is
+// set on), and the nearest wildcard entry above with share_threshold on
+// and with it off, to refuse a path that mixes them.
 type inherited struct {
-	share bool
+	share        bool
+	shareOn, off *wildMark
+}
+
+// wildMark is a wildcard entry above a node.
+type wildMark struct {
+	value string
+	line  int
 }
 
 // Options tune a Loader.
@@ -311,8 +319,27 @@ func (p *parser) list(n *yaml.Node, field, domain string, above []ratelimit.Desc
 		seen[e] = item.Line
 		entries := append(slices.Clone(above), e)
 		share := p.boolean(f["share_threshold"], join(path, "share_threshold"))
-		if share && !strings.Contains(value, "*") {
+		wild := strings.Contains(value, "*")
+		if share && !wild {
 			p.fail(f["share_threshold"], join(path, "share_threshold"), "needs a wildcard value (one holding '*') on this descriptor (value is %q)", value)
+		}
+		sub := inherited{share: share || inh.share, shareOn: inh.shareOn, off: inh.off}
+		if wild {
+			at := f["share_threshold"]
+			if at == nil {
+				at = f["value"]
+			}
+			mark := &wildMark{value: value, line: f["value"].Line}
+			switch {
+			case share && inh.off != nil:
+				p.failMixed(at, path, value, true, inh.off)
+			case !share && inh.shareOn != nil:
+				p.failMixed(at, path, value, false, inh.shareOn)
+			case share:
+				sub.shareOn = mark
+			default:
+				sub.off = mark
+			}
 		}
 		shadow := p.boolean(f["shadow_mode"], join(path, "shadow_mode"))
 		detailed := p.boolean(f["detailed_metric"], join(path, "detailed_metric"))
@@ -338,8 +365,23 @@ func (p *parser) list(n *yaml.Node, field, domain string, above []ratelimit.Desc
 			}
 			*defs = append(*defs, d)
 		}
-		p.list(f["descriptors"], join(path, "descriptors"), domain, entries, inherited{share: share || inh.share}, defs)
+		p.list(f["descriptors"], join(path, "descriptors"), domain, entries, sub, defs)
 	}
+}
+
+// failMixed refuses a wildcard entry whose share_threshold differs from
+// that of a wildcard entry above it. Envoy's service shares the counter
+// at the entries that set it only; a definition's share_threshold here
+// covers every wildcard entry of its path, so importing it would share
+// where Envoy does not.
+func (p *parser) failMixed(n *yaml.Node, path, value string, share bool, other *wildMark) {
+	on, off := "on", "off"
+	if !share {
+		on, off = off, on
+	}
+	p.fail(n, join(path, "share_threshold"), "is %s for wildcard value %q but %s for wildcard value %q above it (line %d): "+
+		"rlctl's share_threshold covers every wildcard entry of a descriptor's path, so it cannot share one and not the other; set share_threshold alike on both",
+		on, value, off, other.value, other.line)
 }
 
 func (p *parser) rateLimit(n *yaml.Node, path string, d *ratelimit.Definition) {

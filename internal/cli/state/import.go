@@ -58,7 +58,8 @@ entity type descriptor, named <domain>/<key>[=<value>]... (docs/envoy.md).
 A file that is not valid YAML, has an unknown field, a duplicate key, a field of the wrong
 type or a field rlctl does not support (quota_mode, metadata) exits 2 naming the file, line
 and field, and nothing is written or applied; so does what Envoy's service refuses (a unit
-with unlimited: true, an empty replaces name). A domain in two files (or documents) is
+with unlimited: true, an empty replaces name) and what rlctl cannot hold (share_threshold on
+one wildcard entry of a path and not on another). A domain in two files (or documents) is
 refused, as Envoy's service refuses it by default; --merge-domains merges them, as it does
 with MERGE_DOMAIN_CONFIG=true. Files over 32 MiB, alone or together (what one apply may
 send), are refused before they are read. --apply sends one apply (definitions only, nothing

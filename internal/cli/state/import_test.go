@@ -99,6 +99,13 @@ func TestImportEnvoyBadFiles(t *testing.T) {
 			[]string{":7:", "descriptors[0].rate_limit.replaces[0].name", "own name"}},
 		{"share_threshold without a wildcard", "domain: edge\ndescriptors:\n  - key: k\n    value: v\n    share_threshold: true\n",
 			[]string{":5:", "descriptors[0].share_threshold", "one holding '*'"}},
+		// share_threshold on one wildcard entry of a path and not on the
+		// other (Envoy's test/config/share_threshold.yaml): rlctl would
+		// share both.
+		{"share_threshold on one wildcard of a path", "domain: edge\ndescriptors:\n  - key: path\n    value: path/*\n    share_threshold: true\n    descriptors:\n      - key: file\n        value: file/*\n        share_threshold: false\n        descriptors:\n          - key: type\n            rate_limit: {unit: minute, requests_per_unit: 120}\n",
+			[]string{":9:", "descriptors[0].descriptors[0].share_threshold", `off for wildcard value "file/*" but on for wildcard value "path/*" above it (line 4)`}},
+		{"share_threshold below a wildcard without it", "domain: edge\ndescriptors:\n  - key: path\n    value: path/*\n    descriptors:\n      - key: file\n        value: file/*\n        share_threshold: true\n        rate_limit: {unit: minute, requests_per_unit: 120}\n",
+			[]string{":8:", "descriptors[0].descriptors[0].share_threshold", `on for wildcard value "file/*" but off`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
