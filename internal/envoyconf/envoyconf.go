@@ -9,6 +9,7 @@ package envoyconf
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -188,10 +189,16 @@ type Options struct {
 }
 
 // Loader reads files of Envoy's format one after another, and checks what
-// spans them: a domain in two files.
+// spans them: a domain in two files, and the order of overlapping
+// wildcards (Warnings).
 type Loader struct {
 	opts    Options
 	domains map[string]place
+	// wild holds, per node of the descriptor tree (its domain and the
+	// entries above it, as a descriptor name), its wildcard entries in
+	// the order the files give them; nodes in first-seen order.
+	wild  map[string][]wildEntry
+	nodes []string
 }
 
 // place is where something was read.
@@ -200,9 +207,15 @@ type place struct {
 	line int
 }
 
+type wildEntry struct {
+	key, value string
+	literal    int // its bytes other than '*'
+	at         place
+}
+
 // NewLoader returns a Loader that has read nothing.
 func NewLoader(opts Options) *Loader {
-	return &Loader{opts: opts, domains: map[string]place{}}
+	return &Loader{opts: opts, domains: map[string]place{}, wild: map[string][]wildEntry{}}
 }
 
 // Parse reads one file of Envoy's format (one or more YAML documents, each
@@ -325,6 +338,7 @@ func (p *parser) list(n *yaml.Node, field, domain string, above []ratelimit.Desc
 		}
 		sub := inherited{share: share || inh.share, shareOn: inh.shareOn, off: inh.off}
 		if wild {
+			p.loader.addWildcard(domain, above, e, place{p.file, item.Line})
 			at := f["share_threshold"]
 			if at == nil {
 				at = f["value"]
@@ -459,4 +473,113 @@ func (p *parser) rateLimit(n *yaml.Node, path string, d *ratelimit.Definition) {
 	}
 	n32 := int(v)
 	d.MaxRequests = &n32
+}
+
+// addWildcard notes a wildcard entry of the node below above, for
+// Warnings.
+func (l *Loader) addWildcard(domain string, above []ratelimit.DescriptorEntry, e ratelimit.DescriptorEntry, at place) {
+	node := ratelimit.DescriptorName(domain, above)
+	if _, ok := l.wild[node]; !ok {
+		l.nodes = append(l.nodes, node)
+	}
+	l.wild[node] = append(l.wild[node], wildEntry{key: e.Key, value: e.Value, literal: len(e.Value) - strings.Count(e.Value, "*"), at: at})
+}
+
+// Warnings are what the files read so far mean otherwise to rlctl than to
+// Envoy's service, each naming the file and line: two wildcard values of
+// one key at one node that some value matches both, given in an order
+// other than rlctl's. Envoy's service tries a node's wildcards in the
+// order of its files; rlctl tries the most literal first (the most bytes
+// besides '*', then the value's text: pkg/enforce's order), so such a
+// value would match the other one.
+func (l *Loader) Warnings(ctx context.Context) (Errors, error) {
+	var out Errors
+	for _, node := range l.nodes {
+		ws := l.wild[node]
+		// Only wildcards whose text before the first '*' begins the
+		// other's can share a value: in the order of those texts, the
+		// candidates of each follow it.
+		order := make([]int, len(ws))
+		prefix := make([]string, len(ws))
+		for i, w := range ws {
+			order[i] = i
+			prefix[i] = w.key + "\x00" + w.value[:strings.IndexByte(w.value, '*')]
+		}
+		slices.SortFunc(order, func(a, b int) int { return cmp.Or(strings.Compare(prefix[a], prefix[b]), a-b) })
+		var pairs [][2]int // config order: [0] first
+		for x, i := range order {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			for _, j := range order[x+1:] {
+				if !strings.HasPrefix(prefix[j], prefix[i]) {
+					break
+				}
+				a, b := min(i, j), max(i, j)
+				if ws[a].key == ws[b].key && literalFirst(ws[b], ws[a]) && globsOverlap(ws[a].value, ws[b].value) {
+					pairs = append(pairs, [2]int{a, b})
+				}
+			}
+		}
+		slices.SortFunc(pairs, func(p, q [2]int) int { return cmp.Or(p[1]-q[1], p[0]-q[0]) })
+		for _, p := range pairs {
+			a, b := ws[p[0]], ws[p[1]]
+			out = append(out, &Error{File: b.at.file, Line: b.at.line, Message: fmt.Sprintf(
+				"wildcard %s=%s comes after %s=%s (%s:%d) and some values match both: Envoy's service takes the first in the files, %q; rlctl takes the most literal, %q (docs/envoy.md, \"Matching\")",
+				b.key, b.value, a.key, a.value, a.at.file, a.at.line, a.value, b.value)})
+		}
+	}
+	return out, nil
+}
+
+// literalFirst reports whether rlctl tries wildcard a before b (of one
+// key): more bytes besides '*' first, then the text.
+func literalFirst(a, b wildEntry) bool {
+	if a.literal != b.literal {
+		return a.literal > b.literal
+	}
+	return a.value < b.value
+}
+
+// globsOverlap reports whether some string matches both patterns, where
+// '*' matches any run of bytes.
+func globsOverlap(p, q string) bool {
+	// Cheap refusals first: the text before the first '*' of one must
+	// begin the other's, and likewise the text after the last.
+	pp, qp := p[:strings.IndexByte(p+"*", '*')], q[:strings.IndexByte(q+"*", '*')]
+	if !strings.HasPrefix(pp, qp) && !strings.HasPrefix(qp, pp) {
+		return false
+	}
+	ps, qs := p[strings.LastIndexByte(p, '*')+1:], q[strings.LastIndexByte(q, '*')+1:]
+	if !strings.HasSuffix(ps, qs) && !strings.HasSuffix(qs, ps) {
+		return false
+	}
+	// seen[i][j]: p[i:] and q[j:] were tried and share no string.
+	seen := make([][]bool, len(p)+1)
+	for i := range seen {
+		seen[i] = make([]bool, len(q)+1)
+	}
+	var meet func(i, j int) bool
+	meet = func(i, j int) bool {
+		if seen[i][j] {
+			return false
+		}
+		var ok bool
+		switch {
+		case i == len(p) && j == len(q):
+			return true
+		case i < len(p) && p[i] == '*':
+			// p's '*' ends here, or takes q's next byte (or q's '*').
+			ok = meet(i+1, j) || (j < len(q) && meet(i, j+1))
+		case j < len(q) && q[j] == '*':
+			ok = meet(i, j+1) || (i < len(p) && meet(i+1, j))
+		case i < len(p) && j < len(q) && p[i] == q[j]:
+			ok = meet(i+1, j+1)
+		}
+		if !ok {
+			seen[i][j] = true
+		}
+		return ok
+	}
+	return meet(0, 0)
 }

@@ -62,7 +62,11 @@ with unlimited: true, an empty replaces name) and what rlctl cannot hold (share_
 one wildcard entry of a path and not on another). A domain in two files (or documents) is
 refused, as Envoy's service refuses it by default; --merge-domains merges them, as it does
 with MERGE_DOMAIN_CONFIG=true. Files over 32 MiB, alone or together (what one apply may
-send), are refused before they are read. --apply sends one apply (definitions only, nothing
+send), are refused before they are read.
+
+Wildcard values of one key that overlap, given in another order than the most literal
+first, print a warning naming file and line: Envoy's service takes the first in the files,
+rlctl the most literal (docs/envoy.md). --apply sends one apply (definitions only, nothing
 pruned): the server refuses it whole or applies it whole. SIGTERM or Ctrl-C stops it.`,
 		Example: `  rlctl import envoy-ratelimit /etc/ratelimit/config > envoy.yaml && rlctl diff -f envoy.yaml
   rlctl import envoy-ratelimit config.yaml --apply`,
@@ -86,17 +90,19 @@ pruned): the server refuses it whole or applies it whole. SIGTERM or Ctrl-C stop
 // ReadEnvoy reads the Envoy configuration at path (a file or a directory)
 // into definitions, validated as the server validates them; problems name
 // file, line and field. Files over the apply's limit are refused before
-// any is read. It stops with ctx's error when ctx ends.
-func ReadEnvoy(ctx context.Context, path string, opts envoyconf.Options) (defs []ratelimit.Definition, err error) {
+// any is read. Warnings are what the configuration means otherwise to
+// rlctl than to Envoy's service (envoyconf.Loader.Warnings). It stops
+// with ctx's error when ctx ends.
+func ReadEnvoy(ctx context.Context, path string, opts envoyconf.Options) (defs []ratelimit.Definition, warnings []string, err error) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	files := []string{path}
 	if info.IsDir() {
 		entries, err := os.ReadDir(path)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		files = files[:0]
 		for _, e := range entries {
@@ -105,11 +111,11 @@ func ReadEnvoy(ctx context.Context, path string, opts envoyconf.Options) (defs [
 			}
 		}
 		if len(files) == 0 {
-			return nil, fmt.Errorf("%s: no *.yaml or *.yml files", path)
+			return nil, nil, fmt.Errorf("%s: no *.yaml or *.yml files", path)
 		}
 	}
 	if tooBig := checkSizes(files); len(tooBig) > 0 {
-		return nil, &LoadError{Problems: tooBig}
+		return nil, nil, &LoadError{Problems: tooBig}
 	}
 	var probs []string
 	where := map[string]string{}
@@ -121,7 +127,7 @@ func ReadEnvoy(ctx context.Context, path string, opts envoyconf.Options) (defs [
 			continue
 		}
 		if tooBig != "" {
-			return nil, &LoadError{Problems: []string{tooBig}}
+			return nil, nil, &LoadError{Problems: []string{tooBig}}
 		}
 		got, err := loader.Add(ctx, file, data)
 		var es envoyconf.Errors
@@ -132,7 +138,7 @@ func ReadEnvoy(ctx context.Context, path string, opts envoyconf.Options) (defs [
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		kept := got[:0]
 		for _, d := range got {
@@ -157,19 +163,29 @@ func ReadEnvoy(ctx context.Context, path string, opts envoyconf.Options) (defs [
 		}
 	}
 	if len(probs) > 0 {
-		return nil, &LoadError{Problems: probs}
+		return nil, nil, &LoadError{Problems: probs}
 	}
-	return defs, nil
+	ws, err := loader.Warnings(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, w := range ws {
+		warnings = append(warnings, w.Error())
+	}
+	return defs, warnings, nil
 }
 
 func importRun(ctx context.Context, opts *ImportOptions) error {
 	f := opts.Factory
-	defs, err := ReadEnvoy(ctx, opts.Path, envoyconf.Options{MergeDomains: opts.MergeDomains})
+	defs, warnings, err := ReadEnvoy(ctx, opts.Path, envoyconf.Options{MergeDomains: opts.MergeDomains})
 	if ctx.Err() != nil {
 		return fmt.Errorf("import: stopped: %w", ctx.Err())
 	}
 	if err != nil {
 		return &cmdutil.FlagError{Err: err}
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", w)
 	}
 	doc := NewDocument(defs, nil, nil)
 	defs = nil

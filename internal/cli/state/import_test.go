@@ -166,3 +166,48 @@ func TestImportEnvoyDomainInTwoFiles(t *testing.T) {
 		t.Errorf("stderr %q does not refuse the descriptor both files have", res.ErrOut)
 	}
 }
+
+// TestImportEnvoyWarnsOfWildcardOrder: Envoy's service takes the first
+// wildcard of a node in its files' order, rlctl the most literal; two
+// that overlap, given less literal first, get a warning naming the file
+// and line of the later one. The import still succeeds.
+func TestImportEnvoyWarnsOfWildcardOrder(t *testing.T) {
+	t.Parallel()
+	r := clitest.New(t)
+	dir := t.TempDir()
+	tests := []struct {
+		name, config string
+		warn         []string // empty: no warning
+	}{
+		{"broad first", "domain: edge\ndescriptors:\n  - key: path\n    value: /api/*\n    rate_limit: {unit: second, requests_per_unit: 100}\n  - key: path\n    value: /api/v1/*\n    rate_limit: {unit: second, requests_per_unit: 10}\n",
+			[]string{":6:", "path=/api/v1/* comes after path=/api/* (", ":3)", `Envoy's service takes the first in the files, "/api/*"; rlctl takes the most literal, "/api/v1/*"`}},
+		{"nested, middle wildcard", "domain: edge\ndescriptors:\n  - key: tenant\n    value: acme\n    descriptors:\n      - key: route\n        value: '*'\n      - key: route\n        value: a*z\n",
+			[]string{":8:", "route=a*z comes after route=*"}},
+		{"most literal first", "domain: edge\ndescriptors:\n  - key: path\n    value: /api/v1/*\n  - key: path\n    value: /api/*\n", nil},
+		{"disjoint prefixes", "domain: edge\ndescriptors:\n  - key: path\n    value: /web/*\n  - key: path\n    value: /api/v1/*\n", nil},
+		{"disjoint suffixes", "domain: edge\ndescriptors:\n  - key: path\n    value: '*.png'\n  - key: path\n    value: '*.html'\n", nil},
+		{"a suffix and a prefix", "domain: edge\ndescriptors:\n  - key: path\n    value: /web/*\n  - key: path\n    value: '*.html'\n",
+			[]string{":5:", "path=*.html comes after path=/web/*"}},
+		{"other keys", "domain: edge\ndescriptors:\n  - key: a\n    value: '*'\n  - key: b\n    value: x*\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeFile(t, dir, strings.ReplaceAll(tt.name, " ", "-")+".yaml", tt.config)
+			res := r.MustWith(clitest.Opts{}, "import", "envoy-ratelimit", path)
+			if len(tt.warn) == 0 {
+				if res.ErrOut != "" {
+					t.Errorf("stderr %q, want no warning", res.ErrOut)
+				}
+				return
+			}
+			if !strings.HasPrefix(res.ErrOut, "warning: "+path) {
+				t.Errorf("stderr %q is not a warning naming %s", res.ErrOut, path)
+			}
+			for _, w := range tt.warn {
+				if !strings.Contains(res.ErrOut, w) {
+					t.Errorf("stderr %q names no %q", res.ErrOut, w)
+				}
+			}
+		})
+	}
+}
