@@ -482,7 +482,11 @@ func (l *Loader) addWildcard(domain string, above []ratelimit.DescriptorEntry, e
 	if _, ok := l.wild[node]; !ok {
 		l.nodes = append(l.nodes, node)
 	}
-	l.wild[node] = append(l.wild[node], wildEntry{key: e.Key, value: e.Value, literal: len(e.Value) - strings.Count(e.Value, "*"), at: at})
+	l.wild[node] = append(l.wild[node], wildcard(e.Key, e.Value, at))
+}
+
+func wildcard(key, value string, at place) wildEntry {
+	return wildEntry{key: key, value: value, literal: len(value) - strings.Count(value, "*"), at: at}
 }
 
 // Warnings are what the files read so far mean otherwise to rlctl than to

@@ -76,3 +76,30 @@ func TestWarningsOfWildcardOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderWritesWildcardsMostLiteralFirst: Envoy's service tries
+// wildcards in the order written, rlctl the most literal first; Render
+// writes them in rlctl's order, so that Envoy reads the export as rlctl
+// matches it (and its import warns of nothing).
+func TestRenderWritesWildcardsMostLiteralFirst(t *testing.T) {
+	t.Parallel()
+	defs, err := envoyconf.Parse("in.yaml", []byte("domain: edge\ndescriptors:\n"+
+		"  - key: path\n    value: /api/*\n    rate_limit: {unit: second, requests_per_unit: 100}\n"+
+		"  - key: path\n    value: /api/v1/*\n    rate_limit: {unit: second, requests_per_unit: 10}\n"+
+		"  - key: path\n    value: /api/v1/users\n    rate_limit: {unit: second, requests_per_unit: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ := envoyconf.Render(defs)
+	text := string(out)
+	if strings.Index(text, "/api/v1/*") > strings.Index(text, "value: /api/*") {
+		t.Errorf("Render wrote /api/* before /api/v1/*:\n%s", text)
+	}
+	l := envoyconf.NewLoader(envoyconf.Options{})
+	if _, err := l.Add(t.Context(), "out.yaml", out); err != nil {
+		t.Fatal(err)
+	}
+	if ws, _ := l.Warnings(t.Context()); len(ws) > 0 {
+		t.Errorf("the export warns: %v\n%s", ws, text)
+	}
+}
