@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,7 +180,7 @@ func importRun(ctx context.Context, opts *ImportOptions) error {
 	f := opts.Factory
 	defs, warnings, err := ReadEnvoy(ctx, opts.Path, envoyconf.Options{MergeDomains: opts.MergeDomains})
 	if ctx.Err() != nil {
-		return fmt.Errorf("import: stopped: %w", ctx.Err())
+		return fmt.Errorf("import: %w", errStopped(ctx))
 	}
 	if err != nil {
 		return &cmdutil.FlagError{Err: err}
@@ -192,11 +193,14 @@ func importRun(ctx context.Context, opts *ImportOptions) error {
 	doc.Memberships, doc.Admins = nil, nil
 	if !opts.Apply {
 		if opts.File == "" {
-			return doc.WriteYAML(f.IOStreams.Out)
+			if err := doc.WriteYAML(ctxWriter{ctx, f.IOStreams.Out}); err != nil {
+				return fmt.Errorf("import: %w", err)
+			}
+			return nil
 		}
 		var b bytes.Buffer
-		if err := doc.WriteYAML(&b); err != nil {
-			return err
+		if err := doc.WriteYAML(ctxWriter{ctx, &b}); err != nil {
+			return fmt.Errorf("import: %w", err)
 		}
 		if err := writeFileAtomic(opts.File, b.Bytes()); err != nil {
 			return fmt.Errorf("import: %w", err)
@@ -213,4 +217,22 @@ func importRun(ctx context.Context, opts *ImportOptions) error {
 		return err
 	}
 	return printResult(f, res)
+}
+
+// ctxWriter stops writing once ctx has ended: writing a large document
+// takes longer than reading it, and SIGTERM should stop that too.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if c.ctx.Err() != nil {
+		return 0, errStopped(c.ctx)
+	}
+	return c.w.Write(p)
+}
+
+func errStopped(ctx context.Context) error {
+	return fmt.Errorf("stopped: %w", ctx.Err())
 }

@@ -3,6 +3,7 @@ package state_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -167,21 +168,42 @@ func TestOverLimitFilesAreRefusedUnread(t *testing.T) {
 	}
 }
 
-// TestImportEnvoyStopsWhenCancelled: an import whose context has ended
-// (SIGTERM, Ctrl-C) stops instead of reading on, and writes nothing.
+// cancelOnWrite ends a context at the first write it passes on.
+type cancelOnWrite struct {
+	w      io.Writer
+	cancel context.CancelFunc
+}
+
+func (c cancelOnWrite) Write(p []byte) (int, error) {
+	c.cancel()
+	return c.w.Write(p)
+}
+
+// TestImportEnvoyStopsWhenCancelled: an import whose context ends
+// (SIGTERM, Ctrl-C) before it reads, or while it writes the document,
+// stops there: an error saying so, and not the whole document.
 func TestImportEnvoyStopsWhenCancelled(t *testing.T) {
 	t.Parallel()
 	config, _ := envoyOfSize(256 << 10)
 	path := writeFile(t, t.TempDir(), "big.yaml", config)
 	r := clitest.New(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	ios, _, out, errOut := iostreams.Test()
-	code := cli.Run(ctx, []string{"import", "envoy-ratelimit", path}, ios, r.Getenv(nil))
-	if code == 0 || out.Len() > 0 {
-		t.Fatalf("cancelled import exited %d and wrote %d bytes, want an error and nothing", code, out.Len())
-	}
-	if !strings.Contains(errOut.String(), "stopped") {
-		t.Errorf("stderr %q does not say the import stopped", errOut.String())
+	full := r.Must("import", "envoy-ratelimit", path)
+	for _, whileWriting := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		ios, _, out, errOut := iostreams.Test()
+		if whileWriting {
+			ios.Out = cancelOnWrite{out, cancel}
+		} else {
+			cancel()
+		}
+		code := cli.Run(ctx, []string{"import", "envoy-ratelimit", path}, ios, r.Getenv(nil))
+		cancel()
+		if code == 0 || out.Len() >= len(full) || (!whileWriting && out.Len() > 0) {
+			t.Errorf("import cancelled (while writing: %v) exited %d having written %d of %d bytes, want an error and less",
+				whileWriting, code, out.Len(), len(full))
+		}
+		if !strings.Contains(errOut.String(), "stopped") {
+			t.Errorf("stderr %q does not say the import stopped", errOut.String())
+		}
 	}
 }
