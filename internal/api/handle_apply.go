@@ -28,15 +28,9 @@ import (
 // query per table, diffed in Go, and the changes are written with COPY and
 // set-based statements (internal/store/apply.go).
 
-// maxApplyBody caps an apply's body. 10,000 definitions and 100,000
-// memberships are about 15 MiB of JSON, and applying them peaks the heap
-// (rlapi and the benchmark's client in one process) at about 230 MiB, some
-// 15 times the body: the cap leaves room for twice that state, and keeps
-// the largest apply near half a gigabyte. (It was 256 MiB, which valid
-// objects could have turned into gigabytes.) A body of junk costs far
-// less: no object is kept once one has a problem, and at most
-// maxApplyProblems problems are.
-const maxApplyBody = 32 << 20
+// maxApplyBody caps an apply's body (applydoc.MaxBody says why; rlctl
+// refuses larger files before it reads them).
+const maxApplyBody = applydoc.MaxBody
 
 // minApplyTimeout is the least time an apply's database work gets. The
 // routes' RequestTimeout (10 s by default) is sized for one-row writes.

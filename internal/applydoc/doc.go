@@ -9,8 +9,7 @@
 package applydoc
 
 import (
-	"slices"
-	"strings"
+	"sort"
 
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -21,6 +20,18 @@ const (
 	APIVersion = "rlctl/v1"
 	Kind       = "State"
 )
+
+// MaxBody caps the body of an apply (POST /api/apply answers 413 past it),
+// and so the files rlctl apply and rlctl import read: larger ones are
+// refused before they are parsed. 10,000 definitions and 100,000
+// memberships are about 15 MiB of JSON, and applying them peaks the heap
+// (rlapi and the benchmark's client in one process) at about 230 MiB, some
+// 15 times the body: the cap leaves room for twice that state, and keeps
+// the largest apply near half a gigabyte. (It was 256 MiB, which valid
+// objects could have turned into gigabytes.) A body of junk costs far
+// less: no object is kept once one has a problem, and rlapi keeps a
+// bounded number of problems.
+const MaxBody = 32 << 20
 
 // The sections of a document, in the order the request names them.
 const (
@@ -88,8 +99,31 @@ func NewDocument(defs []ratelimit.Definition, mems []ratelimit.Membership, admin
 		a.CreatedAt, a.CreatedBy = nil, ""
 		doc.Admins[i] = a
 	}
-	slices.SortFunc(doc.Definitions, func(a, b ratelimit.Definition) int { return strings.Compare(a.Key(), b.Key()) })
-	slices.SortFunc(doc.Memberships, func(a, b ratelimit.Membership) int { return strings.Compare(a.Key(), b.Key()) })
-	slices.SortFunc(doc.Admins, func(a, b ratelimit.Admin) int { return strings.Compare(a.Key(), b.Key()) })
+	sortByKey(doc.Definitions, ratelimit.Definition.Key)
+	sortByKey(doc.Memberships, ratelimit.Membership.Key)
+	sortByKey(doc.Admins, ratelimit.Admin.Key)
 	return doc
+}
+
+// sortByKey sorts s by key, computing each key once: Key builds a
+// string, and a sort calling it per comparison built some forty per
+// object of a large document.
+func sortByKey[T any](s []T, key func(T) string) {
+	keys := make([]string, len(s))
+	for i := range s {
+		keys[i] = key(s[i])
+	}
+	sort.Sort(byKey[T]{s, keys})
+}
+
+type byKey[T any] struct {
+	s    []T
+	keys []string
+}
+
+func (b byKey[T]) Len() int           { return len(b.s) }
+func (b byKey[T]) Less(i, j int) bool { return b.keys[i] < b.keys[j] }
+func (b byKey[T]) Swap(i, j int) {
+	b.s[i], b.s[j] = b.s[j], b.s[i]
+	b.keys[i], b.keys[j] = b.keys[j], b.keys[i]
 }

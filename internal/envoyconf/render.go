@@ -127,8 +127,9 @@ func Render(defs []ratelimit.Definition) (out []byte, domains []string, skipped 
 		}
 	}
 	domains = make([]string, 0, len(trees))
-	for d := range trees {
+	for d, root := range trees {
 		domains = append(domains, d)
+		literalOrder(root.Descriptors)
 	}
 	slices.Sort(domains)
 	var b bytes.Buffer
@@ -144,4 +145,33 @@ func Render(defs []ratelimit.Definition) (out []byte, domains []string, skipped 
 		_ = enc.Close()
 	}
 	return b.Bytes(), domains, skipped
+}
+
+// literalOrder puts the wildcard entries of each list, in the places
+// wildcards hold, in the order rlctl tries them (most literal first):
+// Envoy's service tries them in the order written, so it reads the
+// export as rlctl matches it.
+func literalOrder(list []*yamlDescriptor) {
+	var at []int
+	var wild []*yamlDescriptor
+	for i, d := range list {
+		if strings.Contains(d.Value, "*") {
+			at = append(at, i)
+			wild = append(wild, d)
+		}
+		literalOrder(d.Descriptors)
+	}
+	slices.SortStableFunc(wild, func(a, b *yamlDescriptor) int {
+		x, y := wildcard(a.Key, a.Value, place{}), wildcard(b.Key, b.Value, place{})
+		switch {
+		case literalFirst(x, y):
+			return -1
+		case literalFirst(y, x):
+			return 1
+		}
+		return 0
+	})
+	for k, i := range at {
+		list[i] = wild[k]
+	}
 }

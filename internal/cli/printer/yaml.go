@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -110,8 +111,14 @@ func yamlNode(dec *json.Decoder) (*yaml.Node, error) {
 // stringStyle quotes a string wherever a YAML 1.1 reader would take it
 // for something else (yes, on, 0x1F, 1:20, ~): rlctl reads its files with
 // sigs.k8s.io/yaml, a YAML 1.1 parser, while this encoder speaks YAML 1.2,
-// which would write them bare. That library's own encoder knows the set.
+// which would write them bare. That library's own encoder knows the set;
+// it builds an encoder and a parser per string (some 7 KiB), so the
+// strings plainInYAML11 vouches for skip it: a definition is half a dozen
+// strings, and a document of 50,000 definitions went through it in 5 GB.
 func stringStyle(s string) yaml.Style {
+	if plainInYAML11(s) {
+		return 0
+	}
 	b, err := sigsyaml.Marshal(s)
 	switch {
 	case err != nil || len(b) == 0:
@@ -123,6 +130,43 @@ func stringStyle(s string) yaml.Style {
 	}
 	return 0
 }
+
+// plainInYAML11 reports, without building an encoder, that a YAML 1.1
+// reader takes s written bare as the string s. It holds for a string that
+// starts with an ASCII letter, is none of the words YAML 1.1 reads as a
+// boolean or null (y, yes, n, no, true, false, on, off, null, in any case),
+// and holds only letters, digits and _ - . / = % * + : (a ':' not last):
+// no indicator, no number, no timestamp can be written so. It may say
+// false of a string that is plain too; stringStyle then asks the encoder.
+func plainInYAML11(s string) bool {
+	if s == "" || !isASCIILetter(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case isASCIILetter(c), '0' <= c && c <= '9':
+		case c == ':':
+			if i == len(s)-1 {
+				return false
+			}
+		case strings.IndexByte("_-./=%*+", c) >= 0:
+		default:
+			return false
+		}
+	}
+	if len(s) <= 5 {
+		// The bare words a YAML 1.1 reader takes for a boolean or null.
+		for _, w := range [...]string{"y", "yes", "n", "no", "true", "false", "on", "off", "null"} {
+			if strings.EqualFold(s, w) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 func writeYAML(w io.Writer, v any) error {
 	b, err := MarshalYAML(v)

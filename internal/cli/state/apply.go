@@ -45,7 +45,9 @@ the extension (stdin: JSON when it starts with '{'). The files are merged: a sec
 (definitions, memberships, admins) present in any file is present; a section no file has is
 left alone on the server. apiVersion (rlctl/v1) and kind (State) are checked when given.
 Problems in the files themselves (syntax, unknown fields, duplicate ids within or across
-files) are reported together, naming file and field, and exit 2 before anything is sent.
+files) are reported together, naming file and field, and exit 2 before anything is sent;
+files over 32 MiB, alone or together (what one apply may send), are refused before they are
+read.
 Objects the server refuses exit 5 and change nothing: the apply is one transaction.
 
 Each object that is (or would be) changed gets one line, then a summary:

@@ -60,7 +60,8 @@ the objects' names instead.
 format of Envoy's ratelimit service (one YAML document per domain, --domain for one): what
 'rlctl import envoy-ratelimit' reads. Definitions that format cannot hold (disabled ones,
 windows other than a second, minute, hour or day, other algorithms, fail_closed) are left
-out, each named on stderr.
+out, each named on stderr. Wildcard values are written most literal first, the order rlctl
+matches them in: Envoy's service tries them in the order written.
 
 Quarantine is left out: it is incident state, not configuration. Memberships are written
 without the quarantine groups (and without quarantine_reason, quarantined_at and

@@ -50,9 +50,35 @@ type Loaded struct {
 // name order, not recursively) or Stdin. Problems in the files (syntax,
 // unknown fields, a wrong header, duplicate ids) are collected across all
 // of them and returned together as one *LoadError.
+//
+// Files over the apply's limit (applydoc.MaxBody), alone or together, are
+// refused before any is read; standard input is read up to the limit.
 func Load(paths []string, stdin io.Reader) (*Loaded, error) {
 	l := &Loaded{}
 	var probs []string
+	expanded := map[string][]string{}
+	var all []string
+	for _, p := range paths {
+		if p == Stdin {
+			continue
+		}
+		files, err := expand(p)
+		if err != nil {
+			probs = append(probs, err.Error())
+			continue
+		}
+		expanded[p] = files
+		all = append(all, files...)
+	}
+	if tooBig := checkSizes(all); len(tooBig) > 0 {
+		return nil, &LoadError{Problems: tooBig}
+	}
+	var used int64
+	for _, f := range all {
+		if info, err := os.Stat(f); err == nil {
+			used += info.Size()
+		}
+	}
 	stdinRead := false
 	for _, p := range paths {
 		switch {
@@ -62,23 +88,24 @@ func Load(paths []string, stdin io.Reader) (*Loaded, error) {
 				continue
 			}
 			stdinRead = true
-			data, err := io.ReadAll(stdin)
+			data, tooBig, err := readLimited(stdinName, stdin, used)
 			if err != nil {
 				probs = append(probs, fmt.Sprintf("%s: %v", stdinName, err))
 				continue
 			}
+			if tooBig != "" {
+				return nil, &LoadError{Problems: []string{tooBig}}
+			}
 			probs = append(probs, l.add(stdinName, data, applydoc.Sniff(data))...)
 		default:
-			files, err := expand(p)
-			if err != nil {
-				probs = append(probs, err.Error())
-				continue
-			}
-			for _, f := range files {
-				data, err := os.ReadFile(f)
+			for _, f := range expanded[p] {
+				data, tooBig, err := readFile(f)
 				if err != nil {
 					probs = append(probs, err.Error())
 					continue
+				}
+				if tooBig != "" {
+					return nil, &LoadError{Problems: []string{tooBig}}
 				}
 				probs = append(probs, l.add(f, data, formatOf(f, data))...)
 			}

@@ -9,7 +9,7 @@
 package state
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -53,29 +53,49 @@ func (d Document) WriteJSON(w io.Writer) error {
 
 // WriteYAML writes the document as YAML: the header first, then each
 // section (absent ones left out), each object's fields in the order -o json
-// prints them (printer.MarshalYAML).
+// prints them (printer.MarshalYAML). Each object is encoded on its own: the
+// YAML encoder keeps every event of a document until it ends, so a whole
+// section in one go held hundreds of bytes per scalar of it.
 func (d Document) WriteYAML(w io.Writer) error {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "apiVersion: %s\nkind: %s\n", d.APIVersion, d.Kind)
-	sections := []struct {
-		key    string
-		value  any
-		absent bool
-	}{
-		{"definitions", d.Definitions, d.Definitions == nil},
-		{"memberships", d.Memberships, d.Memberships == nil},
-		{"admins", d.Admins, d.Admins == nil},
-	}
-	for _, s := range sections {
-		if s.absent {
-			continue
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "apiVersion: %s\nkind: %s\n", d.APIVersion, d.Kind)
+	if d.Definitions != nil {
+		if err := writeSection(bw, applydoc.SectionDefinitions, d.Definitions); err != nil {
+			return err
 		}
-		out, err := printer.MarshalYAML(map[string]any{s.key: s.value})
+	}
+	if d.Memberships != nil {
+		if err := writeSection(bw, applydoc.SectionMemberships, d.Memberships); err != nil {
+			return err
+		}
+	}
+	if d.Admins != nil {
+		if err := writeSection(bw, applydoc.SectionAdmins, d.Admins); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// writeSection writes "key:" and the objects, each a list item of its own
+// (what printer.MarshalYAML writes of the whole list, item by item), or
+// "key: []".
+func writeSection[T any](w io.Writer, key string, objects []T) error {
+	if len(objects) == 0 {
+		_, err := fmt.Fprintf(w, "%s: []\n", key)
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "%s:\n", key); err != nil {
+		return err
+	}
+	for i := range objects {
+		out, err := printer.MarshalYAML(objects[i : i+1])
 		if err != nil {
-			return fmt.Errorf("encode %s: %w", s.key, err)
+			return fmt.Errorf("encode %s[%d]: %w", key, i, err)
 		}
-		b.Write(out)
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
 	}
-	_, err := w.Write(b.Bytes())
-	return err
+	return nil
 }
