@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
@@ -50,6 +51,11 @@ type Store struct {
 	// between runs (to log changes once).
 	inspecting  sync.Mutex
 	clocksApart bool
+	// nodes is what the last Inspect read (the metrics export it).
+	nodes atomic.Pointer[[]NodeState]
+	// reg, when set, holds the store's collector (Close unregisters it).
+	reg prometheus.Registerer
+	col prometheus.Collector
 	// stop ends the watch (Open's periodic Inspect), which closes watched.
 	stop, watched chan struct{}
 	closeOnce     sync.Once
@@ -75,15 +81,27 @@ type Options struct {
 	CheckInterval time.Duration
 	// Logger receives what Inspect finds wrong (default slog.Default()).
 	Logger *slog.Logger
+	// AllowEviction lets Open succeed on servers whose maxmemory-policy
+	// may evict counters (anything but noeviction, or a policy it cannot
+	// read), which it otherwise refuses with an *EvictionError: it then
+	// only logs a warning and reports it in the metrics.
+	AllowEviction bool
+	// Registerer, when set, receives the store's metrics (from Open):
+	// rlctl_redis_eviction_safe, rlctl_redis_maxmemory_policy and
+	// rlctl_redis_evicted_keys, as of the last Inspect.
+	Registerer prometheus.Registerer
 }
 
-// Open connects to the Redis a counters URL names:
+// Open connects to the Redis a counters URL names, and inspects its nodes
+// (Inspect): a node whose maxmemory-policy may evict counters is an
+// *EvictionError unless Options.AllowEviction. The URL:
 //
 //	redis://[user:password@]host:port[/db]       a standalone server (db: 0 by default)
 //	rediss://...                                 the same over TLS
 //	redis+cluster://[user:password@]h1:p1,h2:p2  a Redis Cluster, seeded by any of its nodes
 //
-// The Store owns the connection: Close closes it.
+// The Store owns the connection: Close closes it. It inspects the nodes
+// again every Options.CheckInterval.
 func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	co, cluster, err := ParseURL(rawURL)
 	if err != nil {
@@ -104,7 +122,18 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("redis: ping %s: %w", Redact(rawURL), err)
 	}
 	s.Preload(ctx)
-	s.Inspect(ctx)
+	if ev := evicting(s.inspect(ctx, opts.AllowEviction)); len(ev) > 0 && !opts.AllowEviction {
+		client.Close()
+		return nil, &EvictionError{Nodes: ev}
+	}
+	if opts.Registerer != nil {
+		col := newCollector(s)
+		if err := opts.Registerer.Register(col); err != nil {
+			client.Close()
+			return nil, fmt.Errorf("redis: register the metrics: %w", err)
+		}
+		s.reg, s.col = opts.Registerer, col
+	}
 	interval := opts.CheckInterval
 	if interval == 0 {
 		interval = time.Minute
@@ -220,19 +249,13 @@ func (s *Store) Close() {
 			close(s.stop)
 			<-s.watched
 		}
+		if s.reg != nil {
+			s.reg.Unregister(s.col)
+		}
 		if s.own {
 			s.client.Close()
 		}
 	})
-}
-
-// Inspect reads every node's clock, so that deadlines are put on the
-// servers' clocks (see serverDeadline). Open runs it, then every
-// Options.CheckInterval.
-func (s *Store) Inspect(ctx context.Context) {
-	s.inspecting.Lock()
-	defer s.inspecting.Unlock()
-	s.nodeClocks(ctx, s.client.Nodes())
 }
 
 // Client is the Store's client (tests and the counters API use it).
