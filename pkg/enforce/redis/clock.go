@@ -115,8 +115,14 @@ func (s *Store) nodeClocks(ctx context.Context, nodes map[string]rueidis.Client)
 		n++
 	}
 	if n == 0 {
+		if s.clock.Load() == nil && !s.clockUnread {
+			s.clockUnread = true
+			s.log.Warn("redis: no node answered TIME: deadlines are checked as if the servers' clocks agreed with this host's; a server clock ahead refuses scripts early, one behind lets a script that reached it late take",
+				"errors", fmt.Sprint(errs))
+		}
 		return errs
 	}
+	s.clockUnread = false
 	s.clock.Store(&clockAnchor{local: ref, server: lo})
 	apart := time.Duration(hi-lo) * time.Microsecond
 	if wide := apart > clockSpreadWarn; wide != s.clocksApart {
@@ -131,18 +137,18 @@ func (s *Store) nodeClocks(ctx context.Context, nodes map[string]rueidis.Client)
 	return errs
 }
 
-// watch inspects the nodes every interval until Close.
-func (s *Store) watch(interval time.Duration) {
+// watch inspects the nodes every interval until ctx ends (Close).
+func (s *Store) watch(ctx context.Context, interval time.Duration) {
 	defer close(s.watched)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), inspectTimeout)
-			s.Inspect(ctx)
+			ictx, cancel := context.WithTimeout(ctx, inspectTimeout)
+			s.Inspect(ictx)
 			cancel()
 		}
 	}

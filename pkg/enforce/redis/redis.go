@@ -51,14 +51,17 @@ type Store struct {
 	// between runs (to log changes once).
 	inspecting  sync.Mutex
 	clocksApart bool
+	clockUnread bool
 	// nodes is what the last Inspect read (the metrics export it).
 	nodes atomic.Pointer[[]NodeState]
 	// reg, when set, holds the store's collector (Close unregisters it).
 	reg prometheus.Registerer
 	col prometheus.Collector
-	// stop ends the watch (Open's periodic Inspect), which closes watched.
-	stop, watched chan struct{}
-	closeOnce     sync.Once
+	// stopWatch ends the watch (Open's periodic Inspect, cutting one
+	// short), which then closes watched.
+	stopWatch context.CancelFunc
+	watched   chan struct{}
+	closeOnce sync.Once
 }
 
 type script struct {
@@ -139,8 +142,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		interval = time.Minute
 	}
 	if interval > 0 {
-		s.stop, s.watched = make(chan struct{}), make(chan struct{})
-		go s.watch(interval)
+		var wctx context.Context
+		wctx, s.stopWatch = context.WithCancel(context.Background())
+		s.watched = make(chan struct{})
+		go s.watch(wctx, interval)
 	}
 	return s, nil
 }
@@ -245,8 +250,8 @@ func Redact(rawURL string) string {
 // Store opened it.
 func (s *Store) Close() {
 	s.closeOnce.Do(func() {
-		if s.stop != nil {
-			close(s.stop)
+		if s.stopWatch != nil {
+			s.stopWatch()
 			<-s.watched
 		}
 		if s.reg != nil {
