@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"maps"
 	"net/http"
 	"os"
@@ -163,4 +164,83 @@ func waitReady(t *testing.T, addr string, done chan int, stderr *syncBuffer) {
 			t.Fatalf("server never answered: %v; stderr: %s", err, stderr.String())
 		}
 	}
+}
+
+// TestServeRefusesAnEvictingRedis: a Redis whose maxmemory-policy evicts
+// (here allkeys-lru under maxmemory 2mb) would drop counters and with
+// them the limits, so serve refuses it with a usage error naming the
+// node's policy, the command that fixes it and the flag that overrides;
+// with --counters-allow-eviction it serves, warns, and /metrics says
+// rlctl_redis_eviction_safe 0.
+func TestServeRefusesAnEvictingRedis(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, "--maxmemory", "2mb", "--maxmemory-policy", "allkeys-lru")
+	dsn := pgtest.NewMigratedDatabase(t)
+	var out, errOut syncBuffer
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--addr", addr},
+			env(map[string]string{"DATABASE_URL": dsn, "RLAPI_COUNTERS_URL": srv.URL}), &out, &errOut)
+	}()
+	// serve listens before it opens the counters: a ready check that
+	// reaches the listener then waits for no answer, so it is bounded.
+	probe := &http.Client{Timeout: time.Second}
+	code := -1
+	for end := time.Now().Add(30 * time.Second); code < 0; {
+		select {
+		case code = <-done:
+		case <-time.After(20 * time.Millisecond):
+			if resp, err := probe.Get("http://" + addr + "/readyz"); err == nil {
+				resp.Body.Close()
+				cancel()
+				<-done
+				t.Fatalf("serve started on an allkeys-lru Redis; stderr:\n%s", errOut.String())
+			}
+			if time.Now().After(end) {
+				t.Fatalf("serve neither refused nor started within 30 s; stderr:\n%s", errOut.String())
+			}
+		}
+	}
+	if code != 2 {
+		t.Fatalf("serve on an allkeys-lru Redis: exit %d, want 2 (a usage error); stderr:\n%s", code, errOut.String())
+	}
+	for _, want := range []string{"maxmemory-policy allkeys-lru", "CONFIG SET maxmemory-policy noeviction", "--counters-allow-eviction"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("serve's refusal does not say %q:\n%s", want, errOut.String())
+		}
+	}
+
+	one := 1
+	s := serveWith(t, dsn, ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: "evicting", WindowSeconds: 3600,
+		MaxRequests: &one, Enabled: true, Mode: ratelimit.ModeEnforce},
+		map[string]string{"RLAPI_COUNTERS_URL": srv.URL, "RLAPI_COUNTERS_ALLOW_EVICTION": "true"})
+	req, _ := http.NewRequest("GET", "http://"+s.addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "\nrlctl_redis_eviction_safe 0\n") ||
+		!strings.Contains(string(body), `rlctl_redis_maxmemory_policy{node="`+strings.TrimPrefix(srv.URL, "redis://")+`",policy="allkeys-lru"} 1`) {
+		t.Errorf("/metrics (%d) does not report the evicting policy:\n%s", resp.StatusCode, grepLines(string(body), "rlctl_redis_"))
+	}
+	if !strings.Contains(s.stderr.String(), "may evict counters") {
+		t.Errorf("serve with --counters-allow-eviction logged no warning:\n%s", s.stderr.String())
+	}
+}
+
+// grepLines are the lines of s that hold sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -327,6 +327,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	countersURL := &dsnValue{s: getenv("RLAPI_COUNTERS_URL")}
 	fs.Var(countersURL, "counters-url",
 		"where decisions count: empty for PostgreSQL (the default), redis://host:port[/db] for a Redis server or redis+cluster://host:port,host:port for a Redis Cluster; configuration stays in PostgreSQL (RLAPI_COUNTERS_URL)")
+	allowEviction := fs.Bool("counters-allow-eviction", envBool(getenv, "RLAPI_COUNTERS_ALLOW_EVICTION"),
+		"start even though a Redis node of --counters-url may evict counters (a maxmemory-policy other than noeviction), which rlapi otherwise refuses: evicted counters forget their counts; rlapi then warns and exports rlctl_redis_eviction_safe 0 (RLAPI_COUNTERS_ALLOW_EVICTION)")
 	eventsRetentionDef, err := envDuration(getenv, "RLAPI_EVENTS_RETENTION", api.DefaultEventsRetention)
 	if err != nil {
 		return err
@@ -468,6 +470,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
+	// Serve closes it; this is for a start that fails before (the
+	// counter store refused, say), so the port is free again at once.
+	defer ln.Close()
 	// Decisions get their own pool: a management request, however slow its
 	// client, can never take the connections a decision needs.
 	decisions, err := store.Open(ctx, *dsn, store.Opts{MaxConns: int32(*decisionConns), ApplicationName: "rlapi-decisions"})
@@ -504,7 +509,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if countersURL.s != "" {
 		// Only the counters move: definitions, memberships, tokens and
 		// the audit log stay in PostgreSQL (and its change notices).
-		counters, err := redisstore.Open(ctx, countersURL.s, redisstore.Options{})
+		counters, err := redisstore.Open(ctx, countersURL.s, redisstore.Options{
+			AllowEviction: *allowEviction, Logger: log, Registerer: registry})
+		var evicts *redisstore.EvictionError
+		if errors.As(err, &evicts) {
+			return fmt.Errorf("%w: --counters-url (RLAPI_COUNTERS_URL): %v; or start with --counters-allow-eviction (RLAPI_COUNTERS_ALLOW_EVICTION) to run with limits that may not hold", errUsage, err)
+		}
 		if err != nil {
 			return fmt.Errorf("open the counter store (--counters-url): %w", err)
 		}

@@ -1,10 +1,20 @@
 // Package redistest gives tests the Redis servers make test starts
-// (scripts/redisdev.sh): their URLs from the environment.
+// (scripts/redisdev.sh), their URLs from the environment, and servers of a
+// test's own (Start) for the tests that stall or reconfigure one.
 package redistest
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rlctl/rlctl/internal/testenv"
 )
@@ -21,4 +31,101 @@ func URL(t testing.TB, name string) string {
 			map[string]string{"REDIS_URL": "url", "REDIS_CLUSTER_URL": "cluster-url"}[name]+")")
 	}
 	return u
+}
+
+// Server is a redis-server process of one test's own (Start): the test may
+// stop it (SIGSTOP), resume it or reconfigure it without touching the
+// shared servers.
+type Server struct {
+	// URL is its redis:// URL.
+	URL string
+	// Process is the redis-server process, for signals.
+	Process *os.Process
+}
+
+// Start runs a redis-server of the test's own on a free loopback port,
+// with args added to its command line (say "--maxmemory", "2mb"), in the
+// foreground, persisting nothing; it is killed (resumed first, had the
+// test stopped it) when the test ends. Without redis-server the test is
+// skipped, or fails under CI=true.
+func Start(t testing.TB, args ...string) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		msg := "redis-server is not installed: this test starts a server of its own"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg + " (CI=true: the Redis tests may not be skipped)")
+		}
+		t.Skip(msg)
+	}
+	dir := t.TempDir()
+	var lastErr error
+	// A port found free may be taken before the server binds it: try again.
+	for range 5 {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--dir", dir, "--save", "", "--appendonly", "no", "--protected-mode", "no", "--daemonize", "no"}, args...)...)
+		var log strings.Builder
+		cmd.Stdout, cmd.Stderr = &log, &log
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start redis-server: %v", err)
+		}
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if err := waitPong(addr, exited); err != nil {
+			_ = cmd.Process.Kill()
+			<-exited
+			lastErr = fmt.Errorf("%w\n%s", err, log.String())
+			continue
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(syscall.SIGCONT)
+			_ = cmd.Process.Kill()
+			<-exited
+		})
+		return &Server{URL: "redis://" + addr, Process: cmd.Process}
+	}
+	t.Fatalf("redis-server did not start: %v", lastErr)
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitPong waits until the server at addr answers PING, for at most 30 s
+// (a bound on a hang, not a timing), or until it exits.
+func waitPong(addr string, exited <-chan struct{}) error {
+	end := time.Now().Add(30 * time.Second)
+	for {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+			_, err = c.Write([]byte("PING\r\n"))
+			buf := make([]byte, 7)
+			if err == nil {
+				_, err = io.ReadFull(c, buf)
+			}
+			c.Close()
+			if err == nil && string(buf) == "+PONG\r\n" {
+				return nil
+			}
+		}
+		select {
+		case <-exited:
+			return errors.New("redis-server exited")
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(end) {
+			return errors.New("redis-server did not answer PING within 30 s")
+		}
+	}
 }

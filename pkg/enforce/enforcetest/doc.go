@@ -30,5 +30,8 @@
 // For the fail policies of an Enforcer: Failing and Hanging wrap a store
 // so it errors or answers nothing, StaticSource is an in-memory
 // enforce.Source, and TestFailPolicies checks the fail-open and
-// fail-closed decisions given a way to build an Enforcer.
+// fail-closed decisions given a way to build an Enforcer. TestStalledStore
+// checks, on a store whose server the test can stall for real
+// (Stallable), that the decisions the fail policy answered during the
+// stall consumed nothing.
 package enforcetest

@@ -1,7 +1,10 @@
 package postgres_test
 
 import (
+	"context"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/pkg/enforce"
@@ -23,5 +26,37 @@ func TestOverload(t *testing.T) {
 	t.Parallel()
 	enforcetest.TestOverload(t, func(t *testing.T) enforce.CounterStore {
 		return postgres.NewCounterStore(pgtest.NewStore(t).Pool())
+	}, enforcetest.Build)
+}
+
+// TestStalledStore runs the suite's stall check with rl_counters locked
+// by another transaction (the takes wait on the lock): PostgreSQL's
+// statement_timeout aborts them at their deadline, so a decision answered
+// by the fail policy consumed nothing.
+func TestStalledStore(t *testing.T) {
+	enforcetest.TestStalledStore(t, func(t *testing.T) enforcetest.Stallable {
+		pool := pgtest.NewStore(t).Pool()
+		ctx := context.Background()
+		var tx pgx.Tx
+		stall := func() {
+			var err error
+			if tx, err = pool.Begin(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, `lock table rl_counters in exclusive mode`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		resume := func() {
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() {
+			if tx != nil {
+				_ = tx.Rollback(ctx)
+			}
+		})
+		return enforcetest.Stallable{Store: postgres.NewCounterStore(pool), Stall: stall, Resume: resume}
 	}, enforcetest.Build)
 }

@@ -6,14 +6,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
@@ -39,6 +42,26 @@ type Store struct {
 	// rolledBack counts the reservations given back (calls a gate in
 	// another slot denied): what the over-refusal window is made of.
 	rolledBack atomic.Int64
+
+	log *slog.Logger
+	// clock puts deadlines on the servers' clocks (serverDeadline); nil
+	// until the first Inspect.
+	clock atomic.Pointer[clockAnchor]
+	// inspecting serializes Inspect, and guards what it remembers
+	// between runs (to log changes once).
+	inspecting  sync.Mutex
+	clocksApart bool
+	clockUnread bool
+	// nodes is what the last Inspect read (the metrics export it).
+	nodes atomic.Pointer[[]NodeState]
+	// reg, when set, holds the store's collector (Close unregisters it).
+	reg prometheus.Registerer
+	col prometheus.Collector
+	// stopWatch ends the watch (Open's periodic Inspect, cutting one
+	// short), which then closes watched.
+	stopWatch context.CancelFunc
+	watched   chan struct{}
+	closeOnce sync.Once
 }
 
 type script struct {
@@ -55,15 +78,33 @@ type Options struct {
 	// Prefix starts every key the store writes (default "rl:"). It must
 	// not hold '{' or '}'.
 	Prefix string
+	// CheckInterval is how often a Store that Open built inspects the
+	// nodes again (Inspect): 0 means every minute, a negative value only
+	// once, at Open.
+	CheckInterval time.Duration
+	// Logger receives what Inspect finds wrong (default slog.Default()).
+	Logger *slog.Logger
+	// AllowEviction lets Open succeed on servers whose maxmemory-policy
+	// may evict counters (anything but noeviction, or a policy it cannot
+	// read), which it otherwise refuses with an *EvictionError: it then
+	// only logs a warning and reports it in the metrics.
+	AllowEviction bool
+	// Registerer, when set, receives the store's metrics (from Open):
+	// rlctl_redis_eviction_safe, rlctl_redis_maxmemory_policy and
+	// rlctl_redis_evicted_keys, as of the last Inspect.
+	Registerer prometheus.Registerer
 }
 
-// Open connects to the Redis a counters URL names:
+// Open connects to the Redis a counters URL names, and inspects its nodes
+// (Inspect): a node whose maxmemory-policy may evict counters is an
+// *EvictionError unless Options.AllowEviction. The URL:
 //
 //	redis://[user:password@]host:port[/db]       a standalone server (db: 0 by default)
 //	rediss://...                                 the same over TLS
 //	redis+cluster://[user:password@]h1:p1,h2:p2  a Redis Cluster, seeded by any of its nodes
 //
-// The Store owns the connection: Close closes it.
+// The Store owns the connection: Close closes it. It inspects the nodes
+// again every Options.CheckInterval.
 func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	co, cluster, err := ParseURL(rawURL)
 	if err != nil {
@@ -84,6 +125,28 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("redis: ping %s: %w", Redact(rawURL), err)
 	}
 	s.Preload(ctx)
+	if ev := evicting(s.inspect(ctx, opts.AllowEviction)); len(ev) > 0 && !opts.AllowEviction {
+		client.Close()
+		return nil, &EvictionError{Nodes: ev}
+	}
+	if opts.Registerer != nil {
+		col := newCollector(s)
+		if err := opts.Registerer.Register(col); err != nil {
+			client.Close()
+			return nil, fmt.Errorf("redis: register the metrics: %w", err)
+		}
+		s.reg, s.col = opts.Registerer, col
+	}
+	interval := opts.CheckInterval
+	if interval == 0 {
+		interval = time.Minute
+	}
+	if interval > 0 {
+		var wctx context.Context
+		wctx, s.stopWatch = context.WithCancel(context.Background())
+		s.watched = make(chan struct{})
+		go s.watch(wctx, interval)
+	}
 	return s, nil
 }
 
@@ -101,7 +164,9 @@ func (s *Store) Preload(ctx context.Context) {
 
 // New builds a Store on a client the caller owns. cluster says whether
 // the client talks to a Redis Cluster (gates in different hash slots are
-// then decided in two phases; see the package doc).
+// then decided in two phases; see the package doc). It does no I/O: call
+// Inspect before the first Take, and again from time to time, as Open
+// does.
 func New(client rueidis.Client, cluster bool, opts Options) (*Store, error) {
 	if opts.Prefix == "" {
 		opts.Prefix = "rl:"
@@ -109,7 +174,10 @@ func New(client rueidis.Client, cluster bool, opts Options) (*Store, error) {
 	if strings.ContainsAny(opts.Prefix, "{}") {
 		return nil, fmt.Errorf("redis: prefix %q: must not hold '{' or '}' (they pick the hash slot)", opts.Prefix)
 	}
-	return &Store{client: client, cluster: cluster, prefix: opts.Prefix,
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Store{client: client, cluster: cluster, prefix: opts.Prefix, log: opts.Logger,
 		take: newScript(takeScript), giveBack: newScript(giveBackScript)}, nil
 }
 
@@ -178,11 +246,21 @@ func Redact(rawURL string) string {
 	return u.Redacted()
 }
 
-// Close closes the connection if the Store opened it.
+// Close stops Open's periodic Inspect and closes the connection if the
+// Store opened it.
 func (s *Store) Close() {
-	if s.own {
-		s.client.Close()
-	}
+	s.closeOnce.Do(func() {
+		if s.stopWatch != nil {
+			s.stopWatch()
+			<-s.watched
+		}
+		if s.reg != nil {
+			s.reg.Unregister(s.col)
+		}
+		if s.own {
+			s.client.Close()
+		}
+	})
 }
 
 // Client is the Store's client (tests and the counters API use it).
@@ -244,18 +322,26 @@ func (s *Store) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline t
 	if len(order) == 0 {
 		return out, nil
 	}
+	// The scripts refuse to start once the server's clock is past the
+	// deadline (serverDeadline), as PostgreSQL's statement_timeout aborts a
+	// statement at it: a script queued behind a stalled server takes
+	// nothing when it finally runs. So the answer is waited for a grace
+	// past the deadline, and an answer within it, a result or that
+	// refusal, says what the server did; only a server that answers
+	// nothing by then leaves the outcome unknown.
 	if !deadline.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(replyGrace))
 		defer cancel()
 	}
-	replies := s.run(ctx, s.take, order, reqs)
+	replies := s.run(ctx, s.take, order, reqs, s.serverDeadline(deadline))
 	var failed error
-	unknown := false
+	unknown, late := false, false
 	for i, g := range order {
 		if err := replies[i].err; err != nil {
 			failed = errors.Join(failed, err)
 			unknown = unknown || !definite(err)
+			late = late || refusedLate(err)
 			continue
 		}
 		if err := g.parse(replies[i].ints, reqs); err != nil {
@@ -305,7 +391,7 @@ func (s *Store) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline t
 		if !unknown {
 			kind = enforce.ErrNotApplied
 		}
-		if errors.Is(failed, context.DeadlineExceeded) {
+		if late || errors.Is(failed, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("redis: %w: %w: %w", enforce.ErrTimedOut, kind, failed)
 		}
 		return nil, fmt.Errorf("redis: %w: %w", kind, failed)
@@ -314,20 +400,28 @@ func (s *Store) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline t
 }
 
 // definite: err is a reply from Redis that says the script did not run
-// (the cluster down or moving, a server loading, a replica, memory full),
-// so nothing was taken.
+// (the cluster down or moving, a server loading, a replica, memory full)
+// or refused to (DEADLINE: it started past the batch's deadline), so
+// nothing was taken.
 func definite(err error) bool {
 	re, ok := rueidis.IsRedisErr(err)
 	if !ok {
 		return false
 	}
 	msg := re.Error()
-	for _, p := range []string{"CLUSTERDOWN", "TRYAGAIN", "LOADING", "READONLY", "OOM", "MASTERDOWN", "NOSCRIPT", "CROSSSLOT", "MOVED", "ASK"} {
+	for _, p := range []string{"CLUSTERDOWN", "TRYAGAIN", "LOADING", "READONLY", "OOM", "MASTERDOWN", "NOSCRIPT", "CROSSSLOT", "MOVED", "ASK", deadlinePrefix} {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}
 	}
 	return false
+}
+
+// refusedLate: err is takeScript's refusal of a batch that reached the
+// server after its deadline.
+func refusedLate(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && strings.HasPrefix(re.Error(), deadlinePrefix)
 }
 
 // plan groups the gates of reqs by hash slot (one group on a standalone
@@ -348,7 +442,7 @@ func (s *Store) plan(reqs []enforce.TakeRequest, out []enforce.TakeResult) []*gr
 			}
 			gr := groups[slot]
 			if gr == nil {
-				gr = &group{keyIdx: map[string]int{}, args: []string{"0"}}
+				gr = &group{keyIdx: map[string]int{}, args: []string{"0"}} // the number of calls
 				groups[slot] = gr
 				order = append(order, gr)
 			}
@@ -488,19 +582,20 @@ type reply struct {
 
 // run runs sc once per group, pipelined (one round trip per node), with
 // EVALSHA, and EVAL for the groups whose server did not know the script;
-// a peek group is one MGET instead.
-func (s *Store) run(ctx context.Context, sc script, order []*group, reqs []enforce.TakeRequest) []reply {
+// a peek group is one MGET instead. dl is the batch's deadline on the
+// servers' clock (serverDeadline), the script's first argument.
+func (s *Store) run(ctx context.Context, sc script, order []*group, reqs []enforce.TakeRequest, dl string) []reply {
 	cmds := make(rueidis.Commands, len(order))
 	for i, g := range order {
 		if g.peek {
 			cmds[i] = s.client.B().Mget().Key(s.peekKeys(g, reqs)...).Build()
 			continue
 		}
-		cmds[i] = s.client.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(g.keys))).Key(g.keys...).Arg(g.args...).Build()
+		cmds[i] = s.client.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(g.keys))).Key(g.keys...).Arg(dl).Arg(g.args...).Build()
 	}
 	out := s.exec(ctx, sc, cmds, func(i int) rueidis.Completed {
 		g := order[i]
-		return s.client.B().Eval().Script(sc.body).Numkeys(int64(len(g.keys))).Key(g.keys...).Arg(g.args...).Build()
+		return s.client.B().Eval().Script(sc.body).Numkeys(int64(len(g.keys))).Key(g.keys...).Arg(dl).Arg(g.args...).Build()
 	}, func(i int, r rueidis.RedisResult) reply {
 		if order[i].peek {
 			return s.peekReply(order[i], reqs, r)

@@ -16,7 +16,12 @@ package redis
 // takeScript decides a sequence of calls' gates that all live in one hash
 // slot (or, on a standalone server, every gate of a batch), in order.
 //
-// ARGV[1] is the number of calls; then, per call: consume (0/1, or 2: see
+// ARGV[1] is the batch's deadline on the server's clock, in microseconds
+// since the epoch (0: none; see Store.serverDeadline): a script that
+// starts after it (it waited behind a stalled server, say) answers an
+// error beginning "DEADLINE" and changes nothing, so a decision whose
+// caller gave up on it never consumes when the server gets to it late.
+// ARGV[2] is the number of calls; then, per call: consume (0/1, or 2: see
 // below), cost, the number of gates, and 12 fields per gate (N in the script):
 //
 //	algo ('f', 's', 't'), enforce (0/1), key index, previous window's key index (s),
@@ -81,10 +86,17 @@ local function slroom(prev, cur, cost, limit, wms, e)
   local rh, rl = mul(free, wms)
   return le(lh, ll, rh, rl)
 end
+local dl = tonumber(ARGV[1])
+if dl > 0 then
+  local t = redis.call('TIME')
+  if tonumber(t[1]) * 1000000 + tonumber(t[2]) > dl then
+    return redis.error_reply('DEADLINE the batch reached Redis after its deadline: nothing taken')
+  end
+end
 local N = 12
 local out = {}
-local p = 2
-for _ = 1, tonumber(ARGV[1]) do
+local p = 3
+for _ = 1, tonumber(ARGV[2]) do
   local cost = tonumber(ARGV[p + 1])
   local ng = tonumber(ARGV[p + 2])
   local base = p + 3
