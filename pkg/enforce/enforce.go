@@ -150,6 +150,9 @@ type Enforcer struct {
 	batcher *batcher
 	// events aggregates what the hot path would log (events.go).
 	events *eventLog
+	// recentLockouts are the escalation lockouts this replica wrote, until
+	// its snapshot holds them (lockout_recent.go).
+	recentLockouts recentLockouts
 	// violations aggregates the record of violations (violations.go).
 	violations *violationRecorder
 	// auth is the failed-credential throttle (nil: off; authfail.go).
@@ -383,6 +386,11 @@ func (e *Enforcer) stopBeforeGates(snap *snapshot, v *callView, c Call, anonymou
 			if m, ok := v.ipLockout(now); ok {
 				return func() Decision { return e.lockedOut(c, m, v.targetName, now) }
 			}
+		}
+		// A lockout this replica has just written, before its change
+		// notice brings it into the snapshot.
+		if m, ok := e.recentlyLockedOut(c, now); ok {
+			return func() Decision { return e.lockedOut(c, m, v.targetName, now) }
 		}
 	}
 	return nil

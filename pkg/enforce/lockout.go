@@ -150,6 +150,35 @@ func (g Gate) countsTowardLockout() bool {
 	return false
 }
 
+// violator is the subject a call's violations count against and a lockout
+// quarantines: its agent, else its user, else (anonymous) its network.
+func (e *Enforcer) violator(c Call) (subjectType, subject string) {
+	switch {
+	case c.ClientID != "":
+		return ratelimit.SubjectClient, c.ClientID
+	case c.Username != "":
+		return ratelimit.SubjectUser, c.Username
+	}
+	if p := clientip.Network(clientAddr(c.ClientIP), e.opts.IPv6Prefix); p.IsValid() {
+		return ratelimit.SubjectNetwork, p.String()
+	}
+	return "", ""
+}
+
+// recentlyLockedOut is the end of a lockout of the call's caller that this
+// replica wrote and its snapshot may not hold yet (lockout_recent.go).
+func (e *Enforcer) recentlyLockedOut(c Call, now time.Time) (member, bool) {
+	if e.recentLockouts.n.Load() == 0 {
+		return member{}, false
+	}
+	subjectType, subject := e.violator(c)
+	if subject == "" {
+		return member{}, false
+	}
+	until, ok := e.recentLockouts.find(ratelimit.MembershipID(subjectType, subject), now)
+	return member{quarantined: true, quarantineExpireAt: until, lockout: true}, ok
+}
+
 // escalate counts a throttled call as a violation of its caller, and locks
 // the caller out when it reaches the count. It returns the decision to
 // answer instead (locked out) when it did.
@@ -170,16 +199,7 @@ func (e *Enforcer) escalate(ctx context.Context, c Call, d Decision, now time.Ti
 	if len(own) == 0 {
 		return d, false
 	}
-	subjectType, subject := ratelimit.SubjectUser, c.Username
-	switch {
-	case c.ClientID != "":
-		subjectType, subject = ratelimit.SubjectClient, c.ClientID
-	case c.Username == "":
-		// Anonymous: the caller is its address (ip:<key>).
-		if p := clientip.Network(clientAddr(c.ClientIP), e.opts.IPv6Prefix); p.IsValid() {
-			subjectType, subject = ratelimit.SubjectNetwork, p.String()
-		}
-	}
+	subjectType, subject := e.violator(c)
 	if subject == "" {
 		return d, false
 	}
@@ -215,6 +235,7 @@ func (e *Enforcer) escalate(ctx context.Context, c Call, d Decision, now time.Ti
 		_ = r.Reset(rctx, []string{g.Key}, time.Now().Add(e.opts.BackendTimeout))
 		cancel()
 	}
+	e.recentLockouts.add(ratelimit.MembershipID(subjectType, subject), l.Until, now)
 	e.metrics.checks.WithLabelValues("lockout_started").Inc()
 	e.events.record(event{reason: EventLockoutStarted, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
 		target: c.TargetName, caller: e.eventCaller(c), gate: def, limit: int64(o.After), retryAfter: o.Lockout, until: l.Until})

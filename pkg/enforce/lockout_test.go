@@ -203,3 +203,29 @@ func TestEscalationCountsOnlyTheCallersOwnLimits(t *testing.T) {
 		t.Errorf("carol elsewhere: %s, want throttled by her own limit, not locked out", d.Reason)
 	}
 }
+
+// The replica that locks a caller out refuses the caller's very next call,
+// before its own change notice brings the lockout into its snapshot: with
+// ten callers locked out in turn, none gets a call through to an unlimited
+// server right after its lockout.
+func TestEscalationLockoutRefusesTheNextCallAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{Escalation: &enforce.EscalationOptions{After: 2, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
+	// Per caller and target: the lockout is all that stops the call to
+	// another server.
+	perTarget := callerGroup("hourly", 3600, ptr(1), nil)
+	perTarget.Axis = ratelimit.AxisCallerTarget
+	f.def(perTarget)
+	for i := range 10 {
+		name := "u" + strings.Repeat("x", i)
+		f.member("user", name, "hourly")
+		f.check(user(name, "mcpgw"))
+		f.check(user(name, "mcpgw"))
+		if d := f.check(user(name, "mcpgw")); d.Reason != enforce.ReasonLockedOut {
+			t.Fatalf("%s's 2nd violation: %s, want locked-out", name, d.Reason)
+		}
+		if d := f.check(user(name, "unlimited")); d.Allowed || d.Reason != enforce.ReasonLockedOut {
+			t.Errorf("%s's next call, to a server without limits: allowed %v, reason %s; want locked-out at once", name, d.Allowed, d.Reason)
+		}
+	}
+}
