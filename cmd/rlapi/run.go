@@ -351,6 +351,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if gogc, ok := gcPercent(getenv); ok {
 		debug.SetGCPercent(gogc)
 	}
+	if limit, ok := memoryLimit(getenv, cgroupMemoryFiles); ok {
+		debug.SetMemoryLimit(limit)
+	}
+	go returnIdleMemoryUntil(ctx)
 	leases, err := leaseCfg.options()
 	if err != nil {
 		return err
