@@ -20,6 +20,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/rlctl/rlctl/internal/pgtest"
+	"github.com/rlctl/rlctl/pkg/client"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // h2Attacker speaks raw HTTP/2 to the gRPC listener, as a hostile client
@@ -345,4 +347,92 @@ func TestGRPCCapsConnectionsAndHandshakes(t *testing.T) {
 func oneDescriptor(domain, value string) *rlsv3.RateLimitRequest {
 	return &rlsv3.RateLimitRequest{Domain: domain, Descriptors: []*ratelimitv3.RateLimitDescriptor{{
 		Entries: []*ratelimitv3.RateLimitDescriptor_Entry{{Key: "generic_key", Value: value}}}}}
+}
+
+// TestGRPCBurstNeverAdmitsAUsedUpCaller: 10,000 concurrent ShouldRateLimit
+// calls over 80 connections, half of them for a descriptor whose limit is
+// used up. Each is answered OK, OVER_LIMIT or RESOURCE_EXHAUSTED (shed),
+// and the used-up descriptor is admitted 0 times: a burst is shed, never
+// decided by the fail policy.
+func TestGRPCBurstNeverAdmitsAUsedUpCaller(t *testing.T) {
+	dsn := pgtest.NewMigratedDatabase(t)
+	vars := env(map[string]string{"DATABASE_URL": dsn})
+	adminTok := createToken(t, vars, "admin", "admin")
+	tok := createToken(t, vars, "envoy", "enforcer")
+	grpcAddr := freeAddr(t)
+	// A backend timeout longer than a loaded test machine keeps a round
+	// trip waiting: only shedding may refuse the fresh descriptor.
+	httpAddr, _ := startServe(t, vars, "--grpc-addr", grpcAddr)
+	admin, err := client.New("http://"+httpAddr, client.Options{Token: adminTok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		value string
+		limit int
+	}{{"hog", 1}, {"fresh", 1_000_000}} {
+		d := ratelimit.Definition{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityDescriptor, WindowSeconds: 86400,
+			MaxRequests: new(c.limit), Enabled: true, DescriptorFields: ratelimit.DescriptorFields{Domain: "edge",
+				Descriptor: []ratelimit.DescriptorEntry{{Key: "generic_key", Value: c.value}}}}
+		if _, err := admin.PutDefinition(t.Context(), d, client.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	authed := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+tok)
+	conns := make([]rlsv3.RateLimitServiceClient, 80)
+	for i := range conns {
+		conns[i] = rlsv3.NewRateLimitServiceClient(dialGRPC(t, grpcAddr))
+	}
+	// Use the hog's limit up, once the replica knows the definitions.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := conns[0].ShouldRateLimit(authed, oneDescriptor("edge", "hog"))
+		if err == nil && resp.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hog's limit never applied: %v %v", resp, err)
+		}
+	}
+
+	start := time.Now()
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for i := range 10_000 {
+		wg.Go(func() {
+			value := "hog"
+			if i%2 == 1 {
+				value = "fresh"
+			}
+			<-gate
+			resp, err := conns[i%len(conns)].ShouldRateLimit(authed, oneDescriptor("edge", value))
+			outcome := status.Code(err).String()
+			if err == nil {
+				outcome = resp.OverallCode.String()
+			}
+			mu.Lock()
+			got[value+" "+outcome]++
+			mu.Unlock()
+		})
+	}
+	close(gate)
+	wg.Wait()
+	if start.Unix()/86400 != time.Now().Unix()/86400 {
+		t.Skip("the day's window turned during the test")
+	}
+	for k, n := range got {
+		switch k {
+		case "hog OVER_LIMIT", "hog ResourceExhausted", "fresh OK", "fresh ResourceExhausted",
+			// A token the cache must verify again while the database is
+			// overloaded too: refused, not admitted.
+			"hog Unavailable", "fresh Unavailable":
+		default:
+			t.Errorf("%d calls answered %s (all: %v)", n, k, got)
+		}
+	}
+	if got["hog OK"] != 0 {
+		t.Errorf("the used-up descriptor was admitted %d times in the burst, want 0 (%v)", got["hog OK"], got)
+	}
+	t.Logf("answers: %v", got)
 }

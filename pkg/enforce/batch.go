@@ -91,6 +91,9 @@ type batcher struct {
 	// move while the store is silent is the store's failure (the fail
 	// policy decides).
 	answered atomic.Int64
+	// shed is when a decision last found the queue full (Unix
+	// nanoseconds): the replica is overloaded.
+	shed atomic.Int64
 }
 
 // stop makes every later call queue (to workers that are stopping) and
@@ -146,6 +149,7 @@ func (b *batcher) takeWith(ctx context.Context, req TakeRequest, peek *TakeReque
 	select {
 	case b.queue <- r:
 	default:
+		b.shed.Store(queued.UnixNano())
 		return takeReply{err: b.notSent(queued, timeout)}
 	}
 	var expired <-chan time.Time
@@ -172,14 +176,35 @@ func (b *batcher) takeWith(ctx context.Context, req TakeRequest, peek *TakeReque
 
 // notSent is why a decision queued at queued was never sent: overload
 // (ErrOverloaded) when the store answered a round trip since then, or
-// within the last timeout; the store's failure (context.DeadlineExceeded,
-// for the fail policy) when it stayed silent.
+// within the last two timeouts; the store's failure
+// (context.DeadlineExceeded, for the fail policy) when it stayed silent.
 func (b *batcher) notSent(queued time.Time, timeout time.Duration) error {
 	last := b.answered.Load()
-	if last >= queued.UnixNano() || (timeout > 0 && time.Since(time.Unix(0, last)) < timeout) {
+	if last >= queued.UnixNano() || (timeout > 0 && time.Since(time.Unix(0, last)) < 2*timeout) {
 		return ErrOverloaded
 	}
 	return context.DeadlineExceeded
+}
+
+// failed is the error to answer a sent decision whose round trip failed
+// with err. A round trip that ran out of time while the replica is
+// overloaded (decisions waiting for more than one round trip, or shed in
+// the last second) and the store answers others is overload too: the store
+// was slow because of the burst, and the decision is shed like those never
+// sent instead of being left to the fail policy. That holds when the
+// answer was lost past its grace as well (ErrOutcomeUnknown): the call may
+// then have been counted although it is refused, which under overload is
+// the side to err on; a fail-open answer would admit it past its limit.
+func (b *batcher) failed(err error, timeout time.Duration) error {
+	if !errors.Is(err, ErrTimedOut) && !errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	now := time.Now()
+	backlogged := len(b.queue) >= maxBatch || now.Sub(time.Unix(0, b.shed.Load())) < time.Second
+	if backlogged && timeout > 0 && now.Sub(time.Unix(0, b.answered.Load())) < 2*timeout {
+		return fmt.Errorf("%w: %w", ErrOverloaded, err)
+	}
+	return err
 }
 
 // work serves the queue until ctx ends.
@@ -247,7 +272,7 @@ func (b *batcher) send(ctx context.Context, batch []*takeRequest) {
 			// Alone, or the outcome is unknown (the statement may have
 			// committed): retrying could count a call twice.
 			for _, r := range live {
-				r.reply <- takeReply{err: err}
+				r.reply <- takeReply{err: b.failed(err, r.timeout)}
 			}
 			return
 		}
@@ -269,7 +294,7 @@ func (b *batcher) send(ctx context.Context, batch []*takeRequest) {
 		still := live[:0]
 		for i, r := range live {
 			if i == first || (!r.deadline.IsZero() && !time.Now().Before(r.deadline)) {
-				r.reply <- takeReply{err: err}
+				r.reply <- takeReply{err: b.failed(err, r.timeout)}
 				continue
 			}
 			still = append(still, r)
@@ -288,7 +313,7 @@ func (b *batcher) apart(ctx context.Context, reqs []*takeRequest, err error) {
 		}
 		reps, err := b.round(ctx, []*takeRequest{r})
 		if err != nil {
-			r.reply <- takeReply{err: err}
+			r.reply <- takeReply{err: b.failed(err, r.timeout)}
 			continue
 		}
 		r.reply <- reps[0]

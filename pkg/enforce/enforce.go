@@ -150,6 +150,9 @@ type Enforcer struct {
 	batcher *batcher
 	// events aggregates what the hot path would log (events.go).
 	events *eventLog
+	// exhausted remembers the gates this replica saw used up, for the
+	// fail policy (exhausted.go).
+	exhausted *exhaustedKeys
 	// recentLockouts are the escalation lockouts this replica wrote, until
 	// its snapshot holds them (lockout_recent.go).
 	recentLockouts recentLockouts
@@ -190,7 +193,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	if !clientip.ValidIPv6Prefix(opts.IPv6Prefix) {
 		opts.IPv6Prefix = clientip.DefaultIPv6Prefix
 	}
-	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now,
+	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now, exhausted: newExhaustedKeys(),
 		kick: make(chan struct{}, 1)}
 	e.returner, _ = opts.Counters.(CounterReturner)
 	if e.log == nil {
@@ -746,6 +749,11 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 		g.describe(res.States[i], res.Room[i], cost, now)
 		e.metrics.gateChecks.WithLabelValues(axisLabel(g.Axis), g.EntityType, outcome(res.Room[i])).Inc()
 		if !res.Room[i] {
+			if cost == 1 && !g.Shadow {
+				// No room for the smallest call: remembered for the
+				// fail policy (exhausted.go).
+				e.exhausted.note(g.key, now.Add(g.wait(now)))
+			}
 			if g.Shadow {
 				d.Shadow = append(d.Shadow, *g)
 				e.metrics.shadowDenied.WithLabelValues(axisLabel(g.Axis), g.EntityType, strconv.Itoa(g.WindowSeconds)).Inc()
@@ -816,6 +824,19 @@ func (e *Enforcer) backendFailed(c Call, gates []Gate, err error) (Decision, err
 	for _, g := range gates {
 		if g.failClosed && !g.Shadow {
 			closed = true
+		}
+	}
+	if !closed {
+		// Open, but not for a gate this replica saw used up and that
+		// cannot have room yet (exhausted.go).
+		now := e.now()
+		for _, g := range gates {
+			if until, ok := e.exhausted.until(g.key, now); ok && !g.Shadow {
+				g.RetryAfter = until.Sub(now)
+				e.metrics.checks.WithLabelValues("throttled").Inc()
+				return Decision{Allowed: false, Reason: ReasonThrottled, Gates: gates, Denied: []Gate{g},
+					Limit: g.Limit, Reset: g.Reset, RetryAfter: retryAfter(g.RetryAfter)}, err
+			}
 		}
 	}
 	e.events.record(event{reason: eventBackend, failClosed: closed, target: c.TargetName, err: err})

@@ -43,6 +43,9 @@ func (f *FailingStore) Sweep(ctx context.Context, now time.Time) (int64, error) 
 // Repair makes every later Take reach the wrapped store.
 func (f *FailingStore) Repair() { f.repaired.Store(true) }
 
+// Break makes every later Take fail again, as after Failing.
+func (f *FailingStore) Break() { f.repaired.Store(false) }
+
 // Failed is how many Takes have failed.
 func (f *FailingStore) Failed() int64 { return f.calls.Load() }
 

@@ -198,3 +198,53 @@ func boundedCheck(t *testing.T, e *enforce.Enforcer, c enforce.Call) (enforce.De
 		return enforce.Decision{}, nil
 	}
 }
+
+// TestFailOpenKeepsUsedUpGates checks, for every algorithm, over stores
+// built by newStore, that a store outage does not let through a caller
+// whose limit this Enforcer saw used up: with the store failing, the
+// fail-open policy allows a fresh call but refuses (throttled) one on a
+// gate the Enforcer last saw without room, until the wait that gate
+// reported has passed; then the call fails open too.
+func TestFailOpenKeepsUsedUpGates(t *testing.T, newStore func(t *testing.T) enforce.CounterStore, build BuildEnforcer, opts ...Opts) {
+	t.Helper()
+	for _, algo := range optsOf(opts).algorithms() {
+		t.Run(string(algo), func(t *testing.T) {
+			t.Parallel()
+			clock := newLeaseClock()
+			failing := Failing(newStore(t), ErrInjected)
+			failing.Repair() // healthy until the outage below
+			one := 1
+			perCaller := ratelimit.Definition{Axis: ratelimit.AxisCaller, EntityType: ratelimit.EntityGroup, Name: "all",
+				WindowSeconds: 60, UserMaxRequests: &one, Enabled: true, Mode: ratelimit.ModeEnforce, Everyone: true,
+				Algorithm: string(algo)}
+			perCaller.ID = perCaller.Key()
+			e := build(t, enforce.Options{Now: clock.now, BackendTimeout: time.Second, SweepInterval: -1, CacheTTL: 24 * time.Hour},
+				failing, StaticSource(enforce.State{Definitions: append(Sentinels(), perCaller)}))
+			call := func(user string) enforce.Call {
+				return enforce.Call{Username: user, TargetType: ratelimit.EntityMCPServer, TargetName: "s"}
+			}
+			ctx := context.Background()
+			if d, err := e.Check(ctx, call("hog")); err != nil || !d.Allowed {
+				t.Fatalf("the hog's first call: allowed %v, %v", d.Allowed, err)
+			}
+			used, err := e.Check(ctx, call("hog"))
+			if err != nil || used.Reason != enforce.ReasonThrottled {
+				t.Fatalf("the hog's second call: %s, %v; want throttled", used.Reason, err)
+			}
+
+			failing.Break()
+			d, err := boundedCheck(t, e, call("hog"))
+			if err == nil || d.Allowed || d.Reason != enforce.ReasonThrottled || d.RetryAfter <= 0 {
+				t.Errorf("the used-up caller during the outage: allowed %v, reason %s, retry after %v, %v; want throttled from memory, with the store's error",
+					d.Allowed, d.Reason, d.RetryAfter, err)
+			}
+			if d, _ := boundedCheck(t, e, call("fresh")); !d.Allowed || d.Reason != enforce.ReasonFailOpen {
+				t.Errorf("a fresh caller during the outage: allowed %v, reason %s; want fail-open", d.Allowed, d.Reason)
+			}
+			clock.advance(used.RetryAfter)
+			if d, _ := boundedCheck(t, e, call("hog")); !d.Allowed || d.Reason != enforce.ReasonFailOpen {
+				t.Errorf("the hog once its wait has passed: allowed %v, reason %s; want fail-open", d.Allowed, d.Reason)
+			}
+		})
+	}
+}

@@ -23,3 +23,9 @@ func TestOverload(t *testing.T) {
 	t.Parallel()
 	enforcetest.TestOverload(t, func(t *testing.T) enforce.CounterStore { return memory.New() }, enforcetest.Build)
 }
+
+// A store outage does not let a used-up caller through.
+func TestFailOpenKeepsUsedUpGates(t *testing.T) {
+	t.Parallel()
+	enforcetest.TestFailOpenKeepsUsedUpGates(t, func(t *testing.T) enforce.CounterStore { return memory.New() }, enforcetest.Build)
+}

@@ -60,3 +60,11 @@ func TestStalledStore(t *testing.T) {
 		return enforcetest.Stallable{Store: postgres.NewCounterStore(pool), Stall: stall, Resume: resume}
 	}, enforcetest.Build)
 }
+
+// A store outage does not let a used-up caller through.
+func TestFailOpenKeepsUsedUpGates(t *testing.T) {
+	t.Parallel()
+	enforcetest.TestFailOpenKeepsUsedUpGates(t, func(t *testing.T) enforce.CounterStore {
+		return postgres.NewCounterStore(pgtest.NewStore(t).Pool())
+	}, enforcetest.Build)
+}

@@ -46,3 +46,13 @@ func TestOverload(t *testing.T) {
 		})
 	}
 }
+
+// A store outage does not let a used-up caller through.
+func TestFailOpenKeepsUsedUpGates(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			redistest.URL(t, tg.env)
+			enforcetest.TestFailOpenKeepsUsedUpGates(t, func(t *testing.T) enforce.CounterStore { return openStore(t, tg.env) }, enforcetest.Build)
+		})
+	}
+}
