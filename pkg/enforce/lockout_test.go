@@ -229,3 +229,49 @@ func TestEscalationLockoutRefusesTheNextCallAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// What ratelimit.Definition.Lockout says (rlctl's LOCKOUT column) is what
+// the Enforcer does: with one violation enough, a definition whose
+// throttles count locks its caller out at the first throttle, one whose
+// throttles do not never does.
+func TestDefinitionLockoutMatchesTheEnforcer(t *testing.T) {
+	t.Parallel()
+	perIP := callerGroup("everyone-ip", 3600, ptr(1), nil)
+	perIP.Everyone, perIP.Per = true, ratelimit.PerIP
+	perTeam := callerGroup("teams", 3600, ptr(1), nil)
+	perTeam.Everyone, perTeam.Per = true, ratelimit.PerTeam
+	shared := callerGroup("shared", 3600, ptr(1), nil)
+	shared.Everyone, shared.Per = true, ratelimit.PerShared
+	mine := callerGroup("mine", 3600, ptr(1), nil)
+	mine.Everyone = true
+	optedOut := callerGroup("mine-off", 3600, ptr(1), nil)
+	optedOut.Everyone, optedOut.CountsTowardLockout = true, ptr(false)
+	for _, c := range []struct {
+		def  ratelimit.Definition
+		call enforce.Call
+	}{
+		{mine, user("alice", "mcpgw")},
+		{optedOut, user("alice", "mcpgw")},
+		{perIP, enforce.Call{ClientIP: "203.0.113.9", TargetType: "mcp_server", TargetName: "mcpgw"}},
+		{perTeam, enforce.Call{Username: "alice", Team: "acme", TargetType: "mcp_server", TargetName: "mcpgw"}},
+		{shared, user("alice", "mcpgw")},
+		{target("mcp_server", "mcpgw", 3600, 1), user("alice", "mcpgw")},
+		{toolDef("github:*", 3600, 1, ratelimit.ToolScopeGlobal), toolCall("alice", "search", "")},
+		{toolDef("github:*", 3600, 1, ratelimit.ToolScopePrincipalTool), toolCall("alice", "search", "")},
+	} {
+		t.Run(c.def.Key(), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, enforce.Options{Escalation: &enforce.EscalationOptions{After: 1, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
+			f.def(c.def)
+			f.check(c.call)
+			d := f.check(c.call)
+			want := enforce.ReasonThrottled
+			if c.def.Lockout() == ratelimit.LockoutCounts {
+				want = enforce.ReasonLockedOut
+			}
+			if d.Reason != want {
+				t.Errorf("Lockout() says %q; the throttle was answered %s, want %s", c.def.Lockout(), d.Reason, want)
+			}
+		})
+	}
+}

@@ -376,3 +376,38 @@ type AuditEntry struct {
 	After        json.RawMessage `json:"after,omitempty" yaml:"after,omitempty"`
 	RequestID    string          `json:"request_id,omitempty" yaml:"request_id,omitempty"`
 }
+
+// What a definition's throttles do to an escalation lockout (Lockout).
+const (
+	LockoutCounts    = "counts"     // every throttle is the caller's violation
+	LockoutNever     = "never"      // no throttle is
+	LockoutPerCaller = "per-caller" // a route's per-IP, per-user and per-agent buckets count; its all and team buckets do not
+)
+
+// Lockout says whether the definition's throttles count toward a caller's
+// escalation lockout: its CountsTowardLockout when set, else by its
+// buckets, as enforcers decide (pkg/enforce, Gate.countsTowardLockout):
+// buckets kept for the caller alone count, buckets other callers share
+// do not. "" for the quarantine axis, which throttles nothing.
+func (d Definition) Lockout() string {
+	switch {
+	case d.Axis == AxisQuarantine:
+		return ""
+	case d.CountsTowardLockout != nil && *d.CountsTowardLockout:
+		return LockoutCounts
+	case d.CountsTowardLockout != nil:
+		return LockoutNever
+	case d.EntityType == EntityRoute:
+		return LockoutPerCaller
+	case d.EntityType == EntityMCPTool || d.EntityType == EntityA2ASkill:
+		if d.ToolScope == ToolScopePrincipal || d.ToolScope == ToolScopePrincipalTool {
+			return LockoutCounts
+		}
+		return LockoutNever
+	case d.Axis == AxisCaller || d.Axis == AxisCallerTarget:
+		if p := d.PerOrDefault(); p == PerCaller || p == PerIP {
+			return LockoutCounts
+		}
+	}
+	return LockoutNever
+}

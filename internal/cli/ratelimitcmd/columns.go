@@ -4,6 +4,7 @@
 package ratelimitcmd
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 
@@ -29,13 +30,9 @@ var Columns = []printer.Column[ratelimit.Definition]{
 	{Header: "MATCH", Wide: true, Optional: true, Value: cmdutil.MatchText},
 	// Shown when some definition says lease never or always.
 	{Header: "LEASE", Wide: true, Optional: true, Value: func(d ratelimit.Definition) string { return d.Lease }},
-	// Shown when some definition sets counts_toward_lockout.
-	{Header: "LOCKOUT", Wide: true, Optional: true, Value: func(d ratelimit.Definition) string {
-		if d.CountsTowardLockout == nil {
-			return ""
-		}
-		return map[bool]string{true: "counts", false: "never"}[*d.CountsTowardLockout]
-	}},
+	// Whether its throttles count toward an escalation lockout, set or
+	// by its buckets.
+	{Header: "LOCKOUT", Wide: true, Value: func(d ratelimit.Definition) string { return cmp.Or(d.Lockout(), "-") }},
 	{Header: "VERSION", Wide: true, Value: func(d ratelimit.Definition) string { return strconv.FormatInt(d.Version, 10) }},
 	{Header: "UPDATED-BY", Wide: true, Value: func(d ratelimit.Definition) string { return d.UpdatedBy }},
 	{Header: "DESCRIPTION", Wide: true, Value: func(d ratelimit.Definition) string { return d.Description }},
