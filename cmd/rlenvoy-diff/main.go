@@ -96,7 +96,7 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 		fs.StringVar(&o.oursRedis, "rlapi-redis", "", "redis://host:port/db of rlapi's counters (--counters-url), emptied before each sequence")
 		fs.StringVar(&o.configDir, "config", "", "the configuration directory both services serve (rlenvoy-diff configs)")
 		fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated requests: a seed and a configuration give the same requests")
-		fs.IntVar(&o.sequences, "sequences", 300, "sequences of requests, each on empty counters")
+		fs.IntVar(&o.sequences, "sequences", 1000, "sequences of requests, each on empty counters")
 		fs.IntVar(&o.maxRequests, "max-requests", 12, "requests per sequence, at most (at least 2)")
 		fs.DurationVar(&o.tolerance, "reset-tolerance", 2*time.Second, "how far apart duration_until_reset may be")
 		fs.IntVar(&o.show, "show", 20, "differences outside the allowlist to print")

@@ -325,6 +325,27 @@ func (t *tally) print(w io.Writer, o runOpts, took time.Duration) bool {
 			fmt.Fprintf(w, "| %s | %s | %d |\n", c, strings.Join(row, " | "), all)
 		}
 	}
+	if failed > 0 {
+		// A difference changes what the two services count from then
+		// on, so later ones in its sequence often follow from it: the
+		// first of each sequence is the one to fix first.
+		first := map[int]string{}
+		for _, d := range t.diffs {
+			if _, ok := first[d.Seq]; !ok && d.Allowed == nil {
+				first[d.Seq] = d.Cause
+			}
+		}
+		n := map[string]int{}
+		for _, c := range first {
+			n[c]++
+		}
+		fmt.Fprintf(w, "\nSequences with a difference outside the allowlist: %d of %d; by the likely cause of their first:\n\n| cause | sequences |\n| --- | ---: |\n", len(first), t.sequences)
+		for _, c := range causes {
+			if n[c] > 0 {
+				fmt.Fprintf(w, "| %s | %d |\n", c, n[c])
+			}
+		}
+	}
 	if len(byAllow) > 0 {
 		fmt.Fprintf(w, "\nAllowed (documented in docs/envoy.md):\n")
 		for _, a := range allowlist {
