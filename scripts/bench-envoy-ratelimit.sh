@@ -59,30 +59,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-# free_port prints a free loopback port below 32768 (Linux's ephemeral range
-# starts there) not handed out before in this run.
-taken=" "
-free_port() {
-	local p
-	for _ in $(seq 1 500); do
-		p=$((20000 + RANDOM % 12000))
-		if [[ $taken != *" $p "* ]] && ! port_busy "$p"; then
-			taken="$taken$p "
-			echo "$p"
-			return
-		fi
-	done
-	die "no free loopback port"
-}
-wait_port() { # wait_port PORT NAME LOGFILE
-	for _ in $(seq 1 300); do
-		port_busy "$1" && return
-		sleep 0.1
-	done
-	cat "$3" >&2 || true
-	die "$2 did not listen on 127.0.0.1:$1"
-}
+# shellcheck source=loopback.sh
+. "$repo/scripts/loopback.sh"
 
 log "building rlapi and rlenvoy-load from $repo"
 (cd "$repo" && go build -o "$tmp/bin/rlapi" ./cmd/rlapi && go build -o "$tmp/bin/rlenvoy-load" ./cmd/rlenvoy-load)
@@ -107,9 +85,7 @@ descriptors:
     value: /files/*
     rate_limit: {unit: hour, requests_per_unit: 1000000000}
 EOF
-envoy_grpc=$(free_port)
-envoy_http=$(free_port)
-envoy_debug=$(free_port)
+free_port envoy_grpc envoy_http envoy_debug
 # shellcheck disable=SC2086 # ENVOY_RLS_ENV is a list of words
 env USE_STATSD=false USE_PROMETHEUS=false LOG_LEVEL=warn \
 	REDIS_SOCKET_TYPE=tcp REDIS_URL="$redis_addr" \
@@ -128,7 +104,7 @@ targets="envoy=grpc://127.0.0.1:$envoy_grpc?pid=$envoy_pid"
 start_rlapi() { # start_rlapi NAME grpc|http [flags...]
 	local name=$1 kind=$2 http grpc port
 	shift 2
-	http=$(free_port) grpc=$(free_port)
+	free_port http grpc
 	"$tmp/bin/rlapi" serve --addr "127.0.0.1:$http" --grpc-addr "127.0.0.1:$grpc" \
 		--backend-timeout 5s --log-level warn "$@" >"$tmp/$name.log" 2>&1 &
 	pids+=($!)
