@@ -60,10 +60,20 @@ const (
 	// grpcMaxHeaderBytes bounds a call's metadata (grpc-go's default is
 	// 16 MiB); a token and Envoy's headers take a few hundred bytes.
 	grpcMaxHeaderBytes = 64 << 10
-	// grpcMaxAnonymousStreams bounds the calls in flight, across all
-	// connections, to the services that need no token (health and
-	// reflection), whose messages would otherwise be buffered for anyone.
-	grpcMaxAnonymousStreams = 64
+	// The services that need no token (health and reflection) have caps of
+	// their own across all connections, so that nobody can make the server
+	// buffer their messages without bound: short calls (a health Check)
+	// and long ones (a health Watch, a reflection stream) apart, so that
+	// held Watch streams never starve a probe's Check, and each with a
+	// deadline, so that a slot held open is given back.
+	grpcMaxAnonymousCalls   = 64
+	grpcAnonymousCallTime   = 5 * time.Second
+	grpcMaxAnonymousStreams = 16
+	grpcAnonymousStreamTime = 10 * time.Minute
+	// One client address may hold 1/grpcConnsShare of --grpc-max-conns
+	// (at least 8), so that one host cannot take every slot;
+	// --grpc-trusted-clients are exempt.
+	grpcConnsShare = 16
 )
 
 func grpcFlags(fs *flag.FlagSet, getenv func(string) string) (grpcConfig, error) {
@@ -113,8 +123,8 @@ func (g grpcConfig) check() ([]netip.Prefix, error) {
 	if *g.maxConns == 0 || *g.maxConns < -1 {
 		return nil, fmt.Errorf("%w: --grpc-max-conns: must be >= 1, or -1 for no cap (got %d)", errUsage, *g.maxConns)
 	}
-	if *g.maxStreams < 1 {
-		return nil, fmt.Errorf("%w: --grpc-max-streams: must be >= 1 (got %d)", errUsage, *g.maxStreams)
+	if *g.maxStreams < 1 || *g.maxStreams > 1<<20 {
+		return nil, fmt.Errorf("%w: --grpc-max-streams: must be between 1 and %d (got %d)", errUsage, 1<<20, *g.maxStreams)
 	}
 	if (*g.certFile == "") != (*g.keyFile == "") {
 		return nil, fmt.Errorf("%w: --grpc-tls-cert and --grpc-tls-key go together", errUsage)
@@ -168,6 +178,7 @@ func startGRPC(ctx context.Context, g grpcConfig, trusted []netip.Prefix, enf *e
 		Authenticate: func(ctx context.Context, tok string, peer netip.Addr) error {
 			return tokenStatus(srv.VerifyDecisionToken(ctx, tok, peer))
 		},
+		TokenCached: srv.DecisionTokenCached,
 	})
 	if err != nil {
 		return nil, err
@@ -178,22 +189,30 @@ func startGRPC(ctx context.Context, g grpcConfig, trusted []netip.Prefix, enf *e
 	}
 	if *g.maxConns > 0 {
 		ln = connlimit.Listen(ln, *g.maxConns)
+		ln = connlimit.PerAddress(ln, max(8, *g.maxConns/grpcConnsShare), trusted)
 	}
-	anonymous := make(chan struct{}, grpcMaxAnonymousStreams)
+	calls, streams := make(chan struct{}, grpcMaxAnonymousCalls), make(chan struct{}, grpcMaxAnonymousStreams)
+	anonymous := func(ctx context.Context, slots chan struct{}, d time.Duration) (context.Context, error) {
+		select {
+		case slots <- struct{}{}:
+			ctx, cancel := context.WithTimeout(ctx, d)
+			context.AfterFunc(ctx, func() { cancel(); <-slots })
+			return ctx, nil
+		default:
+			return ctx, status.Errorf(codes.ResourceExhausted, "more than %d such calls in flight; retry shortly", cap(slots))
+		}
+	}
 	opts := []grpc.ServerOption{
 		// Authorize from the metadata, before any message is read, and
 		// bound what the calls that pass may make the server hold.
 		grpc.InTapHandle(func(ctx context.Context, info *tap.Info) (context.Context, error) {
-			if !strings.HasPrefix(info.FullMethodName, "/grpc.health.") && !strings.HasPrefix(info.FullMethodName, "/grpc.reflection.") {
-				return svc.Tap(ctx, info)
+			switch {
+			case info.FullMethodName == "/grpc.health.v1.Health/Check":
+				return anonymous(ctx, calls, grpcAnonymousCallTime)
+			case strings.HasPrefix(info.FullMethodName, "/grpc.health.") || strings.HasPrefix(info.FullMethodName, "/grpc.reflection."):
+				return anonymous(ctx, streams, grpcAnonymousStreamTime)
 			}
-			select {
-			case anonymous <- struct{}{}:
-				context.AfterFunc(ctx, func() { <-anonymous })
-				return ctx, nil
-			default:
-				return ctx, status.Errorf(codes.ResourceExhausted, "more than %d health and reflection calls in flight; retry shortly", grpcMaxAnonymousStreams)
-			}
+			return svc.Tap(ctx, info)
 		}),
 		grpc.MaxRecvMsgSize(envoyrls.MaxRequestBytes),
 		grpc.MaxConcurrentStreams(uint32(*g.maxStreams)),

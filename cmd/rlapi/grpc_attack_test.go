@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/rlctl/rlctl/internal/pgtest"
+	"github.com/rlctl/rlctl/pkg/envoyrls"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -271,6 +272,23 @@ func TestGRPCUnauthenticatedFloodHoldsNothing(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // let the server take the frames
 	if grown := runtime.NumGoroutine() - goroutines; grown > 200 {
 		t.Errorf("%d goroutines more after %d header-only unauthenticated streams, want under 200", grown, conns*500)
+	}
+
+	// A token only the database can judge: at most DefaultMaxUnverified
+	// such calls are read at once (each at most a valid request's size);
+	// the rest are refused from their metadata.
+	bogus := dialAttacker(t, grpcAddr)
+	bogus.open(t, 50, "not-a-token", 2_000_000)
+	bogus.send(2_000_000, 2*time.Second)
+	// Each stream ends with a status (a reset may follow it): the ones let
+	// through are refused by their handler (Unauthenticated, or Internal
+	// when their junk message could not even be decoded).
+	r := bogus.refusals()
+	if r[codes.Unauthenticated]+r[codes.Internal]+r[codes.ResourceExhausted] != 50 || r[codes.ResourceExhausted] < 50-envoyrls.DefaultMaxUnverified {
+		t.Errorf("50 streams with a bogus token: %v; want every one refused, all but %d of them before being read", r, envoyrls.DefaultMaxUnverified)
+	}
+	if grown := int64(heapInUse()) - int64(before); grown > 64<<20 {
+		t.Errorf("the heap grew by %d MB with bogus tokens, want under 64 MB", grown>>20)
 	}
 
 	// A valid token does not make an oversized message acceptable.

@@ -63,3 +63,23 @@ func (s *Server) VerifyDecisionToken(ctx context.Context, secret string, ip neti
 	s.touchToken(key, tok)
 	return nil
 }
+
+// DecisionTokenCached reports, from memory alone, whether secret is a
+// token this replica verified recently that may decide now: known true
+// when its cache holds the token (then valid says whether it is live,
+// unexpired and of a deciding role), known false when only the database
+// can tell. It does no I/O, so it can run where blocking would stall
+// other calls (a gRPC connection's reader); the full check,
+// VerifyDecisionToken, still follows.
+func (s *Server) DecisionTokenCached(secret string) (valid, known bool) {
+	secret = strings.TrimSpace(secret)
+	if secret == "" {
+		return false, true
+	}
+	tok, ok := s.tokens.get([32]byte(token.Hash(secret)), s.now())
+	if !ok {
+		return false, false
+	}
+	live := tok.RevokedAt == nil && (tok.ExpiresAt == nil || s.now().Before(*tok.ExpiresAt))
+	return live && permDecide.allows(tok.Role), true
+}

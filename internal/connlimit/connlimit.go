@@ -5,6 +5,7 @@ package connlimit
 
 import (
 	"net"
+	"net/netip"
 	"sync"
 )
 
@@ -55,4 +56,65 @@ func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.releaseOnce.Do(c.release)
 	return err
+}
+
+// PerAddress wraps ln so that one client address holds at most n of its
+// connections at once: a connection past that is closed as soon as it is
+// accepted. Addresses in exempt are not counted.
+func PerAddress(ln net.Listener, n int, exempt []netip.Prefix) net.Listener {
+	return &perAddress{Listener: ln, n: n, exempt: exempt, open: map[netip.Addr]int{}}
+}
+
+type perAddress struct {
+	net.Listener
+	n      int
+	exempt []netip.Prefix
+	mu     sync.Mutex
+	open   map[netip.Addr]int
+}
+
+func (l *perAddress) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		addr, ok := remoteAddr(c)
+		if !ok || l.isExempt(addr) {
+			return c, nil
+		}
+		l.mu.Lock()
+		if l.open[addr] >= l.n {
+			l.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		l.open[addr]++
+		l.mu.Unlock()
+		return &limitConn{Conn: c, release: func() {
+			l.mu.Lock()
+			if l.open[addr]--; l.open[addr] <= 0 {
+				delete(l.open, addr)
+			}
+			l.mu.Unlock()
+		}}, nil
+	}
+}
+
+func (l *perAddress) isExempt(a netip.Addr) bool {
+	for _, p := range l.exempt {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// remoteAddr is c's peer address, IPv4-mapped IPv6 as IPv4.
+func remoteAddr(c net.Conn) (netip.Addr, bool) {
+	tcp, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	return tcp.AddrPort().Addr().Unmap(), true
 }

@@ -83,6 +83,17 @@ type Options struct {
 	Authenticate func(ctx context.Context, token string, peer netip.Addr) error
 	// TrustedClients are the networks whose calls need no token.
 	TrustedClients []netip.Prefix
+	// TokenCached, when set, answers from memory alone whether a token is
+	// known to be valid (known true: valid says), or only Authenticate can
+	// tell (known false). Tap uses it, since it runs where blocking would
+	// stall a connection: a token known invalid is refused there, one not
+	// known is authorized by the call's handler, at most MaxUnverified such
+	// calls at once.
+	TokenCached func(token string) (valid, known bool)
+	// MaxUnverified bounds the calls in flight whose token Tap could not
+	// tell from memory (default DefaultMaxUnverified): each may make the
+	// server read a message before its token is checked.
+	MaxUnverified int
 	// Registerer receives the metrics (nil: not registered).
 	Registerer prometheus.Registerer
 	// Now is the clock the answers' durations are computed from (the
@@ -126,6 +137,9 @@ type Service struct {
 	opts    Options
 	now     func() time.Time
 	metrics *metrics
+	// unverified holds a slot per call in flight whose token Tap could not
+	// tell from memory.
+	unverified chan struct{}
 }
 
 // New builds a Service.
@@ -144,7 +158,10 @@ func New(opts Options) (*Service, error) {
 		return nil, fmt.Errorf("envoyrls: Options.CountMode: %w", err)
 	}
 	opts.CountMode = mode
-	s := &Service{opts: opts, now: opts.Now}
+	if opts.MaxUnverified <= 0 {
+		opts.MaxUnverified = DefaultMaxUnverified
+	}
+	s := &Service{opts: opts, now: opts.Now, unverified: make(chan struct{}, opts.MaxUnverified)}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -189,25 +206,67 @@ const MaxHitsAddend = enforce.MaxCost
 var errOverloaded = status.Error(codes.ResourceExhausted,
 	"rlapi is overloaded: more decisions are waiting than its counter store can answer in time; retry shortly")
 
-// authorizedKey marks a stream's context that Tap authorized.
-type authorizedKey struct{}
+// errUntrusted refuses a client outside TrustedClients when no token can
+// admit it.
+var errUntrusted = status.Error(codes.PermissionDenied, "this client address is not a trusted client of the rate-limit service")
 
-// Tap is the grpc.InTapHandle of a server the Service is registered on: it
-// authorizes a call to the rate-limit service from its metadata alone,
-// before grpc-go reads any of the call's message, so that a caller without
-// a valid token makes the server buffer nothing and start no goroutine for
-// it. Calls to other services pass untouched. grpc-go runs the handle on
-// the connection's reader: a token the cache does not know costs that
-// connection one lookup.
+// DefaultMaxUnverified is Options.MaxUnverified's default.
+const DefaultMaxUnverified = 16
+
+// trustedKey marks a stream's context that Tap found from a trusted
+// client: its handler needs no token.
+type trustedKey struct{}
+
+// Tap is the grpc.InTapHandle of a server the Service is registered on. It
+// looks at a call to the rate-limit service before grpc-go reads any of its
+// message, from its metadata and memory alone (grpc-go runs it on the
+// connection's reader, with the connection locked: it must not block):
+// a trusted client passes; a call without a token, or with one
+// Options.TokenCached knows to be invalid, is refused, so it makes the
+// server buffer nothing and start no goroutine; a call whose token only
+// Authenticate can tell passes to its handler, which authorizes it before
+// anything else, at most MaxUnverified such calls at once (past that:
+// ResourceExhausted). Calls to other services pass untouched.
 func (s *Service) Tap(ctx context.Context, info *tap.Info) (context.Context, error) {
 	if !strings.HasPrefix(info.FullMethodName, rateLimitMethods) {
 		return ctx, nil
 	}
-	if err := s.authorize(ctx); err != nil {
+	refuse := func(err error) (context.Context, error) {
 		s.metrics.refused.WithLabelValues(status.Code(err).String()).Inc()
 		return ctx, err
 	}
-	return context.WithValue(ctx, authorizedKey{}, true), nil
+	addr := peerAddr(ctx)
+	if s.trusted(addr) {
+		return context.WithValue(ctx, trustedKey{}, true), nil
+	}
+	if s.opts.Authenticate == nil {
+		if len(s.opts.TrustedClients) > 0 {
+			return refuse(errUntrusted)
+		}
+		return ctx, nil
+	}
+	tok := bearer(ctx)
+	if tok == "" {
+		return refuse(status.Error(codes.Unauthenticated, "missing token: send 'authorization: Bearer <token>' metadata"))
+	}
+	if s.opts.TokenCached != nil {
+		valid, known := s.opts.TokenCached(tok)
+		if known && !valid {
+			// Refused here, without counting a failure: the handler's
+			// Authenticate counted it when it first saw the token.
+			return refuse(status.Error(codes.Unauthenticated, "invalid, expired or revoked token, or one whose role may not decide"))
+		}
+		if known {
+			return ctx, nil
+		}
+	}
+	select {
+	case s.unverified <- struct{}{}:
+		context.AfterFunc(ctx, func() { <-s.unverified })
+		return ctx, nil
+	default:
+		return refuse(status.Errorf(codes.ResourceExhausted, "more than %d calls with tokens not yet verified are in flight; retry shortly", cap(s.unverified)))
+	}
 }
 
 // rateLimitMethods prefixes the full method names of the rate-limit service.
@@ -215,8 +274,7 @@ var rateLimitMethods = "/" + rlsv3.RateLimitService_ServiceDesc.ServiceName + "/
 
 // ShouldRateLimit decides one request.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
-	if ctx.Value(authorizedKey{}) == nil {
-		// Served without Tap (a gateway's own gRPC server): authorize now.
+	if ctx.Value(trustedKey{}) == nil {
 		if err := s.authorize(ctx); err != nil {
 			s.metrics.refused.WithLabelValues(status.Code(err).String()).Inc()
 			return nil, err
@@ -411,37 +469,54 @@ func merge(first enforce.Decision, decs []enforce.Decision) enforce.Decision {
 // authorize lets trusted clients through, then asks for a token when
 // Authenticate is set.
 func (s *Service) authorize(ctx context.Context) error {
-	var addr netip.Addr
-	if p, ok := peer.FromContext(ctx); ok {
-		if tcp, ok := p.Addr.(*net.TCPAddr); ok {
-			addr = tcp.AddrPort().Addr().Unmap()
-		}
-	}
-	for _, n := range s.opts.TrustedClients {
-		if addr.IsValid() && n.Contains(addr) {
-			return nil
-		}
+	addr := peerAddr(ctx)
+	if s.trusted(addr) {
+		return nil
 	}
 	if s.opts.Authenticate == nil {
 		if len(s.opts.TrustedClients) > 0 {
-			return status.Error(codes.PermissionDenied, "this client address is not a trusted client of the rate-limit service")
+			return errUntrusted
 		}
 		return nil
 	}
-	var tok string
-	if v := metadata.ValueFromIncomingContext(ctx, "authorization"); len(v) > 0 {
-		tok = v[0]
-		if t, ok := strings.CutPrefix(tok, "Bearer "); ok {
-			tok = t
-		}
-	}
-	if err := s.opts.Authenticate(ctx, tok, addr); err != nil {
+	if err := s.opts.Authenticate(ctx, bearer(ctx), addr); err != nil {
 		if _, ok := status.FromError(err); ok {
 			return err
 		}
 		return status.Error(codes.Unauthenticated, err.Error())
 	}
 	return nil
+}
+
+// peerAddr is the client's address (invalid when unknown).
+func peerAddr(ctx context.Context) netip.Addr {
+	if p, ok := peer.FromContext(ctx); ok {
+		if tcp, ok := p.Addr.(*net.TCPAddr); ok {
+			return tcp.AddrPort().Addr().Unmap()
+		}
+	}
+	return netip.Addr{}
+}
+
+// trusted reports whether addr is in Options.TrustedClients.
+func (s *Service) trusted(addr netip.Addr) bool {
+	for _, n := range s.opts.TrustedClients {
+		if addr.IsValid() && n.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// bearer is the token of the call's authorization metadata ("Bearer
+// <token>" or the token alone).
+func bearer(ctx context.Context) string {
+	v := metadata.ValueFromIncomingContext(ctx, "authorization")
+	if len(v) == 0 {
+		return ""
+	}
+	tok, _ := strings.CutPrefix(v[0], "Bearer ")
+	return tok
 }
 
 // call builds the enforce.Call of a request and each descriptor's
