@@ -364,19 +364,25 @@ func (e *Enforcer) stopBeforeGates(snap *snapshot, v *callView, c Call, anonymou
 	if snap.targetsOn && v.targetKnown && c.TargetType != "" && v.target.ok && v.target.m.quarantinedAt(now) {
 		return func() Decision { return e.quarantined("target", c.TargetType, c, v.targetName) }
 	}
-	// 2. Caller quarantine: not for administrators.
-	if snap.callersOn && !v.admin {
+	// 2. Caller quarantine: not for administrators. The callers' sentinel
+	// switches the operators' quarantines; an escalation lockout is the
+	// enforcer's own answer to a caller's violations and holds without it
+	// (docs/operations.md, "Escalation lockouts").
+	if !v.admin {
 		for i, r := range v.callers {
 			if r.ok && r.m.quarantinedAt(now) {
 				if r.m.lockout {
 					return func() Decision { return e.lockedOut(c, r.m, v.targetName, now) }
+				}
+				if !snap.callersOn {
+					continue
 				}
 				return func() Decision {
 					return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient, ratelimit.SubjectTeam}[i], c, v.targetName)
 				}
 			}
 		}
-		if v.network.ok && v.network.m.quarantinedAt(now) && !v.network.m.lockout {
+		if snap.callersOn && v.network.ok && v.network.m.quarantinedAt(now) && !v.network.m.lockout {
 			return func() Decision { return e.quarantined("caller", ratelimit.SubjectNetwork, c, v.targetName) }
 		}
 		if anonymous {
