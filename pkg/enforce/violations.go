@@ -220,6 +220,8 @@ func sanitized(pending map[violationKey]*ratelimit.Event) map[violationKey]*rate
 		ev.ClientIP = cleanText(ev.ClientIP, maxEventShort)
 		ev.TargetType = cleanText(ev.TargetType, maxEventShort)
 		ev.Tier = cleanText(ev.Tier, maxEventTier)
+		ev.Team = cleanText(ev.Team, maxEventText)
+		ev.Path = cleanText(ev.Path, maxEventText)
 		ev.Limit = max(ev.Limit, 0)
 		if ev.Subject == "" {
 			ev.Subject = "unknown"
@@ -308,10 +310,15 @@ func minTime(a, b time.Time) time.Time {
 // EventSubjectTypes are the types of the subjects (type:name) the record of
 // violations writes: callers (user; agent, a caller with a client id; ip,
 // an anonymous caller by its address), the shared buckets of a team (team)
-// and of a route tier (route), and targets (mcp_server, a2a_agent).
+// and of a route tier (route), targets (mcp_server, a2a_agent), an Envoy
+// domain's descriptors called without an identity (descriptor:<domain>),
+// and the summary rows of what the caps left out (overflow:subjects).
+// RecordEvent refuses any other, so every subject recorded can be
+// selected by its type.
 func EventSubjectTypes() []string {
+	overflow, _, _ := strings.Cut(ratelimit.EventSubjectOverflow, ":")
 	return []string{ratelimit.SubjectUser, "agent", CallerIP, CallerTeam, ratelimit.EntityRoute,
-		ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent}
+		ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent, ratelimit.EntityDescriptor, overflow}
 }
 
 // RecordEvent adds ev to the record of violations, aggregated with the
@@ -326,6 +333,9 @@ func (e *Enforcer) RecordEvent(ev ratelimit.Event) error {
 	}
 	if ev.Subject == "" {
 		return errors.New("enforce: an event needs a subject")
+	}
+	if typ, name, ok := strings.Cut(ev.Subject, ":"); !ok || name == "" || !slices.Contains(EventSubjectTypes(), typ) {
+		return fmt.Errorf("enforce: event subject %q: must be <type>:<name> with type %s", ev.Subject, strings.Join(EventSubjectTypes(), ", "))
 	}
 	if ev.Severity != "" && !slices.Contains(ratelimit.EventSeverities(), ev.Severity) {
 		return fmt.Errorf("enforce: unknown event severity %q", ev.Severity)
@@ -344,20 +354,36 @@ func (e *Enforcer) RecordEvent(ev ratelimit.Event) error {
 // and gateways that stop without Close.
 func (e *Enforcer) FlushEvents(ctx context.Context) { e.violations.flush(ctx) }
 
-// recordThrottle records a throttle by the denying gate g.
+// recordThrottle records a throttle by the denying gate g. The subject
+// is whom the refusing bucket is kept for: the caller for its own buckets
+// (a per-caller tool scope and a descriptor call's identity among them),
+// the team, route tier or target for the buckets they share.
 func (e *Enforcer) recordThrottle(c Call, g Gate, caller string) {
 	ev := ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, DefinitionID: g.DefinitionID, Caller: caller,
-		ClientIP: c.ClientIP, TargetType: c.TargetType, Target: c.TargetName, Limit: g.Limit, Subject: caller}
+		ClientIP: c.ClientIP, TargetType: c.TargetType, Target: c.TargetName, Limit: g.Limit, Subject: caller,
+		Team: c.Team, Path: c.Path}
 	if name, ok, err := ratelimit.NormalizeTargetName(c.TargetType, c.TargetName); ok && err == nil {
 		ev.Target = name // as definitions and memberships name it
 	}
 	switch {
+	case g.EntityType == ratelimit.EntityDescriptor:
+		// A descriptor's bucket is kept per its entries' values: the
+		// identity they carry (pkg/envoyrls maps its identity keys onto
+		// the call) names who did it, else the domain does.
+		ev.Tier = definitionName(g.DefinitionID)
+		if ev.Subject == "" && c.Descriptors != nil {
+			ev.Subject = ratelimit.EntityDescriptor + ":" + c.Descriptors.Domain
+		}
+	case g.Dimension == ratelimit.ToolScopePrincipal || g.Dimension == ratelimit.ToolScopePrincipalTool:
+		// A tool's per-caller scopes: the caller's own bucket.
+		ev.Tier = definitionName(g.DefinitionID)
+		if ev.Subject == "" {
+			ev.Subject = c.TargetType + ":" + ev.Target
+		}
 	case g.EntityType == ratelimit.EntityRoute:
 		// A route tier counts per dimension: the subject is whom the
 		// refusing bucket is kept for, the tier is the route's name.
-		if _, _, name, _, err := ratelimit.ParseDefinitionID(g.DefinitionID); err == nil {
-			ev.Tier = name
-		}
+		ev.Tier = definitionName(g.DefinitionID)
 		switch g.Dimension {
 		case DimensionAll:
 			ev.Subject = ratelimit.EntityRoute + ":" + ev.Tier
@@ -373,20 +399,26 @@ func (e *Enforcer) recordThrottle(c Call, g Gate, caller string) {
 	case g.Axis == ratelimit.AxisTarget:
 		ev.Subject = c.TargetType + ":" + ev.Target
 	case g.Axis == ratelimit.AxisCaller || g.Axis == ratelimit.AxisCallerTarget:
-		if _, _, name, _, err := ratelimit.ParseDefinitionID(g.DefinitionID); err == nil {
-			ev.Tier = name
-		}
+		ev.Tier = definitionName(g.DefinitionID)
 	}
-	if ev.Subject == "" {
+	if typ, name, _ := strings.Cut(ev.Subject, ":"); typ == "" || name == "" {
 		return
 	}
 	e.violations.record(ev, axisLabel(g.Axis))
 }
 
+// definitionName is the name in a definition id, or "" if it is none.
+func definitionName(id string) string {
+	if _, _, name, _, err := ratelimit.ParseDefinitionID(id); err == nil {
+		return name
+	}
+	return ""
+}
+
 // recordQuarantine records a quarantine denial of scope (caller, target).
 func (e *Enforcer) recordQuarantine(c Call, scope, target, caller string) {
 	ev := ratelimit.Event{Kind: ratelimit.EventQuarantineDenied, Caller: caller, ClientIP: c.ClientIP,
-		TargetType: c.TargetType, Target: target, Subject: caller}
+		TargetType: c.TargetType, Target: target, Subject: caller, Team: c.Team, Path: c.Path}
 	if scope == "target" {
 		ev.Subject = c.TargetType + ":" + target
 	}

@@ -204,13 +204,16 @@ func TestViolationBufferIsBounded(t *testing.T) {
 }
 
 // TestRecordEventRefusesUnknownKinds: a kind or severity pkg/ratelimit
-// does not know, or no subject, is refused, so the metric's labels stay
+// does not know, no subject, or one of a type the events filter does not
+// take, is refused, so the metric's labels stay
 // bounded and the table's constraints hold.
 func TestRecordEventRefusesUnknownKinds(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
 	for _, ev := range []ratelimit.Event{{Kind: "made_up", Subject: "user:a"}, {Kind: ratelimit.EventLockoutStarted},
-		{Kind: ratelimit.EventLockoutStarted, Subject: "user:a", Severity: "urgent"}} {
+		{Kind: ratelimit.EventLockoutStarted, Subject: "user:a", Severity: "urgent"},
+		{Kind: ratelimit.EventLockoutStarted, Subject: "alice"}, {Kind: ratelimit.EventLockoutStarted, Subject: ":"},
+		{Kind: ratelimit.EventLockoutStarted, Subject: "person:alice"}} {
 		if err := f.e.RecordEvent(ev); err == nil {
 			t.Errorf("RecordEvent(%+v) accepted", ev)
 		}
@@ -402,6 +405,86 @@ func TestRouteThrottlesNameTheirDimension(t *testing.T) {
 		ev, ok := got[subject]
 		if !ok || ev.DefinitionID != w.def || ev.Tier != w.tier || ev.Count != w.count {
 			t.Errorf("row of %s: %+v, want definition %s, tier %s, count %d", subject, ev, w.def, w.tier, w.count)
+		}
+	}
+}
+
+// TestViolationsNameWhoDidIt: every row names whom the refusing bucket is
+// kept for and carries reference 004's context. A route throttle of a
+// user in a team holds the user, the team, the client address, the
+// endpoint (the request path), the tier and the limit; a team-dimension
+// throttle is the team's; a tool's per-caller scopes are the caller's, not
+// the server's; an Envoy descriptor throttle is the identity the
+// descriptor carried (user=bob), or the domain when it carried none,
+// never ":". Each subject selects its rows.
+func TestViolationsNameWhoDidIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{})
+	login := route("login", 60, "/auth/*")
+	login.UserMaxRequests = ptr(1)
+	teams := route("reports", 60, "/reports/*")
+	teams.TeamMaxRequests = ptr(1)
+	desc := ratelimit.Definition{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityDescriptor, WindowSeconds: 60,
+		MaxRequests: ptr(1), Enabled: true}
+	desc.Domain, desc.Descriptor = "edge", []ratelimit.DescriptorEntry{{Key: "path", Value: "/api"}}
+	desc.Name = ratelimit.DescriptorName(desc.Domain, desc.Descriptor)
+	descID := desc.Key()
+	f.def(login, teams, desc, toolDef("github:hot", 3600, 1, ratelimit.ToolScopePrincipalTool),
+		toolDef("github:*", 3600, 2, ratelimit.ToolScopePrincipal))
+
+	alice := routeCall("POST", "/auth/login", "alice", "203.0.113.7")
+	alice.Team = "acme"
+	f.burst(alice, 2)
+	report := routeCall("GET", "/reports/q3", "carol", "198.51.100.9")
+	report.Team = "umbrella"
+	f.burst(report, 2)
+	f.burst(toolCall("dave", "hot", ""), 2)
+	f.burst(toolCall("erin", "cold", ""), 3)
+	envoy := func(username string) enforce.Call {
+		return enforce.Call{Username: username, Descriptors: &enforce.DescriptorRequest{Domain: "edge",
+			Descriptors: []enforce.Descriptor{{Entries: desc.Descriptor}}}}
+	}
+	f.burst(envoy("bob"), 2)
+	f.burst(envoy(""), 3) // the descriptor's bucket is bob's too: both throttled
+	f.e.FlushEvents(context.Background())
+
+	got := map[string]ratelimit.Event{}
+	for _, ev := range listEvents(t, f.st, store.EventFilter{}) {
+		if strings.Contains(ev.Subject, ":") && strings.SplitN(ev.Subject, ":", 2)[1] == "" || strings.HasPrefix(ev.Subject, ":") {
+			t.Errorf("a row without a subject name: %+v", ev)
+		}
+		got[ev.Subject] = ev
+	}
+	a := got["user:alice"]
+	if a.Caller != "user:alice" || a.Team != "acme" || a.ClientIP != "203.0.113.7" || a.Path != "/auth/login" ||
+		a.Tier != "login" || a.Limit != 1 || a.Count != 1 {
+		t.Errorf("alice's route throttle: %+v, want user, team acme, client IP, path /auth/login, tier login, limit 1", a)
+	}
+	if r := got["team:umbrella"]; r.Caller != "user:carol" || r.Team != "umbrella" || r.Path != "/reports/q3" || r.Tier != "reports" {
+		t.Errorf("the team's throttle: %+v, want subject team:umbrella with carol, the path and the tier", r)
+	}
+	if d := got["user:dave"]; d.DefinitionID != "target:mcp_tool:github:hot:3600" || d.Target != "github" || d.Count != 1 {
+		t.Errorf("dave's principal_tool throttle: %+v, want subject user:dave", d)
+	}
+	if e := got["user:erin"]; e.DefinitionID != "target:mcp_tool:github:*:3600" || e.Count != 1 {
+		t.Errorf("erin's principal throttle: %+v, want subject user:erin", e)
+	}
+	if _, ok := got["mcp_server:github"]; ok {
+		t.Errorf("a per-caller tool throttle recorded against the server: %+v", got["mcp_server:github"])
+	}
+	if b := got["user:bob"]; b.DefinitionID != descID || b.Count != 1 {
+		t.Errorf("bob's descriptor throttle: %+v, want subject user:bob", b)
+	}
+	if d := got["descriptor:edge"]; d.DefinitionID != descID || d.Count != 3 {
+		t.Errorf("the anonymous descriptor throttles: %+v, want subject descriptor:edge counting 3", d)
+	}
+	for subject := range got {
+		if rows := listEvents(t, f.st, store.EventFilter{Subject: subject}); len(rows) != 1 {
+			t.Errorf("subject %s selects %d rows, want 1", subject, len(rows))
+		}
+		typ, _, _ := strings.Cut(subject, ":")
+		if !slices.Contains(enforce.EventSubjectTypes(), typ) {
+			t.Errorf("subject %s: type %q is not one the events filter takes (%v)", subject, typ, enforce.EventSubjectTypes())
 		}
 	}
 }
