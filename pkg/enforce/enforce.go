@@ -97,10 +97,14 @@ type Options struct {
 	// ViolationLog receives one JSON line per aggregated event per flush,
 	// for SIEMs (nil: none).
 	ViolationLog io.Writer
-	// ViolationBuffer bounds the aggregated entries awaiting a flush
-	// (default DefaultViolationBuffer); events of other keys past it are
-	// dropped and counted in rlctl_enforce_violations_dropped_total.
-	ViolationBuffer int
+	// ViolationBuffer bounds the subjects' rows one flush writes (default
+	// DefaultViolationBuffer), and ViolationRowsPerMinute those a minute
+	// gets (default DefaultViolationRowsPerMinute): the calls of further
+	// subjects are folded into one summary row per kind, definition and
+	// minute (violations.go) and counted in
+	// rlctl_enforce_violations_summarized_total.
+	ViolationBuffer        int
+	ViolationRowsPerMinute int
 	// ViolationFlushInterval is how often the entries are written (default
 	// DefaultViolationFlushInterval).
 	ViolationFlushInterval time.Duration

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -173,26 +174,38 @@ func TestViolationFloodWritesBoundedRows(t *testing.T) {
 	}
 }
 
-// TestViolationBufferIsBounded: between two flushes the recorder keeps at
-// most ViolationBuffer entries; events of further subjects are dropped
-// and counted, never queued, and the next flush has room again.
+// TestViolationBufferIsBounded: one flush writes the rows of at most
+// ViolationBuffer subjects; the calls of further subjects are not dropped
+// but folded into one summary row for their definition and minute
+// (overflow:subjects, "N more subjects"), counted in the summarized
+// metric; the next flush has room again.
 func TestViolationBufferIsBounded(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	f := newFixture(t, enforce.Options{Registerer: reg, ViolationBuffer: 3, ViolationFlushInterval: time.Hour})
 	for i := range 5 {
 		for range 2 {
-			if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: fmt.Sprintf("user:u%d", i)}); err != nil {
+			if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: fmt.Sprintf("user:u%d", i),
+				DefinitionID: "caller:group:free:60"}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	f.e.FlushEvents(context.Background())
-	if rows := listEvents(t, f.st, store.EventFilter{}); len(rows) != 3 {
-		t.Errorf("%d rows, want 3 (the buffer's size)", len(rows))
+	rows := listEvents(t, f.st, store.EventFilter{})
+	if len(rows) != 4 {
+		t.Fatalf("%d rows %+v, want 3 (the buffer's size) and a summary", len(rows), rows)
 	}
-	if got := series(t, reg, "rlctl_enforce_violations_dropped_total"); !slices.Equal(got, []string{"reason=buffer_full 4"}) {
-		t.Errorf("dropped: %v, want the 4 calls of the 2 subjects past the buffer", got)
+	sum := listEvents(t, f.st, store.EventFilter{Subject: ratelimit.EventSubjectOverflow})
+	if len(sum) != 1 || sum[0].Count != 4 || sum[0].MoreSubjects != 2 || sum[0].DefinitionID != "caller:group:free:60" ||
+		sum[0].Kind != ratelimit.EventLockoutStarted || sum[0].Severity != "high" {
+		t.Errorf("summary row %+v, want the 4 calls of 2 more subjects under caller:group:free:60", sum)
+	}
+	if got := series(t, reg, "rlctl_enforce_violations_summarized_total"); !slices.Equal(got, []string{"reason=per_flush 4"}) {
+		t.Errorf("summarized: %v, want the 4 calls of the 2 subjects past the buffer", got)
+	}
+	if got := series(t, reg, "rlctl_enforce_violations_dropped_total"); len(got) != 0 {
+		t.Errorf("dropped: %v, want nothing", got)
 	}
 	if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: "user:u4"}); err != nil {
 		t.Fatal(err)
@@ -200,6 +213,89 @@ func TestViolationBufferIsBounded(t *testing.T) {
 	f.e.FlushEvents(context.Background())
 	if rows := listEvents(t, f.st, store.EventFilter{Subject: "user:u4"}); len(rows) != 1 || rows[0].Severity != "high" {
 		t.Errorf("after a flush: %+v, want u4's lockout recorded", rows)
+	}
+}
+
+// TestViolationRowsPerMinuteCap: a minute gets the rows of at most
+// ViolationRowsPerMinute subjects, across flushes; a subject that has its
+// row already keeps adding to it; the rest of the minute is the summary
+// row, whose subjects are told apart across flushes; the next minute
+// starts afresh.
+func TestViolationRowsPerMinuteCap(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	f := newFixture(t, enforce.Options{Registerer: reg, ViolationBuffer: 3, ViolationRowsPerMinute: 4, ViolationFlushInterval: time.Hour})
+	rec := func(subjects ...string) {
+		t.Helper()
+		for _, s := range subjects {
+			if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: s, DefinitionID: "caller:group:free:60"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.e.FlushEvents(context.Background())
+	}
+	minute := f.clock.Now().UTC().Truncate(time.Minute)
+	rec("user:a", "user:b", "user:c")           // three rows
+	rec("user:d", "user:e", "user:a")           // d: the minute's 4th; e past it; a has its row
+	rec("user:e", "user:f", "user:a", "user:a") // e again is no new subject
+	f.clock.Advance(time.Minute)
+	rec("user:g")
+	counts := map[string]int64{}
+	for _, r := range listEvents(t, f.st, store.EventFilter{Since: minute, Until: minute.Add(time.Minute)}) {
+		counts[r.Subject] = r.Count
+		if r.Subject == ratelimit.EventSubjectOverflow && r.MoreSubjects != 2 {
+			t.Errorf("summary %+v: more_subjects %d, want 2 (e and f)", r, r.MoreSubjects)
+		}
+	}
+	want := map[string]int64{"user:a": 4, "user:b": 1, "user:c": 1, "user:d": 1, ratelimit.EventSubjectOverflow: 3}
+	if !maps.Equal(counts, want) {
+		t.Errorf("the first minute's rows by subject %v, want %v", counts, want)
+	}
+	if rows := listEvents(t, f.st, store.EventFilter{Subject: "user:g"}); len(rows) != 1 {
+		t.Errorf("the next minute: %+v, want g's row", rows)
+	}
+	if got := series(t, reg, "rlctl_enforce_violations_summarized_total"); !slices.Equal(got, []string{"reason=per_minute 3"}) {
+		t.Errorf("summarized: %v, want the 3 calls past the minute's 4 subjects", got)
+	}
+}
+
+// TestViolationFloodOfDistinctCallersIsCapped is the flood:
+// 100,000 distinct callers throttled within 25 s, flushed every 5 s. With
+// the defaults the record writes at most DefaultViolationRowsPerMinute
+// subjects' rows and one summary row, whose count and more_subjects make
+// up the rest: every call is accounted for, none dropped.
+func TestViolationFloodOfDistinctCallersIsCapped(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	f := newFixture(t, enforce.Options{Registerer: reg, ViolationFlushInterval: time.Hour})
+	f.clock.Advance(time.Duration(60-f.clock.Now().Second()) * time.Second) // all within one minute
+	const n = 100_000
+	step := 25 * time.Second / n
+	next := f.clock.Now().Add(5 * time.Second)
+	for i := range n {
+		if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: fmt.Sprintf("ip:10.%d.%d.%d", i>>16, i>>8&255, i&255),
+			DefinitionID: "caller:group:anon:60", Limit: 5}); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(step)
+		if !f.clock.Now().Before(next) {
+			f.e.FlushEvents(context.Background())
+			next = next.Add(5 * time.Second)
+		}
+	}
+	f.e.FlushEvents(context.Background())
+	rows := listEvents(t, f.st, store.EventFilter{Limit: n})
+	var calls, subjects int64
+	for _, r := range rows {
+		calls += r.Count
+		subjects += max(r.MoreSubjects, 1)
+	}
+	if len(rows) != enforce.DefaultViolationRowsPerMinute+1 || calls != n || subjects != n {
+		t.Errorf("%d callers wrote %d rows for %d calls of %d subjects, want %d rows (the cap and a summary) for all of them",
+			n, len(rows), calls, subjects, enforce.DefaultViolationRowsPerMinute+1)
+	}
+	if got := series(t, reg, "rlctl_enforce_violations_dropped_total"); len(got) != 0 {
+		t.Errorf("dropped: %v, want nothing", got)
 	}
 }
 
