@@ -166,7 +166,7 @@ func (r *violationRecorder) record(ev ratelimit.Event, axis string) {
 		r.mu.Unlock()
 		return
 	}
-	dropped := r.fold(&ev)
+	dropped := r.fold(&ev, !keyed)
 	r.mu.Unlock()
 	if dropped {
 		r.dropped.WithLabelValues("buffer_full").Add(float64(ev.Count))
@@ -185,10 +185,11 @@ func merge(p, ev *ratelimit.Event) {
 	p.MoreSubjects += more
 }
 
-// fold adds ev, past the caps, to its summary row (under r.mu). It reports
-// whether ev was dropped instead: ViolationBuffer summary rows are
-// pending already.
-func (r *violationRecorder) fold(ev *ratelimit.Event) bool {
+// fold adds ev, past the caps, to its summary row (under r.mu), as one
+// more subject if another (ev's subject has no row of its own this minute
+// and was not folded yet). It reports whether ev was dropped instead:
+// ViolationBuffer summary rows are pending already.
+func (r *violationRecorder) fold(ev *ratelimit.Event, another bool) bool {
 	sk := summaryKey{ev.Minute.Unix(), ev.Kind, ev.DefinitionID}
 	p, ok := r.summaries[sk]
 	if !ok {
@@ -207,11 +208,13 @@ func (r *violationRecorder) fold(ev *ratelimit.Event) bool {
 	h.WriteString(ev.Subject)
 	sum := h.Sum64()
 	more := int64(0)
-	if _, seen := r.folded[sum]; !seen && len(r.folded) < overflowTrack {
-		r.folded[sum] = struct{}{}
-		more = 1
-	} else if !ok && !seen {
-		more = 1 // past overflowTrack a new row still stands for one
+	if _, seen := r.folded[sum]; another && !seen {
+		if len(r.folded) < overflowTrack {
+			r.folded[sum] = struct{}{}
+			more = 1
+		} else if !ok {
+			more = 1 // past overflowTrack a new row still stands for one
+		}
 	}
 	folded := *ev
 	folded.Subject, folded.MoreSubjects = ratelimit.EventSubjectOverflow, more

@@ -219,7 +219,8 @@ func TestViolationBufferIsBounded(t *testing.T) {
 // TestViolationRowsPerMinuteCap: a minute gets the rows of at most
 // ViolationRowsPerMinute subjects, across flushes; a subject that has its
 // row already keeps adding to it; the rest of the minute is the summary
-// row, whose subjects are told apart across flushes; the next minute
+// row, whose subjects are told apart across flushes (one with a row of its
+// own, summed up past a flush's cap, is no more subject); the next minute
 // starts afresh.
 func TestViolationRowsPerMinuteCap(t *testing.T) {
 	t.Parallel()
@@ -238,6 +239,7 @@ func TestViolationRowsPerMinuteCap(t *testing.T) {
 	rec("user:a", "user:b", "user:c")           // three rows
 	rec("user:d", "user:e", "user:a")           // d: the minute's 4th; e past it; a has its row
 	rec("user:e", "user:f", "user:a", "user:a") // e again is no new subject
+	rec("user:b", "user:c", "user:d", "user:a") // a past the flush's 3: summed up, no new subject
 	f.clock.Advance(time.Minute)
 	rec("user:g")
 	counts := map[string]int64{}
@@ -247,15 +249,15 @@ func TestViolationRowsPerMinuteCap(t *testing.T) {
 			t.Errorf("summary %+v: more_subjects %d, want 2 (e and f)", r, r.MoreSubjects)
 		}
 	}
-	want := map[string]int64{"user:a": 4, "user:b": 1, "user:c": 1, "user:d": 1, ratelimit.EventSubjectOverflow: 3}
+	want := map[string]int64{"user:a": 4, "user:b": 2, "user:c": 2, "user:d": 2, ratelimit.EventSubjectOverflow: 4}
 	if !maps.Equal(counts, want) {
 		t.Errorf("the first minute's rows by subject %v, want %v", counts, want)
 	}
 	if rows := listEvents(t, f.st, store.EventFilter{Subject: "user:g"}); len(rows) != 1 {
 		t.Errorf("the next minute: %+v, want g's row", rows)
 	}
-	if got := series(t, reg, "rlctl_enforce_violations_summarized_total"); !slices.Equal(got, []string{"reason=per_minute 3"}) {
-		t.Errorf("summarized: %v, want the 3 calls past the minute's 4 subjects", got)
+	if got := series(t, reg, "rlctl_enforce_violations_summarized_total"); !slices.Equal(got, []string{"reason=per_flush 1", "reason=per_minute 3"}) {
+		t.Errorf("summarized: %v, want the call past a flush's 3 subjects and the 3 past the minute's 4", got)
 	}
 }
 
