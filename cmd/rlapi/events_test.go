@@ -20,7 +20,8 @@ import (
 // TestServeWritesTheEventsLog: with RLAPI_EVENTS_LOG set, the throttles
 // rlapi decides through POST /api/check are one JSON line per aggregated
 // event in that file (written at the latest when rlapi stops), and rows
-// in rl_events.
+// in rl_events. With RLAPI_EVENTS_ROWS_PER_MINUTE (and _PER_FLUSH) at 1,
+// the second subject's throttles are the minute's summary row.
 func TestServeWritesTheEventsLog(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.NewMigratedDatabase(t)
@@ -32,9 +33,13 @@ func TestServeWritesTheEventsLog(t *testing.T) {
 	defer st.Close()
 	limit := 1
 	if err := st.InTx(ctx, func(q *store.Queries) error {
-		_, err := q.PutDefinition(ctx, ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: "busy", WindowSeconds: 3600,
-			MaxRequests: &limit, Enabled: true, Mode: ratelimit.ModeEnforce}, store.Write{Actor: "test"})
-		return err
+		for _, name := range []string{"busy", "busier"} {
+			if _, err := q.PutDefinition(ctx, ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: name, WindowSeconds: 3600,
+				MaxRequests: &limit, Enabled: true, Mode: ratelimit.ModeEnforce}, store.Write{Actor: "test"}); err != nil {
+				return err
+			}
+		}
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +61,8 @@ func TestServeWritesTheEventsLog(t *testing.T) {
 	var stdout, stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(sctx, []string{"serve", "--addr", addr}, env(map[string]string{"DATABASE_URL": dsn, "RLAPI_EVENTS_LOG": logFile}), &stdout, &stderr)
+		done <- run(sctx, []string{"serve", "--addr", addr}, env(map[string]string{"DATABASE_URL": dsn, "RLAPI_EVENTS_LOG": logFile,
+			"RLAPI_EVENTS_ROWS_PER_MINUTE": "1", "RLAPI_EVENTS_ROWS_PER_FLUSH": "1"}), &stdout, &stderr)
 	}()
 	deadline := time.Now().Add(30 * time.Second) // bounds a hang only
 	for !strings.Contains(stdout.String(), "rlapi listening") {
@@ -75,8 +81,10 @@ func TestServeWritesTheEventsLog(t *testing.T) {
 		}
 		return resp
 	}
-	for range 4 {
-		call("POST", "/api/check", gw, `{"username":"alice","target_type":"mcp_server","target_name":"busy"}`).Body.Close()
+	for _, target := range []string{"busy", "busier"} {
+		for range 4 {
+			call("POST", "/api/check", gw, `{"username":"alice","target_type":"mcp_server","target_name":"`+target+`"}`).Body.Close()
+		}
 	}
 	stop()
 	select {
@@ -100,12 +108,18 @@ func TestServeWritesTheEventsLog(t *testing.T) {
 		}
 		lines = append(lines, m)
 	}
-	if len(lines) != 1 || lines[0]["subject"] != "mcp_server:busy" || lines[0]["count"] != float64(3) || lines[0]["kind"] != "rate_limit_exceeded" {
-		t.Errorf("events log: %s, want one line of 3 throttles of mcp_server:busy", b)
+	bySubject := map[string]map[string]any{}
+	for _, l := range lines {
+		bySubject[l["subject"].(string)] = l
+	}
+	busy, more := bySubject["mcp_server:busy"], bySubject[ratelimit.EventSubjectOverflow]
+	if len(lines) != 2 || busy["count"] != float64(3) || busy["kind"] != "rate_limit_exceeded" ||
+		more["count"] != float64(3) || more["more_subjects"] != float64(1) || more["definition_id"] != "target:mcp_server:busier:3600" {
+		t.Errorf("events log: %s, want a line of 3 throttles of mcp_server:busy and the summary of mcp_server:busier's", b)
 	}
 	evs, err := st.ListEvents(ctx, store.EventFilter{})
-	if err != nil || len(evs) != 1 || evs[0].Count != 3 {
-		t.Errorf("rows %+v %v, want one counting 3", evs, err)
+	if err != nil || len(evs) != 2 || evs[0].Count != 3 || evs[1].Count != 3 {
+		t.Errorf("rows %+v %v, want two counting 3", evs, err)
 	}
 }
 
@@ -119,6 +133,10 @@ func TestEventsFlagErrors(t *testing.T) {
 		{[]string{"serve", "--events-retention", "30s"}, nil, "--events-retention: must be at least 1m (got 30s)"},
 		{[]string{"serve", "--events-retention", "-1h"}, nil, "--events-retention: must be at least 1m"},
 		{[]string{"serve"}, map[string]string{"RLAPI_EVENTS_RETENTION": "a week"}, "RLAPI_EVENTS_RETENTION"},
+		{[]string{"serve", "--events-rows-per-minute", "0"}, nil, "--events-rows-per-minute (RLAPI_EVENTS_ROWS_PER_MINUTE): must be between 1 and 100000 (got 0)"},
+		{[]string{"serve"}, map[string]string{"RLAPI_EVENTS_ROWS_PER_MINUTE": "200000"}, "--events-rows-per-minute (RLAPI_EVENTS_ROWS_PER_MINUTE): must be between 1 and 100000 (got 200000)"},
+		{[]string{"serve", "--events-rows-per-flush", "2000"}, nil, "--events-rows-per-flush (RLAPI_EVENTS_ROWS_PER_FLUSH): must be between 1 and --events-rows-per-minute, 1000 (got 2000)"},
+		{[]string{"serve"}, map[string]string{"RLAPI_EVENTS_ROWS_PER_FLUSH": "many"}, "RLAPI_EVENTS_ROWS_PER_FLUSH"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(context.Background(), c.args, env(c.env), &out, &errOut); code != 2 || !strings.Contains(errOut.String(), c.want) {

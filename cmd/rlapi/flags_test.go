@@ -37,6 +37,8 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 		"RLAPI_IPV6_PREFIX":             {"56", "56"},
 		"RLAPI_EVENTS_RETENTION":        {"720h", "720h0m0s"},
 		"RLAPI_EVENTS_LOG":              {"/var/log/rlapi-events.jsonl", `"/var/log/rlapi-events.jsonl"`},
+		"RLAPI_EVENTS_ROWS_PER_FLUSH":   {"250", "250"},
+		"RLAPI_EVENTS_ROWS_PER_MINUTE":  {"5000", "5000"},
 		"RLAPI_GRPC_ADDR":               {"127.0.0.9:9998", `"127.0.0.9:9998"`},
 		"RLAPI_GRPC_TRUSTED_CLIENTS":    {"10.1.0.0/16", `"10.1.0.0/16"`},
 		"RLAPI_GRPC_TLS_CERT":           {"/etc/rl/cert.pem", `"/etc/rl/cert.pem"`},

@@ -44,6 +44,11 @@ Run 'rlapi <command> -h' for a command's flags. Every flag has an environment
 fallback, named in its help.
 `
 
+// maxEventsRows bounds --events-rows-per-minute: at about 400 bytes a
+// row, 100,000 rows a minute is 58 GB a day per replica, past anything a
+// record meant to be read by people needs.
+const maxEventsRows = 100_000
+
 // errUsage marks errors caused by the command line (exit code 2).
 var errUsage = errors.New("usage")
 
@@ -335,6 +340,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	eventsRetention := fs.Duration("events-retention", eventsRetentionDef,
 		"how long the record of violations (GET /api/rate-limit-events) keeps a minute's rows; this replica deletes older ones (RLAPI_EVENTS_RETENTION)")
+	rowsPerFlushDef, err := envInt(getenv, "RLAPI_EVENTS_ROWS_PER_FLUSH", enforce.DefaultViolationBuffer)
+	if err != nil {
+		return err
+	}
+	rowsPerMinuteDef, err := envInt(getenv, "RLAPI_EVENTS_ROWS_PER_MINUTE", enforce.DefaultViolationRowsPerMinute)
+	if err != nil {
+		return err
+	}
+	rowsPerFlush := fs.Int("events-rows-per-flush", rowsPerFlushDef,
+		"subjects' rows one flush (every 5s) writes to the record of violations at most; the calls of further subjects go to one summary row per definition and minute, overflow:subjects (RLAPI_EVENTS_ROWS_PER_FLUSH)")
+	rowsPerMinute := fs.Int("events-rows-per-minute", rowsPerMinuteDef,
+		"subjects' rows one minute gets in the record of violations from this replica at most, summary rows apart (RLAPI_EVENTS_ROWS_PER_MINUTE)")
 	eventsLog := fs.String("events-log", getenv("RLAPI_EVENTS_LOG"),
 		"where to write one JSON line per aggregated violation event for a SIEM: a file path (appended), - for stderr, empty for none (RLAPI_EVENTS_LOG)")
 	grpcCfg, err := grpcFlags(fs, getenv)
@@ -365,6 +382,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	if *eventsRetention < time.Minute {
 		return fmt.Errorf("%w: --events-retention: must be at least 1m (got %s)", errUsage, *eventsRetention)
+	}
+	if *rowsPerMinute < 1 || *rowsPerMinute > maxEventsRows {
+		return fmt.Errorf("%w: --events-rows-per-minute (RLAPI_EVENTS_ROWS_PER_MINUTE): must be between 1 and %d (got %d)", errUsage, maxEventsRows, *rowsPerMinute)
+	}
+	if *rowsPerFlush < 1 || *rowsPerFlush > *rowsPerMinute {
+		return fmt.Errorf("%w: --events-rows-per-flush (RLAPI_EVENTS_ROWS_PER_FLUSH): must be between 1 and --events-rows-per-minute, %d (got %d)", errUsage, *rowsPerMinute, *rowsPerFlush)
 	}
 	if countersURL.s != "" {
 		if _, _, err := redisstore.ParseURL(countersURL.s); err != nil {
@@ -499,7 +522,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	registry := prometheus.NewRegistry()
 	enfOpts := enforce.Options{
-		Registerer: registry, ViolationLog: violationLog,
+		Registerer: registry, ViolationLog: violationLog, ViolationBuffer: *rowsPerFlush, ViolationRowsPerMinute: *rowsPerMinute,
 		FailClosed: *failClosed, QuarantineFailClosed: *quarantineFailClosed,
 		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log, IPv6Prefix: *ipv6Prefix,
 		AuthThrottle: &enforce.AuthThrottleOptions{MaxFailures: *gatewayFailures, Window: *gatewayWindow, Lockout: *gatewayLockout},

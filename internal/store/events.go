@@ -11,10 +11,10 @@ import (
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// UpsertEvents adds aggregated events to the record (rl_events, migration
-// 017) in one statement: a row already there for the same minute, kind,
-// subject and definition grows by the event's count and takes its
-// context. The keys in evs must be distinct (pkg/enforce's recorder keeps
+// UpsertEvents adds aggregated events to the record (rl_events, migrations
+// 017 and 023) in one statement: a row already there for the same minute,
+// kind, subject and definition grows by the event's count (and a summary
+// row by its more_subjects) and takes its context. The keys in evs must be distinct (pkg/enforce's recorder keeps
 // one entry per key).
 func (s *Store) UpsertEvents(ctx context.Context, evs []ratelimit.Event) error {
 	if len(evs) == 0 {
@@ -24,27 +24,29 @@ func (s *Store) UpsertEvents(ctx context.Context, evs []ratelimit.Event) error {
 	var (
 		minutes, first, last                              = make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
 		kinds, sevs, subjects, defs, callers, ips, ttypes = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		targets, tiers                                    = make([]string, n), make([]string, n)
-		limits, counts                                    = make([]int64, n), make([]int64, n)
+		targets, tiers, teams, paths                      = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		limits, counts, more                              = make([]int64, n), make([]int64, n), make([]int64, n)
 	)
 	for i, e := range evs {
 		minutes[i], first[i], last[i] = e.Minute, e.FirstSeen, e.LastSeen
 		kinds[i], sevs[i], subjects[i], defs[i], callers[i], ips[i], ttypes[i] = e.Kind, e.Severity, e.Subject, e.DefinitionID, e.Caller, e.ClientIP, e.TargetType
-		targets[i], tiers[i] = e.Target, e.Tier
-		limits[i], counts[i] = e.Limit, e.Count
+		targets[i], tiers[i], teams[i], paths[i] = e.Target, e.Tier, e.Team, e.Path
+		limits[i], counts[i], more[i] = e.Limit, e.Count, e.MoreSubjects
 	}
 	_, err := s.pool.Exec(ctx, `insert into rl_events (minute, kind, severity, subject, definition_id, caller, client_ip,
-			target_type, target, tier, rate_limit, count, first_seen, last_seen)
+			target_type, target, tier, rate_limit, count, first_seen, last_seen, team, path, more_subjects)
 		select * from unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-			$8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::timestamptz[], $14::timestamptz[])
+			$8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::timestamptz[], $14::timestamptz[],
+			$15::text[], $16::text[], $17::bigint[])
 		on conflict (minute, kind, subject, definition_id) do update set
 			count = rl_events.count + excluded.count,
+			more_subjects = rl_events.more_subjects + excluded.more_subjects,
 			severity = excluded.severity, caller = excluded.caller, client_ip = excluded.client_ip,
 			target_type = excluded.target_type, target = excluded.target, tier = excluded.tier,
-			rate_limit = excluded.rate_limit,
+			team = excluded.team, path = excluded.path, rate_limit = excluded.rate_limit,
 			first_seen = least(rl_events.first_seen, excluded.first_seen),
 			last_seen = greatest(rl_events.last_seen, excluded.last_seen)`,
-		minutes, kinds, sevs, subjects, defs, callers, ips, ttypes, targets, tiers, limits, counts, first, last)
+		minutes, kinds, sevs, subjects, defs, callers, ips, ttypes, targets, tiers, limits, counts, first, last, teams, paths, more)
 	if err != nil {
 		return fmt.Errorf("write events: %w", interpretError(err))
 	}
@@ -67,7 +69,7 @@ type EventFilter struct {
 }
 
 const eventColumns = `id, minute, kind, severity, subject, definition_id, caller, client_ip, target_type, target, tier,
-	rate_limit, count, first_seen, last_seen`
+	rate_limit, count, first_seen, last_seen, team, path, more_subjects`
 
 // ListEvents returns recorded events, newest first (oldest first with
 // After).
@@ -115,7 +117,7 @@ func (q *Queries) ListEvents(ctx context.Context, f EventFilter) ([]ratelimit.Ev
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ratelimit.Event, error) {
 		var e ratelimit.Event
 		err := r.Scan(&e.ID, &e.Minute, &e.Kind, &e.Severity, &e.Subject, &e.DefinitionID, &e.Caller, &e.ClientIP,
-			&e.TargetType, &e.Target, &e.Tier, &e.Limit, &e.Count, &e.FirstSeen, &e.LastSeen)
+			&e.TargetType, &e.Target, &e.Tier, &e.Limit, &e.Count, &e.FirstSeen, &e.LastSeen, &e.Team, &e.Path, &e.MoreSubjects)
 		e.Minute, e.FirstSeen, e.LastSeen = e.Minute.UTC(), e.FirstSeen.UTC(), e.LastSeen.UTC()
 		return e, err
 	})

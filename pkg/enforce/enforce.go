@@ -97,10 +97,14 @@ type Options struct {
 	// ViolationLog receives one JSON line per aggregated event per flush,
 	// for SIEMs (nil: none).
 	ViolationLog io.Writer
-	// ViolationBuffer bounds the aggregated entries awaiting a flush
-	// (default DefaultViolationBuffer); events of other keys past it are
-	// dropped and counted in rlctl_enforce_violations_dropped_total.
-	ViolationBuffer int
+	// ViolationBuffer bounds the subjects' rows one flush writes (default
+	// DefaultViolationBuffer), and ViolationRowsPerMinute those a minute
+	// gets (default DefaultViolationRowsPerMinute): the calls of further
+	// subjects are folded into one summary row per kind, definition and
+	// minute (violations.go) and counted in
+	// rlctl_enforce_violations_summarized_total.
+	ViolationBuffer        int
+	ViolationRowsPerMinute int
 	// ViolationFlushInterval is how often the entries are written (default
 	// DefaultViolationFlushInterval).
 	ViolationFlushInterval time.Duration
@@ -370,19 +374,25 @@ func (e *Enforcer) stopBeforeGates(snap *snapshot, v *callView, c Call, anonymou
 	if snap.targetsOn && v.targetKnown && c.TargetType != "" && v.target.ok && v.target.m.quarantinedAt(now) {
 		return func() Decision { return e.quarantined("target", c.TargetType, c, v.targetName) }
 	}
-	// 2. Caller quarantine: not for administrators.
-	if snap.callersOn && !v.admin {
+	// 2. Caller quarantine: not for administrators. The callers' sentinel
+	// switches the operators' quarantines; an escalation lockout is the
+	// enforcer's own answer to a caller's violations and holds without it
+	// (docs/operations.md, "Escalation lockouts").
+	if !v.admin {
 		for i, r := range v.callers {
 			if r.ok && r.m.quarantinedAt(now) {
 				if r.m.lockout {
 					return func() Decision { return e.lockedOut(c, r.m, v.targetName, now) }
+				}
+				if !snap.callersOn {
+					continue
 				}
 				return func() Decision {
 					return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient, ratelimit.SubjectTeam}[i], c, v.targetName)
 				}
 			}
 		}
-		if v.network.ok && v.network.m.quarantinedAt(now) && !v.network.m.lockout {
+		if snap.callersOn && v.network.ok && v.network.m.quarantinedAt(now) && !v.network.m.lockout {
 			return func() Decision { return e.quarantined("caller", ratelimit.SubjectNetwork, c, v.targetName) }
 		}
 		if anonymous {

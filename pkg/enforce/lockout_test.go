@@ -275,3 +275,36 @@ func TestDefinitionLockoutMatchesTheEnforcer(t *testing.T) {
 		})
 	}
 }
+
+// Escalation lockouts do not hang on the callers' quarantine sentinel:
+// with quarantine-callers disabled (an operator's manual quarantines
+// switched off), a caller's lockout, named and anonymous, still refuses it,
+// while a manual caller quarantine no longer does.
+func TestEscalationLockoutIndependentOfCallerSentinel(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{Escalation: &enforce.EscalationOptions{After: 2, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
+	f.def(callerGroup("hourly", 3600, ptr(1), nil))
+	f.member(ratelimit.SubjectUser, "alice", "hourly")
+	f.member(ratelimit.SubjectNetwork, "198.51.100.0/24", "hourly")
+	f.member(ratelimit.SubjectUser, "mallory", ratelimit.GroupQuarantineCallers)
+	alice, anon := user("alice", "srv"), anonymous("198.51.100.7")
+	for _, c := range []enforce.Call{alice, anon} {
+		f.check(c) // allowed: the hour's one call
+		f.check(c) // throttled: the first violation
+		if d := f.check(c); d.Reason != enforce.ReasonLockedOut {
+			t.Fatalf("%+v 2nd violation: %+v, want locked-out", c, d)
+		}
+	}
+	if _, err := f.st.Pool().Exec(t.Context(), `update rl_definitions set enabled = false where id = $1`, ratelimit.SentinelCallers); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh()
+	for _, c := range []enforce.Call{alice, anon} {
+		if d := f.check(c); d.Reason != enforce.ReasonLockedOut || d.LockoutRemaining != 15*time.Minute {
+			t.Errorf("%+v with the callers' sentinel off: %+v, want still locked-out for 15m", c, d)
+		}
+	}
+	if d := f.check(user("mallory", "srv")); !d.Allowed {
+		t.Errorf("manual caller quarantine with the sentinel off: %+v, want allowed", d)
+	}
+}

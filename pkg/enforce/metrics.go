@@ -34,6 +34,8 @@ type metrics struct {
 	// violationsDropped those it could not keep.
 	violations        *prometheus.CounterVec // kind, severity, axis
 	violationsDropped *prometheus.CounterVec // reason
+	// violationsSummarized counts the calls folded into summary rows.
+	violationsSummarized *prometheus.CounterVec // reason
 
 	// cacheHit is cache{result="hit"}, resolved once: every decision adds
 	// to it.
@@ -102,7 +104,10 @@ func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() ti
 			Help: "Calls recorded as violation events, by kind (rate_limit_exceeded, quarantine_denied, lockout_started, auth_lockout_started), severity and axis (clr, ctg, tgt, quarantine_caller, quarantine_target, none)."},
 			[]string{"kind", "severity", "axis"}),
 		violationsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_violations_dropped_total",
-			Help: "Calls the record of violations could not keep, by reason: buffer_full (more keys than Options.ViolationBuffer between flushes), write_failed (the store refused and the retry buffer was full)."},
+			Help: "Calls the record of violations could not keep, by reason: buffer_full (more summary rows than Options.ViolationBuffer between flushes: that many definitions refusing past the caps), write_failed (the store refused and the retry buffer was full)."},
+			[]string{"reason"}),
+		violationsSummarized: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_violations_summarized_total",
+			Help: "Calls the record of violations folded into a summary row (subject overflow:subjects, one per kind, definition and minute) instead of a row of their subject, by the cap that was full: per_flush (Options.ViolationBuffer subjects in one flush) or per_minute (Options.ViolationRowsPerMinute subjects in one minute)."},
 			[]string{"reason"}),
 	}
 	m.cacheHit = m.cache.WithLabelValues("hit")
@@ -111,7 +116,7 @@ func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() ti
 	}
 	for _, c := range []prometheus.Collector{flushingCollector{m, []prometheus.Collector{m.checks, m.gateChecks}}, m.throttled, m.shadowDenied, m.quarantineDenied,
 		m.errors, m.cache, m.backend, m.snapshotLoad, m.notifications, m.swept, m.reloads, m.rowsRead, m.backendTimeout, m.enabled,
-		m.violations, m.violationsDropped, newQuarantineCollector(count, now)} {
+		m.violations, m.violationsDropped, m.violationsSummarized, newQuarantineCollector(count, now)} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"log/slog"
 	"slices"
@@ -21,13 +22,26 @@ import (
 // The record of violations. Every throttle and quarantine denial an
 // Enforcer decides (and every lockout a caller reports through
 // RecordEvent) is counted into one entry per (minute, kind, subject,
-// definition) in a bounded buffer; a background flush writes the entries
-// to the ViolationSink in one batch (pkg/enforce/postgres upserts them into
-// rl_events, where a row's count grows while its minute lasts) and one
-// JSON line per entry to the ViolationLog. So a flood of any size from
-// one subject writes one row a minute, and one log line per flush.
-// Recording never blocks a decision: an event that finds the buffer full
-// of other keys is dropped and counted in
+// definition); a background flush writes the entries to the ViolationSink
+// in one batch (pkg/enforce/postgres upserts them into rl_events, where a
+// row's count grows while its minute lasts) and one JSON line per entry to
+// the ViolationLog. So a flood of any size from one subject writes one row
+// a minute, and one log line per flush.
+//
+// A flood from many subjects is bounded too: one flush writes the rows of
+// at most Options.ViolationBuffer subjects' keys, and one minute gets at
+// most Options.ViolationRowsPerMinute new keys. The calls of the keys past
+// either cap are not dropped: they are folded into one summary row per
+// (minute, kind, definition), subject ratelimit.EventSubjectOverflow, whose
+// count is their calls and MoreSubjects how many distinct subjects they
+// came from ("N more subjects"; exact up to overflowTrack subjects a
+// minute, a lower bound past that), and counted in
+// rlctl_enforce_violations_summarized_total by the cap that was full. So
+// a replica writes at most ViolationRowsPerMinute rows a minute plus one
+// per (kind, definition) that refused past the caps, whatever the flood
+// (docs/operations.md, "The record of violations", has the arithmetic).
+// Recording never blocks a decision; only a summary row that finds
+// ViolationBuffer summary rows already pending is dropped, counted in
 // rlctl_enforce_violations_dropped_total{reason="buffer_full"}.
 
 // ViolationSink keeps aggregated violation events. WriteEvents gets
@@ -39,10 +53,15 @@ type ViolationSink interface {
 
 // Defaults of the violation recorder (Options.Violation*).
 const (
-	DefaultViolationBuffer        = 10_000
+	DefaultViolationBuffer        = 500
+	DefaultViolationRowsPerMinute = 1_000
 	DefaultViolationFlushInterval = 5 * time.Second
 	// violationWriteTimeout bounds one flush's write to the sink.
 	violationWriteTimeout = 10 * time.Second
+	// overflowTrack bounds the subjects a minute's summary rows tell
+	// apart (a hash each, about 2 MB): past it, MoreSubjects stops
+	// growing, a lower bound.
+	overflowTrack = 100_000
 )
 
 // ErrUnknownEventKind: RecordEvent was given a kind pkg/ratelimit does not
@@ -58,17 +77,34 @@ func violationKeyOf(ev *ratelimit.Event) violationKey {
 	return violationKey{ev.Minute.Unix(), ev.Kind, ev.Subject, ev.DefinitionID}
 }
 
+// summaryKey is what one summary row is kept per.
+type summaryKey struct {
+	minute           int64
+	kind, definition string
+}
+
 type violationRecorder struct {
-	sink    ViolationSink
-	out     io.Writer // JSON lines; nil: none
-	log     *slog.Logger
-	now     func() time.Time
-	max     int
-	total   *prometheus.CounterVec // kind, severity, axis
-	dropped *prometheus.CounterVec // reason
+	sink       ViolationSink
+	out        io.Writer // JSON lines; nil: none
+	log        *slog.Logger
+	now        func() time.Time
+	max        int // subjects' keys per flush (Options.ViolationBuffer)
+	perMinute  int // new keys per minute (Options.ViolationRowsPerMinute)
+	seed       maphash.Seed
+	total      *prometheus.CounterVec // kind, severity, axis
+	dropped    *prometheus.CounterVec // reason
+	summarized *prometheus.CounterVec // reason
 
 	mu      sync.Mutex
 	pending map[violationKey]*ratelimit.Event
+	// summaries are the pending summary rows.
+	summaries map[summaryKey]*ratelimit.Event
+	// minute is the minute (Unix seconds) the two sets below are of:
+	// keyed, the keys that have a row in it, and folded, the hashes of the
+	// (kind, definition, subject) folded into its summary rows.
+	minute int64
+	keyed  map[violationKey]struct{}
+	folded map[uint64]struct{}
 
 	// flushMu serializes flushes; unsent (under it) holds what the sink
 	// refused last time, retried with the next flush, bounded by max.
@@ -80,9 +116,14 @@ func newViolationRecorder(opts Options, log *slog.Logger, now func() time.Time, 
 	if opts.ViolationBuffer <= 0 {
 		opts.ViolationBuffer = DefaultViolationBuffer
 	}
+	if opts.ViolationRowsPerMinute <= 0 {
+		opts.ViolationRowsPerMinute = DefaultViolationRowsPerMinute
+	}
 	return &violationRecorder{sink: opts.Violations, out: opts.ViolationLog, log: log, now: now, max: opts.ViolationBuffer,
-		total: m.violations, dropped: m.violationsDropped,
-		pending: map[violationKey]*ratelimit.Event{}, unsent: map[violationKey]unsentEvent{}}
+		perMinute: opts.ViolationRowsPerMinute, seed: maphash.MakeSeed(),
+		total: m.violations, dropped: m.violationsDropped, summarized: m.violationsSummarized,
+		pending: map[violationKey]*ratelimit.Event{}, summaries: map[summaryKey]*ratelimit.Event{},
+		keyed: map[violationKey]struct{}{}, folded: map[uint64]struct{}{}, unsent: map[violationKey]unsentEvent{}}
 }
 
 // record counts ev (Kind and Subject set, Count >= 1), under the axis
@@ -101,23 +142,84 @@ func (r *violationRecorder) record(ev ratelimit.Event, axis string) {
 	k := violationKeyOf(&ev)
 	r.mu.Lock()
 	if p, ok := r.pending[k]; ok {
-		count, first := p.Count, p.FirstSeen
-		*p = ev
-		p.Count += count
-		p.FirstSeen = first
+		merge(p, &ev)
 		r.mu.Unlock()
 		return
 	}
-	full := len(r.pending) >= r.max
-	if !full {
+	if k.minute != r.minute {
+		r.minute = k.minute
+		clear(r.keyed)
+		clear(r.folded)
+	}
+	_, keyed := r.keyed[k]
+	reason := ""
+	switch {
+	case len(r.pending) >= r.max:
+		reason = "per_flush"
+	case !keyed && len(r.keyed) >= r.perMinute:
+		reason = "per_minute"
+	default:
 		p := new(ratelimit.Event) // only a new key allocates
 		*p = ev
 		r.pending[k] = p
+		r.keyed[k] = struct{}{}
+		r.mu.Unlock()
+		return
 	}
+	dropped := r.fold(&ev, !keyed)
 	r.mu.Unlock()
-	if full {
+	if dropped {
 		r.dropped.WithLabelValues("buffer_full").Add(float64(ev.Count))
+		return
 	}
+	r.summarized.WithLabelValues(reason).Add(float64(ev.Count))
+}
+
+// merge adds ev's calls to p, which takes ev's context: p's count and
+// first time, and the subjects a summary row stands for, add up.
+func merge(p, ev *ratelimit.Event) {
+	count, first, more := p.Count, p.FirstSeen, p.MoreSubjects
+	*p = *ev
+	p.Count += count
+	p.FirstSeen = minTime(first, ev.FirstSeen)
+	p.MoreSubjects += more
+}
+
+// fold adds ev, past the caps, to its summary row (under r.mu), as one
+// more subject if another (ev's subject has no row of its own this minute
+// and was not folded yet). It reports whether ev was dropped instead:
+// ViolationBuffer summary rows are pending already.
+func (r *violationRecorder) fold(ev *ratelimit.Event, another bool) bool {
+	sk := summaryKey{ev.Minute.Unix(), ev.Kind, ev.DefinitionID}
+	p, ok := r.summaries[sk]
+	if !ok {
+		if len(r.summaries) >= r.max {
+			return true
+		}
+		p = &ratelimit.Event{Minute: ev.Minute, Kind: ev.Kind, DefinitionID: ev.DefinitionID, FirstSeen: ev.FirstSeen}
+		r.summaries[sk] = p
+	}
+	var h maphash.Hash
+	h.SetSeed(r.seed)
+	h.WriteString(ev.Kind)
+	h.WriteByte(0)
+	h.WriteString(ev.DefinitionID)
+	h.WriteByte(0)
+	h.WriteString(ev.Subject)
+	sum := h.Sum64()
+	more := int64(0)
+	if _, seen := r.folded[sum]; another && !seen {
+		if len(r.folded) < overflowTrack {
+			r.folded[sum] = struct{}{}
+			more = 1
+		} else if !ok {
+			more = 1 // past overflowTrack a new row still stands for one
+		}
+	}
+	folded := *ev
+	folded.Subject, folded.MoreSubjects = ratelimit.EventSubjectOverflow, more
+	merge(p, &folded)
+	return false
 }
 
 // maxWriteTries is how many flushes in a row may fail to write an entry
@@ -133,8 +235,16 @@ func (r *violationRecorder) flush(ctx context.Context) {
 	defer r.flushMu.Unlock()
 	r.mu.Lock()
 	pending := r.pending
-	if len(pending) > 0 {
+	if len(pending) > 0 || len(r.summaries) > 0 {
 		r.pending = make(map[violationKey]*ratelimit.Event, len(pending))
+		for _, p := range r.summaries {
+			if q, ok := pending[violationKeyOf(p)]; ok {
+				merge(q, p) // RecordEvent was given the summary's subject
+				continue
+			}
+			pending[violationKeyOf(p)] = p
+		}
+		r.summaries = map[summaryKey]*ratelimit.Event{}
 	} else {
 		pending = nil // r.pending stays the decisions': never read it unlocked
 	}
@@ -157,6 +267,7 @@ func (r *violationRecorder) flush(ctx context.Context) {
 		tries[k] = u.tries
 		if p, ok := batch[k]; ok {
 			p.Count += u.ev.Count
+			p.MoreSubjects += u.ev.MoreSubjects
 			p.FirstSeen = minTime(p.FirstSeen, u.ev.FirstSeen)
 			continue
 		}
@@ -180,7 +291,7 @@ func (r *violationRecorder) flush(ctx context.Context) {
 	var lost int64
 	for _, ev := range evs {
 		k := violationKeyOf(&ev)
-		if n := tries[k] + 1; n < maxWriteTries && len(r.unsent) < r.max {
+		if n := tries[k] + 1; n < maxWriteTries && len(r.unsent) < 2*r.max {
 			r.unsent[k] = unsentEvent{ev: ev, tries: n}
 			continue
 		}
@@ -220,6 +331,8 @@ func sanitized(pending map[violationKey]*ratelimit.Event) map[violationKey]*rate
 		ev.ClientIP = cleanText(ev.ClientIP, maxEventShort)
 		ev.TargetType = cleanText(ev.TargetType, maxEventShort)
 		ev.Tier = cleanText(ev.Tier, maxEventTier)
+		ev.Team = cleanText(ev.Team, maxEventText)
+		ev.Path = cleanText(ev.Path, maxEventText)
 		ev.Limit = max(ev.Limit, 0)
 		if ev.Subject == "" {
 			ev.Subject = "unknown"
@@ -227,11 +340,12 @@ func sanitized(pending map[violationKey]*ratelimit.Event) map[violationKey]*rate
 		k := violationKeyOf(ev)
 		if p, ok := out[k]; ok {
 			p.Count += ev.Count
+			p.MoreSubjects += ev.MoreSubjects
 			p.FirstSeen = minTime(p.FirstSeen, ev.FirstSeen)
 			if ev.LastSeen.After(p.LastSeen) {
-				count, first := p.Count, p.FirstSeen
+				count, first, more := p.Count, p.FirstSeen, p.MoreSubjects
 				*p = *ev
-				p.Count, p.FirstSeen = count, first
+				p.Count, p.FirstSeen, p.MoreSubjects = count, first, more
 			}
 			continue
 		}
@@ -308,10 +422,15 @@ func minTime(a, b time.Time) time.Time {
 // EventSubjectTypes are the types of the subjects (type:name) the record of
 // violations writes: callers (user; agent, a caller with a client id; ip,
 // an anonymous caller by its address), the shared buckets of a team (team)
-// and of a route tier (route), and targets (mcp_server, a2a_agent).
+// and of a route tier (route), targets (mcp_server, a2a_agent), an Envoy
+// domain's descriptors called without an identity (descriptor:<domain>),
+// and the summary rows of what the caps left out (overflow:subjects).
+// RecordEvent refuses any other, so every subject recorded can be
+// selected by its type.
 func EventSubjectTypes() []string {
+	overflow, _, _ := strings.Cut(ratelimit.EventSubjectOverflow, ":")
 	return []string{ratelimit.SubjectUser, "agent", CallerIP, CallerTeam, ratelimit.EntityRoute,
-		ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent}
+		ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent, ratelimit.EntityDescriptor, overflow}
 }
 
 // RecordEvent adds ev to the record of violations, aggregated with the
@@ -326,6 +445,9 @@ func (e *Enforcer) RecordEvent(ev ratelimit.Event) error {
 	}
 	if ev.Subject == "" {
 		return errors.New("enforce: an event needs a subject")
+	}
+	if typ, name, ok := strings.Cut(ev.Subject, ":"); !ok || name == "" || !slices.Contains(EventSubjectTypes(), typ) {
+		return fmt.Errorf("enforce: event subject %q: must be <type>:<name> with type %s", ev.Subject, strings.Join(EventSubjectTypes(), ", "))
 	}
 	if ev.Severity != "" && !slices.Contains(ratelimit.EventSeverities(), ev.Severity) {
 		return fmt.Errorf("enforce: unknown event severity %q", ev.Severity)
@@ -344,20 +466,36 @@ func (e *Enforcer) RecordEvent(ev ratelimit.Event) error {
 // and gateways that stop without Close.
 func (e *Enforcer) FlushEvents(ctx context.Context) { e.violations.flush(ctx) }
 
-// recordThrottle records a throttle by the denying gate g.
+// recordThrottle records a throttle by the denying gate g. The subject
+// is whom the refusing bucket is kept for: the caller for its own buckets
+// (a per-caller tool scope and a descriptor call's identity among them),
+// the team, route tier or target for the buckets they share.
 func (e *Enforcer) recordThrottle(c Call, g Gate, caller string) {
 	ev := ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, DefinitionID: g.DefinitionID, Caller: caller,
-		ClientIP: c.ClientIP, TargetType: c.TargetType, Target: c.TargetName, Limit: g.Limit, Subject: caller}
+		ClientIP: c.ClientIP, TargetType: c.TargetType, Target: c.TargetName, Limit: g.Limit, Subject: caller,
+		Team: c.Team, Path: c.Path}
 	if name, ok, err := ratelimit.NormalizeTargetName(c.TargetType, c.TargetName); ok && err == nil {
 		ev.Target = name // as definitions and memberships name it
 	}
 	switch {
+	case g.EntityType == ratelimit.EntityDescriptor:
+		// A descriptor's bucket is kept per its entries' values: the
+		// identity they carry (pkg/envoyrls maps its identity keys onto
+		// the call) names who did it, else the domain does.
+		ev.Tier = definitionName(g.DefinitionID)
+		if ev.Subject == "" && c.Descriptors != nil {
+			ev.Subject = ratelimit.EntityDescriptor + ":" + c.Descriptors.Domain
+		}
+	case g.Dimension == ratelimit.ToolScopePrincipal || g.Dimension == ratelimit.ToolScopePrincipalTool:
+		// A tool's per-caller scopes: the caller's own bucket.
+		ev.Tier = definitionName(g.DefinitionID)
+		if ev.Subject == "" {
+			ev.Subject = c.TargetType + ":" + ev.Target
+		}
 	case g.EntityType == ratelimit.EntityRoute:
 		// A route tier counts per dimension: the subject is whom the
 		// refusing bucket is kept for, the tier is the route's name.
-		if _, _, name, _, err := ratelimit.ParseDefinitionID(g.DefinitionID); err == nil {
-			ev.Tier = name
-		}
+		ev.Tier = definitionName(g.DefinitionID)
 		switch g.Dimension {
 		case DimensionAll:
 			ev.Subject = ratelimit.EntityRoute + ":" + ev.Tier
@@ -373,20 +511,26 @@ func (e *Enforcer) recordThrottle(c Call, g Gate, caller string) {
 	case g.Axis == ratelimit.AxisTarget:
 		ev.Subject = c.TargetType + ":" + ev.Target
 	case g.Axis == ratelimit.AxisCaller || g.Axis == ratelimit.AxisCallerTarget:
-		if _, _, name, _, err := ratelimit.ParseDefinitionID(g.DefinitionID); err == nil {
-			ev.Tier = name
-		}
+		ev.Tier = definitionName(g.DefinitionID)
 	}
-	if ev.Subject == "" {
+	if typ, name, _ := strings.Cut(ev.Subject, ":"); typ == "" || name == "" {
 		return
 	}
 	e.violations.record(ev, axisLabel(g.Axis))
 }
 
+// definitionName is the name in a definition id, or "" if it is none.
+func definitionName(id string) string {
+	if _, _, name, _, err := ratelimit.ParseDefinitionID(id); err == nil {
+		return name
+	}
+	return ""
+}
+
 // recordQuarantine records a quarantine denial of scope (caller, target).
 func (e *Enforcer) recordQuarantine(c Call, scope, target, caller string) {
 	ev := ratelimit.Event{Kind: ratelimit.EventQuarantineDenied, Caller: caller, ClientIP: c.ClientIP,
-		TargetType: c.TargetType, Target: target, Subject: caller}
+		TargetType: c.TargetType, Target: target, Subject: caller, Team: c.Team, Path: c.Path}
 	if scope == "target" {
 		ev.Subject = c.TargetType + ":" + target
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -173,26 +174,38 @@ func TestViolationFloodWritesBoundedRows(t *testing.T) {
 	}
 }
 
-// TestViolationBufferIsBounded: between two flushes the recorder keeps at
-// most ViolationBuffer entries; events of further subjects are dropped
-// and counted, never queued, and the next flush has room again.
+// TestViolationBufferIsBounded: one flush writes the rows of at most
+// ViolationBuffer subjects; the calls of further subjects are not dropped
+// but folded into one summary row for their definition and minute
+// (overflow:subjects, "N more subjects"), counted in the summarized
+// metric; the next flush has room again.
 func TestViolationBufferIsBounded(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	f := newFixture(t, enforce.Options{Registerer: reg, ViolationBuffer: 3, ViolationFlushInterval: time.Hour})
 	for i := range 5 {
 		for range 2 {
-			if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: fmt.Sprintf("user:u%d", i)}); err != nil {
+			if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: fmt.Sprintf("user:u%d", i),
+				DefinitionID: "caller:group:free:60"}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	f.e.FlushEvents(context.Background())
-	if rows := listEvents(t, f.st, store.EventFilter{}); len(rows) != 3 {
-		t.Errorf("%d rows, want 3 (the buffer's size)", len(rows))
+	rows := listEvents(t, f.st, store.EventFilter{})
+	if len(rows) != 4 {
+		t.Fatalf("%d rows %+v, want 3 (the buffer's size) and a summary", len(rows), rows)
 	}
-	if got := series(t, reg, "rlctl_enforce_violations_dropped_total"); !slices.Equal(got, []string{"reason=buffer_full 4"}) {
-		t.Errorf("dropped: %v, want the 4 calls of the 2 subjects past the buffer", got)
+	sum := listEvents(t, f.st, store.EventFilter{Subject: ratelimit.EventSubjectOverflow})
+	if len(sum) != 1 || sum[0].Count != 4 || sum[0].MoreSubjects != 2 || sum[0].DefinitionID != "caller:group:free:60" ||
+		sum[0].Kind != ratelimit.EventLockoutStarted || sum[0].Severity != "high" {
+		t.Errorf("summary row %+v, want the 4 calls of 2 more subjects under caller:group:free:60", sum)
+	}
+	if got := series(t, reg, "rlctl_enforce_violations_summarized_total"); !slices.Equal(got, []string{"reason=per_flush 4"}) {
+		t.Errorf("summarized: %v, want the 4 calls of the 2 subjects past the buffer", got)
+	}
+	if got := series(t, reg, "rlctl_enforce_violations_dropped_total"); len(got) != 0 {
+		t.Errorf("dropped: %v, want nothing", got)
 	}
 	if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: "user:u4"}); err != nil {
 		t.Fatal(err)
@@ -203,14 +216,102 @@ func TestViolationBufferIsBounded(t *testing.T) {
 	}
 }
 
+// TestViolationRowsPerMinuteCap: a minute gets the rows of at most
+// ViolationRowsPerMinute subjects, across flushes; a subject that has its
+// row already keeps adding to it; the rest of the minute is the summary
+// row, whose subjects are told apart across flushes (one with a row of its
+// own, summed up past a flush's cap, is no more subject); the next minute
+// starts afresh.
+func TestViolationRowsPerMinuteCap(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	f := newFixture(t, enforce.Options{Registerer: reg, ViolationBuffer: 3, ViolationRowsPerMinute: 4, ViolationFlushInterval: time.Hour})
+	rec := func(subjects ...string) {
+		t.Helper()
+		for _, s := range subjects {
+			if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: s, DefinitionID: "caller:group:free:60"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.e.FlushEvents(context.Background())
+	}
+	minute := f.clock.Now().UTC().Truncate(time.Minute)
+	rec("user:a", "user:b", "user:c")           // three rows
+	rec("user:d", "user:e", "user:a")           // d: the minute's 4th; e past it; a has its row
+	rec("user:e", "user:f", "user:a", "user:a") // e again is no new subject
+	rec("user:b", "user:c", "user:d", "user:a") // a past the flush's 3: summed up, no new subject
+	f.clock.Advance(time.Minute)
+	rec("user:g")
+	counts := map[string]int64{}
+	for _, r := range listEvents(t, f.st, store.EventFilter{Since: minute, Until: minute.Add(time.Minute)}) {
+		counts[r.Subject] = r.Count
+		if r.Subject == ratelimit.EventSubjectOverflow && r.MoreSubjects != 2 {
+			t.Errorf("summary %+v: more_subjects %d, want 2 (e and f)", r, r.MoreSubjects)
+		}
+	}
+	want := map[string]int64{"user:a": 4, "user:b": 2, "user:c": 2, "user:d": 2, ratelimit.EventSubjectOverflow: 4}
+	if !maps.Equal(counts, want) {
+		t.Errorf("the first minute's rows by subject %v, want %v", counts, want)
+	}
+	if rows := listEvents(t, f.st, store.EventFilter{Subject: "user:g"}); len(rows) != 1 {
+		t.Errorf("the next minute: %+v, want g's row", rows)
+	}
+	if got := series(t, reg, "rlctl_enforce_violations_summarized_total"); !slices.Equal(got, []string{"reason=per_flush 1", "reason=per_minute 3"}) {
+		t.Errorf("summarized: %v, want the call past a flush's 3 subjects and the 3 past the minute's 4", got)
+	}
+}
+
+// TestViolationFloodOfDistinctCallersIsCapped is the issue's flood:
+// 100,000 distinct callers throttled within 25 s, flushed every 5 s. With
+// the defaults the record writes at most DefaultViolationRowsPerMinute
+// subjects' rows and one summary row, whose count and more_subjects make
+// up the rest: every call is accounted for, none dropped.
+func TestViolationFloodOfDistinctCallersIsCapped(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	f := newFixture(t, enforce.Options{Registerer: reg, ViolationFlushInterval: time.Hour})
+	f.clock.Advance(time.Duration(60-f.clock.Now().Second()) * time.Second) // all within one minute
+	const n = 100_000
+	step := 25 * time.Second / n
+	next := f.clock.Now().Add(5 * time.Second)
+	for i := range n {
+		if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: fmt.Sprintf("ip:10.%d.%d.%d", i>>16, i>>8&255, i&255),
+			DefinitionID: "caller:group:anon:60", Limit: 5}); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(step)
+		if !f.clock.Now().Before(next) {
+			f.e.FlushEvents(context.Background())
+			next = next.Add(5 * time.Second)
+		}
+	}
+	f.e.FlushEvents(context.Background())
+	rows := listEvents(t, f.st, store.EventFilter{Limit: n})
+	var calls, subjects int64
+	for _, r := range rows {
+		calls += r.Count
+		subjects += max(r.MoreSubjects, 1)
+	}
+	if len(rows) != enforce.DefaultViolationRowsPerMinute+1 || calls != n || subjects != n {
+		t.Errorf("%d callers wrote %d rows for %d calls of %d subjects, want %d rows (the cap and a summary) for all of them",
+			n, len(rows), calls, subjects, enforce.DefaultViolationRowsPerMinute+1)
+	}
+	if got := series(t, reg, "rlctl_enforce_violations_dropped_total"); len(got) != 0 {
+		t.Errorf("dropped: %v, want nothing", got)
+	}
+}
+
 // TestRecordEventRefusesUnknownKinds: a kind or severity pkg/ratelimit
-// does not know, or no subject, is refused, so the metric's labels stay
+// does not know, no subject, or one of a type the events filter does not
+// take, is refused, so the metric's labels stay
 // bounded and the table's constraints hold.
 func TestRecordEventRefusesUnknownKinds(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
 	for _, ev := range []ratelimit.Event{{Kind: "made_up", Subject: "user:a"}, {Kind: ratelimit.EventLockoutStarted},
-		{Kind: ratelimit.EventLockoutStarted, Subject: "user:a", Severity: "urgent"}} {
+		{Kind: ratelimit.EventLockoutStarted, Subject: "user:a", Severity: "urgent"},
+		{Kind: ratelimit.EventLockoutStarted, Subject: "alice"}, {Kind: ratelimit.EventLockoutStarted, Subject: ":"},
+		{Kind: ratelimit.EventLockoutStarted, Subject: "person:alice"}} {
 		if err := f.e.RecordEvent(ev); err == nil {
 			t.Errorf("RecordEvent(%+v) accepted", ev)
 		}
@@ -402,6 +503,86 @@ func TestRouteThrottlesNameTheirDimension(t *testing.T) {
 		ev, ok := got[subject]
 		if !ok || ev.DefinitionID != w.def || ev.Tier != w.tier || ev.Count != w.count {
 			t.Errorf("row of %s: %+v, want definition %s, tier %s, count %d", subject, ev, w.def, w.tier, w.count)
+		}
+	}
+}
+
+// TestViolationsNameWhoDidIt: every row names whom the refusing bucket is
+// kept for and carries reference 004's context. A route throttle of a
+// user in a team holds the user, the team, the client address, the
+// endpoint (the request path), the tier and the limit; a team-dimension
+// throttle is the team's; a tool's per-caller scopes are the caller's, not
+// the server's; an Envoy descriptor throttle is the identity the
+// descriptor carried (user=bob), or the domain when it carried none,
+// never ":". Each subject selects its rows.
+func TestViolationsNameWhoDidIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, enforce.Options{})
+	login := route("login", 60, "/auth/*")
+	login.UserMaxRequests = ptr(1)
+	teams := route("reports", 60, "/reports/*")
+	teams.TeamMaxRequests = ptr(1)
+	desc := ratelimit.Definition{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityDescriptor, WindowSeconds: 60,
+		MaxRequests: ptr(1), Enabled: true}
+	desc.Domain, desc.Descriptor = "edge", []ratelimit.DescriptorEntry{{Key: "path", Value: "/api"}}
+	desc.Name = ratelimit.DescriptorName(desc.Domain, desc.Descriptor)
+	descID := desc.Key()
+	f.def(login, teams, desc, toolDef("github:hot", 3600, 1, ratelimit.ToolScopePrincipalTool),
+		toolDef("github:*", 3600, 2, ratelimit.ToolScopePrincipal))
+
+	alice := routeCall("POST", "/auth/login", "alice", "203.0.113.7")
+	alice.Team = "acme"
+	f.burst(alice, 2)
+	report := routeCall("GET", "/reports/q3", "carol", "198.51.100.9")
+	report.Team = "umbrella"
+	f.burst(report, 2)
+	f.burst(toolCall("dave", "hot", ""), 2)
+	f.burst(toolCall("erin", "cold", ""), 3)
+	envoy := func(username string) enforce.Call {
+		return enforce.Call{Username: username, Descriptors: &enforce.DescriptorRequest{Domain: "edge",
+			Descriptors: []enforce.Descriptor{{Entries: desc.Descriptor}}}}
+	}
+	f.burst(envoy("bob"), 2)
+	f.burst(envoy(""), 3) // the descriptor's bucket is bob's too: both throttled
+	f.e.FlushEvents(context.Background())
+
+	got := map[string]ratelimit.Event{}
+	for _, ev := range listEvents(t, f.st, store.EventFilter{}) {
+		if strings.Contains(ev.Subject, ":") && strings.SplitN(ev.Subject, ":", 2)[1] == "" || strings.HasPrefix(ev.Subject, ":") {
+			t.Errorf("a row without a subject name: %+v", ev)
+		}
+		got[ev.Subject] = ev
+	}
+	a := got["user:alice"]
+	if a.Caller != "user:alice" || a.Team != "acme" || a.ClientIP != "203.0.113.7" || a.Path != "/auth/login" ||
+		a.Tier != "login" || a.Limit != 1 || a.Count != 1 {
+		t.Errorf("alice's route throttle: %+v, want user, team acme, client IP, path /auth/login, tier login, limit 1", a)
+	}
+	if r := got["team:umbrella"]; r.Caller != "user:carol" || r.Team != "umbrella" || r.Path != "/reports/q3" || r.Tier != "reports" {
+		t.Errorf("the team's throttle: %+v, want subject team:umbrella with carol, the path and the tier", r)
+	}
+	if d := got["user:dave"]; d.DefinitionID != "target:mcp_tool:github:hot:3600" || d.Target != "github" || d.Count != 1 {
+		t.Errorf("dave's principal_tool throttle: %+v, want subject user:dave", d)
+	}
+	if e := got["user:erin"]; e.DefinitionID != "target:mcp_tool:github:*:3600" || e.Count != 1 {
+		t.Errorf("erin's principal throttle: %+v, want subject user:erin", e)
+	}
+	if _, ok := got["mcp_server:github"]; ok {
+		t.Errorf("a per-caller tool throttle recorded against the server: %+v", got["mcp_server:github"])
+	}
+	if b := got["user:bob"]; b.DefinitionID != descID || b.Count != 1 {
+		t.Errorf("bob's descriptor throttle: %+v, want subject user:bob", b)
+	}
+	if d := got["descriptor:edge"]; d.DefinitionID != descID || d.Count != 3 {
+		t.Errorf("the anonymous descriptor throttles: %+v, want subject descriptor:edge counting 3", d)
+	}
+	for subject := range got {
+		if rows := listEvents(t, f.st, store.EventFilter{Subject: subject}); len(rows) != 1 {
+			t.Errorf("subject %s selects %d rows, want 1", subject, len(rows))
+		}
+		typ, _, _ := strings.Cut(subject, ":")
+		if !slices.Contains(enforce.EventSubjectTypes(), typ) {
+			t.Errorf("subject %s: type %q is not one the events filter takes (%v)", subject, typ, enforce.EventSubjectTypes())
 		}
 	}
 }

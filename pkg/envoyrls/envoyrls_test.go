@@ -530,3 +530,33 @@ func TestCallerLimitsApplyToEnvoyTraffic(t *testing.T) {
 	// Another user is not limited by bob's bucket.
 	h.drive(t, 1, "OK OK OK", "rl", rd("route", "checkout"), rd("user", "carol"))
 }
+
+// TestDescriptorThrottlesNameTheCaller: through the gRPC listener, a
+// descriptor throttle is recorded against the identity the descriptor
+// carries (user=bob, mapped by the identity keys), and one without an
+// identity against its domain; GET /api/rate-limit-events selects each by
+// its subject, and no row has the subject ":".
+func TestDescriptorThrottlesNameTheCaller(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	h.define(t, desc("edge", 60, 1, "user", ""), desc("edge", 60, 1, "path", "/api"))
+	h.ask(t, "edge", rd("user", "bob"))
+	if got := codesOf(h.ask(t, "edge", rd("user", "bob"))); got != "OVER_LIMIT OVER_LIMIT" {
+		t.Fatalf("bob's second request: %s, want OVER_LIMIT", got)
+	}
+	h.ask(t, "edge", rd("path", "/api"))
+	if got := codesOf(h.ask(t, "edge", rd("path", "/api"))); got != "OVER_LIMIT OVER_LIMIT" {
+		t.Fatalf("the second anonymous request: %s, want OVER_LIMIT", got)
+	}
+	h.enf.FlushEvents(t.Context())
+	for subject, def := range map[string]string{"user:bob": "target:descriptor:edge/user:60", "descriptor:edge": "target:descriptor:edge/path=%2Fapi:60"} {
+		page, err := h.admin.ListEvents(t.Context(), client.EventFilter{Subject: subject})
+		if err != nil || len(page.Events) != 1 || page.Events[0].DefinitionID != def || page.Events[0].Count != 1 {
+			t.Errorf("events of %s: %+v %v, want one throttle under %s", subject, page, err, def)
+		}
+	}
+	page, err := h.admin.ListEvents(t.Context(), client.EventFilter{})
+	if err != nil || len(page.Events) != 2 {
+		t.Errorf("every event: %+v %v, want the two rows", page, err)
+	}
+}

@@ -59,6 +59,11 @@ func EventSeverities() []string {
 	return []string{SeverityInfo, SeverityWarn, SeverityHigh, SeverityCritical}
 }
 
+// EventSubjectOverflow is the subject of a summary row: the calls of the
+// subjects a minute's caps left out of the record, for one kind and
+// definition (Event.MoreSubjects says how many subjects).
+const EventSubjectOverflow = "overflow:subjects"
+
 // Event is one aggregated violation: every event of one kind for one
 // subject and definition within one minute, with how many there were. The
 // context fields describe the latest of them.
@@ -79,11 +84,20 @@ type Event struct {
 	ClientIP   string `json:"client_ip,omitempty"`
 	TargetType string `json:"target_type,omitempty"`
 	Target     string `json:"target,omitempty"`
+	// Team is the call's team, when the gateway named one (Call.Team).
+	Team string `json:"team,omitempty"`
+	// Path is the request path of a call that named one (a route's
+	// endpoint).
+	Path string `json:"path,omitempty"`
 	// Tier is the group a caller limit belongs to (its definition's name).
 	Tier  string `json:"tier,omitempty"`
 	Limit int64  `json:"limit,omitempty"`
 	// Count is how many calls the row stands for.
-	Count     int64     `json:"count"`
-	FirstSeen time.Time `json:"first_seen"`
-	LastSeen  time.Time `json:"last_seen"`
+	Count int64 `json:"count"`
+	// MoreSubjects, on a summary row (subject EventSubjectOverflow), is
+	// how many subjects past the recorder's caps its calls came from
+	// ("N more subjects"); 0 on a subject's own row.
+	MoreSubjects int64     `json:"more_subjects,omitempty"`
+	FirstSeen    time.Time `json:"first_seen"`
+	LastSeen     time.Time `json:"last_seen"`
 }

@@ -29,7 +29,12 @@ var Columns = []printer.Column[rl.Event]{
 	{Header: "MINUTE", Value: func(e rl.Event) string { return e.Minute.UTC().Format(time.RFC3339) }},
 	{Header: "KIND", Value: func(e rl.Event) string { return e.Kind }},
 	{Header: "SEVERITY", Value: func(e rl.Event) string { return e.Severity }},
-	{Header: "SUBJECT", Value: func(e rl.Event) string { return e.Subject }},
+	{Header: "SUBJECT", Value: func(e rl.Event) string {
+		if e.MoreSubjects > 0 {
+			return fmt.Sprintf("%s (%d more subjects)", e.Subject, e.MoreSubjects)
+		}
+		return e.Subject
+	}},
 	{Header: "DEFINITION", Value: func(e rl.Event) string { return dash(e.DefinitionID) }},
 	{Header: "COUNT", Value: func(e rl.Event) string { return strconv.FormatInt(e.Count, 10) }},
 	{Header: "ID", Value: idOf},
@@ -41,6 +46,8 @@ var Columns = []printer.Column[rl.Event]{
 		}
 		return e.TargetType + ":" + e.Target
 	}},
+	{Header: "TEAM", Wide: true, Value: func(e rl.Event) string { return dash(e.Team) }},
+	{Header: "PATH", Wide: true, Value: func(e rl.Event) string { return dash(e.Path) }},
 	{Header: "TIER", Wide: true, Value: func(e rl.Event) string { return dash(e.Tier) }},
 	{Header: "LIMIT", Wide: true, Value: func(e rl.Event) string { return strconv.FormatInt(e.Limit, 10) }},
 	{Header: "LAST-SEEN", Wide: true, Value: func(e rl.Event) string { return e.LastSeen.UTC().Format(time.RFC3339) }},
@@ -76,7 +83,7 @@ type filterFlags struct {
 }
 
 func addFilterFlags(cmd *cobra.Command, fl *pflag.FlagSet, ff *filterFlags, filter *client.EventFilter) {
-	fl.StringVar(&filter.Subject, "subject", "", "only this subject: a caller (user:alice, agent:bot or client:bot, ip:203.0.113.7), a team or route tier (team:acme, route:checkout) or a target (mcp_server:weather)")
+	fl.StringVar(&filter.Subject, "subject", "", "only this subject: a caller (user:alice, agent:bot or client:bot, ip:203.0.113.7), a team or route tier (team:acme, route:checkout), a target (mcp_server:weather), an Envoy domain called without an identity (descriptor:edge) or the summary rows past the caps (overflow:subjects)")
 	fl.StringVar(&filter.DefinitionID, "definition", "", "only this definition id (caller:group:free:60)")
 	fl.StringVar(&filter.Kind, "kind", "", "only this kind: "+strings.Join(rl.EventKinds(), ", "))
 	fl.StringVar(&filter.Severity, "severity", "", "only this severity: "+strings.Join(rl.EventSeverities(), ", "))

@@ -60,7 +60,7 @@ func TestList(t *testing.T) {
 	}
 	tty := h.RunWith(clitest.Opts{TTY: true}, "events", "list", "-o", "wide")
 	lines := strings.Split(tty.Out, "\n")
-	if got := strings.Join(strings.Fields(lines[0]), " "); got != "MINUTE KIND SEVERITY SUBJECT DEFINITION COUNT ID CALLER CLIENT-IP TARGET TIER LIMIT LAST-SEEN" {
+	if got := strings.Join(strings.Fields(lines[0]), " "); got != "MINUTE KIND SEVERITY SUBJECT DEFINITION COUNT ID CALLER CLIENT-IP TARGET TEAM PATH TIER LIMIT LAST-SEEN" {
 		t.Errorf("wide header: %q", got)
 	}
 	if !strings.Contains(lines[2], "203.0.113.7") || !strings.Contains(lines[2], "free") {

@@ -28,7 +28,9 @@ func NewCmdList(f *cmdutil.Factory, runF func(*ListOptions) error) *cobra.Comman
 		Short:   "List recorded violations, newest first",
 		Long: `List recorded violations, newest first: one row per minute, kind, subject and
 definition, with how many calls it stands for. -o wide adds the latest caller,
-client address, target, tier, limit and last time seen.`,
+client address, target, team, request path, tier, limit and last time seen.
+A row of subject overflow:subjects sums up the subjects past the record's
+caps for one definition and minute: "N more subjects".`,
 		Example: `  rlctl events list --since 15m
   rlctl events list --subject user:alice -o wide
   rlctl events list --kind quarantine_denied --severity high

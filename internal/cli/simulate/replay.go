@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -183,7 +184,10 @@ func start(ctx context.Context, specs []runSpec, first time.Time, bucket time.Du
 		run := &run{spec: s, hist: newHistogram(1, bucket), defs: map[string]*tally{}}
 		run.clock.set(first)
 		enf, err := enforce.New(ctx, enforce.Options{
-			Counters: memory.New(), Source: staticSource{st: s.state}, Now: run.clock.now,
+			// No cap on the counters: evicting one would count its key from
+			// zero and make the replay's answer inexact; the store still
+			// drops the windows the simulated clock has left behind.
+			Counters: memory.New(memory.Options{MaxKeys: math.MaxInt}), Source: staticSource{st: s.state}, Now: run.clock.now,
 			CacheTTL: cacheTTL, SweepInterval: -1, BackendTimeout: backendTimeout, Workers: 1,
 			Logger: slog.New(slog.DiscardHandler),
 		})

@@ -17,6 +17,9 @@
 // window that can no longer count is dropped when its next one opens; and
 // a shard that has doubled since its last sweep sweeps itself by the
 // latest time it has seen, so a gateway that never calls Sweep still holds
-// at most about twice its live counters. The store passes
+// at most about twice its live counters. A hard cap stands besides
+// (Options.MaxKeys, DefaultMaxKeys): a flood of distinct keys within one
+// window evicts, the ended counters first and then the least recently
+// used, and never makes the store deny (Evicted counts it). The store passes
 // enforcetest.TestCounterStore for every algorithm.
 package memory

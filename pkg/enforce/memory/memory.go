@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
@@ -20,22 +21,65 @@ const shardCount = 64
 // minLazySweep is the smallest shard that sweeps itself on growth.
 const minLazySweep = 1024
 
+// DefaultMaxKeys is the counters a Store holds at most unless
+// Options.MaxKeys says otherwise: about 125 MB of heap, at the 250 bytes a
+// counter of a 49-byte key took on the development machine
+// (docs/operations.md, "The in-memory counter store").
+const DefaultMaxKeys = 500_000
+
+// evictSample is how many counters of a full shard are looked at to make
+// room for a new one: Go's map iteration starts at a random place, so
+// this is a cheap random sample, and 8 is the sample Redis' approximated
+// LRU found close enough to the true least recently used.
+const evictSample = 8
+
 // Store is an in-memory enforce.CounterStore: exact within one process,
 // all or nothing per call. It is safe for concurrent use; the zero value
 // is not ready, use New.
 type Store struct {
-	seed   maphash.Seed
-	shards [shardCount]shard
+	seed    maphash.Seed
+	shards  [shardCount]shard
+	evicted atomic.Int64
 }
 
-// New returns an empty Store.
-func New() *Store {
+// Options tune a Store; the zero value takes the defaults.
+type Options struct {
+	// MaxKeys bounds the counters held: one per key and window (a sliding
+	// window holds its previous one too), or per key's token bucket. It is
+	// spread evenly over the 64 shards, at least one each. A new counter
+	// in a full shard first makes room: a sampled counter whose window has
+	// ended goes, else the sampled counter used least recently (never one
+	// of the call's own). The evicted key starts again from a fresh
+	// counter on its next call, so it is counted from zero: a flood of
+	// distinct keys, more within one window than MaxKeys, forgets the
+	// quietest counters rather than growing, and nothing is ever denied
+	// because the store is full. 0 takes DefaultMaxKeys.
+	MaxKeys int
+}
+
+// New returns an empty Store, with opts (at most one) or the defaults.
+func New(opts ...Options) *Store {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.MaxKeys <= 0 {
+		o.MaxKeys = DefaultMaxKeys
+	}
 	s := &Store{seed: maphash.MakeSeed()}
 	for i := range s.shards {
 		s.shards[i].counters = map[counterID]*counter{}
 		s.shards[i].sweepAt = minLazySweep
+		s.shards[i].max = max(o.MaxKeys/shardCount+boolInt(i < o.MaxKeys%shardCount), 1)
 	}
 	return s
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 type shard struct {
@@ -48,7 +92,13 @@ type shard struct {
 	// what was left after the last sweep (at least minLazySweep), so the
 	// lazy sweeps cost O(1) per counter created.
 	sweepAt int
-	_       [32]byte // 64 bytes: one shard per cache line
+	// max is the counters the shard holds at most (Options.MaxKeys).
+	max int
+	// uses counts the reads and charges of the shard's counters: a
+	// counter's used is the count at its last one (calls of one instant
+	// are still ordered).
+	uses int64
+	_    [16]byte // 64 bytes: one shard per cache line
 }
 
 // counterID names one counter: a window of one key (fixed and sliding
@@ -68,6 +118,9 @@ type counter struct {
 	// window's end, a sliding window's end plus one window (it is the
 	// previous window until then), a token bucket's TAT (full by then).
 	end int64
+	// used is the shard's uses at the last call that read or charged it:
+	// a full shard evicts the least recently used (Options.MaxKeys).
+	used int64
 }
 
 // Take decides reqs in order, each all or nothing; see
@@ -147,6 +200,10 @@ func (s *Store) take(r enforce.TakeRequest) enforce.TakeResult {
 
 	for j, id := range ids {
 		st := s.state(shardOf[j], id, now)
+		if sh := &s.shards[shardOf[j]]; sh.counters[id] != nil {
+			sh.uses++
+			sh.counters[id].used = sh.uses // a denied caller's counter is in use too
+		}
 		room, _ := algorithm.Decide(arith(r.Gates[j], id.algo), st, r.Now, r.Cost)
 		res.States[j] = gateState(st)
 		res.Room[j] = room
@@ -161,7 +218,7 @@ func (s *Store) take(r enforce.TakeRequest) enforce.TakeResult {
 		if !res.Room[j] {
 			continue // a full shadow gate: it reports, it does not count
 		}
-		res.States[j] = gateState(s.put(shardOf[j], id, r.Gates[j], r.Cost, now))
+		res.States[j] = gateState(s.put(shardOf[j], id, r.Gates[j], r.Cost, now, ids))
 	}
 	return res
 }
@@ -197,12 +254,17 @@ func (s *Store) state(shard int, id counterID, now int64) algorithm.State {
 // returns what it holds after. A key may appear twice in one call only by
 // mistake; charging the stored counter, not the state read before, keeps
 // it right even then (it is what Decide's taken state says otherwise).
-func (s *Store) put(shard int, id counterID, g enforce.CounterGate, cost, now int64) algorithm.State {
+// ids are the call's counters, which a full shard does not evict.
+func (s *Store) put(shard int, id counterID, g enforce.CounterGate, cost, now int64, ids []counterID) algorithm.State {
 	sh := &s.shards[shard]
 	c := sh.counters[id]
+	if c == nil && len(sh.counters) >= sh.max {
+		s.evicted.Add(sh.makeRoom(ids))
+	}
+	sh.uses++
 	if id.algo == enforce.AlgorithmTokenBucket {
 		if c == nil {
-			c = &counter{}
+			c = &counter{used: sh.uses}
 			sh.counters[id] = c
 			sh.maybeSweep()
 		}
@@ -214,7 +276,7 @@ func (s *Store) put(shard int, id counterID, g enforce.CounterGate, cost, now in
 		if id.algo == enforce.AlgorithmSlidingWindow {
 			ends++ // it is the next window's previous one until then
 		}
-		c = &counter{end: ends * int64(id.window)}
+		c = &counter{end: ends * int64(id.window), used: sh.uses}
 		sh.counters[id] = c
 		sh.dropOld(id)
 		sh.maybeSweep()
@@ -261,6 +323,45 @@ func (sh *shard) dropOld(id counterID) {
 		delete(sh.counters, old)
 	}
 }
+
+// makeRoom removes counters of the full shard: of a sample of
+// evictSample, those whose windows have ended by the latest time the
+// shard has seen, or if none has, the one used least recently, never one
+// of keep. It returns how many live counters it evicted (0 or 1).
+func (sh *shard) makeRoom(keep []counterID) int64 {
+	var (
+		oldest  counterID
+		found   bool
+		ended   bool
+		sampled int
+	)
+	for id, c := range sh.counters {
+		if sampled == evictSample {
+			break
+		}
+		if slices.Contains(keep, id) {
+			continue
+		}
+		sampled++
+		if c.end <= sh.latest {
+			delete(sh.counters, id)
+			ended = true
+			continue
+		}
+		if !found || c.used < sh.counters[oldest].used {
+			oldest, found = id, true
+		}
+	}
+	if ended || !found {
+		return 0
+	}
+	delete(sh.counters, oldest)
+	return 1
+}
+
+// Evicted is how many live counters the store has evicted to stay within
+// Options.MaxKeys: each is a key counted from zero again on its next call.
+func (s *Store) Evicted() int64 { return s.evicted.Load() }
 
 // maybeSweep sweeps the shard, by the latest time it has seen, once it has
 // doubled since its last sweep: memory stays within about twice the live

@@ -247,3 +247,42 @@ func TestSweepEveryAlgorithm(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxKeysBoundsAFlood: three times MaxKeys distinct keys within one
+// window never hold more than MaxKeys counters, every call is allowed (a
+// full store denies nothing), Evicted counts what made room, and a key
+// used all along, throttled at its limit, keeps its count: the flood's
+// keys, each used once, go first.
+func TestMaxKeysBoundsAFlood(t *testing.T) {
+	t.Parallel()
+	const maxKeys = 640
+	s := memory.New(memory.Options{MaxKeys: maxKeys})
+	ctx := context.Background()
+	now := time.Unix(1_800_000_000, 0)
+	take := func(g enforce.CounterGate) enforce.TakeResult {
+		t.Helper()
+		res, err := s.Take(ctx, []enforce.TakeRequest{{Cost: 1, Consume: true, Now: now, Gates: []enforce.CounterGate{g}}}, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	hot := enforce.CounterGate{Key: "hot", Algorithm: enforce.AlgorithmFixedWindow, Window: time.Hour, Limit: 3, Enforce: true}
+	for i := range 3 * maxKeys {
+		if i%20 == 0 {
+			if r := take(hot); r.Allowed != (i < 60) {
+				t.Fatalf("hot key, call %d: allowed %v, want %v (limit 3: its count must survive the flood)", i/20+1, r.Allowed, i < 60)
+			}
+		}
+		g := enforce.CounterGate{Key: fmt.Sprintf("flood-%d", i), Algorithm: enforce.AlgorithmFixedWindow, Window: time.Hour, Limit: 10, Enforce: true}
+		if r := take(g); !r.Allowed {
+			t.Fatalf("flood key %d denied: a full store must not deny", i)
+		}
+		if n := s.Len(); n > maxKeys {
+			t.Fatalf("after %d distinct keys the store holds %d counters, more than MaxKeys %d", i+1, n, maxKeys)
+		}
+	}
+	if got, want := s.Evicted(), int64(3*maxKeys+1-s.Len()); got != want {
+		t.Errorf("Evicted() = %d, want %d (keys taken less keys held)", got, want)
+	}
+}
