@@ -33,6 +33,13 @@ type DescriptorRequest struct {
 	// (pkg/envoyrls' every-descriptor mode decides a request one
 	// descriptor at a time).
 	Only int
+	// CountOver: the fixed-window gates of the call take its cost even
+	// when the call is denied (and a full shadow gate even when it is
+	// allowed), so that their counters go past their limits as Envoy's
+	// service counts them (pkg/envoyrls' every-descriptor mode). The
+	// decision is the same; only what is counted differs. The other
+	// algorithms keep all or nothing.
+	CountOver bool
 }
 
 // Descriptor is one descriptor of a call: its entries, outermost first, and

@@ -715,6 +715,9 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 			return e.authLockedDecision(c, peek, st), nil
 		}
 	}
+	if consume {
+		e.countOver(ctx, c, gates, &rep.res, cost, now)
+	}
 	return e.decision(c, gates, rep.res, cost, consume, now), nil
 }
 
