@@ -156,7 +156,9 @@ func New(opts Options) (*Service, error) {
 	return s, nil
 }
 
-// Register registers the service on gs.
+// Register registers the service on gs. Serve it with
+// grpc.ForceServerCodecV2(Codec{}) for a request that is not valid UTF-8
+// to be InvalidArgument naming the field, not grpc-go's Internal.
 func (s *Service) Register(gs grpc.ServiceRegistrar) {
 	rlsv3.RegisterRateLimitServiceServer(gs, s)
 }
@@ -485,6 +487,9 @@ func (s *Service) authorize(ctx context.Context) error {
 func (s *Service) call(req *rlsv3.RateLimitRequest) (enforce.Call, []int64, error) {
 	invalid := func(format string, args ...any) (enforce.Call, []int64, error) {
 		return enforce.Call{}, nil, status.Errorf(codes.InvalidArgument, format, args...)
+	}
+	if f := undecodable(req); f != "" {
+		return invalid("%s: must be valid UTF-8 (protobuf strings are)", f)
 	}
 	if req.GetDomain() == "" {
 		return invalid("domain: must not be empty (rate limit domain must not be empty)")
