@@ -1,7 +1,6 @@
 package envoyrls
 
 import (
-	"cmp"
 	"fmt"
 	"unicode/utf8"
 
@@ -73,7 +72,12 @@ func undecodable(req *rlsv3.RateLimitRequest) string {
 	var f string
 	eachBytes(req.ProtoReflect().GetUnknown(), func(num protowire.Number, v []byte) string {
 		if num == undecodableField {
-			f = cmp.Or(string(v), "a field")
+			// Codec's names are short; a caller's own mark is not echoed
+			// back at any length.
+			f = "a string field"
+			if len(v) > 0 && len(v) <= 64 {
+				f = string(v)
+			}
 			return f
 		}
 		return ""
