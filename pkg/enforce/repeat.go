@@ -69,7 +69,8 @@ func foldRepeats(gates []Gate, cost int64) ([]Gate, []repeat) {
 // allowed and consumes) and gives d's gates their own limits back, with a
 // copy per mention.
 func (e *Enforcer) unfold(ctx context.Context, d Decision, reps []repeat, consume bool, now time.Time) Decision {
-	if consume && d.Allowed && d.Reason == ReasonAllowed {
+	taken := consume && d.Allowed && d.Reason == ReasonAllowed
+	if taken {
 		for _, r := range reps {
 			for _, g := range d.Gates {
 				if g.key != r.key {
@@ -96,6 +97,7 @@ func (e *Enforcer) unfold(ctx context.Context, d Decision, reps []repeat, consum
 					d.Limit = r.limit // the headline is this gate's
 				}
 				g.Limit, g.Burst = r.limit, r.burst
+				g.own(r, taken)
 				for _, at := range r.descriptors {
 					c := *g
 					c.Descriptor = at
@@ -108,4 +110,28 @@ func (e *Enforcer) unfold(ctx context.Context, d Decision, reps []repeat, consum
 	d.Denied, d.Shadow = restore(d.Denied), restore(d.Shadow)
 	d.Gates = restore(d.Gates)
 	return d
+}
+
+// own turns a folded gate's Count and Remaining, described with the
+// lowered limit after the first mention's take, into the counter's own.
+// Taken, the other mentions' take followed: what remained for all the
+// mentions is what remains, and the count holds theirs too. Not taken
+// (denied, or a peek), nothing of the others was counted: a window's or a
+// bucket's remaining is its limit (burst) less its count, exact; a sliding
+// window's is the lowered one plus what the others would have taken, but
+// a lowered 0 stays 0 (the gate keeps no state to tell an exact 0 from a
+// clamped one: at most what is really left).
+func (g *Gate) own(r repeat, taken bool) {
+	switch {
+	case taken:
+		g.Count += r.extra
+	case g.Algorithm == AlgorithmTokenBucket:
+		g.Remaining = max(r.burst-g.Count, 0)
+	case g.Algorithm == AlgorithmSlidingWindow:
+		if g.Remaining > 0 {
+			g.Remaining += r.extra
+		}
+	default:
+		g.Remaining = max(r.limit-g.Count, 0)
+	}
 }
