@@ -215,6 +215,9 @@ func startGRPC(ctx context.Context, g grpcConfig, trusted []netip.Prefix, enf *e
 			return svc.Tap(ctx, info)
 		}),
 		grpc.MaxRecvMsgSize(envoyrls.MaxRequestBytes),
+		// A request that is not valid UTF-8 is InvalidArgument naming
+		// its field (envoyrls.Codec), not grpc-go's Internal.
+		grpc.ForceServerCodecV2(envoyrls.Codec{}),
 		grpc.MaxConcurrentStreams(uint32(*g.maxStreams)),
 		grpc.MaxHeaderListSize(grpcMaxHeaderBytes),
 		grpc.ConnectionTimeout(grpcHandshakeTimeout),

@@ -27,6 +27,19 @@ type DescriptorRequest struct {
 	// but their caller and target definitions are not taken (pkg/envoyrls'
 	// every-descriptor mode takes those in a call of their own, once).
 	DescriptorsOnly bool
+	// Only, when above zero, is the one descriptor (1-based) whose gates
+	// the call takes; the others are matched all the same, so that a
+	// limit another descriptor of the request replaces is not taken
+	// (pkg/envoyrls' every-descriptor mode decides a request one
+	// descriptor at a time).
+	Only int
+	// CountOver: the fixed-window gates of the call take its cost even
+	// when the call is denied (and a full shadow gate even when it is
+	// allowed), so that their counters go past their limits as Envoy's
+	// service counts them (pkg/envoyrls' every-descriptor mode). The
+	// decision is the same; only what is counted differs. The other
+	// algorithms keep all or nothing.
+	CountOver bool
 }
 
 // Descriptor is one descriptor of a call: its entries, outermost first, and
@@ -268,7 +281,7 @@ func descriptorGates(gates []Gate, snap *snapshot, r *DescriptorRequest, now tim
 	gates = slices.Grow(gates, len(r.Descriptors))
 	for i, desc := range r.Descriptors {
 		m := matches[i]
-		if !m.Known {
+		if !m.Known || (r.Only > 0 && i != r.Only-1) {
 			continue
 		}
 		if desc.Limit != nil {

@@ -358,7 +358,15 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if cost <= 0 {
 		cost = 1
 	}
-	d, err := e.take(ctx, c, gates, v, cost, consume, now, peek)
+	hints := v
+	gates, reps := foldRepeats(gates, cost)
+	if reps != nil {
+		hints = nil // the view's hints are by position in its unfolded gates
+	}
+	d, err := e.take(ctx, c, gates, hints, cost, consume, now, peek)
+	if reps != nil {
+		d = e.unfold(ctx, d, reps, consume, now)
+	}
 	if consume && err == nil && d.Reason == ReasonThrottled && !v.admin && e.opts.Escalation != nil {
 		d, _ = e.escalate(ctx, c, d, now)
 	}
@@ -735,6 +743,9 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 			}
 			return e.authLockedDecision(c, peek, st), nil
 		}
+	}
+	if consume {
+		e.countOver(ctx, c, gates, &rep.res, cost, now)
 	}
 	return e.decision(c, gates, rep.res, cost, consume, now), nil
 }

@@ -708,6 +708,9 @@ func (e *Enforcer) takeLeased(ctx context.Context, c Call, gates []Gate, hints *
 			full.States[i], _ = ls[i].localState()
 		}
 	}
+	if consume {
+		e.countOver(ctx, c, gates, &full, cost, now)
+	}
 	return e.decision(c, gates, full, cost, consume, now), nil, true
 }
 

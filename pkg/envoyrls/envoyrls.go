@@ -173,7 +173,9 @@ func New(opts Options) (*Service, error) {
 	return s, nil
 }
 
-// Register registers the service on gs.
+// Register registers the service on gs. Serve it with
+// grpc.ForceServerCodecV2(Codec{}) for a request that is not valid UTF-8
+// to be InvalidArgument naming the field, not grpc-go's Internal.
 func (s *Service) Register(gs grpc.ServiceRegistrar) {
 	rlsv3.RegisterRateLimitServiceServer(gs, s)
 }
@@ -288,7 +290,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	matches := s.opts.Enforcer.MatchDescriptors(call.Descriptors)
 	var dec enforce.Decision
 	if s.opts.CountMode == CountEveryDescriptor {
-		dec = s.everyDescriptor(ctx, call, costs)
+		dec = s.everyDescriptor(ctx, call, costs, matches)
 	} else {
 		cost, err := commonCost(call, costs, matches)
 		if err != nil {
@@ -373,13 +375,17 @@ func limited(d enforce.Descriptor, matches []enforce.DescriptorMatch, i int) boo
 }
 
 // everyDescriptor decides a call as Envoy's service does: every descriptor
-// on its own, each taking its own hits_addend when it has room, whatever
-// the others say. The identities' own limits (caller and target
-// definitions) and their quarantine are decided first, once; a call they
-// refuse for anything but a limit (quarantine, lockout, fail closed)
-// counts nothing. The descriptors' takes run at once, so that they share
-// the counter store's round trip.
-func (s *Service) everyDescriptor(ctx context.Context, c enforce.Call, costs []int64) enforce.Decision {
+// on its own, each taking its own hits_addend whatever the others say, and
+// on a fixed window even when it has no room (CountOver: Envoy's counters
+// go past their limits). Each descriptor is matched with the whole
+// request, so that a limit another descriptor replaces is not taken. The
+// identities' own limits (caller and target definitions) and their
+// quarantine are decided first, once; a call they refuse for anything but
+// a limit (quarantine, lockout, fail closed) counts nothing. The
+// descriptors' takes run at once, sharing the counter store's round trip,
+// unless two of them may count on one counter: then one after the other,
+// in the request's order, as Envoy's service increments them.
+func (s *Service) everyDescriptor(ctx context.Context, c enforce.Call, costs []int64, matches []enforce.DescriptorMatch) enforce.Decision {
 	descs := c.Descriptors.Descriptors
 	first := enforce.Decision{Allowed: true, Reason: enforce.ReasonAllowed}
 	if c.Username != "" || c.ClientID != "" || c.ClientIP != "" || c.TargetType != "" || c.Tool != "" {
@@ -393,7 +399,8 @@ func (s *Service) everyDescriptor(ctx context.Context, c enforce.Call, costs []i
 	decs := make([]enforce.Decision, len(descs))
 	decide := func(i int) {
 		dc := c
-		dc.Descriptors = &enforce.DescriptorRequest{Domain: c.Descriptors.Domain, Descriptors: descs[i : i+1], DescriptorsOnly: true}
+		dc.Descriptors = &enforce.DescriptorRequest{Domain: c.Descriptors.Domain, Descriptors: descs,
+			DescriptorsOnly: true, Only: i + 1, CountOver: true}
 		if costs[i] == 0 {
 			dc.Cost = 1
 			decs[i], _ = s.opts.Enforcer.Peek(ctx, dc)
@@ -402,6 +409,12 @@ func (s *Service) everyDescriptor(ctx context.Context, c enforce.Call, costs []i
 			decs[i], _ = s.opts.Enforcer.Check(ctx, dc)
 		}
 	}
+	if mayShareCounter(descs, matches) {
+		for i := range descs {
+			decide(i)
+		}
+		return merge(first, decs)
+	}
 	var wg sync.WaitGroup
 	for i := 1; i < len(descs); i++ {
 		wg.Go(func() { decide(i) })
@@ -409,6 +422,29 @@ func (s *Service) everyDescriptor(ctx context.Context, c enforce.Call, costs []i
 	decide(0)
 	wg.Wait()
 	return merge(first, decs)
+}
+
+// mayShareCounter reports whether two descriptors of a request may count
+// on one counter: the same entries (a counter is keyed by the request's
+// entries, whatever definition or override it counts for), or a common
+// matched definition (share_threshold keys every value of a wildcard
+// alike).
+func mayShareCounter(descs []enforce.Descriptor, matches []enforce.DescriptorMatch) bool {
+	for i := range descs {
+		for j := i + 1; j < len(descs); j++ {
+			if slices.Equal(descs[i].Entries, descs[j].Entries) {
+				return true
+			}
+			if i < len(matches) && j < len(matches) {
+				for _, d := range matches[i].Definitions {
+					if slices.ContainsFunc(matches[j].Definitions, func(o ratelimit.Definition) bool { return o.ID == d.ID }) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }
 
 // merge is the decision of a call decided in parts: first (the
@@ -527,6 +563,9 @@ func (s *Service) call(req *rlsv3.RateLimitRequest) (enforce.Call, []int64, erro
 	invalid := func(format string, args ...any) (enforce.Call, []int64, error) {
 		return enforce.Call{}, nil, status.Errorf(codes.InvalidArgument, format, args...)
 	}
+	if f := undecodable(req); f != "" {
+		return invalid("%s: must be valid UTF-8 (protobuf strings are)", f)
+	}
 	if req.GetDomain() == "" {
 		return invalid("domain: must not be empty (rate limit domain must not be empty)")
 	}
@@ -599,9 +638,6 @@ func (s *Service) call(req *rlsv3.RateLimitRequest) (enforce.Call, []int64, erro
 			if !ok {
 				return invalid("descriptors[%d].limit.unit: %s is not supported; use SECOND, MINUTE, HOUR or DAY", i, l.GetUnit())
 			}
-			if l.GetRequestsPerUnit() == 0 {
-				return invalid("descriptors[%d].limit.requests_per_unit: must be at least 1", i)
-			}
 			desc.Limit = &enforce.DescriptorLimit{RequestsPerUnit: int64(l.GetRequestsPerUnit()), WindowSeconds: w}
 		}
 		c.Descriptors.Descriptors = append(c.Descriptors.Descriptors, desc)
@@ -650,11 +686,14 @@ func responseUnit(window int) rlsv3.RateLimitResponse_RateLimit_Unit {
 //
 // A quarantined or fail-closed call is OVER_LIMIT on every descriptor,
 // without limits (quarantine is an access decision, not a rate). Otherwise
-// a descriptor is OVER_LIMIT when one of its enforce gates had no room
-// (the call then took nothing anywhere: all or nothing), and OK with its
-// tightest gate's limit, remaining and reset; an unlimited one is OK with
-// remaining 4294967295 as in Envoy's service, one that matched nothing is
-// OK without a limit.
+// a descriptor is OVER_LIMIT when one of its enforce gates had no room,
+// with that gate's limit, remaining 0 (as Envoy's service answers: the
+// request does not fit) and the time until it fits; else OK with its
+// tightest enforce gate's limit, remaining and reset, or, when it has only
+// shadow gates, its tightest shadow gate's (OK even when full, as Envoy's
+// shadow_mode). An unlimited one is OK with remaining 4294967295 as in
+// Envoy's service, one that matched nothing (or whose limits another
+// descriptor replaces) is OK without a limit.
 func render(c enforce.Call, dec enforce.Decision, matches []enforce.DescriptorMatch, now time.Time) *rlsv3.RateLimitResponse {
 	n := len(c.Descriptors.Descriptors)
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, n)}
@@ -667,20 +706,29 @@ func render(c enforce.Call, dec enforce.Decision, matches []enforce.DescriptorMa
 		}
 		return resp
 	}
+	// rank orders a descriptor's gates: a denying one first, then enforce
+	// gates, then shadow ones.
+	rank := func(g *enforce.Gate) int {
+		switch {
+		case g.Shadow:
+			return 0
+		case deniedGate(dec.Denied, g):
+			return 2
+		}
+		return 1
+	}
 	for i := range resp.Statuses {
 		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
 		resp.Statuses[i] = st
 		var best *enforce.Gate
-		bestDenied := false
+		bestRank := -1
 		for j := range dec.Gates {
 			g := &dec.Gates[j]
-			if g.Descriptor != i+1 || g.Shadow {
+			if g.Descriptor != i+1 {
 				continue
 			}
-			isDenied := deniedGate(dec.Denied, g)
-			switch {
-			case best == nil, isDenied && !bestDenied, isDenied == bestDenied && g.Remaining < best.Remaining:
-				best, bestDenied = g, isDenied
+			if r := rank(g); r > bestRank || (r == bestRank && g.Remaining < best.Remaining) {
+				best, bestRank = g, r
 			}
 		}
 		if best == nil {
@@ -689,24 +737,27 @@ func render(c enforce.Call, dec enforce.Decision, matches []enforce.DescriptorMa
 			}
 			continue
 		}
-		if bestDenied {
-			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
-		}
 		st.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{
 			Name: best.DefinitionID, RequestsPerUnit: clampUint32(best.Limit), Unit: responseUnit(best.WindowSeconds)}
-		st.LimitRemaining = clampUint32(best.Remaining)
 		reset := best.Reset.Sub(now)
-		if bestDenied && best.RetryAfter > 0 {
-			reset = best.RetryAfter
+		if bestRank == 2 {
+			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+			if best.RetryAfter > 0 {
+				reset = best.RetryAfter
+			}
+		} else if !best.Shadow || !deniedGate(dec.Shadow, best) {
+			// (a shadow gate without room for the request says 0, as
+			// Envoy's service answers a shadow limit it is over)
+			st.LimitRemaining = clampUint32(best.Remaining)
 		}
 		st.DurationUntilReset = durationpb.New(max(reset, 0).Round(time.Second))
 	}
 	return resp
 }
 
-// deniedGate reports whether g is among a decision's denied gates (its
-// key is not exported; the definition, window and descriptor are enough
-// to tell a decision's gates apart).
+// deniedGate reports whether g is among denied, a decision's denied (or
+// full shadow) gates (its key is not exported; the definition, window and
+// descriptor are enough to tell a decision's gates apart).
 func deniedGate(denied []enforce.Gate, g *enforce.Gate) bool {
 	for i := range denied {
 		if d := &denied[i]; d.Descriptor == g.Descriptor && d.WindowSeconds == g.WindowSeconds && d.DefinitionID == g.DefinitionID {

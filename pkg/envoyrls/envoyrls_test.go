@@ -69,6 +69,18 @@ func startOn(t *testing.T, env *apitest.Env, mut func(*envoyrls.Options)) *harne
 	if mut != nil {
 		mut(&opts)
 	}
+	conn := serve(t, opts)
+	admin, err := client.New(env.URL, client.Options{Token: env.AdminToken, Retries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{env: env, admin: admin, enf: enf, rls: rlsv3.NewRateLimitServiceClient(conn)}
+}
+
+// serve serves a Service of opts on a gRPC server of its own, built with
+// sopts, and returns a client connection to it.
+func serve(t *testing.T, opts envoyrls.Options, sopts ...grpc.ServerOption) *grpc.ClientConn {
+	t.Helper()
 	svc, err := envoyrls.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +89,7 @@ func startOn(t *testing.T, env *apitest.Env, mut func(*envoyrls.Options)) *harne
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(sopts...)
 	svc.Register(gs)
 	go func() { _ = gs.Serve(ln) }()
 	t.Cleanup(gs.Stop)
@@ -86,11 +98,7 @@ func startOn(t *testing.T, env *apitest.Env, mut func(*envoyrls.Options)) *harne
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	admin, err := client.New(env.URL, client.Options{Token: env.AdminToken, Retries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &harness{env: env, admin: admin, enf: enf, rls: rlsv3.NewRateLimitServiceClient(conn)}
+	return conn
 }
 
 func (h *harness) define(t *testing.T, defs ...ratelimit.Definition) {

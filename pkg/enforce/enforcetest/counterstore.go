@@ -108,6 +108,7 @@ var generic = []check{
 	{"keys with any bytes are distinct", keyBytes},
 	{"a deadline already passed consumes nothing", pastDeadline},
 	{"an empty batch is answered empty", emptyBatch},
+	{"a limit is the call's, not the counter's", limitOfTheCall},
 }
 
 // Opts narrow the suite for a store that does not count every algorithm
@@ -255,6 +256,33 @@ func expect(t *testing.T, what string, got outcome, allowed bool, counts []int64
 		t.Errorf("%s: allowed=%v used=%v room=%v, want allowed=%v used=%v room=%v",
 			what, got.Allowed, got.used, got.Room, allowed, counts, room)
 	}
+}
+
+// limitOfTheCall: a gate's limit (a token bucket's burst) is the call's,
+// not the counter's: the same key taken with a lower one counts on the same
+// counter (the Enforcer checks a counter a call names twice that way), and
+// a fixed window taken with a limit out of reach counts past its usual one,
+// which then denies (the Enforcer counts Envoy's descriptors over their
+// limits that way).
+func limitOfTheCall(t *testing.T, s enforce.CounterStore, a algorithm) {
+	now := a.start()
+	g := a.gate("limit-of-call", 5)
+	expect(t, "cost 3 of 5", take(t, s, call(now, 3, g))[0], true, []int64{3}, []bool{true})
+	low := g
+	if g.Algorithm == enforce.AlgorithmTokenBucket {
+		low.Burst = 3
+	} else {
+		low.Limit = 3
+	}
+	expect(t, "cost 1 with the limit lowered to 3", take(t, s, call(now, 1, low))[0], false, []int64{3}, []bool{false})
+	expect(t, "cost 2 of 5", take(t, s, call(now, 2, g))[0], true, []int64{5}, []bool{true})
+	if g.Algorithm != enforce.AlgorithmFixedWindow {
+		return
+	}
+	high := g
+	high.Limit = 1 << 52
+	expect(t, "cost 4 with the limit out of reach", take(t, s, call(now, 4, high))[0], true, []int64{9}, []bool{true})
+	expect(t, "cost 1 of 5 with 9 counted", take(t, s, call(now, 1, g))[0], false, []int64{9}, []bool{false})
 }
 
 // admitsLimit: a gate admits exactly Limit unit calls, each reporting its
