@@ -75,8 +75,8 @@ RLCTL_TOKEN, RLCTL_TOKEN_FILE, then the current context (rlctl config), then
 		SilenceUsage:  true,
 		Version:       version.String(),
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if err := printer.CheckFormat(g.Output); err != nil {
-				return &cmdutil.FlagError{Err: err}
+			if err := cmdutil.CheckEnums(cmd); err != nil {
+				return err
 			}
 			if g.NoColor {
 				f.IOStreams.DisableColor()
@@ -101,7 +101,7 @@ RLCTL_TOKEN, RLCTL_TOKEN_FILE, then the current context (rlctl config), then
 	cmdutil.DurationVar(pf, &g.Timeout, "timeout", 30*time.Second, "give up on a request after this long")
 	pf.BoolVar(&g.NoColor, "no-color", false, "no colour in output (also NO_COLOR)")
 	pf.BoolVar(&g.Debug, "debug", false, "print each request and response line to stderr (token redacted)")
-	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(printer.Formats, cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.EnumFlag(root, "output", printer.Formats...)
 
 	root.AddGroup(
 		&cobra.Group{ID: "core", Title: "Rate limits:"},
