@@ -92,7 +92,12 @@ as a bad file is).`,
   rlctl simulate -f limits.yaml --algorithms all --bucket 1s trace.jsonl
   rlctl simulate -f limits.yaml --algorithms fixed_window,token_bucket -o json trace.csv | jq '.runs[] | {name, denied}'
   zcat access.csv.gz | rlctl simulate -f limits.yaml --format csv --svg admitted.svg -`,
-		Args: cmdutil.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return cmdutil.FlagErrorf("simulate replays one trace, a CSV or JSON Lines file or - for stdin (got %d arguments): rlctl simulate -f FILE TRACE", len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Trace = args[0]
 			if err := opts.check(); err != nil {
