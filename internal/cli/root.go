@@ -87,9 +87,7 @@ RLCTL_TOKEN, RLCTL_TOKEN_FILE, then the current context (rlctl config), then
 			return nil
 		},
 	}
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &cmdutil.FlagError{Err: fmt.Errorf("%w\nSee '%s --help'", err, cmd.CommandPath())}
-	})
+	root.SetFlagErrorFunc(cmdutil.FlagParseError)
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.Server, "server", "", "rlapi URL (RLCTL_SERVER; default "+cmdutil.DefaultServer+")")
 	pf.StringVar(&g.Server, "registry-url", "", "same as --server (the reference CLI's name)")

@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -119,4 +120,41 @@ func problems(msgs []string) error {
 		return NothingSent(errors.New(msgs[0]))
 	}
 	return FlagErrorf("%d problems with the command line; nothing was sent:\n  %s", len(msgs), strings.Join(msgs, "\n  "))
+}
+
+// FlagParseError rewrites a flag that could not be parsed so the message
+// names the flag and the rule, not the parser: "--window-seconds: must
+// be a whole number of seconds such as 60 (got "1m")" where pflag says
+// `invalid argument "1m" for "--window-seconds" flag: strconv.ParseInt:
+// parsing "1m": invalid syntax`. Other errors (an unknown flag, a missing
+// value) keep pflag's words, which already say what is wrong. The root
+// installs it with SetFlagErrorFunc, so every command gets it.
+func FlagParseError(cmd *cobra.Command, err error) error {
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) {
+		return &FlagError{Err: fmt.Errorf("%w\nSee '%s --help'", err, cmd.CommandPath())}
+	}
+	fl, value := ive.GetFlag(), ive.GetValue()
+	name := "--" + fl.Name
+	var rule string
+	switch typ := fl.Value.Type(); {
+	case strings.HasPrefix(typ, "int") || strings.HasPrefix(typ, "uint"):
+		rule = "must be a whole number such as 100"
+		switch {
+		case strings.HasSuffix(fl.Name, "-seconds"):
+			rule = "must be a whole number of seconds such as 60"
+		case strings.HasSuffix(fl.Name, "-version"):
+			rule = "must be a whole number, the version shown by get -o wide"
+		}
+		var ne *strconv.NumError
+		if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
+			rule += ", and not that large"
+		}
+	case typ == "bool":
+		rule = "takes no value, or =true or =false"
+	default:
+		rule = ive.Unwrap().Error()
+		return &FlagError{Err: fmt.Errorf("%s: %s", name, rule)}
+	}
+	return &FlagError{Err: fmt.Errorf("%s: %s (got %q)", name, rule, value)}
 }
