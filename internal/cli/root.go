@@ -88,6 +88,9 @@ RLCTL_TOKEN, RLCTL_TOKEN_FILE, then the current context (rlctl config), then
 		},
 	}
 	root.SetFlagErrorFunc(cmdutil.FlagParseError)
+	// --version and -v print the first line of rlctl version, not
+	// cobra's "rlctl version dev".
+	root.SetVersionTemplate(versionLine())
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.Server, "server", "", "rlapi URL (RLCTL_SERVER; default "+cmdutil.DefaultServer+")")
 	pf.StringVar(&g.Server, "registry-url", "", "same as --server (the reference CLI's name)")
@@ -163,7 +166,7 @@ func newCmdVersion(f *cmdutil.Factory) *cobra.Command {
 				}
 			}
 			return printer.Document(f.IOStreams, f.Global.Output, info, func() error {
-				fmt.Fprintf(f.IOStreams.Out, "rlctl %s\n", version.String())
+				fmt.Fprint(f.IOStreams.Out, versionLine())
 				if v, ok := info["server"].(client.VersionInfo); ok {
 					fmt.Fprintf(f.IOStreams.Out, "rlapi %s (schema %d)\n", v.Version, v.SchemaVersion)
 				} else if e, ok := info["server_error"]; ok {
@@ -174,6 +177,9 @@ func newCmdVersion(f *cmdutil.Factory) *cobra.Command {
 		},
 	}
 }
+
+// versionLine is rlctl's version as --version and rlctl version print it.
+func versionLine() string { return "rlctl " + version.String() + "\n" }
 
 // printError is the one place errors reach the user: the server's message
 // as is, each field error on its own line.
