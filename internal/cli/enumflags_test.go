@@ -93,7 +93,8 @@ func TestEnumFlagsRefusedLocally(t *testing.T) {
 }
 
 // TestSetRefusedLocally: rate-limit set and member set check the whole
-// object with the server's rules before any request, naming the flags.
+// object with the server's rules before any request, quarantine add and
+// remove the subject, naming the flags.
 func TestSetRefusedLocally(t *testing.T) {
 	t.Parallel()
 	target := []string{"--server", noServer, "rate-limit", "set", "--axis", "target", "--entity-type", "mcp_tool", "--name", "gh:x", "--window-seconds", "60", "--max-requests", "5"}
@@ -110,6 +111,10 @@ func TestSetRefusedLocally(t *testing.T) {
 			`--window-seconds: must be between 1 and 86400 (got 0)`},
 		{[]string{"--server", noServer, "member", "set", "--subject-type", "user", "--subject", "alice", "--groups", "quarantine-targets"},
 			`--groups[0]: quarantine-targets holds servers and agents`},
+		{[]string{"--server", noServer, "quarantine", "add", "--network", "10.1.0.1/16", "--yes"},
+			`--network: has host bits set: the network is 10.1.0.0/16 (got "10.1.0.1/16")`},
+		{[]string{"--server", noServer, "rate-limit-quarantine-remove", "--subject-type", "user", "--subject", " "},
+			`--subject: must not be empty`},
 	} {
 		res := clitest.New(t).Run(tt.args...)
 		if res.Code != cmdutil.ExitUsage || !strings.Contains(res.ErrOut, tt.want) || !strings.Contains(res.ErrOut, "nothing was sent") {

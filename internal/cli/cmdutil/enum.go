@@ -111,6 +111,15 @@ func FieldFlags(cmd *cobra.Command, err error, flags map[string]string) error {
 	return problems(msgs)
 }
 
+// SubjectFlags is FieldFlags' map for a command whose subject may come
+// from --network: a problem of the subject is then one of --network.
+func SubjectFlags(cmd *cobra.Command) map[string]string {
+	if cmd.Flags().Changed("network") {
+		return map[string]string{"subject": "network", "subject_type": "network"}
+	}
+	return nil
+}
+
 // problems is the usage error listing msgs, or nil for none.
 func problems(msgs []string) error {
 	switch len(msgs) {

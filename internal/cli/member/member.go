@@ -114,11 +114,7 @@ team the whole team has one.`,
 				check = validate.NoGroups
 			}
 			if _, err := check(opts.Membership); err != nil {
-				var flags map[string]string
-				if network != "" {
-					flags = map[string]string{"subject": "network", "subject_type": "network"}
-				}
-				return cmdutil.FieldFlags(cmd, err, flags)
+				return cmdutil.FieldFlags(cmd, err, cmdutil.SubjectFlags(cmd))
 			}
 			if runF != nil {
 				return runF(opts)

@@ -130,8 +130,16 @@ func completeSubjects(f *cmdutil.Factory, quarantined bool, only string) cobra.C
 	}
 }
 
+// requireSubject checks the subject flags, and the subject with the
+// server's rules, before any request.
 func requireSubject(cmd *cobra.Command, opts *SubjectOptions) error {
-	return cmdutil.NetworkSubject(cmd, opts.Network, &opts.SubjectType, &opts.Subject)
+	if err := cmdutil.NetworkSubject(cmd, opts.Network, &opts.SubjectType, &opts.Subject); err != nil {
+		return err
+	}
+	if _, err := validate.Subject(opts.SubjectType, opts.Subject); err != nil {
+		return cmdutil.FieldFlags(cmd, err, cmdutil.SubjectFlags(cmd))
+	}
+	return nil
 }
 
 // NewCmdAdd builds `quarantine add`. The grouped verb asks for
