@@ -94,7 +94,7 @@ func TestEnumFlagsRefusedLocally(t *testing.T) {
 
 // TestSetRefusedLocally: rate-limit set and member set check the whole
 // object with the server's rules before any request, quarantine add and
-// remove the subject, naming the flags.
+// remove the subject, token create the name, naming the flags.
 func TestSetRefusedLocally(t *testing.T) {
 	t.Parallel()
 	target := []string{"--server", noServer, "rate-limit", "set", "--axis", "target", "--entity-type", "mcp_tool", "--name", "gh:x", "--window-seconds", "60", "--max-requests", "5"}
@@ -115,6 +115,8 @@ func TestSetRefusedLocally(t *testing.T) {
 			`--network: has host bits set: the network is 10.1.0.0/16 (got "10.1.0.1/16")`},
 		{[]string{"--server", noServer, "rate-limit-quarantine-remove", "--subject-type", "user", "--subject", " "},
 			`--subject: must not be empty`},
+		{[]string{"--server", noServer, "token", "create", "--name", "ci deploy", "--role", "admin"},
+			`--name: must contain only ASCII letters, digits, '.', '_', '-' and '@' (got "ci deploy")`},
 	} {
 		res := clitest.New(t).Run(tt.args...)
 		if res.Code != cmdutil.ExitUsage || !strings.Contains(res.ErrOut, tt.want) || !strings.Contains(res.ErrOut, "nothing was sent") {

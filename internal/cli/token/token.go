@@ -15,6 +15,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/printer"
+	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/client"
 	rl "github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -94,6 +95,9 @@ decision endpoints (gateways).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := cmdutil.RequireFlags(cmd, "name", "role"); err != nil {
 				return err
+			}
+			if _, err := validate.TokenName(opts.Name); err != nil {
+				return cmdutil.FieldFlags(cmd, err, nil)
 			}
 			if cmd.Flags().Changed("expires-in") && opts.ExpiresIn < time.Second {
 				return cmdutil.FlagErrorf("--expires-in: must be at least 1s (got %s)", opts.ExpiresIn)
