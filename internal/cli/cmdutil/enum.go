@@ -16,7 +16,8 @@ import (
 const enumAnnotation = "rlctl_enum"
 
 // EnumFlag declares that cmd's flag name takes one of allowed: completion
-// offers them and CheckEnums refuses any other value before anything is
+// offers them (unless cmd registered a completion of its own for the flag
+// first, as rate-limit set does for --entity-type by --axis) and CheckEnums refuses any other value before anything is
 // sent, with the message rlapi gives (internal/validate), so a typo fails
 // the same way with rlapi up or down. An empty value passes where the
 // flag's default is empty: it is "not given" for filters, and a required
