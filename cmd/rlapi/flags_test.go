@@ -138,3 +138,38 @@ func TestGCPercentDefersToGOGC(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagErrorsAreOneLine: a flag the flag package cannot read is one
+// line naming the flag, its environment variable and the rule, as a bad
+// environment value is, without the whole usage after it; -h still
+// prints the usage.
+func TestFlagErrorsAreOneLine(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--lease-time", "1sec"}, `rlapi: usage: --lease-time (RLAPI_LEASE_TIME): must be a duration such as 30s or 5m (got "1sec")`},
+		{[]string{"serve", "--max-client-conns", "many"}, `rlapi: usage: --max-client-conns (RLAPI_MAX_CLIENT_CONNS): must be a whole number (got "many")`},
+		{[]string{"serve", "--fail-closed=maybe"}, `rlapi: usage: --fail-closed (RLAPI_FAIL_CLOSED): takes no value, or =true or =false (got "maybe")`},
+		{[]string{"serve", "--lease-time"}, `rlapi: usage: --lease-time needs a value`},
+		{[]string{"serve", "--nope"}, `rlapi: usage: unknown flag --nope ('rlapi serve -h' lists the flags)`},
+		{[]string{"migrate", "--nope"}, `rlapi: usage: unknown flag --nope ('rlapi migrate -h' lists the flags)`},
+		{[]string{"serve", "--trusted-proxies", "10.0.0.1,proxy.internal"},
+			`rlapi: usage: --trusted-proxies (RLAPI_TRUSTED_PROXIES): "proxy.internal" is not an address or a CIDR such as 10.0.0.0/8 or 2001:db8::/32`},
+		{[]string{"serve", "--grpc-addr", "127.0.0.1:0", "--grpc-trusted-clients", "10.0.0.0/33"},
+			`rlapi: usage: --grpc-trusted-clients (RLAPI_GRPC_TRUSTED_CLIENTS): "10.0.0.0/33": the prefix length after '/' must be a number from 0 to 32 for an IPv4 address (got "33")`},
+	}
+	for _, c := range cases {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), c.args, func(string) string { return "" }, &out, &errOut)
+		if code != 2 || errOut.String() != c.want+"\n" {
+			t.Errorf("rlapi %s: exit %d, stderr %q\nwant exit 2, %q", strings.Join(c.args, " "), code, errOut.String(), c.want+"\n")
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"serve", "-h"}, func(string) string { return "" }, &out, &errOut); code != 0 ||
+		!strings.HasPrefix(errOut.String(), "Usage of rlapi serve:\n") || !strings.Contains(errOut.String(), "-lease-time duration") {
+		t.Errorf("serve -h: exit %d, stderr %q", code, errOut.String())
+	}
+}

@@ -132,11 +132,7 @@ func (g grpcConfig) check() ([]netip.Prefix, error) {
 	if *g.clientCA != "" && *g.certFile == "" {
 		return nil, fmt.Errorf("%w: --grpc-client-ca needs --grpc-tls-cert and --grpc-tls-key (mutual TLS is TLS)", errUsage)
 	}
-	trusted, err := parsePrefixes(*g.trusted)
-	if err != nil {
-		return nil, fmt.Errorf("--grpc-trusted-clients: %w", err)
-	}
-	return trusted, nil
+	return parsePrefixes("--grpc-trusted-clients (RLAPI_GRPC_TRUSTED_CLIENTS)", *g.trusted)
 }
 
 func (g grpcConfig) credentials() (grpc.ServerOption, error) {
@@ -254,8 +250,12 @@ func startGRPC(ctx context.Context, g grpcConfig, trusted []netip.Prefix, enf *e
 	if creds != nil {
 		scheme = "grpcs"
 	}
-	log.Info("rlapi gRPC listening", "addr", ln.Addr().String(), "tls", creds != nil, "client_ca", *g.clientCA != "")
-	fmt.Fprintf(stdout, "rlapi gRPC listening on %s://%s\n", scheme, ln.Addr())
+	clientCerts := ""
+	if *g.clientCA != "" {
+		clientCerts = " (client certificates required)"
+	}
+	// One line, as for HTTP (see serve).
+	fmt.Fprintf(stdout, "rlapi gRPC listening on %s://%s%s\n", scheme, ln.Addr(), clientCerts)
 	return func() {
 		hs.Shutdown()
 		stopped := make(chan struct{})

@@ -134,23 +134,90 @@ func envDuration(getenv func(string) string, key string, def time.Duration) (tim
 	return d, nil
 }
 
+// newFlagSet returns a flag set whose usage (every flag, some 60 lines
+// for serve) is printed for -h only: after a mistake the one-line error
+// says what is wrong, and the usage would scroll it away.
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("rlapi "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {} // parseFlags prints it, for -h only
 	return fs
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	out := fs.Output()
+	fs.SetOutput(io.Discard) // the flag package's own error line
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(out, "Usage of %s:\n", fs.Name())
+			fs.PrintDefaults()
 			return err
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %s", errUsage, flagMessage(fs, err))
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	return nil
+}
+
+// flagMessage words a flag the flag package could not read as one line
+// naming the flag, its environment fallback and the rule, as the
+// environment's errors do: "--lease-time (RLAPI_LEASE_TIME): must be a
+// duration such as 30s or 5m (got "1sec")", where the package says
+// "invalid value "1sec" for flag -lease-time: parse error".
+func flagMessage(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return fmt.Sprintf("unknown flag --%s ('%s -h' lists the flags)", strings.TrimPrefix(name, "-"), fs.Name())
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return fmt.Sprintf("--%s needs a value", strings.TrimPrefix(name, "-"))
+	}
+	rest, ok := strings.CutPrefix(msg, "invalid value ")
+	if !ok {
+		if rest, ok = strings.CutPrefix(msg, "invalid boolean value "); !ok {
+			return msg
+		}
+	}
+	value, rest, ok := cutQuoted(rest)
+	rest = strings.TrimPrefix(strings.TrimPrefix(rest, " for flag -"), " for -")
+	name, cause, ok2 := strings.Cut(rest, ": ")
+	f := fs.Lookup(strings.TrimPrefix(name, "-"))
+	if !ok || !ok2 || f == nil {
+		return msg
+	}
+	label := "--" + f.Name
+	if i := strings.Index(f.Usage, "(RLAPI_"); i >= 0 {
+		if j := strings.IndexAny(f.Usage[i+1:], ",;) "); j > 0 {
+			label += " " + f.Usage[i:i+1+j] + ")"
+		}
+	}
+	var rule string
+	switch fmt.Sprintf("%T", f.Value) {
+	case "*flag.durationValue":
+		rule = "must be a duration such as 30s or 5m"
+	case "*flag.intValue", "*flag.int64Value", "*flag.uintValue", "*flag.uint64Value":
+		rule = "must be a whole number"
+	case "*flag.boolValue":
+		rule = "takes no value, or =true or =false"
+	default:
+		return fmt.Sprintf("%s: %s (got %q)", label, cause, value)
+	}
+	return fmt.Sprintf("%s: %s (got %q)", label, rule, value)
+}
+
+// cutQuoted reads the Go-quoted string s begins with and returns it
+// unquoted with what follows.
+func cutQuoted(s string) (value, rest string, ok bool) {
+	q, err := strconv.QuotedPrefix(s)
+	if err != nil {
+		return "", s, false
+	}
+	v, err := strconv.Unquote(q)
+	return v, s[len(q):], err == nil
 }
 
 // dsnValue is the --database-url flag: it holds the URL as given but shows
@@ -411,7 +478,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		// Read here rather than as the flag's default, so -h never prints it.
 		*gatewaySecret = getenv("RLAPI_GATEWAY_SECRET")
 	}
-	trusted, err := parsePrefixes(*proxies)
+	trusted, err := parsePrefixes("--trusted-proxies (RLAPI_TRUSTED_PROXIES)", *proxies)
 	if err != nil {
 		return err
 	}
@@ -580,8 +647,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer stopGRPC()
-	log.Info("rlapi listening", "addr", ln.Addr().String(), "version", version.String(), "schema", schema.Current)
-	fmt.Fprintf(stdout, "rlapi listening on http://%s\n", ln.Addr())
+	// One line, on stdout, where a script started with --addr :0 reads
+	// the address; a log line beside it said the same thing again on
+	// stderr, and a terminal or a journal shows both streams.
+	fmt.Fprintf(stdout, "rlapi listening on http://%s (version %s, schema %d)\n", ln.Addr(), version.String(), schema.Current)
 	if err := srv.Serve(ctx, ln); err != nil {
 		return err
 	}
@@ -630,25 +699,33 @@ func seedEnforcement(ctx context.Context, st *store.Store, on bool, source strin
 	return nil
 }
 
-// parsePrefixes reads a comma-separated list of CIDRs or bare addresses.
-func parsePrefixes(list string) ([]netip.Prefix, error) {
+// parsePrefixes reads a comma-separated list of CIDRs or bare addresses;
+// its errors name the flag (label: "--trusted-proxies
+// (RLAPI_TRUSTED_PROXIES)"), the entry and what is wrong with it.
+func parsePrefixes(label, list string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, f := range strings.Split(list, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
 			continue
 		}
-		if !strings.Contains(f, "/") {
-			a, err := netip.ParseAddr(f)
-			if err != nil {
-				return nil, fmt.Errorf("%w: trusted proxy %q is not an address or CIDR", errUsage, f)
-			}
+		addr, bits, isPrefix := strings.Cut(f, "/")
+		a, err := netip.ParseAddr(addr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %q is not an address or a CIDR such as 10.0.0.0/8 or 2001:db8::/32", errUsage, label, f)
+		}
+		if !isPrefix {
 			out = append(out, netip.PrefixFrom(a, a.BitLen()))
 			continue
 		}
 		p, err := netip.ParsePrefix(f)
 		if err != nil {
-			return nil, fmt.Errorf("%w: trusted proxy %q is not an address or CIDR", errUsage, f)
+			family := "IPv6"
+			if a.Is4() {
+				family = "IPv4"
+			}
+			return nil, fmt.Errorf("%w: %s: %q: the prefix length after '/' must be a number from 0 to %d for an %s address (got %q)",
+				errUsage, label, f, a.BitLen(), family, bits)
 		}
 		out = append(out, p.Masked())
 	}

@@ -103,8 +103,12 @@ func TestMigrateThenServe(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("readyz = %d, want 200", resp.StatusCode)
 	}
-	if !strings.Contains(stdout.String(), "rlapi listening on http://"+addr) {
-		t.Errorf("stdout = %q, want the listen address", stdout.String())
+	if !strings.Contains(stdout.String(), "rlapi listening on http://"+addr+" (version ") {
+		t.Errorf("stdout = %q, want the listen address and the version", stdout.String())
+	}
+	// Once: a terminal or a journal shows stdout and stderr together.
+	if n := strings.Count(stdout.String()+stderr.String(), "listening"); n != 1 {
+		t.Errorf("\"listening\" said %d times, want once:\nstdout: %s\nstderr: %s", n, stdout.String(), stderr.String())
 	}
 	cancel() // as SIGTERM does
 	select {
@@ -159,7 +163,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{nil, "missing command"},
 		{[]string{"bogus"}, `unknown command "bogus"`},
-		{[]string{"serve", "--nope"}, "flag provided but not defined"},
+		{[]string{"serve", "--nope"}, "unknown flag --nope"},
 		{[]string{"token", "create", "--name", "bad name!"}, "name"},
 		{[]string{"token", "create", "--name", "x", "--role", "root"}, "role"},
 		{[]string{"migrate"}, "no database"},

@@ -35,10 +35,10 @@ func TestSetAlgorithmFlags(t *testing.T) {
 		return nil
 	})
 	if err := clitest.Execute(clitest.Factory(), cmd, "--axis", "target", "--entity-type", "mcp_server", "--name", "kb", "--window-seconds", "60",
-		"--max-requests", "10", "--burst", "3"); err != nil {
+		"--max-requests", "10"); err != nil {
 		t.Fatal(err)
 	}
-	if got.Algorithm != "" || got.Burst == nil || *got.Burst != 3 || got.UserBurst != nil || got.AgentBurst != nil {
+	if got.Algorithm != "" || got.Burst != nil || got.UserBurst != nil || got.AgentBurst != nil {
 		t.Errorf("parsed %+v", got)
 	}
 }
@@ -114,8 +114,8 @@ func TestSetAlgorithmRoundTrip(t *testing.T) {
 	}
 }
 
-// Each refusal is exit 5 (the server refused), naming the field; nothing
-// is stored.
+// Each refusal is exit 2 (refused by rlctl with the server's rules, before
+// any request), naming the flag; nothing is stored.
 func TestSetAlgorithmRefused(t *testing.T) {
 	r := clitest.StartParallel(t)
 	target := []string{"rate-limit", "set", "--axis", "target", "--entity-type", "mcp_server", "--name", "aws-kb", "--max-requests", "600", "--window-seconds", "60"}
@@ -124,17 +124,17 @@ func TestSetAlgorithmRefused(t *testing.T) {
 		args  []string
 		field string
 	}{
-		{append(target[:len(target):len(target)], "--algorithm", "leaky_bucket"), "algorithm"},
-		{append(target[:len(target):len(target)], "--algorithm", "token_bucket", "--burst", "0"), "burst"},
-		{append(target[:len(target):len(target)], "--algorithm", "token_bucket", "--user-burst", "5"), "user_burst"},
-		{append(caller[:len(caller):len(caller)], "--algorithm", "token_bucket", "--burst", "5"), "burst"},
-		{append(caller[:len(caller):len(caller)], "--algorithm", "token_bucket", "--agent-burst", "5"), "agent_burst"},
-		{append(caller[:len(caller):len(caller)], "--user-burst", "5"), "user_burst"},
-		{append(target[:len(target):len(target)], "--algorithm", "sliding_window", "--burst", "5"), "burst"},
+		{append(target[:len(target):len(target)], "--algorithm", "leaky_bucket"), "--algorithm: must be one of"},
+		{append(target[:len(target):len(target)], "--algorithm", "token_bucket", "--burst", "0"), "--burst: must be >= 1"},
+		{append(target[:len(target):len(target)], "--algorithm", "token_bucket", "--user-burst", "5"), "--user-burst: not allowed"},
+		{append(caller[:len(caller):len(caller)], "--algorithm", "token_bucket", "--burst", "5"), "--burst: not allowed"},
+		{append(caller[:len(caller):len(caller)], "--algorithm", "token_bucket", "--agent-burst", "5"), "--agent-burst: not allowed"},
+		{append(caller[:len(caller):len(caller)], "--user-burst", "5"), "--user-burst: not allowed"},
+		{append(target[:len(target):len(target)], "--algorithm", "sliding_window", "--burst", "5"), "--burst: not allowed"},
 	} {
 		res := r.Run(tt.args...)
-		if res.Code != 5 || !strings.Contains(res.ErrOut, tt.field) {
-			t.Errorf("rlctl %s: exit %d, want 5 naming %s\nstderr: %s", strings.Join(tt.args, " "), res.Code, tt.field, res.ErrOut)
+		if res.Code != 2 || !strings.Contains(res.ErrOut, tt.field) || !strings.Contains(res.ErrOut, "nothing was sent") {
+			t.Errorf("rlctl %s: exit %d, want 2 naming %s\nstderr: %s", strings.Join(tt.args, " "), res.Code, tt.field, res.ErrOut)
 		}
 	}
 	if out := r.Must("rate-limit", "list", "-o", "name"); strings.Contains(out, "aws-kb") || strings.Contains(out, "devs") {

@@ -75,8 +75,8 @@ RLCTL_TOKEN, RLCTL_TOKEN_FILE, then the current context (rlctl config), then
 		SilenceUsage:  true,
 		Version:       version.String(),
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if err := printer.CheckFormat(g.Output); err != nil {
-				return &cmdutil.FlagError{Err: err}
+			if err := cmdutil.CheckEnums(cmd); err != nil {
+				return err
 			}
 			if g.NoColor {
 				f.IOStreams.DisableColor()
@@ -87,9 +87,10 @@ RLCTL_TOKEN, RLCTL_TOKEN_FILE, then the current context (rlctl config), then
 			return nil
 		},
 	}
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &cmdutil.FlagError{Err: fmt.Errorf("%w\nSee '%s --help'", err, cmd.CommandPath())}
-	})
+	root.SetFlagErrorFunc(cmdutil.FlagParseError)
+	// --version and -v print the first line of rlctl version, not
+	// cobra's "rlctl version dev".
+	root.SetVersionTemplate(versionLine())
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.Server, "server", "", "rlapi URL (RLCTL_SERVER; default "+cmdutil.DefaultServer+")")
 	pf.StringVar(&g.Server, "registry-url", "", "same as --server (the reference CLI's name)")
@@ -101,7 +102,7 @@ RLCTL_TOKEN, RLCTL_TOKEN_FILE, then the current context (rlctl config), then
 	cmdutil.DurationVar(pf, &g.Timeout, "timeout", 30*time.Second, "give up on a request after this long")
 	pf.BoolVar(&g.NoColor, "no-color", false, "no colour in output (also NO_COLOR)")
 	pf.BoolVar(&g.Debug, "debug", false, "print each request and response line to stderr (token redacted)")
-	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(printer.Formats, cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.EnumFlag(root, "output", printer.Formats...)
 
 	root.AddGroup(
 		&cobra.Group{ID: "core", Title: "Rate limits:"},
@@ -165,7 +166,7 @@ func newCmdVersion(f *cmdutil.Factory) *cobra.Command {
 				}
 			}
 			return printer.Document(f.IOStreams, f.Global.Output, info, func() error {
-				fmt.Fprintf(f.IOStreams.Out, "rlctl %s\n", version.String())
+				fmt.Fprint(f.IOStreams.Out, versionLine())
 				if v, ok := info["server"].(client.VersionInfo); ok {
 					fmt.Fprintf(f.IOStreams.Out, "rlapi %s (schema %d)\n", v.Version, v.SchemaVersion)
 				} else if e, ok := info["server_error"]; ok {
@@ -176,6 +177,9 @@ func newCmdVersion(f *cmdutil.Factory) *cobra.Command {
 		},
 	}
 }
+
+// versionLine is rlctl's version as --version and rlctl version print it.
+func versionLine() string { return "rlctl " + version.String() + "\n" }
 
 // printError is the one place errors reach the user: the server's message
 // as is, each field error on its own line.

@@ -37,7 +37,7 @@ func TestRouteAndToolDefinitionsThroughTheCLI(t *testing.T) {
 	// A pattern that can never match, a bad method, an unknown kind: refused naming the field, nothing stored.
 	res = r.RunWith(clitest.Opts{}, "rate-limit", "set", "--axis", "target", "--entity-type", "route", "--name", "bad", "--window-seconds", "60",
 		"--path", "/auth/", "--method", "FETCH", "--user-max-requests", "1")
-	if res.Code == 0 || !strings.Contains(res.ErrOut, "paths[0]") || !strings.Contains(res.ErrOut, "methods[0]") {
+	if res.Code != 2 || !strings.Contains(res.ErrOut, "--path[0]: can never match") || !strings.Contains(res.ErrOut, "--method[0]: must be one of") {
 		t.Errorf("bad route: exit %d\n%s", res.Code, res.ErrOut)
 	}
 	if out := r.Must("rate-limit", "list", "--entity-type", "route"); strings.Contains(out, "bad") {

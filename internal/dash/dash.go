@@ -101,7 +101,8 @@ In scripts, read the same data with the -o json commands:
   rlctl member list -o json
   rlctl quarantine list -o json
   rlctl admin list -o json
-  rlctl audit list -o json`
+  rlctl audit list -o json
+  rlctl events list -o json`
 
 // NewCmdDashboard builds `rlctl dashboard` (alias dash).
 func NewCmdDashboard(f *cmdutil.Factory) *cobra.Command {
@@ -111,9 +112,10 @@ func NewCmdDashboard(f *cmdutil.Factory) *cobra.Command {
 		Aliases: []string{"dash"},
 		Short:   "Watch and steer limits, memberships and quarantine in a terminal UI",
 		Long: `An interactive view of rlapi for incidents: every definition, membership,
-quarantined subject, administrator and audit entry, refreshed in the background.
+quarantined subject, administrator, audit entry and recent violation, refreshed in
+the background.
 
-Views (1-5, tab/shift+tab): Limits, Members, Quarantine, Admins, Audit.
+Views (1-6, tab/shift+tab): Limits, Members, Quarantine, Admins, Audit, Incidents.
 / filters as you type (words, or field:value such as group:developers), s sorts,
 enter opens details, ? lists every key. Changes (e enable/disable, a quarantine,
 d release, t/T switch quarantine off and on) each ask for confirmation and show
@@ -124,7 +126,8 @@ backoff; the data on screen stays usable and is marked stale. A refused token (4
 or a role that may not read (403) is never retried: the dashboard stops and rlctl
 exits 3, so it cannot trip rlapi's failed-auth lockout.
 
-It needs a terminal; in scripts use the -o json commands (rlctl rate-limit list -o json).`,
+It needs a terminal; in scripts use the -o json commands (rlctl rate-limit list -o json,
+rlctl events list -o json).`,
 		Example: `  rlctl dashboard
   rlctl dash --refresh 5s --context prod`,
 		GroupID: "core",

@@ -197,7 +197,7 @@ func TestBogusTokenStopsAtOnce(t *testing.T) {
 }
 
 // TestRefusesWithoutTerminal: piped, the dashboard exits 2 and points to
-// the -o json commands.
+// the -o json commands, the record of violations included.
 func TestRefusesWithoutTerminal(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"dashboard"}, {"dash", "--refresh", "5s"}} {
@@ -206,7 +206,8 @@ func TestRefusesWithoutTerminal(t *testing.T) {
 		if code != 2 {
 			t.Errorf("%v: exit code %d, want 2", args, code)
 		}
-		if msg := errOut.String(); !strings.Contains(msg, "needs a terminal") || !strings.Contains(msg, "rlctl rate-limit list -o json") {
+		if msg := errOut.String(); !strings.Contains(msg, "needs a terminal") || !strings.Contains(msg, "rlctl rate-limit list -o json") ||
+			!strings.Contains(msg, "rlctl events list -o json") {
 			t.Errorf("%v: stderr %q", args, msg)
 		}
 		if out.Len() != 0 {

@@ -123,3 +123,14 @@ func EntityTypes() []string {
 // SubjectTypes are the subject types a membership takes, for filters that
 // name one.
 func SubjectTypes() []string { return strings.Fields(strings.TrimPrefix(subjectTypeRule, "oneof=")) }
+
+// OneOf checks that value is one of allowed, with the message the API gives
+// an unknown value of a field or query parameter: "<field>: must be one of
+// a, b, c (got "x")". rlctl checks its enum flags with it before it sends
+// anything, so the CLI and the server word the refusal alike.
+func OneOf(field, value string, allowed []string) error {
+	if slices.Contains(allowed, value) {
+		return nil
+	}
+	return &Error{Errors: []FieldError{*fieldError(field, "must be one of %s (got %q)", strings.Join(allowed, ", "), value)}}
+}

@@ -6,7 +6,6 @@ package admin
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -66,7 +65,7 @@ Adding an existing administrator again replaces its note.`,
   rlctl admin add --subject-type client --subject ops-automation`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireSubject(cmd, opts.Admin.SubjectType); err != nil {
+			if err := requireSubject(cmd); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -80,24 +79,14 @@ Adding an existing administrator again replaces its note.`,
 	fl.StringVar(&opts.Admin.Subject, "subject", "", "username or client id")
 	fl.StringVar(&opts.Admin.Note, "note", "", "why this subject is an administrator")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "validate and show what would change, storing nothing")
-	_ = cmd.RegisterFlagCompletionFunc("subject-type", cobra.FixedCompletions(subjectTypes, cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.EnumFlag(cmd, "subject-type", subjectTypes...)
 	return cmd
 }
 
-// requireSubject checks --subject-type and --subject are given and the
-// type is one an administrator can have.
-func requireSubject(cmd *cobra.Command, subjectType string) error {
-	if err := cmdutil.RequireFlags(cmd, "subject-type", "subject"); err != nil {
-		return err
-	}
-	return checkSubjectType(subjectType)
-}
-
-func checkSubjectType(t string) error {
-	if slices.Contains(subjectTypes, t) {
-		return nil
-	}
-	return cmdutil.FlagErrorf("--subject-type: must be one of %s (got %q)", strings.Join(subjectTypes, ", "), t)
+// requireSubject checks --subject-type and --subject are given (the root
+// checks the type is one an administrator can have: EnumFlag).
+func requireSubject(cmd *cobra.Command) error {
+	return cmdutil.RequireFlags(cmd, "subject-type", "subject")
 }
 
 func addRun(ctx context.Context, opts *AddOptions) error {
@@ -177,7 +166,7 @@ func NewCmdRemove(f *cmdutil.Factory, runF func(*RemoveOptions) error) *cobra.Co
 				}
 				opts.SubjectType, opts.Subject = t, s
 			case byFlags:
-				if err := requireSubject(cmd, opts.SubjectType); err != nil {
+				if err := requireSubject(cmd); err != nil {
 					return err
 				}
 			default:
@@ -194,7 +183,7 @@ func NewCmdRemove(f *cmdutil.Factory, runF func(*RemoveOptions) error) *cobra.Co
 	fl.StringVar(&opts.Subject, "subject", "", "username or client id")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would be removed, removing nothing")
-	_ = cmd.RegisterFlagCompletionFunc("subject-type", cobra.FixedCompletions(subjectTypes, cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.EnumFlag(cmd, "subject-type", subjectTypes...)
 	return cmd
 }
 

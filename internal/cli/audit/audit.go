@@ -57,15 +57,32 @@ func raw(m json.RawMessage) any {
 	return m
 }
 
-// NewCmdAudit builds `rlctl audit`.
+// NewCmdAudit builds `rlctl audit`. Run without a command it is audit
+// list, flags and all, so the spellings of following the log all work:
+// audit list --follow, audit --follow (as the changelog once wrote it) and
+// audit follow (as events follow is spelled).
 func NewCmdAudit(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "audit <command>",
-		Short:   "Read the audit log: every change, who made it and when",
-		GroupID: "admin",
+	cmd := newCmdList(f, nil, "audit", false)
+	cmd.Short = "Read the audit log: every change, who made it and when"
+	cmd.Long += "\n\nrlctl audit with no command is rlctl audit list; rlctl audit follow is\nrlctl audit list --follow."
+	cmd.Aliases = nil
+	cmd.GroupID = "admin"
+	cmd.Example = `  rlctl audit --since 1h
+  rlctl audit --follow
+  rlctl audit follow --actor ci-deploy`
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return cmdutil.UnknownCommandError(cmd, args[0])
+		}
+		return nil
 	}
-	cmd.AddCommand(NewCmdList(f, nil))
+	cmd.AddCommand(NewCmdList(f, nil), NewCmdFollow(f, nil))
 	return cmd
+}
+
+// NewCmdFollow builds `audit follow`: audit list --follow.
+func NewCmdFollow(f *cmdutil.Factory, runF func(*ListOptions) error) *cobra.Command {
+	return newCmdList(f, runF, "follow", true)
 }
 
 // ListOptions are the inputs of `audit list`.
@@ -78,10 +95,16 @@ type ListOptions struct {
 
 // NewCmdList builds `audit list`.
 func NewCmdList(f *cmdutil.Factory, runF func(*ListOptions) error) *cobra.Command {
-	opts := &ListOptions{Factory: f}
+	return newCmdList(f, runF, "list", false)
+}
+
+// newCmdList builds audit list under the name use; follow makes it audit
+// follow, which always follows and so has no --follow.
+func newCmdList(f *cmdutil.Factory, runF func(*ListOptions) error, use string, follow bool) *cobra.Command {
+	opts := &ListOptions{Factory: f, Follow: follow}
 	var since string
 	cmd := &cobra.Command{
-		Use:     "list",
+		Use:     use,
 		Aliases: []string{"ls"},
 		Short:   "List audit entries, newest first, or follow new ones",
 		Long: `List audit entries, newest first. -o wide adds the request id and the fields each
@@ -123,7 +146,17 @@ prints one JSON object per line (JSON lines).`,
 	fl.StringVar(&opts.Filter.Resource, "resource", "", "only this resource type (definition) or resource (definition/<id>)")
 	fl.StringVar(&opts.Filter.Actor, "actor", "", "only changes made by this actor (a token name)")
 	fl.IntVar(&opts.Filter.Limit, "limit", defaultLimit, "at most this many entries (with --follow: of the existing ones)")
-	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new entries until interrupted")
+	if follow {
+		cmd.Aliases = nil
+		cmd.Short = "Print audit entries as they are written (audit list --follow)"
+		cmd.Long = `Print the entries that match oldest first, then new ones as they are written
+(checked every --interval) until Ctrl-C: audit list --follow. With -o json, one
+JSON object per line (JSON lines).`
+		cmd.Example = `  rlctl audit follow
+  rlctl audit follow --resource definition -o json | jq .`
+	} else {
+		fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new entries until interrupted (also: audit follow)")
+	}
 	cmdutil.DurationVar(fl, &opts.Interval, "interval", 2*time.Second, "with --follow, how often to check for new entries")
 	_ = cmd.RegisterFlagCompletionFunc("resource", cobra.FixedCompletions(resourceTypes, cobra.ShellCompDirectiveNoFileComp|cobra.ShellCompDirectiveNoSpace))
 	_ = cmd.RegisterFlagCompletionFunc("since", cobra.FixedCompletions([]string{"15m", "1h", "24h", "7d"}, cobra.ShellCompDirectiveNoFileComp))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -191,13 +192,19 @@ func (s *syncBuffer) String() string {
 // called; stop returns the exit code.
 func follow(h *clitest.Rlctl, tty bool, args ...string) (out *syncBuffer, stop func() int) {
 	h.T.Helper()
+	return followAs(h, []string{"audit", "list", "--follow"}, tty, args...)
+}
+
+// followAs is follow with another spelling of audit list --follow.
+func followAs(h *clitest.Rlctl, spelling []string, tty bool, args ...string) (out *syncBuffer, stop func() int) {
+	h.T.Helper()
 	ios, _, _, _ := iostreams.Test()
 	ios.SetStdoutTTY(tty)
 	out = &syncBuffer{}
 	ios.Out = out
 	ios.ErrOut = &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
-	full := append([]string{"--server", h.Env.URL, "--token", h.Env.AdminToken, "audit", "list", "--follow", "--interval", "100ms"}, args...)
+	full := append(append([]string{"--server", h.Env.URL, "--token", h.Env.AdminToken}, spelling...), append([]string{"--interval", "100ms"}, args...)...)
 	done := make(chan int, 1)
 	go func() { done <- cli.Run(ctx, full, ios, h.Getenv(nil)) }()
 	return out, func() int {
@@ -255,6 +262,23 @@ func TestFollowJSONLines(t *testing.T) {
 	}
 	if ids[0] >= ids[1] || ids[1] >= ids[2] {
 		t.Errorf("ids not ascending: %v", ids)
+	}
+}
+
+// TestFollowSpellings: audit list --follow (-f), audit --follow and
+// audit follow each print the existing entries, then a new one.
+func TestFollowSpellings(t *testing.T) {
+	h := clitest.StartParallel(t)
+	setLimit(h, h.Env.AdminToken, "existing", 1)
+	for i, spelling := range [][]string{{"audit", "list", "--follow"}, {"audit", "list", "-f"}, {"audit", "--follow"}, {"audit", "follow"}} {
+		out, stop := followAs(h, spelling, false, "-o", "json")
+		waitFor(t, out, "the existing entry", func(s string) bool { return strings.Contains(s, "existing") })
+		name := fmt.Sprintf("new%d", i)
+		setLimit(h, h.Env.AdminToken, name, 1)
+		waitFor(t, out, "the new entry", func(s string) bool { return strings.Contains(s, name) })
+		if code := stop(); code != 0 {
+			t.Errorf("rlctl %s: exit %d after cancel, want 0", strings.Join(spelling, " "), code)
+		}
 	}
 }
 

@@ -26,7 +26,9 @@ const ExitCodesHelp = `rlctl exits with one of these codes:
 
   0  success
   1  error: the server could not be reached, failed (5xx), or something unexpected happened
-  2  usage: bad flags or arguments; nothing was sent
+  2  usage: bad flags, arguments or files, including values rlapi's rules refuse
+     (rlctl checks them with the same rules, but the floors, before it sends
+     anything); nothing was sent
   3  auth: no token, or an invalid, expired or revoked one (401), or a token whose role
      may not do this (403)
   4  not found: the object does not exist (404)

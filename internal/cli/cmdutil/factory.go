@@ -61,8 +61,9 @@ func (f *Factory) Config() (*config.Config, error) {
 func (f *Factory) Endpoint() (server, token string, err error) {
 	g := f.Global
 	server, token, tokenFile := g.Server, g.Token, g.TokenFile
+	source := "--server"
 	if server == "" {
-		server = f.Getenv("RLCTL_SERVER")
+		server, source = f.Getenv("RLCTL_SERVER"), "RLCTL_SERVER"
 	}
 	if token == "" && tokenFile == "" {
 		token = f.Getenv("RLCTL_TOKEN")
@@ -80,7 +81,9 @@ func (f *Factory) Endpoint() (server, token string, err error) {
 			name = f.Getenv("RLCTL_CONTEXT")
 		}
 		ctx := cfg.Current()
-		if name != "" {
+		if name == "" {
+			name = cfg.CurrentContext
+		} else {
 			ctx = cfg.Contexts[name]
 			if ctx == nil {
 				return "", "", FlagErrorf("no context %q in %s (rlctl config view lists them)", name, cfg.File())
@@ -88,7 +91,7 @@ func (f *Factory) Endpoint() (server, token string, err error) {
 		}
 		if ctx != nil {
 			if server == "" {
-				server = ctx.Server
+				server, source = ctx.Server, fmt.Sprintf("the server of context %q", name)
 			}
 			if token == "" && tokenFile == "" {
 				tokenFile = ctx.TokenFile
@@ -97,6 +100,9 @@ func (f *Factory) Endpoint() (server, token string, err error) {
 	}
 	if server == "" {
 		server = DefaultServer
+	}
+	if err := CheckServer(source, server); err != nil {
+		return "", "", err
 	}
 	if token == "" && tokenFile != "" {
 		token, err = ReadTokenFile(tokenFile)
@@ -122,6 +128,22 @@ func (f *Factory) Client() (*client.Client, error) {
 		return nil, FlagErrorf("--server: %v", err)
 	}
 	return c, nil
+}
+
+// CheckServer refuses, as a usage error naming where it came from
+// (source: "--server", "RLCTL_SERVER", a context), a server URL rlctl
+// cannot use. A URL without a scheme gets the fix: url.Parse reads
+// "127.0.0.1:8080" as a scheme and an opaque rest, and says only "first
+// path segment in URL cannot contain colon".
+func CheckServer(source, server string) error {
+	s := strings.TrimSpace(server)
+	if !strings.Contains(s, "://") {
+		return FlagErrorf("%s %s: needs a scheme: http://%s (or https://)", source, server, s)
+	}
+	if _, err := client.New(s, client.Options{}); err != nil {
+		return FlagErrorf("%s %s: %s", source, server, strings.TrimPrefix(err.Error(), fmt.Sprintf("base url %q: ", server)))
+	}
+	return nil
 }
 
 // ReadTokenFile reads a token from a file: a bare token, or JSON in the

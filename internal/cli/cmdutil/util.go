@@ -73,13 +73,18 @@ func RequireFlags(cmd *cobra.Command, names ...string) error {
 }
 
 // NoArgs and friends wrap cobra's validators so their errors are usage
-// errors (exit code 2).
+// errors (exit code 2). ExactArgs says what the command takes, from its
+// usage line, where cobra's "accepts 1 arg(s), received 0" does not.
 func ExactArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
-			return &FlagError{Err: err}
+		if len(args) == n {
+			return nil
 		}
-		return nil
+		what := "arguments"
+		if n == 1 {
+			what = "argument"
+		}
+		return FlagErrorf("%s takes %d %s (got %d): %s", cmd.CommandPath(), n, what, len(args), cmd.UseLine())
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/config"
 	"github.com/rlctl/rlctl/internal/cli/printer"
-	"github.com/rlctl/rlctl/pkg/client"
 )
 
 // NewCmdConfig builds `rlctl config`.
@@ -65,8 +64,8 @@ is read on each command, so rotating the token means replacing the file.`,
 			if !cmd.Flags().Changed("server") || opts.Server == "" {
 				return cmdutil.FlagErrorf("--server is required")
 			}
-			if _, err := client.New(opts.Server, client.Options{}); err != nil {
-				return cmdutil.FlagErrorf("--server: %v", err)
+			if err := cmdutil.CheckServer("--server", opts.Server); err != nil {
+				return err
 			}
 			if opts.TokenFile != "" {
 				abs, err := absPath(opts.TokenFile)

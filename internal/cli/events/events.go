@@ -89,27 +89,13 @@ func addFilterFlags(cmd *cobra.Command, fl *pflag.FlagSet, ff *filterFlags, filt
 	fl.StringVar(&filter.Severity, "severity", "", "only this severity: "+strings.Join(rl.EventSeverities(), ", "))
 	fl.StringVar(&ff.since, "since", "", "only minutes from this time on: a duration back from now (15m, 1h, 7d) or an RFC 3339 time")
 	fl.StringVar(&ff.until, "until", "", "only minutes before this time: a duration back from now or an RFC 3339 time")
-	_ = cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(rl.EventKinds(), cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("severity", cobra.FixedCompletions(rl.EventSeverities(), cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.EnumFlag(cmd, "kind", rl.EventKinds()...)
+	cmdutil.EnumFlag(cmd, "severity", rl.EventSeverities()...)
 	_ = cmd.RegisterFlagCompletionFunc("since", cobra.FixedCompletions([]string{"15m", "1h", "24h", "7d"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // resolve checks the filter flags and fills the filter's times.
 func (ff *filterFlags) resolve(f *cmdutil.Factory, filter *client.EventFilter) error {
-	if filter.Kind != "" {
-		if _, ok := rl.EventSeverity(filter.Kind); !ok {
-			return cmdutil.FlagErrorf("--kind: must be one of %s (got %q)", strings.Join(rl.EventKinds(), ", "), filter.Kind)
-		}
-	}
-	if filter.Severity != "" {
-		ok := false
-		for _, s := range rl.EventSeverities() {
-			ok = ok || s == filter.Severity
-		}
-		if !ok {
-			return cmdutil.FlagErrorf("--severity: must be one of %s (got %q)", strings.Join(rl.EventSeverities(), ", "), filter.Severity)
-		}
-	}
 	for _, p := range []struct {
 		name, v string
 		dst     *time.Time

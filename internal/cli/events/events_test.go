@@ -156,8 +156,16 @@ func waitFor(t *testing.T, out *syncBuffer, what string, cond func(string) bool)
 }
 
 // TestFollow: the existing rows oldest first, then new ones as JSON
-// lines, filtered, until cancelled (exit 0).
+// lines, filtered, until cancelled (exit 0); events follow and events
+// list --follow alike.
 func TestFollow(t *testing.T) {
+	t.Parallel()
+	for _, spelling := range [][]string{{"events", "follow"}, {"events", "list", "--follow"}} {
+		t.Run(strings.Join(spelling, " "), func(t *testing.T) { testFollow(t, spelling) })
+	}
+}
+
+func testFollow(t *testing.T, spelling []string) {
 	h := clitest.StartParallel(t)
 	record(h, rl.Event{Kind: rl.EventRateLimitExceeded, Subject: "user:first"})
 	record(h, rl.Event{Kind: rl.EventRateLimitExceeded, Subject: "user:second"})
@@ -167,8 +175,8 @@ func TestFollow(t *testing.T) {
 	ios.Out, ios.ErrOut = out, &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	args := []string{"--server", h.Env.URL, "--token", h.Env.AdminToken, "events", "follow", "--interval", "100ms",
-		"--kind", "rate_limit_exceeded", "-o", "json"}
+	args := append(append([]string{"--server", h.Env.URL, "--token", h.Env.AdminToken}, spelling...), "--interval", "100ms",
+		"--kind", "rate_limit_exceeded", "-o", "json")
 	go func() { done <- cli.Run(ctx, args, ios, h.Getenv(nil)) }()
 	waitFor(t, out, "the existing rows", func(s string) bool { return strings.Count(s, "\n") >= 2 })
 	record(h, rl.Event{Kind: rl.EventQuarantineDenied, Subject: "user:filtered"})

@@ -27,7 +27,8 @@ func NewCmdFollow(f *cmdutil.Factory, runF func(*FollowOptions) error) *cobra.Co
 		Use:   "follow",
 		Short: "Print recorded violations as they are written",
 		Long: `Print the newest --limit rows that match, oldest first, then each new row as it
-is written (checked every --interval) until Ctrl-C, like audit list --follow.
+is written (checked every --interval) until Ctrl-C, like audit follow (also
+spelled events list --follow).
 A row appears once, when its minute, kind, subject and definition are first
 recorded; its count may still grow during that minute (events list shows the
 current count). With -o json, one JSON object per line (JSON lines).`,
@@ -39,11 +40,8 @@ current count). With -o json, one JSON object per line (JSON lines).`,
 			if err := ff.resolve(f, &opts.Filter); err != nil {
 				return err
 			}
-			if opts.Filter.Limit < 0 || opts.Filter.Limit > maxLimit {
-				return cmdutil.FlagErrorf("--limit: must be between 0 and %d (got %d)", maxLimit, opts.Filter.Limit)
-			}
-			if opts.Interval < 100*time.Millisecond {
-				return cmdutil.FlagErrorf("--interval: must be at least 100ms (got %s)", opts.Interval)
+			if err := checkFollow(opts.Filter.Limit, opts.Interval); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(opts)
@@ -53,9 +51,23 @@ current count). With -o json, one JSON object per line (JSON lines).`,
 	}
 	fl := cmd.Flags()
 	addFilterFlags(cmd, fl, &ff, &opts.Filter)
-	fl.IntVar(&opts.Filter.Limit, "limit", 20, "how many existing rows to print first (0: none, only new ones)")
+	fl.IntVar(&opts.Filter.Limit, "limit", defaultFollowLimit, "how many existing rows to print first (0: none, only new ones)")
 	cmdutil.DurationVar(fl, &opts.Interval, "interval", 2*time.Second, "how often to check for new rows")
 	return cmd
+}
+
+// defaultFollowLimit is how many existing rows following prints first.
+const defaultFollowLimit = 20
+
+// checkFollow checks following's --limit and --interval.
+func checkFollow(limit int, interval time.Duration) error {
+	if limit < 0 || limit > maxLimit {
+		return cmdutil.FlagErrorf("--limit: must be between 0 and %d (got %d)", maxLimit, limit)
+	}
+	if interval < 100*time.Millisecond {
+		return cmdutil.FlagErrorf("--interval: must be at least 100ms (got %s)", interval)
+	}
+	return nil
 }
 
 // followRun prints the newest matching rows oldest first, then polls for

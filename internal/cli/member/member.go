@@ -15,6 +15,7 @@ import (
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/printer"
 	"github.com/rlctl/rlctl/internal/cli/ratelimitcmd"
+	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/client"
 	rl "github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -106,6 +107,15 @@ team the whole team has one.`,
 				return err
 			}
 			opts.Membership.Groups = splitList(groups)
+			// The server's rules, checked before any request; no groups
+			// is no membership (the subject alone is checked).
+			check := validate.Membership
+			if len(opts.Membership.Groups) == 0 {
+				check = validate.NoGroups
+			}
+			if _, err := check(opts.Membership); err != nil {
+				return cmdutil.FieldFlags(cmd, err, cmdutil.SubjectFlags(cmd))
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -119,7 +129,7 @@ team the whole team has one.`,
 	fl.StringVar(&groups, "groups", "", "comma-separated group names")
 	fl.Int64Var(&opts.IfVersion, "if-version", 0, "replace only if the stored version is this one")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "validate and show what would change, storing nothing")
-	_ = cmd.RegisterFlagCompletionFunc("subject-type", cobra.FixedCompletions([]string{"user", "client", "server", "agent", "network", "team"}, cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.EnumFlag(cmd, "subject-type", validate.SubjectTypes()...)
 	_ = cmd.RegisterFlagCompletionFunc("groups", CompleteGroups(f))
 	_ = cmd.RegisterFlagCompletionFunc("network", CompleteNetworks(f))
 	return cmd
@@ -251,6 +261,7 @@ func NewCmdList(f *cmdutil.Factory, runF func(*ListOptions) error) *cobra.Comman
 	cmd.Flags().StringVar(&opts.Filter.Group, "group", "", "only members of this group")
 	cmd.Flags().StringVar(&opts.Filter.SubjectType, "subject-type", "", "only this subject type")
 	_ = cmd.RegisterFlagCompletionFunc("group", CompleteGroups(f))
+	cmdutil.EnumFlag(cmd, "subject-type", validate.SubjectTypes()...)
 	return cmd
 }
 

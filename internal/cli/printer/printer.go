@@ -28,16 +28,6 @@ const (
 // Formats lists the -o values for help and completion.
 var Formats = []string{Table, Wide, JSON, YAML, Name}
 
-// CheckFormat validates an -o value.
-func CheckFormat(f string) error {
-	for _, ok := range Formats {
-		if f == ok {
-			return nil
-		}
-	}
-	return fmt.Errorf("-o: must be one of %s (got %q)", strings.Join(Formats, ", "), f)
-}
-
 // Column is one column of a table: its header, whether only -o wide shows
 // it, and how to render a row's cell.
 type Column[T any] struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/printer"
+	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/client"
 	rl "github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -82,7 +83,7 @@ func subjectFlags(cmd *cobra.Command, opts *SubjectOptions, quarantined bool) {
 	fl.StringVar(&opts.Subject, "subject", "", "username, client id, network CIDR, team name, server name or agent path")
 	fl.StringVar(&opts.Network, "network", "", "a network of client addresses in CIDR form (10.1.0.0/16, 2001:db8::/48): --subject-type network --subject CIDR")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change, changing nothing")
-	_ = cmd.RegisterFlagCompletionFunc("subject-type", cobra.FixedCompletions([]string{"user", "client", "network", "team", "server", "agent"}, cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.EnumFlag(cmd, "subject-type", validate.SubjectTypes()...)
 	_ = cmd.RegisterFlagCompletionFunc("subject", completeSubjects(opts.Factory, quarantined, ""))
 	_ = cmd.RegisterFlagCompletionFunc("network", completeSubjects(opts.Factory, quarantined, rl.SubjectNetwork))
 }
@@ -129,8 +130,16 @@ func completeSubjects(f *cmdutil.Factory, quarantined bool, only string) cobra.C
 	}
 }
 
+// requireSubject checks the subject flags, and the subject with the
+// server's rules, before any request.
 func requireSubject(cmd *cobra.Command, opts *SubjectOptions) error {
-	return cmdutil.NetworkSubject(cmd, opts.Network, &opts.SubjectType, &opts.Subject)
+	if err := cmdutil.NetworkSubject(cmd, opts.Network, &opts.SubjectType, &opts.Subject); err != nil {
+		return err
+	}
+	if _, err := validate.Subject(opts.SubjectType, opts.Subject); err != nil {
+		return cmdutil.FieldFlags(cmd, err, cmdutil.SubjectFlags(cmd))
+	}
+	return nil
 }
 
 // NewCmdAdd builds `quarantine add`. The grouped verb asks for

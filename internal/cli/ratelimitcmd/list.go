@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
+	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -49,6 +50,8 @@ func NewCmdList(f *cmdutil.Factory, runF func(*ListOptions) error) *cobra.Comman
 	fl.StringVar(&opts.Filter.Name, "name", "", "only this name")
 	fl.StringVar(&opts.Filter.Group, "group", "", "only group definitions of this name, and server groups listing this member")
 	fl.StringVar(&enabled, "enabled", "", "only enabled (true) or disabled (false) definitions")
+	cmdutil.EnumFlag(cmd, "axis", validate.Axes()...)
+	cmdutil.EnumFlag(cmd, "entity-type", validate.EntityTypes()...)
 	return cmd
 }
 

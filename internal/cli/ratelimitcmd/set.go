@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/printer"
+	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -152,15 +153,16 @@ of them wins over always, which wins over auto.`,
 			if fl.Changed("team-burst") {
 				d.TeamBurst = &teamBurst
 			}
-			switch lockout {
-			case "", "default":
-			case "true", "false":
+			if lockout == "true" || lockout == "false" { // or default, the same as not given
 				v := lockout == "true"
 				d.CountsTowardLockout = &v
-			default:
-				return cmdutil.FlagErrorf("--counts-toward-lockout: must be true, false or default (got %q)", lockout)
 			}
 			d.Enabled = !disabled
+			// The server's rules, without its floors (its configuration):
+			// what they refuse is refused here, before any request.
+			if _, err := validate.Definition(*d, validate.Floors{}); err != nil {
+				return cmdutil.FieldFlags(cmd, err, definitionFlags)
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -199,19 +201,24 @@ of them wins over always, which wins over auto.`,
 	fl.StringVar(&opts.Definition.Description, "description", "", "free text shown in lists and the dashboard")
 	fl.Int64Var(&opts.IfVersion, "if-version", 0, "replace only if the stored version is this one (exit 5 otherwise)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "validate and show what would change, storing nothing")
-	_ = cmd.RegisterFlagCompletionFunc("axis", cobra.FixedCompletions([]string{"caller", "target", "caller_target", "quarantine"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("entity-type", CompleteEntityTypes)
-	_ = cmd.RegisterFlagCompletionFunc("algorithm", cobra.FixedCompletions(ratelimit.Algorithms(), cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("per", cobra.FixedCompletions(ratelimit.Pers(), cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("counts-toward-lockout", cobra.FixedCompletions([]string{"true", "false", "default"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("lease", cobra.FixedCompletions(ratelimit.Leases(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("entity-type", CompleteEntityTypes) // by --axis, before EnumFlag's
+	cmdutil.EnumFlag(cmd, "axis", validate.Axes()...)
+	cmdutil.EnumFlag(cmd, "entity-type", validate.EntityTypes()...)
+	cmdutil.EnumFlag(cmd, "algorithm", ratelimit.Algorithms()...)
+	cmdutil.EnumFlag(cmd, "per", ratelimit.Pers()...)
+	cmdutil.EnumFlag(cmd, "counts-toward-lockout", "true", "false", "default")
+	cmdutil.EnumFlag(cmd, "lease", ratelimit.Leases()...)
+	cmdutil.EnumFlag(cmd, "mode", ratelimit.ModeEnforce, ratelimit.ModeShadow)
 	_ = cmd.RegisterFlagCompletionFunc("method", cobra.FixedCompletions(ratelimit.Methods(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(ratelimit.Kinds(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("tool-scope", cobra.FixedCompletions(ratelimit.ToolScopes(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("path", cobra.NoFileCompletions)
-	_ = cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"enforce", "shadow"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
+
+// definitionFlags names the flags of the definition fields whose flag is
+// not the field's name with '-' for '_'.
+var definitionFlags = map[string]string{"kinds": "kind", "methods": "method", "paths": "path"}
 
 func setRun(ctx context.Context, opts *SetOptions) error {
 	f := opts.Factory

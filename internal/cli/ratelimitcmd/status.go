@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/printer"
+	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -65,6 +66,7 @@ caller in its group (user:alice, client:bot, team:acme) or everyone.`,
 	fl.StringVar(&opts.Query.Path, "path", "", "a request path: the route definitions matching it, and which pattern matched")
 	fl.StringVar(&opts.Query.Method, "method", "", "the request method, with --path")
 	_ = cmd.RegisterFlagCompletionFunc("method", cobra.FixedCompletions(ratelimit.Methods(), cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.EnumFlag(cmd, "entity-type", validate.EntityTypes()...)
 	_ = cmd.RegisterFlagCompletionFunc("path", cobra.NoFileCompletions)
 	return cmd
 }

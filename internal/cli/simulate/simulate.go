@@ -92,7 +92,12 @@ as a bad file is).`,
   rlctl simulate -f limits.yaml --algorithms all --bucket 1s trace.jsonl
   rlctl simulate -f limits.yaml --algorithms fixed_window,token_bucket -o json trace.csv | jq '.runs[] | {name, denied}'
   zcat access.csv.gz | rlctl simulate -f limits.yaml --format csv --svg admitted.svg -`,
-		Args: cmdutil.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return cmdutil.FlagErrorf("simulate replays one trace, a CSV or JSON Lines file or - for stdin (got %d arguments): rlctl simulate -f FILE TRACE", len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Trace = args[0]
 			if err := opts.check(); err != nil {
@@ -114,26 +119,22 @@ as a bad file is).`,
 	fl.BoolVar(&opts.NoFloors, "no-floors", false, "do not apply rlapi's minimum caller limits to the file's definitions")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	_ = cmd.MarkFlagFilename("svg", "svg")
-	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{FormatCSV, FormatJSONL}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("algorithms", cobra.FixedCompletions(append(ratelimit.Algorithms(), "all"), cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.EnumFlag(cmd, "format", FormatCSV, FormatJSONL)
+	cmdutil.EnumFlag(cmd, "algorithms", append(ratelimit.Algorithms(), "all")...)
 	cmd.ValidArgsFunction = func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"csv", "jsonl", "ndjson", "json"}, cobra.ShellCompDirectiveFilterFileExt
 	}
 	return cmd
 }
 
-// check validates the command line, before anything is read.
+// check validates the command line, before anything is read; the root
+// has checked --format and each of --algorithms (cmdutil.EnumFlag).
 func (o *Options) check() error {
 	if o.File == "" {
 		return cmdutil.FlagErrorf("-f is required: the definitions, in the format of rlctl apply (- for stdin)")
 	}
 	if o.File == stdin && o.Trace == stdin {
 		return cmdutil.FlagErrorf("-f - and a trace of -: standard input can be read only once")
-	}
-	switch o.Format {
-	case "", FormatCSV, FormatJSONL:
-	default:
-		return cmdutil.FlagErrorf("--format: must be %s or %s (got %q)", FormatCSV, FormatJSONL, o.Format)
 	}
 	var algos []string
 	for _, a := range o.Algorithms {
@@ -145,8 +146,6 @@ func (o *Options) check() error {
 					algos = append(algos, x)
 				}
 			}
-		case !slices.Contains(ratelimit.Algorithms(), a):
-			return cmdutil.FlagErrorf("--algorithms: %q is not an algorithm (%s, or all)", a, strings.Join(ratelimit.Algorithms(), ", "))
 		case slices.Contains(algos, a):
 			return cmdutil.FlagErrorf("--algorithms: %s is named twice", a)
 		default:

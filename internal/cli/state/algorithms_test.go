@@ -80,10 +80,10 @@ func TestApplyExportDiffAlgorithm(t *testing.T) {
 	}
 }
 
-// A file breaking the algorithm rules is refused whole (exit 5, naming
-// the file and the field): by the server for apply and diff, by rlctl's
-// own check (validate's rules, the server's) for the client dry run.
-// Nothing changes.
+// A file breaking the algorithm rules is refused whole before anything is
+// sent (exit 2, naming the file and the field), by rlctl's own check with
+// validate's rules (the server's), for apply, diff and the client dry run
+// alike. Nothing changes.
 func TestApplyAlgorithmRefused(t *testing.T) {
 	r := clitest.StartParallel(t)
 	seed(t, r)
@@ -98,8 +98,8 @@ func TestApplyAlgorithmRefused(t *testing.T) {
 		file := writeFile(t, dir, tt.name+".yaml", "definitions:\n- {axis: target, entity_type: mcp_server, name: fine, window_seconds: 60, max_requests: 10}\n- "+tt.def+"\n")
 		for _, args := range [][]string{{"apply", "-f", file}, {"diff", "-f", file}, {"apply", "-f", file, "--dry-run=client"}} {
 			res := r.Run(args...)
-			if res.Code != 5 || !strings.Contains(res.ErrOut, tt.field) || !strings.Contains(res.ErrOut, file) {
-				t.Errorf("rlctl %s: exit %d, want 5 naming %s in %s\nstderr: %s", strings.Join(args, " "), res.Code, tt.field, file, res.ErrOut)
+			if res.Code != 2 || !strings.Contains(res.ErrOut, file+": "+tt.field) || !strings.Contains(res.ErrOut, "nothing was sent") {
+				t.Errorf("rlctl %s: exit %d, want 2 naming %s in %s\nstderr: %s", strings.Join(args, " "), res.Code, tt.field, file, res.ErrOut)
 			}
 		}
 	}

@@ -105,11 +105,6 @@ whose exit code says so (6).`,
 			if err := checkFiles(opts.Files); err != nil {
 				return err
 			}
-			switch opts.DryRun {
-			case DryRunNone, DryRunClient, DryRunServer:
-			default:
-				return cmdutil.FlagErrorf("--dry-run: must be none, client or server (got %q)", opts.DryRun)
-			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -122,7 +117,7 @@ whose exit code says so (6).`,
 	fl.StringVar(&opts.DryRun, "dry-run", DryRunNone, "none, server (the server applies and rolls back) or client (diff locally, no apply call)")
 	fl.Lookup("dry-run").NoOptDefVal = DryRunServer
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask before --prune deletes")
-	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{DryRunNone, DryRunServer, DryRunClient}, cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.EnumFlag(cmd, "dry-run", DryRunNone, DryRunServer, DryRunClient)
 	return cmd
 }
 

@@ -91,7 +91,7 @@ matters.`,
 	cmd.Flags().BoolVar(&opts.IncludeQuarantine, "include-quarantine", false, "also write quarantine (the quarantine groups of memberships, with reason and expiry)")
 	cmd.Flags().StringVar(&opts.Format, "format", formatRlctl, "rlctl (the apply document) or envoy-ratelimit (the descriptor definitions in Envoy's ratelimit service format, one YAML document per domain)")
 	cmd.Flags().StringVar(&opts.Domain, "domain", "", "with --format envoy-ratelimit: only this domain (Envoy's service reads one domain per file)")
-	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{formatRlctl, formatEnvoy}, cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.EnumFlag(cmd, "format", formatRlctl, formatEnvoy)
 	_ = cmd.MarkFlagFilename("file", "yaml", "yml", "json")
 	return cmd
 }

@@ -112,7 +112,7 @@ func Load(paths []string, stdin io.Reader) (*Loaded, error) {
 		}
 	}
 	if len(probs) == 0 {
-		probs = l.duplicates()
+		probs = append(l.invalid(), l.duplicates()...)
 	}
 	if len(probs) == 0 && l.Doc.Definitions == nil && l.Doc.Memberships == nil && l.Doc.Admins == nil {
 		probs = append(probs, fmt.Sprintf("%s: no definitions, memberships or admins section: nothing to apply", strings.Join(l.Files, ", ")))
@@ -131,7 +131,10 @@ type LoadError struct {
 
 func (e *LoadError) Error() string {
 	if len(e.Problems) == 1 {
-		return e.Problems[0]
+		if strings.Contains(e.Problems[0], "nothing was sent") {
+			return e.Problems[0]
+		}
+		return e.Problems[0] + "; nothing was sent"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d problems in the files; nothing was sent:", len(e.Problems))
@@ -247,8 +250,8 @@ func mergeSection[T any](have []T, src []source, add []T, name string) ([]T, []s
 
 // duplicates finds objects that name the same id, within a file or across
 // files, comparing ids as the server will: after normalization
-// ("/mcpgw/" is "mcpgw"). Objects the rules refuse are left to the server,
-// which reports them with its own floors.
+// ("/mcpgw/" is "mcpgw"). Objects the rules refuse are skipped: invalid
+// reports them.
 func (l *Loaded) duplicates() []string {
 	var probs []string
 	probs = append(probs, dupes("definitions", l.Doc.Definitions, l.defSrc, func(d ratelimit.Definition) (string, bool) {
@@ -264,6 +267,42 @@ func (l *Loaded) duplicates() []string {
 		return n.Key(), err == nil
 	})...)
 	return probs
+}
+
+// invalid checks every object with the server's rules (internal/validate)
+// but its floors, which are the server's configuration: an object the
+// server would refuse on them is refused here, named by its file and
+// place, before anything is sent. The floors are left to the server.
+func (l *Loaded) invalid() []string {
+	var probs []string
+	for i, d := range l.Doc.Definitions {
+		d.Scope = "" // read-only: derived from the name, as the server does
+		_, err := validate.Definition(d, validate.Floors{})
+		probs = append(probs, placed(l.defSrc[i], "definitions", err)...)
+	}
+	for i, m := range l.Doc.Memberships {
+		_, err := validate.Membership(m)
+		probs = append(probs, placed(l.memSrc[i], "memberships", err)...)
+	}
+	for i, a := range l.Doc.Admins {
+		_, err := validate.Admin(a)
+		probs = append(probs, placed(l.adminSrc[i], "admins", err)...)
+	}
+	return probs
+}
+
+// placed words err's problems, found in the object at src, as
+// "a.yaml: definitions[3].algorithm: must be ...".
+func placed(src source, section string, err error) []string {
+	if err == nil {
+		return nil
+	}
+	fes := validate.Under(fmt.Sprintf("%s[%d]", section, src.index), err)
+	out := make([]string, len(fes))
+	for i, fe := range fes {
+		out[i] = src.file + ": " + fe.Message
+	}
+	return out
 }
 
 func dupes[T any](section string, items []T, src []source, id func(T) (string, bool)) []string {

@@ -26,11 +26,11 @@ func TestLoadSections(t *testing.T) {
 		defs, mems, admins   int // -1: absent
 		firstEnabled, header bool
 	}{
-		{"YAML, absent and empty", "definitions:\n- {axis: caller, entity_type: group, name: g, window_seconds: 60}\nmemberships: []\nadmins: null\n", 1, 0, -1, true, false},
+		{"YAML, absent and empty", "definitions:\n- {axis: caller, entity_type: group, name: g, window_seconds: 60, user_max_requests: 30}\nmemberships: []\nadmins: null\n", 1, 0, -1, true, false},
 		{"JSON with a byte order mark", "\ufeff" + `{"definitions": []}`, 0, -1, -1, false, false},
 		{"JSON", `{"apiVersion": "rlctl/v1", "kind": "State", "admins": [{"subject_type": "user", "subject": "a"}]}`, -1, -1, 1, false, true},
-		{"enabled false is kept", "definitions:\n- {axis: caller, entity_type: group, name: g, window_seconds: 60, enabled: false}\n", 1, -1, -1, false, false},
-		{"documents merge", "definitions:\n- {axis: caller, entity_type: group, name: g, window_seconds: 60}\n---\n# a comment only\n---\ndefinitions:\n- {axis: caller, entity_type: group, name: h, window_seconds: 60}\nmemberships: []\n...\n", 2, 0, -1, true, false},
+		{"enabled false is kept", "definitions:\n- {axis: caller, entity_type: group, name: g, window_seconds: 60, user_max_requests: 30, enabled: false}\n", 1, -1, -1, false, false},
+		{"documents merge", "definitions:\n- {axis: caller, entity_type: group, name: g, window_seconds: 60, user_max_requests: 30}\n---\n# a comment only\n---\ndefinitions:\n- {axis: caller, entity_type: group, name: h, window_seconds: 60, user_max_requests: 30}\nmemberships: []\n...\n", 2, 0, -1, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/printer"
+	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/client"
 	rl "github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -96,8 +96,8 @@ decision endpoints (gateways).`,
 			if err := cmdutil.RequireFlags(cmd, "name", "role"); err != nil {
 				return err
 			}
-			if !slices.Contains(roles, opts.Role) {
-				return cmdutil.FlagErrorf("--role: must be one of %s (got %q)", strings.Join(roles, ", "), opts.Role)
+			if _, err := validate.TokenName(opts.Name); err != nil {
+				return cmdutil.FieldFlags(cmd, err, nil)
 			}
 			if cmd.Flags().Changed("expires-in") && opts.ExpiresIn < time.Second {
 				return cmdutil.FlagErrorf("--expires-in: must be at least 1s (got %s)", opts.ExpiresIn)
@@ -114,7 +114,7 @@ decision endpoints (gateways).`,
 	cmdutil.DurationVar(fl, &opts.ExpiresIn, "expires-in", 0, "expire after this long, e.g. 30d or 720h (default: never)")
 	fl.StringVar(&opts.OutputFile, "output-file", "", "write the secret to this file (mode 0600) instead of stdout")
 	_ = cmd.MarkFlagFilename("output-file")
-	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions(roles, cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.EnumFlag(cmd, "role", roles...)
 	_ = cmd.RegisterFlagCompletionFunc("name", cobra.NoFileCompletions)
 	return cmd
 }
