@@ -689,10 +689,11 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 	}
 	var pr *TakeRequest
 	var authNow time.Time
+	var authGen uint64
 	if peek != "" {
 		authNow = e.auth.now()
-		p := e.auth.peekRequest(peek, authNow)
-		pr = &p
+		p, gen := e.auth.peekRequest(peek, authNow)
+		pr, authGen = &p, gen
 	}
 	rep := e.roundTripWith(ctx, req, pr)
 	if errors.Is(rep.err, ErrOverloaded) {
@@ -708,7 +709,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 		return e.backendFailed(c, gates, rep.err)
 	}
 	if pr != nil {
-		if st := e.auth.learn(peek, rep.peek, authNow); st.Locked {
+		if st := e.auth.learn(peek, rep.peek, authNow, authGen); st.Locked {
 			if consume && rep.res.Allowed {
 				e.giveBack(req, rep.res)
 			}

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -304,7 +305,8 @@ func (s *Source) CountQuarantined(ctx context.Context, now time.Time) (callers, 
 	return s.st.CountQuarantined(ctx, now)
 }
 
-// Watch holds one connection LISTENing on store.ChangeChannel and turns
+// Watch holds one connection LISTENing on store.ChangeChannel and
+// store.AuthLockoutsChannel (lifted failed-credential lockouts) and turns
 // each notification into a Change. The connection is closed, not handed
 // back to the pool, when the stream ends.
 func (s *Source) Watch(ctx context.Context, ready func(), notify func(enforce.Change)) error {
@@ -318,8 +320,10 @@ func (s *Source) Watch(ctx context.Context, ready func(), notify func(enforce.Ch
 		_ = conn.Conn().Close(context.Background())
 		conn.Release()
 	}()
-	if _, err := conn.Exec(ctx, "listen "+store.ChangeChannel); err != nil {
-		return err
+	for _, ch := range []string{store.ChangeChannel, store.AuthLockoutsChannel} {
+		if _, err := conn.Exec(ctx, "listen "+ch); err != nil {
+			return err
+		}
 	}
 	ready()
 	for {
@@ -330,8 +334,22 @@ func (s *Source) Watch(ctx context.Context, ready func(), notify func(enforce.Ch
 			}
 			return err
 		}
+		if n.Channel == store.AuthLockoutsChannel {
+			notify(AuthLockoutChange(n.Payload))
+			continue
+		}
 		notify(Change(n.Payload))
 	}
+}
+
+// AuthLockoutChange reads a notification payload of
+// store.AuthLockoutsChannel (<scope>|<address key>); one it cannot read
+// names every address.
+func AuthLockoutChange(payload string) enforce.Change {
+	if scope, address, ok := strings.Cut(payload, "|"); ok && scope != "" && address != "" {
+		return enforce.Change{Table: enforce.TableAuthLockouts, IDs: []string{payload}}
+	}
+	return enforce.Change{Table: enforce.TableAuthLockouts, All: true}
 }
 
 // Change reads a notification payload of store.ChangeChannel.
