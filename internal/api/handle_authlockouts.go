@@ -151,29 +151,47 @@ func (s *Server) handleListAuthLockouts() http.Handler {
 	})
 }
 
-// authAddress reads the {address} of a lift: an IPv4 address, an IPv6
-// address or an IPv6 network in CIDR form. Each scope counts it by its
-// own key (t.Key: the IPv6 prefix of that throttle), so the answer is the
-// address to key.
-func authAddress(raw string) (netip.Addr, error) {
+// LockoutAddress is the address of a lift: an IPv4 or IPv6 address, or an
+// IPv6 network.
+type LockoutAddress struct {
+	Addr netip.Addr
+	// Network is set when an IPv6 network was given: it is the key in
+	// every scope, as given (host bits masked).
+	Network netip.Prefix
+}
+
+// ParseLockoutAddress reads the address of a lift (DELETE
+// /api/auth-lockouts/{address}, rlapi auth-lockout lift); its error is a
+// 400 naming the field address.
+func ParseLockoutAddress(raw string) (LockoutAddress, error) {
 	fail := func(why string) error {
 		return badRequest("address: "+why, validate.FieldError{Field: "address", Message: "address: " + why})
 	}
+	const want = "want an IPv4 address, an IPv6 address or an IPv6 network such as 2001:db8:1:2::/64"
 	if raw == "" {
-		return netip.Addr{}, fail("required (an IPv4 address, an IPv6 address or an IPv6 network such as 2001:db8:1:2::/64)")
+		return LockoutAddress{}, fail("required (" + want[5:] + ")")
 	}
 	if strings.Contains(raw, "/") {
 		p, err := netip.ParsePrefix(raw)
 		if err != nil || p.Addr().Is4() || p.Addr().Is4In6() {
-			return netip.Addr{}, fail(fmt.Sprintf("want an IPv4 address, an IPv6 address or an IPv6 network such as 2001:db8:1:2::/64 (got %q)", raw))
+			return LockoutAddress{}, fail(fmt.Sprintf("%s (got %q)", want, raw))
 		}
-		return p.Masked().Addr(), nil
+		return LockoutAddress{Addr: p.Masked().Addr(), Network: p.Masked()}, nil
 	}
 	a, err := netip.ParseAddr(raw)
 	if err != nil || a.Zone() != "" {
-		return netip.Addr{}, fail(fmt.Sprintf("want an IPv4 address, an IPv6 address or an IPv6 network such as 2001:db8:1:2::/64 (got %q)", raw))
+		return LockoutAddress{}, fail(fmt.Sprintf("%s (got %q)", want, raw))
 	}
-	return a.Unmap(), nil
+	return LockoutAddress{Addr: a.Unmap()}, nil
+}
+
+// Key is the address's key for a throttle that keys addresses by keyOf
+// (AuthThrottle.Key): the network as given, else the address's.
+func (l LockoutAddress) Key(keyOf func(netip.Addr) string) string {
+	if l.Network.IsValid() {
+		return l.Network.String()
+	}
+	return keyOf(l.Addr)
 }
 
 // handleLiftAuthLockout lifts an address's lockout (and forgets its
@@ -183,7 +201,7 @@ func authAddress(raw string) (netip.Addr, error) {
 // acts on. Nothing to lift is a 404, and writes nothing.
 func (s *Server) handleLiftAuthLockout() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		addr, err := authAddress(r.PathValue("address"))
+		addr, err := ParseLockoutAddress(r.PathValue("address"))
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
@@ -205,7 +223,7 @@ func (s *Server) handleLiftAuthLockout() http.Handler {
 			if t == nil {
 				continue
 			}
-			key := t.Key(addr)
+			key := addr.Key(t.Key)
 			if shown == "" {
 				shown = key
 			}
@@ -217,7 +235,7 @@ func (s *Server) handleLiftAuthLockout() http.Handler {
 			before = append(before, l...)
 		}
 		if shown == "" {
-			shown = addr.String()
+			shown = addr.Key(func(a netip.Addr) string { return a.String() })
 		}
 		if len(before) == 0 {
 			s.writeProblem(w, r, errorf(http.StatusNotFound, "not-found", "Not found",
