@@ -113,7 +113,7 @@ func NewCmdDashboard(f *cmdutil.Factory) *cobra.Command {
 		Long: `An interactive view of rlapi for incidents: every definition, membership,
 quarantined subject, administrator and audit entry, refreshed in the background.
 
-Views (1-5, tab/shift+tab): Limits, Members, Quarantine, Admins, Audit.
+Views (1-6, tab/shift+tab): Limits, Members, Quarantine, Admins, Audit, Incidents.
 / filters as you type (words, or field:value such as group:developers), s sorts,
 enter opens details, ? lists every key. Changes (e enable/disable, a quarantine,
 d release, t/T switch quarantine off and on) each ask for confirmation and show
