@@ -221,7 +221,9 @@ func (s *Server) listenTokensOnce(ctx context.Context, connected func()) error {
 	// The same connection hears of lifted auth lockouts: rlapi's own
 	// throttle forgets what it cached of the address (the embedded
 	// Enforcer hears of the gateways' through its change listener).
-	for _, ch := range []string{store.TokensChannel, store.AuthLockoutsChannel} {
+	// rlctl_tokens last: its LISTEN is the connection's last query, which
+	// is how pg_stat_activity tells the token listener.
+	for _, ch := range []string{store.AuthLockoutsChannel, store.TokensChannel} {
 		if _, err := conn.Exec(ctx, "listen "+ch); err != nil {
 			return err
 		}

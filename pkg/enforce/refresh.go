@@ -230,8 +230,8 @@ func resetTimer(t *time.Timer, d time.Duration) {
 func (e *Enforcer) listen(ctx context.Context) {
 	defer e.wg.Done()
 	backoff := 250 * time.Millisecond
-	for ctx.Err() == nil {
-		err := e.watchOnce(ctx, func() { backoff = 250 * time.Millisecond })
+	for first := true; ctx.Err() == nil; first = false {
+		err := e.watchOnce(ctx, !first, func() { backoff = 250 * time.Millisecond })
 		if ctx.Err() != nil {
 			return
 		}
@@ -250,7 +250,12 @@ func (e *Enforcer) listen(ctx context.Context) {
 // arrives; the reload is asked for once the burst is over (no notice for
 // notifyDrain, or maxNotifyDrain after its first), so that one reload takes
 // a whole transaction's notices.
-func (e *Enforcer) watchOnce(ctx context.Context, connected func()) error {
+//
+// On a reconnection (again) the auth throttle's cache is dropped too: a
+// lockout lifted while nobody listened is asked of the store again. The
+// first connection has nothing to catch up on that matters as much, and
+// keeps what the first decisions cached.
+func (e *Enforcer) watchOnce(ctx context.Context, again bool, connected func()) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	noted := make(chan struct{}, 1)
@@ -263,7 +268,9 @@ func (e *Enforcer) watchOnce(ctx context.Context, connected func()) error {
 		connected()
 		// Changes made while we were not listening are picked up now;
 		// a lockout lifted meanwhile is asked of the store again.
-		e.forgetAuth(Change{Table: TableAuthLockouts, All: true})
+		if again {
+			e.forgetAuth(Change{Table: TableAuthLockouts, All: true})
+		}
 		e.reload.noteAll()
 		e.requestRefresh()
 	}, func(ch Change) {

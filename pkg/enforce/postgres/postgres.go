@@ -320,7 +320,9 @@ func (s *Source) Watch(ctx context.Context, ready func(), notify func(enforce.Ch
 		_ = conn.Conn().Close(context.Background())
 		conn.Release()
 	}()
-	for _, ch := range []string{store.ChangeChannel, store.AuthLockoutsChannel} {
+	// The change channel last: its LISTEN is the connection's last
+	// query, which is how pg_stat_activity tells the listener.
+	for _, ch := range []string{store.AuthLockoutsChannel, store.ChangeChannel} {
 		if _, err := conn.Exec(ctx, "listen "+ch); err != nil {
 			return err
 		}
