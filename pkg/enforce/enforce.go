@@ -197,7 +197,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		e.now = time.Now
 	}
 	e.events = newEventLog(e.log, e.now, eventLogOpts{})
-	m, err := newMetrics(opts.Registerer, e.quarantineCount, e.now)
+	m, err := newMetrics(opts.Registerer, e.quarantineCount, e.now, backendName(opts.Counters))
 	if err != nil {
 		return nil, err
 	}

@@ -115,6 +115,11 @@ func NewCounterStore(pool *pgxpool.Pool) *CounterStore {
 
 var _ enforce.CounterStore = (*CounterStore)(nil)
 
+var _ enforce.BackendNamer = (*CounterStore)(nil)
+
+// BackendName is "postgres", the metrics' backend label.
+func (c *CounterStore) BackendName() string { return "postgres" }
+
 // Take decides reqs in one rl_take round trip, every algorithm in the same
 // statement. Window indexes (fixed and sliding windows) are
 // floor(unix(Now) / Window) and their rows expire one window after theirs
