@@ -43,6 +43,23 @@ addr_in_use() {
 	(exec 3<>"/dev/tcp/$host/$port") 2>/dev/null
 }
 
+# lockout_hint says how to lift the lockout of the address a client of
+# rlapi on host:port $1 calls from (loopback for an empty host, 0.0.0.0 or
+# [::]). Five mistyped tokens lock it out for 5 minutes, a valid token
+# from it included, so the hint goes through the database, not the API.
+lockout_hint() {
+	local host=${1%:*}
+	host=${host#[}
+	host=${host%]}
+	case "$host" in "" | 0.0.0.0) host=127.0.0.1 ;; ::) host=::1 ;; esac
+	cat <<HINT
+  Locked out?   5 wrong tokens within a minute lock an address out for 5 minutes (429,
+                even with the right token). Lift it from here, through the database:
+                  DATABASE_URL=\$(scripts/devdb.sh url) bin/rlapi auth-lockout lift $host
+                Other addresses: bin/rlctl auth-lockout list; bin/rlctl auth-lockout lift ADDRESS
+HINT
+}
+
 main() {
 	local repo addr tokenfile dbsum ctx
 	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -88,8 +105,9 @@ main() {
   Try it:       curl -s http://$addr/healthz
                 curl -s -H "Authorization: Bearer \$(cat $tokenfile)" http://$addr/api/rate-limits
   Stop:         Ctrl-C stops rlapi; 'make db-stop' stops the local PostgreSQL.
-
 MSG
+	lockout_hint "$addr" >&2
+	echo >&2
 	exec bin/rlapi serve --addr "$addr"
 }
 

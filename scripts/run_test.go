@@ -72,3 +72,19 @@ func TestForgetContext(t *testing.T) {
 		t.Errorf("forget-context with nothing to forget said %q, want nothing", out)
 	}
 }
+
+// TestLockoutHint: make run says how to lift the lockout of the address
+// its own clients call from (five mistyped tokens lock the loopback out,
+// the admin's valid token too), with a command that works while the
+// address is locked: rlapi through the database, not the API.
+func TestLockoutHint(t *testing.T) {
+	t.Parallel()
+	for addr, host := range map[string]string{"127.0.0.1:8080": "127.0.0.1", "0.0.0.0:8090": "127.0.0.1", "[::1]:8080": "::1", "[::]:8080": "::1"} {
+		cmd := exec.Command("bash", "-c", `source run.sh && lockout_hint "$1"`, "hint", addr)
+		out, err := cmd.CombinedOutput()
+		want := "DATABASE_URL=$(scripts/devdb.sh url) bin/rlapi auth-lockout lift " + host + "\n"
+		if err != nil || !strings.Contains(string(out), want) || !strings.Contains(string(out), "bin/rlctl auth-lockout lift ADDRESS") {
+			t.Errorf("lockout_hint %s: %v\n%s\nwant a line ending in %q and the rlctl command", addr, err, out, want)
+		}
+	}
+}

@@ -38,6 +38,9 @@ Usage:
   rlapi serve          serve the API (refuses a database whose schema is behind)
   rlapi migrate        apply pending database migrations
   rlapi token create   create an API token directly in the database (bootstrap)
+  rlapi auth-lockout lift ADDRESS
+                       lift an address's failed-authentication lockout through the
+                       database, when every address you could call from is locked out
   rlapi version        print the version
 
 Run 'rlapi <command> -h' for a command's flags. Every flag has an environment
@@ -85,6 +88,11 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 			return fmt.Errorf("%w: want 'rlapi token create'", errUsage)
 		}
 		return tokenCreate(ctx, args[2:], getenv, stdout, stderr)
+	case "auth-lockout":
+		if len(args) < 2 || args[1] != "lift" {
+			return fmt.Errorf("%w: want 'rlapi auth-lockout lift ADDRESS'", errUsage)
+		}
+		return authLockoutLift(ctx, args[2:], getenv, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "rlapi", version.String())
 		return nil

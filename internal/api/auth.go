@@ -186,7 +186,8 @@ func (s *Server) touchToken(key [32]byte, tok ratelimit.Token) {
 
 // listenTokens empties the token cache whenever a token is revoked on any
 // replica (NOTIFY rlctl_tokens), and when its connection is re-established,
-// since notifications sent meanwhile are lost. attempted is called after
+// since notifications sent meanwhile are lost; it makes the auth throttle
+// forget a lifted lockout the same way (NOTIFY rlctl_auth_lockouts). attempted is called after
 // each attempt to connect, whether it succeeded or failed.
 func (s *Server) listenTokens(ctx context.Context, attempted func()) {
 	backoff := 250 * time.Millisecond
@@ -217,16 +218,29 @@ func (s *Server) listenTokensOnce(ctx context.Context, connected func()) error {
 		_ = conn.Conn().Close(context.Background())
 		conn.Release()
 	}()
-	if _, err := conn.Exec(ctx, "listen "+store.TokensChannel); err != nil {
-		return err
+	// The same connection hears of lifted auth lockouts: rlapi's own
+	// throttle forgets what it cached of the address (the embedded
+	// Enforcer hears of the gateways' through its change listener).
+	// rlctl_tokens last: its LISTEN is the connection's last query, which
+	// is how pg_stat_activity tells the token listener.
+	for _, ch := range []string{store.AuthLockoutsChannel, store.TokensChannel} {
+		if _, err := conn.Exec(ctx, "listen "+ch); err != nil {
+			return err
+		}
 	}
 	connected()
 	s.tokens.invalidate()
+	s.authThrottle.forget("")
 	s.tokensLive.Store(true)
 	defer s.tokensLive.Store(false)
 	for {
-		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
 			return err
+		}
+		if n.Channel == store.AuthLockoutsChannel {
+			s.authThrottle.forget(n.Payload)
+			continue
 		}
 		s.tokens.invalidate()
 	}

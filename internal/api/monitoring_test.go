@@ -245,7 +245,8 @@ func TestMonitoringFilesMatchTheExportedMetrics(t *testing.T) {
 			t.Errorf("quarantined subjects %s = %v, want %v", m.GetLabel()[0].GetValue(), m.GetGauge().GetValue(), want)
 		}
 	}
-	if !hasLabel(fams["rlctl_enforce_quarantine_denied_total"], "entity_type") || !hasLabel(fams["rlctl_enforce_backend_duration_seconds"], "op") {
-		t.Error("quarantine denials lack entity_type or the backend histogram lacks op")
+	if !hasLabel(fams["rlctl_enforce_quarantine_denied_total"], "entity_type") || !hasLabel(fams["rlctl_enforce_backend_duration_seconds"], "op") ||
+		!hasLabel(fams["rlctl_enforce_backend_duration_seconds"], "backend") {
+		t.Error("quarantine denials lack entity_type or the backend histogram lacks op or backend")
 	}
 }

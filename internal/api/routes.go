@@ -60,6 +60,8 @@ func (s *Server) routes() []routeSpec {
 		{"GET /api/validate", permPublic, query(), s.handleValidate()},
 		{"POST /api/auth-events", permDecide, query(), s.handleReportAuth()},
 		{"GET /api/auth-lockout", permDecide, query(textParam("client_ip")), s.handleAuthLockout()},
+		{"GET /api/auth-lockouts", permRead, query(), s.handleListAuthLockouts()},
+		{"DELETE /api/auth-lockouts/{address...}", permWrite, query(dryRunParam, enumParam("scope", authScopeRlapi, authScopeGateway)), s.handleLiftAuthLockout()},
 		{"GET /api/rate-limit-counters", permRead, append(query(limitParam), counterSelectorParams...), s.handleListCounters()},
 		{"DELETE /api/rate-limit-counters", permWrite, append(query(dryRunParam), counterSelectorParams...), s.handleResetCounters()},
 		{"POST /api/apply", permWrite, query(dryRunParam, boolParam("quarantine")), s.handleApply()},

@@ -241,9 +241,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var once sync.Once
 	go func() {
 		defer close(listening)
-		if s.tokens.ttl > 0 {
-			s.listenTokens(listenCtx, func() { once.Do(func() { close(firstAttempt) }) })
-		}
+		// Without a token cache it still runs: lifted auth lockouts
+		// reach this replica's throttle through it.
+		s.listenTokens(listenCtx, func() { once.Do(func() { close(firstAttempt) }) })
 	}()
 	if s.tokens.ttl > 0 {
 		select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -146,4 +147,21 @@ func (a *authThrottle) tracked() int {
 	}
 	n, _ := a.t.Tracked()
 	return n
+}
+
+// forget drops what this replica cached of a lifted lockout: payload is a
+// store.AuthLockoutsChannel notice (<scope>|<address key>), "" (or one it
+// cannot read) every address. Another scope's notice is not this
+// throttle's.
+func (a *authThrottle) forget(payload string) {
+	if a.t == nil {
+		return
+	}
+	scope, key, ok := strings.Cut(payload, "|")
+	switch {
+	case !ok || key == "":
+		a.t.Forget()
+	case scope == authThrottleScope:
+		a.t.Forget(key)
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/cli/admin"
 	"github.com/rlctl/rlctl/internal/cli/audit"
+	"github.com/rlctl/rlctl/internal/cli/authlockout"
 	"github.com/rlctl/rlctl/internal/cli/cmdutil"
 	"github.com/rlctl/rlctl/internal/cli/configcmd"
 	"github.com/rlctl/rlctl/internal/cli/counters"
@@ -126,6 +127,7 @@ RLCTL_TOKEN, RLCTL_TOKEN_FILE, then the current context (rlctl config), then
 func addMoreCommands(root *cobra.Command, f *cmdutil.Factory) {
 	root.AddCommand(admin.NewCmdAdmin(f))
 	root.AddCommand(token.NewCmdToken(f))
+	root.AddCommand(authlockout.NewCmdAuthLockout(f))
 	root.AddCommand(audit.NewCmdAudit(f))
 	root.AddCommand(events.NewCmdEvents(f))
 	root.AddCommand(status.NewCmdStatus(f, nil))

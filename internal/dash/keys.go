@@ -14,7 +14,7 @@ type KeyMap struct {
 	Help    key.Binding
 	NextTab key.Binding
 	PrevTab key.Binding
-	Tabs    key.Binding // 1-5; matched by digit, listed for help
+	Tabs    key.Binding // 1-6; matched by digit, listed for help
 	Refresh key.Binding
 
 	Up       key.Binding

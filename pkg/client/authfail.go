@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -63,4 +65,98 @@ func (c *Client) AuthLockout(ctx context.Context, clientIP string) (AuthStatus, 
 		err = resp.decode(&res)
 	}
 	return res, wrap(err, "auth lockout")
+}
+
+// Scopes of the failed-credential throttles: rlapi's own tokens, and the
+// credentials gateways report.
+const (
+	AuthScopeRlapi   = "rlapi"
+	AuthScopeGateway = "gateway"
+)
+
+// AuthLockout is one address a failed-credential throttle counts or locks.
+type AuthLockout struct {
+	// Address is what the address is counted by: the IPv4 address, or
+	// the IPv6 network (/64 by default).
+	Address string `json:"address"`
+	Scope   string `json:"scope"` // AuthScopeRlapi or AuthScopeGateway
+	Locked  bool   `json:"locked"`
+	// RemainingSeconds is how long the lockout has left (0: not locked).
+	RemainingSeconds int64 `json:"remaining_seconds"`
+	// Failures is what the sliding window counts now.
+	Failures int64 `json:"failures"`
+}
+
+// AuthLockoutList is the answer of ListAuthLockouts.
+type AuthLockoutList struct {
+	Lockouts []AuthLockout `json:"lockouts"`
+	// Unlisted names the scopes the server could not list, with why (the
+	// gateways' when their counters are not in PostgreSQL).
+	Unlisted []struct {
+		Scope  string `json:"scope"`
+		Reason string `json:"reason"`
+	} `json:"unlisted,omitempty"`
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// ListAuthLockouts lists the addresses locked out or counting failed
+// authentications, in every scope (GET /api/auth-lockouts).
+func (c *Client) ListAuthLockouts(ctx context.Context) (AuthLockoutList, error) {
+	var res AuthLockoutList
+	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/api/auth-lockouts"})
+	if err == nil {
+		err = resp.decode(&res)
+	}
+	return res, wrap(err, "list auth lockouts")
+}
+
+// LiftOptions narrow LiftAuthLockout.
+type LiftOptions struct {
+	// Scope lifts one scope's lockout only (AuthScopeRlapi or
+	// AuthScopeGateway); empty: every scope's.
+	Scope string
+	// DryRun reports what would be lifted, lifting nothing.
+	DryRun bool
+}
+
+// LiftAuthLockout lifts address's lockout and forgets its failures on
+// every replica at once (DELETE /api/auth-lockouts/{address}; admin). The
+// address is an IPv4 address, an IPv6 address or an IPv6 network (an IPv6
+// address lifts its network's lockout). Nothing counted for it is
+// ErrNotFound. It returns what was lifted; with DryRun, what would be,
+// and the report.
+func (c *Client) LiftAuthLockout(ctx context.Context, address string, o LiftOptions) ([]AuthLockout, *DryRunReport, error) {
+	seg, err := segment(address)
+	if err != nil {
+		return nil, nil, wrap(err, "lift auth lockout of %q", address)
+	}
+	// Not retried: a lift that landed and is sent again finds nothing to
+	// lift (404).
+	r := request{method: http.MethodDelete, path: "/api/auth-lockouts/" + seg, noRetry: true}
+	if o.Scope != "" {
+		r.query = url.Values{"scope": {o.Scope}}
+	}
+	WriteOptions{DryRun: o.DryRun}.apply(&r)
+	resp, err := c.do(ctx, r)
+	if err != nil {
+		return nil, nil, wrap(err, "lift auth lockout of %q", address)
+	}
+	if o.DryRun {
+		report, err := decodeReport(resp)
+		if err != nil {
+			return nil, nil, wrap(err, "lift auth lockout of %q", address)
+		}
+		var before AuthLockoutList
+		if len(report.Before) > 0 {
+			if err := json.Unmarshal(report.Before, &before); err != nil {
+				return nil, nil, fmt.Errorf("lift auth lockout of %q: decode dry-run report: %w", address, err)
+			}
+		}
+		return before.Lockouts, report, nil
+	}
+	var body struct {
+		Lifted []AuthLockout `json:"lifted"`
+	}
+	err = resp.decode(&body)
+	return body.Lifted, nil, wrap(err, "lift auth lockout of %q", address)
 }

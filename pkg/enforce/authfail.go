@@ -158,6 +158,10 @@ type AuthThrottle struct {
 	// scanned is when makeRoomLocked last looked for ended lockouts: a
 	// cache full of lockouts is scanned at most once a second.
 	scanned time.Time
+	// gen counts Forget calls: an answer of the store asked for before a
+	// lift and arriving after its notice is not cached (it may predate
+	// the lift).
+	gen uint64
 }
 
 type authEntry struct {
@@ -326,11 +330,19 @@ func (t *AuthThrottle) cached(key string, now time.Time) (AuthStatus, bool) {
 
 // ask peeks key's lockout in the store and caches the answer.
 func (t *AuthThrottle) ask(ctx context.Context, key string, now time.Time) (AuthStatus, error) {
+	gen := t.generation()
 	res, err := t.take(ctx, t.lockGate(key), false, now)
 	if err != nil {
 		return AuthStatus{}, fmt.Errorf("check auth lockout: %w", err)
 	}
-	return t.learn(key, res, now), nil
+	return t.learn(key, res, now, gen), nil
+}
+
+// generation is the count of Forget calls so far.
+func (t *AuthThrottle) generation() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.gen
 }
 
 // cachedCheck is Check from memory only: known is false when the store
@@ -344,15 +356,17 @@ func (t *AuthThrottle) cachedCheck(addr netip.Addr, now time.Time) (st AuthStatu
 	return st, key, known
 }
 
-// peekRequest is the store's question ask asks about key.
-func (t *AuthThrottle) peekRequest(key string, now time.Time) TakeRequest {
-	return TakeRequest{Gates: []CounterGate{t.lockGate(key)}, Cost: 1, Now: now}
+// peekRequest is the store's question ask asks about key, and the
+// generation learn takes with its answer.
+func (t *AuthThrottle) peekRequest(key string, now time.Time) (TakeRequest, uint64) {
+	return TakeRequest{Gates: []CounterGate{t.lockGate(key)}, Cost: 1, Now: now}, t.generation()
 }
 
-// learn caches the store's answer to peekRequest(key) and says what it is.
-func (t *AuthThrottle) learn(key string, res TakeResult, now time.Time) AuthStatus {
+// learn caches the store's answer to peekRequest(key) (asked at
+// generation gen) and says what it is.
+func (t *AuthThrottle) learn(key string, res TakeResult, now time.Time, gen uint64) AuthStatus {
 	if !res.Room[0] && res.States[0].TAT.After(now) {
-		t.remember(key, res.States[0].TAT, now)
+		t.remember(key, res.States[0].TAT, now, gen)
 		return lockedStatus(res.States[0].TAT, now)
 	}
 	t.touch(key, now, func(e *authEntry) { e.checked = now })
@@ -382,6 +396,7 @@ func (t *AuthThrottle) Report(ctx context.Context, addr netip.Addr, identity str
 		return st, err
 	}
 	now := t.now()
+	gen := t.generation()
 	fg := t.failureGate(key)
 	res, err := t.take(ctx, fg, true, now)
 	if err != nil {
@@ -404,7 +419,7 @@ func (t *AuthThrottle) Report(ctx context.Context, addr netip.Addr, identity str
 	if !started {
 		until = lr.States[0].TAT
 	}
-	t.remember(key, until, now)
+	t.remember(key, until, now, gen)
 	if started {
 		// The failures that locked it are spent: after the lockout the
 		// address starts afresh.
@@ -459,11 +474,15 @@ func (t *AuthThrottle) resetKeys(ctx context.Context, keys ...string) error {
 	return nil
 }
 
-// remember caches key's lockout until until. With the cache full of
-// lockouts it is not cached: the store answers for it.
-func (t *AuthThrottle) remember(key string, until, now time.Time) {
+// remember caches key's lockout until until, learned from the store at
+// generation gen (a Forget since: not cached, the store answers). With
+// the cache full of lockouts it is not cached either.
+func (t *AuthThrottle) remember(key string, until, now time.Time, gen uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if gen != t.gen {
+		return
+	}
 	e := t.entries[key]
 	if e == nil {
 		if !t.makeRoomLocked(now) {
@@ -538,6 +557,87 @@ func (t *AuthThrottle) makeRoomLocked(now time.Time) bool {
 		}
 	}
 	return freed
+}
+
+// Forget drops what this replica cached about keys (addresses' keys, as
+// Key gives them; none: every address), so that the next check asks the
+// store. It is how a lockout lifted in the store (its counters deleted)
+// stops being refused here at once, instead of when it would have ended:
+// rlapi calls it on every replica when an administrator lifts a lockout
+// (DELETE /api/auth-lockouts), and for every address when its change
+// stream reconnects, since notices sent meanwhile are lost.
+func (t *AuthThrottle) Forget(keys ...string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.gen++
+	if len(keys) == 0 {
+		t.entries, t.locked = map[string]*authEntry{}, 0
+		t.quiet.Init()
+		return
+	}
+	for _, k := range keys {
+		e := t.entries[k]
+		if e == nil {
+			continue
+		}
+		if e.elem != nil {
+			t.quiet.Remove(e.elem)
+			delete(t.entries, k)
+			continue
+		}
+		t.unlockLocked(e)
+	}
+}
+
+// AuthState is what the store holds of one address: its lockout and the
+// failures its window counts now.
+type AuthState struct {
+	Key        string
+	Locked     bool
+	RetryAfter time.Duration
+	// Failures is the sliding window's count (its estimate, weighting the
+	// previous window as the lockout decision does), at most MaxFailures.
+	Failures int64
+}
+
+// Peek reads keys' lockouts and failure counts from the store, taking
+// nothing, in one round trip, as a decision would find them: the same
+// gates, the same algorithms. It caches nothing.
+func (t *AuthThrottle) Peek(ctx context.Context, keys []string) ([]AuthState, error) {
+	if len(keys) == 0 || t.Off() {
+		return nil, nil
+	}
+	now := t.now()
+	reqs := make([]TakeRequest, len(keys))
+	for i, k := range keys {
+		reqs[i] = TakeRequest{Gates: []CounterGate{t.lockGate(k), t.failureGate(k)}, Cost: 1, Now: now}
+	}
+	deadline := time.Now().Add(t.opts.BackendTimeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	res, err := t.counters.Take(ctx, reqs, deadline)
+	if err != nil {
+		return nil, fmt.Errorf("peek auth lockouts: %w", err)
+	}
+	if len(res) != len(keys) {
+		return nil, fmt.Errorf("peek auth lockouts: counter store answered %d results for %d requests", len(res), len(keys))
+	}
+	out := make([]AuthState, len(keys))
+	for i, r := range res {
+		if len(r.States) != 2 {
+			return nil, fmt.Errorf("peek auth lockouts: counter store answered %d states for 2 gates", len(r.States))
+		}
+		out[i].Key = keys[i]
+		if tat := r.States[0].TAT; tat.After(now) {
+			out[i].Locked, out[i].RetryAfter = true, retryAfter(tat.Sub(now))
+		}
+		fg := t.failureGate(keys[i])
+		s := r.States[1]
+		remaining, _ := algorithm.Describe(algorithm.Gate{Algorithm: string(fg.Algorithm), Window: fg.Window, Limit: fg.Limit},
+			algorithm.State{Count: s.Count, Previous: s.Previous}, now)
+		out[i].Failures = fg.Limit - remaining
+	}
+	return out, nil
 }
 
 // Tracked is how many addresses the cache holds, and how many of them are

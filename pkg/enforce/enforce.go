@@ -207,7 +207,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		e.now = time.Now
 	}
 	e.events = newEventLog(e.log, e.now, eventLogOpts{})
-	m, err := newMetrics(opts.Registerer, e.quarantineCount, e.now)
+	m, err := newMetrics(opts.Registerer, e.quarantineCount, e.now, backendName(opts.Counters))
 	if err != nil {
 		return nil, err
 	}
@@ -718,10 +718,11 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 	}
 	var pr *TakeRequest
 	var authNow time.Time
+	var authGen uint64
 	if peek != "" {
 		authNow = e.auth.now()
-		p := e.auth.peekRequest(peek, authNow)
-		pr = &p
+		p, gen := e.auth.peekRequest(peek, authNow)
+		pr, authGen = &p, gen
 	}
 	rep := e.roundTripWith(ctx, req, pr)
 	if errors.Is(rep.err, ErrOverloaded) {
@@ -737,7 +738,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 		return e.backendFailed(c, gates, rep.err)
 	}
 	if pr != nil {
-		if st := e.auth.learn(peek, rep.peek, authNow); st.Locked {
+		if st := e.auth.learn(peek, rep.peek, authNow, authGen); st.Locked {
 			if consume && rep.res.Allowed {
 				e.giveBack(req, rep.res)
 			}

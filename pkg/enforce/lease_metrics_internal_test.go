@@ -23,7 +23,7 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 // itself.
 func TestLeaseRetiredMidDecisionStillCounted(t *testing.T) {
 	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
-	m, err := newMetrics(nil, nil, func() time.Time { return now })
+	m, err := newMetrics(nil, nil, func() time.Time { return now }, "memory")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ type metrics struct {
 	quarantineDenied *prometheus.CounterVec   // scope, entity_type
 	errors           *prometheus.CounterVec   // kind
 	cache            *prometheus.CounterVec   // result
-	backend          *prometheus.HistogramVec // op, result
+	backend          *prometheus.HistogramVec // backend, op, result
 	backendTimeout   prometheus.Gauge
 	enabled          prometheus.Gauge
 	snapshotLoad     prometheus.Histogram
@@ -36,6 +36,9 @@ type metrics struct {
 	violationsDropped *prometheus.CounterVec // reason
 	// violationsSummarized counts the calls folded into summary rows.
 	violationsSummarized *prometheus.CounterVec // reason
+
+	// backendName is the counter store's backend label (backendName).
+	backendName string
 
 	// cacheHit is cache{result="hit"}, resolved once: every decision adds
 	// to it.
@@ -66,8 +69,8 @@ func (f flushingCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() time.Time) (*metrics, error) {
-	m := &metrics{
+func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() time.Time, backend string) (*metrics, error) {
+	m := &metrics{backendName: backend,
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_checks_total",
 			Help: "Decisions by outcome: allowed, throttled, quarantined, fail_open, fail_closed, skipped (control plane), enforcement_off (master switch off)."}, []string{"outcome"}),
 		gateChecks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_gate_checks_total",
@@ -84,8 +87,8 @@ func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() ti
 		cache: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_cache_total",
 			Help: "Snapshot reads: hit (fresh snapshot used), miss (none or too old)."}, []string{"result"}),
 		backend: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rlctl_enforce_backend_duration_seconds",
-			Help:    "Latency of the counter round trip, by op (take: counts; peek: reads only) and result (ok, error, timeout).",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .2, .25, .5}}, []string{"op", "result"}),
+			Help:    "Latency of the counter round trip, by backend (postgres, redis, redis-cluster, memory, or the store's type), op (take: counts; peek: reads only) and result (ok, error, timeout, shed).",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .2, .25, .5}}, []string{"backend", "op", "result"}),
 		backendTimeout: prometheus.NewGauge(prometheus.GaugeOpts{Name: "rlctl_enforce_backend_timeout_seconds",
 			Help: "The deadline of each counter round trip (Options.BackendTimeout): alert when the latency nears it."}),
 		enabled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "rlctl_enforce_enabled",
@@ -149,7 +152,7 @@ func (m *metrics) observeBackend(consume bool, err error, d time.Duration) {
 	case err != nil:
 		result = "error"
 	}
-	m.backend.WithLabelValues(op, result).Observe(d.Seconds())
+	m.backend.WithLabelValues(m.backendName, op, result).Observe(d.Seconds())
 }
 
 // countQuarantined counts the subjects quarantined at now, by scope.

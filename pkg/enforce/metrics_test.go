@@ -41,7 +41,7 @@ func series(t *testing.T, reg *prometheus.Registry, name string) []string {
 }
 
 // TestMetricsCarryTheReferenceLabels: quarantine denials name the scope and
-// the quarantined subject's type, the backend histogram its op and result,
+// the quarantined subject's type, the backend histogram its backend, op and result,
 // the quarantine gauge counts subjects per scope, and the master switch is
 // a gauge that reads 0 while enforcement is off (and then nothing counts).
 func TestMetricsCarryTheReferenceLabels(t *testing.T) {
@@ -63,7 +63,7 @@ func TestMetricsCarryTheReferenceLabels(t *testing.T) {
 	}
 	want := map[string][]string{
 		"rlctl_enforce_quarantine_denied_total":  {"entity_type=client,scope=caller 1", "entity_type=mcp_server,scope=target 1", "entity_type=user,scope=caller 1"},
-		"rlctl_enforce_backend_duration_seconds": {"op=peek,result=ok 1", "op=take,result=ok 1"},
+		"rlctl_enforce_backend_duration_seconds": {"backend=postgres,op=peek,result=ok 1", "backend=postgres,op=take,result=ok 1"},
 		"rlctl_enforce_quarantined_subjects":     {"scope=caller 2", "scope=target 1"},
 		"rlctl_enforce_backend_timeout_seconds":  {" 0.25"},
 		"rlctl_enforce_enabled":                  {" 1"},

@@ -2,6 +2,7 @@ package enforce
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -22,6 +23,24 @@ type TablesRequest struct {
 // apply of definitions does not read 100,000 memberships).
 type TableSource interface {
 	LoadTables(ctx context.Context, req TablesRequest) (Rows, error)
+}
+
+// BackendNamer is a CounterStore that names its backend for the metrics:
+// the backend label of rlctl_enforce_backend_duration_seconds (postgres,
+// redis, redis-cluster, memory). A store without it is labelled by its Go
+// type (*mypkg.Store): one value per process either way, so the label
+// stays bounded, and a latency never goes unattributed. It is a name, not
+// a capability: nothing behaves differently with or without it.
+type BackendNamer interface {
+	BackendName() string
+}
+
+// backendName is the backend label of counters.
+func backendName(counters CounterStore) string {
+	if n, ok := counters.(BackendNamer); ok && n.BackendName() != "" {
+		return n.BackendName()
+	}
+	return fmt.Sprintf("%T", counters)
 }
 
 // QuarantineCounter is a Source that counts the subjects quarantined at now

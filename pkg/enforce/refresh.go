@@ -3,6 +3,7 @@ package enforce
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -229,8 +230,8 @@ func resetTimer(t *time.Timer, d time.Duration) {
 func (e *Enforcer) listen(ctx context.Context) {
 	defer e.wg.Done()
 	backoff := 250 * time.Millisecond
-	for ctx.Err() == nil {
-		err := e.watchOnce(ctx, func() { backoff = 250 * time.Millisecond })
+	for first := true; ctx.Err() == nil; first = false {
+		err := e.watchOnce(ctx, !first, func() { backoff = 250 * time.Millisecond })
 		if ctx.Err() != nil {
 			return
 		}
@@ -249,7 +250,12 @@ func (e *Enforcer) listen(ctx context.Context) {
 // arrives; the reload is asked for once the burst is over (no notice for
 // notifyDrain, or maxNotifyDrain after its first), so that one reload takes
 // a whole transaction's notices.
-func (e *Enforcer) watchOnce(ctx context.Context, connected func()) error {
+//
+// On a reconnection (again) the auth throttle's cache is dropped too: a
+// lockout lifted while nobody listened is asked of the store again. The
+// first connection has nothing to catch up on that matters as much, and
+// keeps what the first decisions cached.
+func (e *Enforcer) watchOnce(ctx context.Context, again bool, connected func()) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	noted := make(chan struct{}, 1)
@@ -260,11 +266,19 @@ func (e *Enforcer) watchOnce(ctx context.Context, connected func()) error {
 	}()
 	err := e.source.Watch(wctx, func() {
 		connected()
-		// Changes made while we were not listening are picked up now.
+		// Changes made while we were not listening are picked up now;
+		// a lockout lifted meanwhile is asked of the store again.
+		if again {
+			e.forgetAuth(Change{Table: TableAuthLockouts, All: true})
+		}
 		e.reload.noteAll()
 		e.requestRefresh()
 	}, func(ch Change) {
 		e.metrics.notifications.Inc()
+		if ch.Table == TableAuthLockouts {
+			e.forgetAuth(ch)
+			return
+		}
 		e.reload.note(ch)
 		select {
 		case noted <- struct{}{}:
@@ -331,5 +345,29 @@ func (e *Enforcer) sweep(ctx context.Context) {
 	e.metrics.swept.Add(float64(n))
 	if err != nil && ctx.Err() == nil {
 		e.log.Warn("counter sweep failed", "err", err)
+	}
+}
+
+// forgetAuth drops what the AuthThrottle cached of the addresses a
+// lifted-lockout notice names in its scope (ch.All: every address), so
+// that the next call from them asks the counter store, where the lockout
+// is gone: a lift is honoured at once rather than when the lockout would
+// have ended.
+func (e *Enforcer) forgetAuth(ch Change) {
+	if e.auth == nil {
+		return
+	}
+	if ch.All {
+		e.auth.Forget()
+		return
+	}
+	var keys []string
+	for _, id := range ch.IDs {
+		if scope, key, ok := strings.Cut(id, "|"); ok && scope == e.auth.opts.Scope {
+			keys = append(keys, key)
+		}
+	}
+	if len(keys) > 0 {
+		e.auth.Forget(keys...)
 	}
 }

@@ -183,6 +183,11 @@ const (
 	TableMemberships = "memberships"
 	TableAdmins      = "admins"
 	TableSettings    = "settings"
+	// TableAuthLockouts: failed-credential lockouts were lifted in the
+	// counter store. IDs are <scope>|<address key> (rlapi|203.0.113.7);
+	// the Enforcer forgets what its AuthThrottle cached of them (nothing
+	// is reloaded), All every address.
+	TableAuthLockouts = "auth_lockouts"
 )
 
 // Change is one change notice: these rows of one table may have changed.

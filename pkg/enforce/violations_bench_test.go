@@ -15,7 +15,7 @@ import (
 // background). One key: a flood of one subject; many keys: 1,000
 // subjects in turn.
 func BenchmarkRecordViolation(b *testing.B) {
-	m, err := newMetrics(nil, nil, time.Now)
+	m, err := newMetrics(nil, nil, time.Now, "memory")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -418,6 +418,11 @@ func (s *Store) Len() int {
 
 var _ enforce.CounterStore = (*Store)(nil)
 
+var _ enforce.BackendNamer = (*Store)(nil)
+
+// BackendName is "memory", the metrics' backend label.
+func (s *Store) BackendName() string { return "memory" }
+
 var _ enforce.CounterResetter = (*Store)(nil)
 
 // Reset removes every counter of keys, whatever its window or algorithm

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -113,6 +114,11 @@ func NewCounterStore(pool *pgxpool.Pool) *CounterStore {
 }
 
 var _ enforce.CounterStore = (*CounterStore)(nil)
+
+var _ enforce.BackendNamer = (*CounterStore)(nil)
+
+// BackendName is "postgres", the metrics' backend label.
+func (c *CounterStore) BackendName() string { return "postgres" }
 
 // Take decides reqs in one rl_take round trip, every algorithm in the same
 // statement. Window indexes (fixed and sliding windows) are
@@ -304,7 +310,8 @@ func (s *Source) CountQuarantined(ctx context.Context, now time.Time) (callers, 
 	return s.st.CountQuarantined(ctx, now)
 }
 
-// Watch holds one connection LISTENing on store.ChangeChannel and turns
+// Watch holds one connection LISTENing on store.ChangeChannel and
+// store.AuthLockoutsChannel (lifted failed-credential lockouts) and turns
 // each notification into a Change. The connection is closed, not handed
 // back to the pool, when the stream ends.
 func (s *Source) Watch(ctx context.Context, ready func(), notify func(enforce.Change)) error {
@@ -318,8 +325,12 @@ func (s *Source) Watch(ctx context.Context, ready func(), notify func(enforce.Ch
 		_ = conn.Conn().Close(context.Background())
 		conn.Release()
 	}()
-	if _, err := conn.Exec(ctx, "listen "+store.ChangeChannel); err != nil {
-		return err
+	// The change channel last: its LISTEN is the connection's last
+	// query, which is how pg_stat_activity tells the listener.
+	for _, ch := range []string{store.AuthLockoutsChannel, store.ChangeChannel} {
+		if _, err := conn.Exec(ctx, "listen "+ch); err != nil {
+			return err
+		}
 	}
 	ready()
 	for {
@@ -330,8 +341,22 @@ func (s *Source) Watch(ctx context.Context, ready func(), notify func(enforce.Ch
 			}
 			return err
 		}
+		if n.Channel == store.AuthLockoutsChannel {
+			notify(AuthLockoutChange(n.Payload))
+			continue
+		}
 		notify(Change(n.Payload))
 	}
+}
+
+// AuthLockoutChange reads a notification payload of
+// store.AuthLockoutsChannel (<scope>|<address key>); one it cannot read
+// names every address.
+func AuthLockoutChange(payload string) enforce.Change {
+	if scope, address, ok := strings.Cut(payload, "|"); ok && scope != "" && address != "" {
+		return enforce.Change{Table: enforce.TableAuthLockouts, IDs: []string{payload}}
+	}
+	return enforce.Change{Table: enforce.TableAuthLockouts, All: true}
 }
 
 // Change reads a notification payload of store.ChangeChannel.

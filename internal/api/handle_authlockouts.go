@@ -1,0 +1,264 @@
+package api
+
+import (
+	"cmp"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/enforce"
+)
+
+// Listing and lifting failed-credential lockouts (docs/api.md, "Auth
+// lockouts"): GET /api/auth-lockouts lists the addresses the throttles
+// count or lock, rlapi's own (scope rlapi) and the gateways' (scope
+// gateway); DELETE /api/auth-lockouts/{address} deletes an address's
+// counters in one audited transaction whose NOTIFY makes every replica
+// forget what it cached, so the lift holds everywhere at once. The state
+// shown is read through each scope's AuthThrottle (Peek: the gates a
+// decision takes), never recomputed here.
+
+// Scopes of the failed-credential throttles rlapi knows.
+const (
+	authScopeRlapi   = authThrottleScope
+	authScopeGateway = "gateway"
+)
+
+// authLockout is one address a throttle counts.
+type authLockout struct {
+	// Address is what the address is counted by: the IPv4 address, or
+	// the IPv6 network (/64 by default).
+	Address string `json:"address"`
+	Scope   string `json:"scope"`
+	Locked  bool   `json:"locked"`
+	// RemainingSeconds is how long the lockout has left (0 when not
+	// locked).
+	RemainingSeconds int64 `json:"remaining_seconds"`
+	// Failures is what the sliding window counts now (a lockout spends
+	// the failures that took it: 0 while locked, unless more came).
+	Failures int64 `json:"failures"`
+}
+
+type authLockoutList struct {
+	Lockouts []authLockout `json:"lockouts"`
+	// Unlisted names the scopes that could not be listed (the gateways'
+	// when their counters are not in PostgreSQL), with why.
+	Unlisted  []unlistedScope `json:"unlisted,omitempty"`
+	Truncated bool            `json:"truncated,omitempty"`
+}
+
+type unlistedScope struct {
+	Scope  string `json:"scope"`
+	Reason string `json:"reason"`
+}
+
+type authLockoutLifted struct {
+	Address string        `json:"address"`
+	Lifted  []authLockout `json:"lifted"`
+}
+
+// authThrottleOf is the throttle of scope, nil when rlapi has none for it
+// here (off, no Enforcer, or the gateways' counters elsewhere).
+func (s *Server) authThrottleOf(scope string) *enforce.AuthThrottle {
+	switch scope {
+	case authScopeRlapi:
+		return s.authThrottle.t
+	case authScopeGateway:
+		if s.enforcer == nil || s.cfg.CountersIn != "" {
+			return nil
+		}
+		return s.enforcer.AuthThrottle()
+	}
+	return nil
+}
+
+// gatewayUnlisted says why the gateways' scope is not listed (nil: it is).
+func (s *Server) gatewayUnlisted() *unlistedScope {
+	if s.cfg.CountersIn == "" {
+		return nil
+	}
+	return &unlistedScope{Scope: authScopeGateway, Reason: "the gateways' counters are in " + s.cfg.CountersIn +
+		" (--counters-url), which this API does not list; its lockouts end on their own"}
+}
+
+// peekAuth reads the state of keys in scope through its throttle, keeping
+// those with a lockout or failures.
+func (s *Server) peekAuth(r *http.Request, scope string, keys []string) ([]authLockout, error) {
+	t := s.authThrottleOf(scope)
+	if t == nil || len(keys) == 0 {
+		return nil, nil
+	}
+	states, err := t.Peek(r.Context(), keys)
+	if err != nil {
+		return nil, errAuthUnknown(err)
+	}
+	var out []authLockout
+	for _, st := range states {
+		if !st.Locked && st.Failures <= 0 {
+			continue
+		}
+		out = append(out, authLockout{Address: st.Key, Scope: scope, Locked: st.Locked,
+			RemainingSeconds: ceilSeconds(st.RetryAfter), Failures: st.Failures})
+	}
+	return out, nil
+}
+
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+func (s *Server) handleListAuthLockouts() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rows, err := s.store.AuthCounters(r.Context(), s.now(), maxCounterList+1)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		out := authLockoutList{Lockouts: []authLockout{}}
+		if len(rows) > maxCounterList {
+			rows, out.Truncated = rows[:maxCounterList], true
+		}
+		keys := map[string][]string{}
+		for _, row := range rows {
+			if scope, addr, ok := store.AuthCounterAddress(row.Key); ok && !slices.Contains(keys[scope], addr) {
+				keys[scope] = append(keys[scope], addr)
+			}
+		}
+		for _, scope := range []string{authScopeRlapi, authScopeGateway} {
+			l, err := s.peekAuth(r, scope, keys[scope])
+			if err != nil {
+				s.writeProblem(w, r, err)
+				return
+			}
+			out.Lockouts = append(out.Lockouts, l...)
+		}
+		if u := s.gatewayUnlisted(); u != nil {
+			out.Unlisted = append(out.Unlisted, *u)
+		}
+		slices.SortFunc(out.Lockouts, func(a, b authLockout) int {
+			return cmp.Or(strings.Compare(a.Scope, b.Scope), strings.Compare(a.Address, b.Address))
+		})
+		w.Header().Set("Cache-Control", "no-store")
+		encode(w, http.StatusOK, out)
+	})
+}
+
+// LockoutAddress is the address of a lift: an IPv4 or IPv6 address, or an
+// IPv6 network.
+type LockoutAddress struct {
+	Addr netip.Addr
+	// Network is set when an IPv6 network was given: it is the key in
+	// every scope, as given (host bits masked).
+	Network netip.Prefix
+}
+
+// ParseLockoutAddress reads the address of a lift (DELETE
+// /api/auth-lockouts/{address}, rlapi auth-lockout lift); its error is a
+// 400 naming the field address.
+func ParseLockoutAddress(raw string) (LockoutAddress, error) {
+	fail := func(why string) error {
+		return badRequest("address: "+why, validate.FieldError{Field: "address", Message: "address: " + why})
+	}
+	const want = "want an IPv4 address, an IPv6 address or an IPv6 network such as 2001:db8:1:2::/64"
+	if raw == "" {
+		return LockoutAddress{}, fail("required (" + want[5:] + ")")
+	}
+	if strings.Contains(raw, "/") {
+		p, err := netip.ParsePrefix(raw)
+		if err != nil || p.Addr().Is4() || p.Addr().Is4In6() {
+			return LockoutAddress{}, fail(fmt.Sprintf("%s (got %q)", want, raw))
+		}
+		return LockoutAddress{Addr: p.Masked().Addr(), Network: p.Masked()}, nil
+	}
+	a, err := netip.ParseAddr(raw)
+	if err != nil || a.Zone() != "" {
+		return LockoutAddress{}, fail(fmt.Sprintf("%s (got %q)", want, raw))
+	}
+	return LockoutAddress{Addr: a.Unmap()}, nil
+}
+
+// Key is the address's key for a throttle that keys addresses by keyOf
+// (AuthThrottle.Key): the network as given, else the address's.
+func (l LockoutAddress) Key(keyOf func(netip.Addr) string) string {
+	if l.Network.IsValid() {
+		return l.Network.String()
+	}
+	return keyOf(l.Addr)
+}
+
+// handleLiftAuthLockout lifts an address's lockout (and forgets its
+// failures) in every scope, or in ?scope= only: one transaction deletes
+// the counters, writes the audit row (action lift, resource auth-lockout,
+// the before-image of what was lifted) and sends the notice every replica
+// acts on. Nothing to lift is a 404, and writes nothing.
+func (s *Server) handleLiftAuthLockout() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr, err := ParseLockoutAddress(r.PathValue("address"))
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		scopes := []string{authScopeRlapi, authScopeGateway}
+		if sc := r.URL.Query().Get("scope"); sc != "" {
+			if sc == authScopeGateway && s.gatewayUnlisted() != nil {
+				s.writeProblem(w, r, countersElsewhere(s.cfg.CountersIn))
+				return
+			}
+			scopes = []string{sc}
+		}
+		var before []authLockout
+		// shown is the address as the first scope keys it (an IPv6
+		// address: its network), the audit row's id.
+		shown := ""
+		for _, scope := range scopes {
+			t := s.authThrottleOf(scope)
+			if t == nil {
+				continue
+			}
+			key := addr.Key(t.Key)
+			if shown == "" {
+				shown = key
+			}
+			l, err := s.peekAuth(r, scope, []string{key})
+			if err != nil {
+				s.writeProblem(w, r, err)
+				return
+			}
+			before = append(before, l...)
+		}
+		if shown == "" {
+			shown = addr.Key(func(a netip.Addr) string { return a.String() })
+		}
+		if len(before) == 0 {
+			s.writeProblem(w, r, errorf(http.StatusNotFound, "not-found", "Not found",
+				fmt.Sprintf("no failed authentications are counted for %s (%s): nothing to lift", shown, strings.Join(scopes, ", "))))
+			return
+		}
+		ch, dry, err := s.mutate(r, func(q *store.Queries) (change, error) {
+			for _, l := range before {
+				if _, err := q.LiftAuthLockout(r.Context(), l.Scope, l.Address); err != nil {
+					return change{}, err
+				}
+			}
+			return change{action: "lift", resourceType: "auth-lockout", id: shown, before: authLockoutList{Lockouts: before}}, nil
+		})
+		s.answer(w, r, ch, dry, err, func() {
+			// This replica forgets at once; the others (and this one
+			// again) on the notice.
+			for _, l := range before {
+				if t := s.authThrottleOf(l.Scope); t != nil {
+					t.Forget(l.Address)
+				}
+			}
+			encode(w, http.StatusOK, authLockoutLifted{Address: shown, Lifted: before})
+		})
+	})
+}
