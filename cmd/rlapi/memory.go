@@ -19,9 +19,10 @@ import (
 //   - a soft memory limit, unless GOMEMLIMIT is set: 90% of the cgroup's
 //     memory limit when there is one, so the collector works harder before
 //     a container is killed rather than after;
-//   - every idleCheckInterval, idle heap larger than both idleFloor and the
-//     heap in use is handed back at once (debug.FreeOSMemory: one
-//     collection, only after a spike).
+//   - every idleCheckInterval, heap the runtime holds beyond twice the next
+//     collection's goal and idleFloor (which the collector's own cycles
+//     never reach: only a spike leaves that much) is handed back at once
+//     (debug.FreeOSMemory: one collection).
 const (
 	idleCheckInterval = 30 * time.Second
 	idleFloor         = 64 << 20
@@ -52,14 +53,14 @@ func memoryLimit(getenv func(string) string, files []string) (int64, bool) {
 	return 0, false
 }
 
-// returnIdleMemory hands idle heap back to the system when there is more
-// of it than idleFloor and than the heap in use, and reports whether it
-// did.
+// returnIdleMemory hands idle heap back to the system when the heap the
+// runtime holds exceeds twice the next collection's goal plus idleFloor,
+// and reports whether it did. In steady state the heap stays within its
+// goal, so this runs only after a spike.
 func returnIdleMemory() bool {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	idle := m.HeapIdle - m.HeapReleased
-	if idle <= idleFloor || idle <= m.HeapInuse {
+	if held := m.HeapSys - m.HeapReleased; held <= 2*m.NextGC+idleFloor {
 		return false
 	}
 	debug.FreeOSMemory()

@@ -646,7 +646,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if *grpcCfg.addr != "" {
 		grpcConns = *grpcCfg.maxConns
 	}
-	if limit := openFileLimit(); limit > 0 && maxConns > 0 && grpcConns >= 0 && limit < uint64(maxConns+grpcConns)+256 {
+	if limit := openFileLimit(); limit > 0 && maxConns > 0 && limit < uint64(maxConns+max(grpcConns, 0))+256 {
 		log.Warn("the open file limit is below --max-client-conns (plus --grpc-max-conns when gRPC is on) plus a margin of 256: connections may fail with 'too many open files' before the caps apply; raise ulimit -n (systemd: LimitNOFILE) or lower the caps",
 			"open_file_limit", limit, "max_client_conns", maxConns, "grpc_max_conns", grpcConns)
 	}

@@ -169,7 +169,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"migrate"}, "no database"},
 		{[]string{"serve", "--max-client-conns", "0"}, "--max-client-conns: must be >= 1"},
 		{[]string{"serve", "--grpc-addr", "127.0.0.1:0", "--grpc-max-conns", "0"}, "--grpc-max-conns: must be >= 1"},
-		{[]string{"serve", "--grpc-addr", "127.0.0.1:0", "--grpc-max-streams", "0"}, "--grpc-max-streams: must be >= 1"},
+		{[]string{"serve", "--grpc-addr", "127.0.0.1:0", "--grpc-max-streams", "0"}, "--grpc-max-streams: must be between 1 and"},
 		{[]string{"serve", "--client-ip-header", "X-Client-IP"}, `--client-ip-header: client IP header "X-Client-IP": must be one of X-Forwarded-For, Forwarded, X-Real-IP`},
 		{[]string{"serve", "--ipv6-prefix", "129"}, "--ipv6-prefix: must be between 1 and 128 (got 129)"},
 		{[]string{"serve", "--gateway-auth-window", "1500ms"}, "--gateway-auth-window, --gateway-auth-lockout: window: must be whole seconds between 1s and 24h (got 1.5s)"},

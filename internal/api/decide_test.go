@@ -401,15 +401,17 @@ func TestValidateDenials(t *testing.T) {
 	// Fail-closed: a 403 too, but never marked as a throttle.
 	closed := targetLimit("mcp_server", "vault", 60, 100)
 	closed.FailClosed = true
-	define(t, env, admin, closed)
+	define(t, env, admin, closed, targetLimit("mcp_server", "roomy", 60, 100))
 	breakCounters(t, env)
 	a = validate(t, hc, env, "/vault/mcp")
 	if a.status != http.StatusForbidden || a.header.Get("X-RateLimit-Throttled") != "" || a.header.Get("X-RateLimit-Unavailable") != "1" ||
 		a.header.Get("Retry-After") != "1" || a.header.Get("X-RateLimit-Limit") != "" {
 		t.Errorf("fail-closed: %d %v, want 403 marked unavailable, not throttled", a.status, a.header)
 	}
-	// A fail-open target still passes while the counters are down.
-	if a := validate(t, hc, env, "/srv/mcp", "X-Auth-Username", "bob"); a.status != 200 {
+	// A fail-open target with room still passes while the counters are
+	// down (srv's limit, used up above, stays refused: the replica saw it
+	// used up).
+	if a := validate(t, hc, env, "/roomy/mcp", "X-Auth-Username", "bob"); a.status != 200 {
 		t.Errorf("fail-open during the outage: %d", a.status)
 	}
 }

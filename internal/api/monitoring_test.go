@@ -197,23 +197,23 @@ func TestMonitoringFilesMatchTheExportedMetrics(t *testing.T) {
 	ctx := t.Context()
 	shadow := targetLimit("mcp_server", "srv", 3600, 1)
 	shadow.Mode = ratelimit.ModeShadow
-	define(t, env, admin, targetLimit("mcp_server", "srv", 86400, 1), shadow)
+	define(t, env, admin, targetLimit("mcp_server", "srv", 86400, 1), shadow, targetLimit("mcp_server", "roomy", 86400, 100))
 	if _, err := admin.Quarantine(ctx, "user", "mallory", client.QuarantineRequest{Reason: "test"}, client.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	refresh(t, env)
-	check := func(user, want string) {
+	check := func(user, target, want string) {
 		t.Helper()
-		r, err := gw.Check(ctx, client.CheckRequest{Username: user, TargetType: "mcp_server", TargetName: "srv"})
+		r, err := gw.Check(ctx, client.CheckRequest{Username: user, TargetType: "mcp_server", TargetName: target})
 		if r.Reason != want {
-			t.Fatalf("check as %s: %+v, %v; want %s", user, r, err, want)
+			t.Fatalf("check as %s on %s: %+v, %v; want %s", user, target, r, err, want)
 		}
 	}
-	check("alice", client.ReasonAllowed)
-	check("alice", client.ReasonThrottled)
-	check("mallory", client.ReasonQuarantined)
+	check("alice", "srv", client.ReasonAllowed)
+	check("alice", "srv", client.ReasonThrottled)
+	check("mallory", "srv", client.ReasonQuarantined)
 	breakCounters(t, env)
-	check("alice", client.ReasonFailOpen)
+	check("alice", "roomy", client.ReasonFailOpen)
 
 	fams := scrapeFamilies(t, env)
 	var bad []string

@@ -59,7 +59,7 @@ func TestContractCoversEveryRoute(t *testing.T) {
 	}
 	routes := map[string]bool{}
 	for _, m := range routePattern.FindAllStringSubmatch(string(src), -1) {
-		path := strings.NewReplacer("{id...}", "{id}", "{name...}", "{name}").Replace(m[2])
+		path := strings.NewReplacer("{id...}", "{id}", "{name...}", "{name}", "{address...}", "{address}").Replace(m[2])
 		routes[m[1]+" "+path] = true
 	}
 	if len(routes) < 20 {

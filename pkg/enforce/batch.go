@@ -149,8 +149,12 @@ func (b *batcher) takeWith(ctx context.Context, req TakeRequest, peek *TakeReque
 	select {
 	case b.queue <- r:
 	default:
+		// Full: overload while the store answers, else its failure.
 		b.shed.Store(queued.UnixNano())
-		return takeReply{err: b.notSent(queued, timeout)}
+		if timeout > 0 && queued.Sub(time.Unix(0, b.answered.Load())) < timeout {
+			return takeReply{err: ErrOverloaded}
+		}
+		return takeReply{err: context.DeadlineExceeded}
 	}
 	var expired <-chan time.Time
 	if timeout > 0 {
@@ -164,8 +168,11 @@ func (b *batcher) takeWith(ctx context.Context, req TakeRequest, peek *TakeReque
 		return rep
 	case <-ctx.Done():
 		err = ctx.Err()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = b.notSent(queued, err) // the caller's deadline came first
+		}
 	case <-expired:
-		err = b.notSent(queued, timeout)
+		err = b.notSent(queued, context.DeadlineExceeded)
 	}
 	if r.state.CompareAndSwap(stateQueued, stateAbandoned) {
 		return takeReply{err: err}
@@ -174,22 +181,22 @@ func (b *batcher) takeWith(ctx context.Context, req TakeRequest, peek *TakeReque
 	return <-r.reply
 }
 
-// notSent is why a decision queued at queued was never sent: overload
-// (ErrOverloaded) when the store answered a round trip since then, or
-// within the last two timeouts; the store's failure
-// (context.DeadlineExceeded, for the fail policy) when it stayed silent.
-func (b *batcher) notSent(queued time.Time, timeout time.Duration) error {
-	last := b.answered.Load()
-	if last >= queued.UnixNano() || (timeout > 0 && time.Since(time.Unix(0, last)) < 2*timeout) {
+// notSent is why a decision queued at queued was never sent, when its
+// wait ended with err: overload (ErrOverloaded) when the store answered a
+// round trip since then (it moves, but not fast enough for the queue); err,
+// the store's failure for the fail policy, when it did not.
+func (b *batcher) notSent(queued time.Time, err error) error {
+	if b.answered.Load() >= queued.UnixNano() {
 		return ErrOverloaded
 	}
-	return context.DeadlineExceeded
+	return err
 }
 
 // failed is the error to answer a sent decision whose round trip failed
 // with err. A round trip that ran out of time while the replica is
 // overloaded (decisions waiting for more than one round trip, or shed in
-// the last second) and the store answers others is overload too: the store
+// the last second) and the store answered another within the last
+// timeout is overload too: the store
 // was slow because of the burst, and the decision is shed like those never
 // sent instead of being left to the fail policy. That holds when the
 // answer was lost past its grace as well (ErrOutcomeUnknown): the call may
@@ -201,7 +208,7 @@ func (b *batcher) failed(err error, timeout time.Duration) error {
 	}
 	now := time.Now()
 	backlogged := len(b.queue) >= maxBatch || now.Sub(time.Unix(0, b.shed.Load())) < time.Second
-	if backlogged && timeout > 0 && now.Sub(time.Unix(0, b.answered.Load())) < 2*timeout {
+	if backlogged && timeout > 0 && now.Sub(time.Unix(0, b.answered.Load())) < timeout {
 		return fmt.Errorf("%w: %w", ErrOverloaded, err)
 	}
 	return err
@@ -351,7 +358,9 @@ func (b *batcher) round(ctx context.Context, reqs []*takeRequest) ([]takeReply, 
 		tr = append(tr, r.req)
 	}
 	res, err := b.store.Take(sendCtx, tr, deadline)
-	if err == nil || !(errors.Is(err, ErrTimedOut) || errors.Is(err, context.DeadlineExceeded)) {
+	if err == nil {
+		// Only an answer says the store is moving: a refused connection
+		// or a lost answer is no evidence of it.
 		b.answered.Store(time.Now().UnixNano())
 	}
 	if err != nil {

@@ -188,10 +188,10 @@ const (
 	ReasonFailClosed  = "fail-closed"
 	// ReasonOverloaded: the decision was shed, unmade, because this
 	// replica had more decisions waiting than its counter store could
-	// answer in time (ErrOverloaded). Nothing was taken. Gateways answer
-	// 503 with Retry-After, and Envoy's filter applies its
-	// failure_mode_deny; the fail policies do not apply, so a burst can
-	// never switch limits off.
+	// answer in time (ErrOverloaded). Gateways answer 503 with
+	// Retry-After, and Envoy's filter applies its failure_mode_deny; a call
+	// a used-up gate or a fail-closed policy refuses is refused instead,
+	// so shedding never opens what the store would refuse.
 	ReasonOverloaded = "overloaded"
 	// ReasonEnforcementOff: the master switch is off; the call was allowed
 	// without looking at any limit or quarantine.

@@ -158,8 +158,10 @@ type Enforcer struct {
 	// fail policy (exhausted.go).
 	exhausted *exhaustedKeys
 	// recentLockouts are the escalation lockouts this replica wrote, until
-	// its snapshot holds them (lockout_recent.go).
+	// its snapshot holds them (lockout_recent.go); reloads counts the
+	// snapshot reloads started.
 	recentLockouts recentLockouts
+	reloads        atomic.Uint64
 	// violations aggregates the record of violations (violations.go).
 	violations *violationRecorder
 	// auth is the failed-credential throttle (nil: off; authfail.go).
@@ -771,10 +773,10 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 		g.describe(res.States[i], res.Room[i], cost, now)
 		e.metrics.gateChecks.WithLabelValues(axisLabel(g.Axis), g.EntityType, outcome(res.Room[i])).Inc()
 		if !res.Room[i] {
-			if cost == 1 && !g.Shadow {
+			if cost == 1 && !g.Shadow && g.RetryAfter > 0 {
 				// No room for the smallest call: remembered for the
 				// fail policy (exhausted.go).
-				e.exhausted.note(g.key, now.Add(g.wait(now)))
+				e.exhausted.note(*g, now.Add(g.RetryAfter))
 			}
 			if g.Shadow {
 				d.Shadow = append(d.Shadow, *g)
@@ -835,32 +837,31 @@ func (e *Enforcer) roundTripWith(ctx context.Context, req TakeRequest, peek *Tak
 // backendFailed applies the fail policy: a definition marked fail_closed,
 // or the global FailClosed, denies; otherwise the call passes.
 func (e *Enforcer) backendFailed(c Call, gates []Gate, err error) (Decision, error) {
-	if errors.Is(err, ErrOverloaded) {
-		// Shed before the store was asked: no policy's answer, nothing
-		// taken.
-		e.metrics.checks.WithLabelValues("overloaded").Inc()
-		return Decision{Allowed: false, Reason: ReasonOverloaded, RetryAfter: time.Second}, err
+	// Whatever decides, not a gate this replica saw used up and that
+	// cannot have room yet (exhausted.go): the store would refuse it.
+	now := e.now()
+	for _, g := range gates {
+		if until, ok := e.exhausted.until(g, now); ok && !g.Shadow {
+			g.RetryAfter = until.Sub(now)
+			e.metrics.checks.WithLabelValues("throttled").Inc()
+			return Decision{Allowed: false, Reason: ReasonThrottled, Gates: gates, Denied: []Gate{g},
+				Limit: g.Limit, Reset: g.Reset, RetryAfter: retryAfter(g.RetryAfter)}, err
+		}
 	}
-	e.metrics.errors.WithLabelValues("counters").Inc()
 	closed := e.opts.FailClosed
 	for _, g := range gates {
 		if g.failClosed && !g.Shadow {
 			closed = true
 		}
 	}
-	if !closed {
-		// Open, but not for a gate this replica saw used up and that
-		// cannot have room yet (exhausted.go).
-		now := e.now()
-		for _, g := range gates {
-			if until, ok := e.exhausted.until(g.key, now); ok && !g.Shadow {
-				g.RetryAfter = until.Sub(now)
-				e.metrics.checks.WithLabelValues("throttled").Inc()
-				return Decision{Allowed: false, Reason: ReasonThrottled, Gates: gates, Denied: []Gate{g},
-					Limit: g.Limit, Reset: g.Reset, RetryAfter: retryAfter(g.RetryAfter)}, err
-			}
-		}
+	if errors.Is(err, ErrOverloaded) && !closed {
+		// Shed: no policy's answer. A gateway answers 503, and Envoy
+		// applies its failure_mode_deny; a fail-closed call is refused as
+		// fail-closed below, so that shedding never opens it.
+		e.metrics.checks.WithLabelValues("overloaded").Inc()
+		return Decision{Allowed: false, Reason: ReasonOverloaded, RetryAfter: time.Second}, err
 	}
+	e.metrics.errors.WithLabelValues("counters").Inc()
 	e.events.record(event{reason: eventBackend, failClosed: closed, target: c.TargetName, err: err})
 	if closed {
 		e.metrics.checks.WithLabelValues("fail_closed").Inc()

@@ -26,8 +26,10 @@ type exhaustedKeys struct {
 }
 
 type exhaustedKey struct {
-	key   string
-	until time.Time
+	key          string
+	algorithm    Algorithm
+	limit, burst int64
+	until        time.Time
 }
 
 func newExhaustedKeys() *exhaustedKeys { return &exhaustedKeys{seed: maphash.MakeSeed()} }
@@ -36,16 +38,19 @@ func (x *exhaustedKeys) slot(key string) *atomic.Pointer[exhaustedKey] {
 	return &x.slots[maphash.String(x.seed, key)%exhaustedSlots]
 }
 
-// note remembers that key has no room for a call of cost 1 until until.
-func (x *exhaustedKeys) note(key string, until time.Time) {
-	x.slot(key).Store(&exhaustedKey{key: key, until: until})
+// note remembers that g has no room for a call of cost 1 until until.
+func (x *exhaustedKeys) note(g Gate, until time.Time) {
+	x.slot(g.key).Store(&exhaustedKey{key: g.key, algorithm: g.Algorithm, limit: g.Limit, burst: g.Burst, until: until})
 }
 
-// until is when key has room again, if this replica knows it has none at
-// now.
-func (x *exhaustedKeys) until(key string, now time.Time) (time.Time, bool) {
-	k := x.slot(key).Load()
-	if k == nil || k.key != key || !now.Before(k.until) {
+// until is when g has room again, if this replica knows it has none at
+// now: it saw the same counter used up, counting the same way, at a limit
+// (and burst) no lower than g's. A counter another limit shares (a
+// descriptor's request override), or whose limit was raised since, is not
+// known to be used up.
+func (x *exhaustedKeys) until(g Gate, now time.Time) (time.Time, bool) {
+	k := x.slot(g.key).Load()
+	if k == nil || k.key != g.key || k.algorithm != g.Algorithm || g.Limit > k.limit || g.Burst > k.burst || !now.Before(k.until) {
 		return time.Time{}, false
 	}
 	return k.until, true

@@ -125,29 +125,42 @@ func ipLockoutOnly(m ratelimit.Membership) bool {
 // countsTowardLockout reports whether a throttle by g is its caller's own
 // violation. By default, a bucket kept for the caller alone counts: its
 // caller bucket, caller_target buckets (the per-caller buckets of routes
-// and tools among them) and per-IP buckets. Buckets others share do not: a
-// target's own limit, a route's all-callers bucket, per-team and shared
-// buckets, descriptors. A definition's counts_toward_lockout, when set,
-// decides instead.
-func (g Gate) countsTowardLockout() bool {
+// and tools among them), and for an anonymous caller, whose identity is
+// its address, the buckets kept per client address. Buckets others share
+// do not: a target's own limit, a route's all-callers bucket, per-team and
+// shared buckets, descriptors, and a per-address bucket when the caller
+// has an identity of its own (everyone behind one NAT shares it). A
+// definition's counts_toward_lockout, when set, decides instead.
+func (g Gate) countsTowardLockout(anonymous bool) bool {
 	if g.lockout != nil {
 		return *g.lockout
 	}
 	kind, rest, _ := strings.Cut(g.key, "|")
 	k, _, _ := kindAlgorithm(kind)
+	var holder string
 	switch k {
 	case KindCaller, KindCallerTarget:
 		// c|<window>|<caller>, ct|<window>|<caller>|<target>: a route's
-		// per-team bucket is kept for team:<name>.
-		_, caller, _ := strings.Cut(rest, "|")
-		return !strings.HasPrefix(caller, CallerTeam+":")
+		// per-team bucket is kept for team:<name>, its per-address one
+		// for ip:<key>.
+		_, holder, _ = strings.Cut(rest, "|")
 	case KindPer:
-		// p|<definition id>|ip:<key>...: per ip; team:<name> and shared
-		// buckets are others' too.
-		_, subject, _ := strings.Cut(rest, "|")
-		return strings.HasPrefix(subject, CallerIP+":")
+		// p|<definition id>|ip:<key>... or team:<name>...; a shared
+		// bucket names no subject.
+		_, holder, _ = strings.Cut(rest, "|")
+		if !strings.HasPrefix(holder, CallerIP+":") {
+			return false
+		}
+	default:
+		return false
 	}
-	return false
+	switch {
+	case strings.HasPrefix(holder, CallerTeam+":"):
+		return false
+	case strings.HasPrefix(holder, CallerIP+":"):
+		return anonymous
+	}
+	return true
 }
 
 // violator is the subject a call's violations count against and a lockout
@@ -192,7 +205,7 @@ func (e *Enforcer) escalate(ctx context.Context, c Call, d Decision, now time.Ti
 	// of a shared limit must not lock this one out.
 	var own []Gate
 	for _, g := range d.Denied {
-		if g.countsTowardLockout() {
+		if g.countsTowardLockout(c.Username == "" && c.ClientID == "") {
 			own = append(own, g)
 		}
 	}
@@ -230,12 +243,12 @@ func (e *Enforcer) escalate(ctx context.Context, c Call, d Decision, now time.Ti
 	if !applied {
 		return d, false // an administrator, or quarantined already
 	}
+	e.recentLockouts.add(ratelimit.MembershipID(subjectType, subject), l.Until, now, e.reloads.Load())
 	if r, ok := e.counters.(CounterResetter); ok {
 		rctx, cancel := context.WithTimeout(ctx, e.opts.BackendTimeout)
 		_ = r.Reset(rctx, []string{g.Key}, time.Now().Add(e.opts.BackendTimeout))
 		cancel()
 	}
-	e.recentLockouts.add(ratelimit.MembershipID(subjectType, subject), l.Until, now)
 	e.metrics.checks.WithLabelValues("lockout_started").Inc()
 	e.events.record(event{reason: EventLockoutStarted, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
 		target: c.TargetName, caller: e.eventCaller(c), gate: def, limit: int64(o.After), retryAfter: o.Lockout, until: l.Until})

@@ -253,20 +253,23 @@ func TestDefinitionLockoutMatchesTheEnforcer(t *testing.T) {
 		{mine, user("alice", "mcpgw")},
 		{optedOut, user("alice", "mcpgw")},
 		{perIP, enforce.Call{ClientIP: "203.0.113.9", TargetType: "mcp_server", TargetName: "mcpgw"}},
+		// A user behind the address shares its bucket with everyone there.
+		{perIP, enforce.Call{Username: "alice", ClientIP: "203.0.113.9", TargetType: "mcp_server", TargetName: "mcpgw"}},
 		{perTeam, enforce.Call{Username: "alice", Team: "acme", TargetType: "mcp_server", TargetName: "mcpgw"}},
 		{shared, user("alice", "mcpgw")},
 		{target("mcp_server", "mcpgw", 3600, 1), user("alice", "mcpgw")},
 		{toolDef("github:*", 3600, 1, ratelimit.ToolScopeGlobal), toolCall("alice", "search", "")},
 		{toolDef("github:*", 3600, 1, ratelimit.ToolScopePrincipalTool), toolCall("alice", "search", "")},
 	} {
-		t.Run(c.def.Key(), func(t *testing.T) {
+		t.Run(c.def.Key()+"/"+c.call.Username, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, enforce.Options{Escalation: &enforce.EscalationOptions{After: 1, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
 			f.def(c.def)
 			f.check(c.call)
 			d := f.check(c.call)
 			want := enforce.ReasonThrottled
-			if c.def.Lockout() == ratelimit.LockoutCounts {
+			anonymous := c.call.Username == "" && c.call.ClientID == ""
+			if l := c.def.Lockout(); l == ratelimit.LockoutCounts || (l == ratelimit.LockoutAnonymous && anonymous) {
 				want = enforce.ReasonLockedOut
 			}
 			if d.Reason != want {

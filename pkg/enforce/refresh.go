@@ -118,6 +118,7 @@ func (e *Enforcer) reloadChanges(ctx context.Context, full bool) (wasFull bool, 
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	start := time.Now()
+	reload := e.reloads.Add(1)
 	s, n, err := loadChanges(ctx, e.source, prev, ch, e.now())
 	if err != nil {
 		// What was taken is lost with the failed read: read everything
@@ -143,6 +144,13 @@ func (e *Enforcer) reloadChanges(ctx context.Context, full bool) (wasFull bool, 
 	e.metrics.rowsRead.WithLabelValues("memberships").Add(float64(n.memberships))
 	e.metrics.rowsRead.WithLabelValues("admins").Add(float64(n.admins))
 	e.snap.Store(s)
+	// The lockouts this replica wrote that the new snapshot read again
+	// are its own now (lockout_recent.go).
+	if ch.all || ch.members.all {
+		e.recentLockouts.settled(reload, nil)
+	} else {
+		e.recentLockouts.settled(reload, func(id string) bool { _, ok := ch.members.ids[id]; return ok })
+	}
 	e.metrics.setEnabled(!s.enforcementOff)
 	e.lastRefreshErr.Store(nil)
 	e.metrics.snapshotLoad.Observe(time.Since(start).Seconds())

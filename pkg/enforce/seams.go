@@ -156,10 +156,12 @@ var (
 	ErrNotApplied = errors.New("enforce: counter store changed nothing")
 	// ErrTimedOut: the deadline passed and nothing was taken.
 	ErrTimedOut = errors.New("enforce: counter store timed out")
-	// ErrOverloaded: the decision was shed before its round trip, because
-	// more decisions were waiting than the store could answer in time (the
-	// store itself answers). Nothing was taken; the decision says
-	// ReasonOverloaded, never the fail policy's answer.
+	// ErrOverloaded: the decision was shed, because more decisions were
+	// waiting than the store could answer in time (the store itself
+	// answers). One never sent, or whose round trip timed out, took
+	// nothing; one whose answer was lost in the burst may have been
+	// counted. The decision says ReasonOverloaded (or is refused, when a
+	// used-up gate or a fail-closed policy refuses it), never fail-open.
 	ErrOverloaded = errors.New("enforce: overloaded: too many decisions waiting for the counter store")
 	// ErrOutcomeUnknown: the store may or may not have taken (a
 	// connection lost after the request was sent). Never retried.

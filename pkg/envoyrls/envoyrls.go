@@ -484,13 +484,14 @@ func merge(first enforce.Decision, decs []enforce.Decision) enforce.Decision {
 		d.Gates = append(d.Gates, p.Gates...)
 		d.Denied = append(d.Denied, p.Denied...)
 		d.Shadow = append(d.Shadow, p.Shadow...)
-		if !p.Allowed && d.Allowed {
+		switch {
+		case !p.Allowed && d.Allowed:
 			d.Allowed, d.Reason = false, p.Reason
-		}
-		if p.Reason == enforce.ReasonOverloaded {
-			// A part shed unmade sheds the request: its answer is not
-			// known.
-			d.Allowed, d.Reason = false, p.Reason
+		case d.Reason == enforce.ReasonOverloaded && !p.Allowed:
+			// A part known to be refused wins over a part shed unmade: the
+			// request is answered OVER_LIMIT, not an error to which
+			// Envoy's failure_mode_deny may admit it.
+			d.Reason = p.Reason
 		}
 		if better(p) {
 			head = p

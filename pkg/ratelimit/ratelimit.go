@@ -381,7 +381,8 @@ type AuditEntry struct {
 const (
 	LockoutCounts    = "counts"     // every throttle is the caller's violation
 	LockoutNever     = "never"      // no throttle is
-	LockoutPerCaller = "per-caller" // a route's per-IP, per-user and per-agent buckets count; its all and team buckets do not
+	LockoutPerCaller = "per-caller" // a route's per-user and per-agent buckets count, its per-IP ones for anonymous callers; its all and team buckets do not
+	LockoutAnonymous = "anonymous"  // per client address: counts for anonymous callers (whose identity is the address), not for a user or agent behind it
 )
 
 // Lockout says whether the definition's throttles count toward a caller's
@@ -405,8 +406,11 @@ func (d Definition) Lockout() string {
 		}
 		return LockoutNever
 	case d.Axis == AxisCaller || d.Axis == AxisCallerTarget:
-		if p := d.PerOrDefault(); p == PerCaller || p == PerIP {
+		switch d.PerOrDefault() {
+		case PerCaller:
 			return LockoutCounts
+		case PerIP:
+			return LockoutAnonymous
 		}
 	}
 	return LockoutNever

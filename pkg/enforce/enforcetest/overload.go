@@ -22,10 +22,11 @@ const OverloadCalls = 10_000
 // (a round trip of at most 32 decisions: the whole burst would take
 // longer than the backend timeout).
 //
-//   - the used-up caller is admitted 0 times (each of its calls is
-//     throttled or shed, reason overloaded);
-//   - the fresh callers are allowed or shed, never fail-open or
-//     fail-closed, with either fail policy;
+//   - the used-up caller is admitted 0 times: each of its calls is
+//     throttled (shed calls too: the Enforcer saw its gate used up);
+//   - the fresh callers are allowed or shed, never fail-open: shed is
+//     reason overloaded with the fail-open policy, fail-closed with the
+//     fail-closed one (shedding never opens a fail-closed call);
 //   - some calls were shed (the burst was an overload), and shed calls
 //     took nothing: afterwards the shared limit's count is exactly the
 //     decisions admitted, and a new call is decided normally.
@@ -98,21 +99,25 @@ func overload(t *testing.T, store enforce.CounterStore, build BuildEnforcer, fai
 	wg.Wait()
 
 	admitted := 0
+	shed := enforce.ReasonOverloaded
+	if failClosed {
+		shed = enforce.ReasonFailClosed
+	}
 	for reason, n := range got.hog {
-		if reason != enforce.ReasonThrottled && reason != enforce.ReasonOverloaded {
-			t.Errorf("the used-up caller: %d calls %s (%v), want only throttled or overloaded (%v)", n, reason, errs[reason], got.hog)
+		if reason != enforce.ReasonThrottled {
+			t.Errorf("the used-up caller: %d calls %s (%v), want only throttled (%v)", n, reason, errs[reason], got.hog)
 		}
 	}
 	for reason, n := range got.fresh {
 		switch reason {
 		case "admitted " + enforce.ReasonAllowed:
 			admitted += n
-		case enforce.ReasonOverloaded:
+		case shed:
 		default:
-			t.Errorf("fresh callers: %d calls %s (%v), want only allowed or overloaded (%v)", n, reason, errs[reason], got.fresh)
+			t.Errorf("fresh callers: %d calls %s (%v), want only allowed or %s (%v)", n, reason, errs[reason], shed, got.fresh)
 		}
 	}
-	if got.hog[enforce.ReasonOverloaded]+got.fresh[enforce.ReasonOverloaded] == 0 {
+	if got.fresh[shed] == 0 {
 		t.Errorf("no call of %d at once was shed (hog %v, fresh %v): the burst did not overload the Enforcer", OverloadCalls, got.hog, got.fresh)
 	}
 	// Shed calls took nothing: the shared limit counts exactly the hog's
