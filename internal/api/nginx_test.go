@@ -220,6 +220,7 @@ func TestNginxGateway(t *testing.T) {
 		status int
 		header http.Header
 		body   string
+		close  bool // the server closes the connection after it
 	}
 	hc := &http.Client{Timeout: 10 * time.Second}
 	send := func(method, path, user string) reply {
@@ -239,7 +240,7 @@ func TestNginxGateway(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		return reply{resp.StatusCode, resp.Header, string(b)}
+		return reply{resp.StatusCode, resp.Header, string(b), resp.Close}
 	}
 	rateHeaders := []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit", "Retry-After"}
 
@@ -268,6 +269,9 @@ func TestNginxGateway(t *testing.T) {
 	if r.header.Get("X-RateLimit-Limit") != "2" || r.header.Get("X-RateLimit-Remaining") != "0" ||
 		r.header.Get("X-RateLimit-Reset") == "" || r.header.Get("RateLimit") == "" || r.header.Get("X-RateLimit-Throttled") != "" {
 		t.Errorf("429 headers: %v", r.header)
+	}
+	if !r.close {
+		t.Errorf("429 without Connection: close, want the refused client's connection closed")
 	}
 	var denial struct {
 		Error      string `json:"error"`
