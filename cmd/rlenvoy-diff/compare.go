@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -164,6 +165,20 @@ var allowlist = []*Allowance{
 		// service.
 		Match: func(cfg *Config, req Request, d Difference, _, _ Answer) bool {
 			return d.Descriptor >= 0 && overlappingWildcards(cfg, req.Domain, req.Descriptors[d.Descriptor].Entries)
+		},
+	},
+	{
+		Name:    "a leaf without rate_limit answers as unlimited",
+		Section: "Differences from Envoy's service / **A leaf without `rate_limit`**",
+		// The import makes it unlimited: true, which answers remaining
+		// 4294967295 where Envoy's service answers such a leaf 0 (both OK,
+		// no limit).
+		Match: func(cfg *Config, req Request, d Difference, envoy, ours Answer) bool {
+			if d.Kind != kindRemaining || d.Descriptor < 0 {
+				return false
+			}
+			e, o := envoy.Statuses[d.Descriptor], ours.Statuses[d.Descriptor]
+			return e.Code == "OK" && o.Code == "OK" && !e.HasLimit && !o.HasLimit && e.Remaining == 0 && o.Remaining == math.MaxUint32
 		},
 	},
 	{
