@@ -50,7 +50,7 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 		"RLAPI_GRPC_MAX_STREAMS":        {"33", "33"},
 		"RLAPI_COUNTERS_ALLOW_EVICTION": {"true", "true"},
 
-		// Failed-credential throttling and escalation lockouts (issue 13).
+		// Failed-credential throttling and escalation lockouts.
 		"RLAPI_GATEWAY_AUTH_MAX_FAILURES": {"7", "7"},
 		"RLAPI_GATEWAY_AUTH_WINDOW":       {"90s", "1m30s"},
 		"RLAPI_GATEWAY_AUTH_LOCKOUT":      {"10m", "10m0s"},
@@ -60,7 +60,7 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 		"RLAPI_MCP_SUFFIXES":              {"mcp", `"mcp"`},
 		"RLAPI_A2A_PREFIXES":              {"agents", `"agents"`},
 
-		// Leases for hot keys (issue 15).
+		// Leases for hot keys.
 		"RLAPI_LEASE_TIME":     {"2s", "2s"},
 		"RLAPI_LEASE_REPLICAS": {"4", "4"},
 		"RLAPI_LEASE_HOT_RATE": {"50", "50"},

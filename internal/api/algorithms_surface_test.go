@@ -1,6 +1,6 @@
 package api_test
 
-// The algorithm fields of a definition (issue 11) through the real
+// The algorithm fields of a definition through the real
 // listener: what PUT, GET, list, status and apply store and show, and the
 // bad input they refuse.
 

@@ -11,7 +11,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// A counter in its algorithm's terms (issue 11). A fixed or sliding
+// A counter in its algorithm's terms. A fixed or sliding
 // window's counter is a count per window, shown as it always was. A token
 // bucket's is one theoretical arrival time per key (GCRA,
 // enforce.GateState.TAT): the API shows when the bucket is full again

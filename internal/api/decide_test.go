@@ -134,7 +134,7 @@ func TestCheckDecides(t *testing.T) {
 		}
 		if a.header.Get("X-RateLimit-Limit") != "2" || a.header.Get("X-RateLimit-Remaining") != strconv.FormatInt(want, 10) ||
 			a.header.Get("X-RateLimit-Reset") != strconv.FormatInt(r.Reset, 10) ||
-			// Every policy that applied, the tightest first (issue 11).
+			// Every policy that applied, the tightest first.
 			a.header.Get("RateLimit-Policy") != `"target:mcp_server:srv:60";q=2;w=60, "target:mcp_server:srv:3600";q=100;w=3600` ||
 			a.header.Get("Retry-After") != "" {
 			t.Errorf("call %d headers: %v", i+1, a.header)

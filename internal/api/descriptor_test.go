@@ -1,6 +1,6 @@
 package api_test
 
-// Envoy descriptor definitions (issue 14) through the real listener: what
+// Envoy descriptor definitions through the real listener: what
 // PUT, GET and apply store and show, and the bad input they refuse.
 
 import (

@@ -355,7 +355,7 @@ type statusResult struct {
 	// MatchedBy says, for each caller and caller_target definition of a
 	// caller (username, client_id, team), why it applies: the membership
 	// that put the caller in its group (user:alice, client:bot, team:acme)
-	// or "everyone" (issue 12; enforce.Gate.MatchedBy says the same of a
+	// or "everyone" (enforce.Gate.MatchedBy says the same of a
 	// decision's gates).
 	MatchedBy map[string]string `json:"matched_by,omitempty"`
 	// Matches says why the route and tool definitions apply: which of

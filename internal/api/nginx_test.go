@@ -329,8 +329,8 @@ func TestNginxGateway(t *testing.T) {
 	}
 }
 
-// TestNginxPathVariantsAreThrottled sends the spellings of one path of
-// issue 9 (item 16) through a real nginx, exactly as written on the request
+// TestNginxPathVariantsAreThrottled sends the spellings of one path (dot
+// segments, doubled slashes, encodings) through a real nginx, exactly as written on the request
 // line: once the limit is used, every one of them is a 429, a disguised
 // control-plane path is a 403, and none reaches the backend.
 func TestNginxPathVariantsAreThrottled(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 )
 
 // TestValidateNormalizesPathVariants: once a target's limit is used up,
-// every other spelling of its path is throttled too (issue 9, item 16):
+// every other spelling of its path is throttled too:
 // case, encoded characters, parameters, whitespace and backslashes do not
 // make a new target, and a disguised control-plane path is refused.
 func TestValidateNormalizesPathVariants(t *testing.T) {
@@ -54,7 +54,7 @@ func TestValidateNormalizesPathVariants(t *testing.T) {
 // TestValidatePoisonedPathsChangeNoOtherDecision: while one client sends
 // paths that decode to a NUL or to bytes that are not UTF-8, a caller who
 // used up her limit stays throttled and a caller under a fail-closed limit
-// stays allowed (issue 9, item 1: such paths used to fail every decision
+// stays allowed (item 1: such paths used to fail every decision
 // sharing their round trip).
 func TestValidatePoisonedPathsChangeNoOtherDecision(t *testing.T) {
 	t.Parallel()

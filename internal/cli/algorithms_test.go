@@ -1,6 +1,6 @@
 package cli_test
 
-// rlctl's surface of the algorithm fields (issue 11): rate-limit set's
+// rlctl's surface of the algorithm fields: rate-limit set's
 // flags and completion, the columns of list, get and status, and the
 // refusals.
 

@@ -1,7 +1,7 @@
 package cli_test
 
 // rlctl's surface of definitions for everyone, per ip/team/shared buckets
-// and team subjects (issue 12).
+// and team subjects.
 
 import (
 	"strings"

@@ -1,6 +1,6 @@
 package cli_test
 
-// docs/examples' route and tool files (issue 12) through enforce.Middleware,
+// docs/examples' route and tool files through enforce.Middleware,
 // the Go gateway's door, on the enforcer of the rlapi rlctl applied them
 // to: the same outcomes reference 002, 003 and 004 ask of POST /api/check
 // (examples_routes_test.go) and of /api/validate behind nginx

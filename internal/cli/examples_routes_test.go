@@ -1,6 +1,6 @@
 package cli_test
 
-// docs/examples/ (issue 12): each apply file is applied to a real rlapi
+// docs/examples/: each apply file is applied to a real rlapi
 // with rlctl apply, then driven through POST /api/check, asserting what
 // its reference design says: which call is refused, by which dimension.
 

@@ -1,6 +1,6 @@
 package cli_test
 
-// The apply files of docs/examples/ (issue 12), each applied with rlctl to
+// The apply files of docs/examples/, each applied with rlctl to
 // a real rlapi and driven through POST /api/check, enforce.Middleware and
 // GET /api/validate, all three deciding on the one enforcer and database:
 // what the reference design says should happen is what is asserted.

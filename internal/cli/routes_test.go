@@ -1,6 +1,6 @@
 package cli_test
 
-// rlctl's surface of routes, tool globs and kinds (issue 12): rate-limit
+// rlctl's surface of routes, tool globs and kinds: rate-limit
 // set's flags and completion, the MATCH column, and status saying which
 // pattern matched.
 

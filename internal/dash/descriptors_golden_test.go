@@ -10,7 +10,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// The Limits view with Envoy descriptor definitions (issue 14): the table
+// The Limits view with Envoy descriptor definitions: the table
 // names each by its domain and entries, and the detail pane shows domain,
 // entries, rate, algorithm, unlimited, limit name, replaces, shadow mode
 // and share_threshold. The scenes join TestGolden's, TestColorFits' and

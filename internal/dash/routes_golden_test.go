@@ -12,7 +12,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// The Limits view with route tiers and tool globs (issue 12): the table
+// The Limits view with route tiers and tool globs: the table
 // and the detail pane of a tier (methods, exempt, every path, its
 // dimensions) and of a tool glob (kinds, tool scope). The scenes join
 // TestGolden's, TestColorFits' and TestNarrowAndTiny's (kept in this file

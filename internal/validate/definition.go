@@ -289,7 +289,7 @@ func checkAlgorithm(probs *problems, d ratelimit.Definition) {
 	}
 }
 
-// checkSelectors checks everyone and per (issue 12): a known per, and both
+// checkSelectors checks everyone and per: a known per, and both
 // only on the caller and caller_target axes, whose definitions select
 // callers.
 func checkSelectors(probs *problems, d ratelimit.Definition) {

@@ -28,7 +28,7 @@ func TestSetHeadersFormat(t *testing.T) {
 				Gates: []enforce.Gate{shadow, {DefinitionID: "target:mcp_server:s:60", WindowSeconds: 60, Limit: 10, Remaining: 94 + 1, Reset: reset}, func() enforce.Gate { g := day; g.Remaining = 94; return g }()}},
 			want: map[string]string{
 				"X-RateLimit-Limit": "100", "X-RateLimit-Remaining": "94", "X-RateLimit-Reset": "1772496000",
-				// Every enforce policy, the tightest first (issue 11: the list).
+				// Every enforce policy, the tightest first (the list).
 				"RateLimit-Policy": `"target:mcp_server:s:86400";q=100;w=86400, "target:mcp_server:s:60";q=10;w=60`,
 				"RateLimit":        `"target:mcp_server:s:86400";r=94;t=86380`,
 				"Retry-After":      "",

@@ -47,7 +47,7 @@ var keyExamples = []struct {
 	{enforce.TargetCounter(def("target", "mcp_tool", "mcpgw:search", 60), ""), "t|target:mcp_tool:mcpgw:search:60", "mcp_tool:mcpgw:search"},
 	{enforce.TargetCounter(def("target", "server_group", "fragile", 60), "mcpgw"), "t|target:server_group:fragile:60|mcpgw", "mcp_server:mcpgw"},
 	{enforce.TargetCounter(def("target", "server_group", "fragile", 60), "a|b"), "t|target:server_group:fragile:60|a|b", "mcp_server:a|b"},
-	// Anonymous callers keyed by their client address (issue 12): an IPv4
+	// Anonymous callers keyed by their client address: an IPv4
 	// address, an IPv6 network in CIDR form (':' and '/' in the caller,
 	// the caller_target split still at the target type).
 	{enforce.CallerCounter(60, "ip:203.0.113.7"), "c|60|ip:203.0.113.7", ""},
@@ -64,7 +64,7 @@ var keyExamples = []struct {
 	{enforce.ShadowCounter(withAlgorithm(def("caller", "group", "g", 60), "sliding_window"), "user:alice", ""), "s.sw|caller:group:g:60|user:alice", ""},
 	{marked(enforce.CallerCounter(60, "user:alice"), enforce.AlgorithmTokenBucket), "c.tb|60|user:alice", ""},
 	{marked(enforce.CallerTargetCounter(60, "user:alice", "mcp_server:m"), enforce.AlgorithmSlidingWindow), "ct.sw|60|user:alice|mcp_server:m", "mcp_server:m"},
-	// Buckets per IP, per team and shared (issue 12): per definition.
+	// Buckets per IP, per team and shared: per definition.
 	{enforce.PerCounter(def("caller", "group", "per-ip", 60), "ip:203.0.113.7", ""), "p|caller:group:per-ip:60|ip:203.0.113.7", ""},
 	{enforce.PerCounter(def("caller", "group", "per-ip", 60), "ip:2001:db8:1:2::/64", ""), "p|caller:group:per-ip:60|ip:2001:db8:1:2::/64", ""},
 	{enforce.PerCounter(def("caller", "group", "teams", 3600), "team:acme-corp", ""), "p|caller:group:teams:3600|team:acme-corp", ""},

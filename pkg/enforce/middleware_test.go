@@ -246,7 +246,7 @@ func TestTargetFromURI(t *testing.T) {
 		{"", "", ""},
 		{"/srv/mcp.json", "", ""},
 		{"/srv/%zz/mcp", "mcp_server", "srv/%25zz"},
-		// Every spelling of one path is that path (issue 9, item 16).
+		// Every spelling of one path is that path.
 		{"/SRVLIM/mcp", "mcp_server", "srvlim"},
 		{"/srvlim/MCP", "mcp_server", "srvlim"},
 		{"/srvlim/mcp%20", "mcp_server", "srvlim"},

@@ -14,8 +14,8 @@ import (
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// Matching at scale (issue 12, docs/performance.md "Matching at scale
-// (issue 12)"): one decision of one call, with only the definitions it
+// Matching at scale (docs/performance.md "Matching at scale
+//"): one decision of one call, with only the definitions it
 // matches loaded, and with 10,000 selective definitions of every selective
 // kind and 100,000 networks loaded beside them, none of which match it.
 

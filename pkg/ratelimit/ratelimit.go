@@ -209,7 +209,7 @@ type Definition struct {
 	Members    []string `json:"members,omitempty" yaml:"members,omitempty"`
 
 	// Who a caller definition selects and how its buckets are keyed
-	// (issue 12, limits for everyone, teams and shared buckets; only on
+	// (limits for everyone, teams and shared buckets; only on
 	// the caller and caller_target axes).
 	//
 	// Everyone selects every caller without membership: its user limit
