@@ -280,14 +280,11 @@ const (
 // batch rows, each its own short transaction, for as long as batches come
 // back full: a load that creates many rows a second gets as many batches as
 // it needs (up to sweepMaxBatches, about sweepBudget of work, and never past
-// ctx's deadline), a quiet table one short batch. Each batch's "now" is
-// now plus the time the sweep has taken, so that rows expiring while a long
-// sweep runs go with it instead of waiting for the next one. It reports how
-// many it removed and whether it held the lock.
+// ctx's deadline), a quiet table one short batch. It reports how many it
+// removed and whether it held the lock.
 func (s *Store) SweepCounters(ctx context.Context, now time.Time, batch int) (removed int64, ran bool, err error) {
 	batch = max(batch, 1)
-	begin := time.Now()
-	stop := begin.Add(sweepBudget)
+	stop := time.Now().Add(sweepBudget)
 	if d, ok := ctx.Deadline(); ok {
 		// Leave the last batch time to finish within ctx.
 		stop = minTime(stop, d.Add(-time.Until(d)/4))
@@ -305,7 +302,7 @@ func (s *Store) SweepCounters(ctx context.Context, now time.Time, batch int) (re
 			case <-t.C:
 			}
 		}
-		n, locked, err := s.sweepBatch(ctx, now.Add(time.Since(begin)), batch)
+		n, locked, err := s.sweepBatch(ctx, now, batch)
 		if err != nil {
 			return removed, ran, fmt.Errorf("sweep counters: %w", err)
 		}

@@ -210,11 +210,9 @@ func floorDiv(a, b int64) int64 {
 // time (the others skip), in bounded batches.
 func (c *CounterStore) Sweep(ctx context.Context, now time.Time) (int64, error) {
 	var removed int64
-	start := time.Now()
 	for range sweepRounds {
 		sctx, cancel := context.WithTimeout(ctx, sweepRoundTimeout)
-		// Rows that expired during the rounds before go too.
-		n, ran, err := c.st.SweepCounters(sctx, now.Add(time.Since(start)), sweepBatch)
+		n, ran, err := c.st.SweepCounters(sctx, now, sweepBatch)
 		cancel()
 		if err != nil {
 			return removed, err
