@@ -227,9 +227,10 @@ func (s *Source) refused(first bool, reason, key string, err error) error {
 		if reason == reasonShrink || reason == reasonQuarantine {
 			level = slog.LevelWarn
 		}
+		// Counted first: whoever reads the line finds it counted.
+		s.refusedTotal.WithLabelValues(reason).Inc()
 		s.log.Log(context.Background(), level, "filesource: state file refused; keeping the last good state",
 			"file", s.path, "reason", reason, "err", err)
-		s.refusedTotal.WithLabelValues(reason).Inc()
 	}
 	s.lastErr, s.refusedKey = err, key
 	return err
