@@ -227,6 +227,11 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		if err := CheckEscalation(*opts.Escalation); err != nil {
 			return nil, fmt.Errorf("enforce: Options.Escalation: %w", err)
 		}
+		// A lockout is written through the source: without that, every
+		// lockout would silently not happen.
+		if _, ok := opts.Source.(Locker); !ok {
+			return nil, fmt.Errorf("enforce: Options.Escalation needs a Source that writes lockouts (enforce.Locker, as pkg/enforce/postgres's Source does); %T does not", opts.Source)
+		}
 	}
 	if err := e.refresh(ctx); err != nil {
 		return nil, err

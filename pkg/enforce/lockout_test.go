@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
+	"github.com/rlctl/rlctl/pkg/enforce/memory"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -309,5 +311,17 @@ func TestEscalationLockoutIndependentOfCallerSentinel(t *testing.T) {
 	}
 	if d := f.check(user("mallory", "srv")); !d.Allowed {
 		t.Errorf("manual caller quarantine with the sentinel off: %+v, want allowed", d)
+	}
+}
+
+// Escalation lockouts are written through the Source: New refuses them
+// over a Source that cannot write one, naming what is missing, instead of
+// running with lockouts silently off.
+func TestEscalationNeedsALockWriter(t *testing.T) {
+	t.Parallel()
+	_, err := enforce.New(t.Context(), enforce.Options{Counters: memory.New(), Source: enforcetest.StaticSource(enforce.State{Definitions: enforcetest.Sentinels()}),
+		Escalation: &enforce.EscalationOptions{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
+	if err == nil || !strings.Contains(err.Error(), "enforce.Locker") {
+		t.Fatalf("New with escalation over a source that cannot write lockouts: %v, want an error naming enforce.Locker", err)
 	}
 }
