@@ -20,8 +20,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/rlctl/rlctl/internal/pgtest"
-	"github.com/rlctl/rlctl/pkg/envoyrls"
 	"github.com/rlctl/rlctl/pkg/client"
+	"github.com/rlctl/rlctl/pkg/envoyrls"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
