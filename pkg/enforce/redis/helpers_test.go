@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/redis"
 )
 
@@ -14,6 +15,18 @@ import (
 var targets = []struct{ name, env string }{
 	{"standalone", "REDIS_URL"},
 	{"cluster", "REDIS_CLUSTER_URL"},
+}
+
+// onEachTarget runs check once per target (standalone, cluster) as a
+// subtest, with a constructor of fresh Stores on that target: how the
+// suite's checks run over Redis.
+func onEachTarget(t *testing.T, check func(t *testing.T, newStore func(t *testing.T) enforce.CounterStore)) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			redistest.URL(t, tg.env)
+			check(t, func(t *testing.T) enforce.CounterStore { return openStore(t, tg.env) })
+		})
+	}
 }
 
 // openStore opens a Store on the server named by env with a prefix of its
