@@ -151,7 +151,7 @@ func (b *batcher) takeWith(ctx context.Context, req TakeRequest, peek *TakeReque
 	default:
 		// Full: overload while the store answers, else its failure.
 		b.shed.Store(queued.UnixNano())
-		if timeout > 0 && queued.Sub(time.Unix(0, b.answered.Load())) < timeout {
+		if b.answeredWithin(queued, timeout) {
 			return takeReply{err: ErrOverloaded}
 		}
 		return takeReply{err: context.DeadlineExceeded}
@@ -192,23 +192,29 @@ func (b *batcher) notSent(queued time.Time, err error) error {
 	return err
 }
 
+// answeredWithin reports whether the store answered a round trip within d
+// before now (never, when d is 0: no bound, no judgement).
+func (b *batcher) answeredWithin(now time.Time, d time.Duration) bool {
+	return d > 0 && now.Sub(time.Unix(0, b.answered.Load())) < d
+}
+
 // failed is the error to answer a sent decision whose round trip failed
 // with err. A round trip that ran out of time while the replica is
 // overloaded (decisions waiting for more than one round trip, or shed in
-// the last second) and the store answered another within the last
-// timeout is overload too: the store
-// was slow because of the burst, and the decision is shed like those never
-// sent instead of being left to the fail policy. That holds when the
-// answer was lost past its grace as well (ErrOutcomeUnknown): the call may
-// then have been counted although it is refused, which under overload is
-// the side to err on; a fail-open answer would admit it past its limit.
+// the last second) and the store answered another within the last timeout
+// is overload too: the store was slow because of the burst, and the
+// decision is shed like those never sent instead of being left to the
+// fail policy. That holds when the answer was lost past its grace as well
+// (ErrOutcomeUnknown): the call may then have been counted although it is
+// refused, which under overload is the side to err on; a fail-open answer
+// would admit it past its limit.
 func (b *batcher) failed(err error, timeout time.Duration) error {
 	if !errors.Is(err, ErrTimedOut) && !errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	now := time.Now()
 	backlogged := len(b.queue) >= maxBatch || now.Sub(time.Unix(0, b.shed.Load())) < time.Second
-	if backlogged && timeout > 0 && now.Sub(time.Unix(0, b.answered.Load())) < timeout {
+	if backlogged && b.answeredWithin(now, timeout) {
 		return fmt.Errorf("%w: %w", ErrOverloaded, err)
 	}
 	return err

@@ -30,6 +30,10 @@ const OverloadCalls = 10_000
 //   - some calls were shed (the burst was an overload), and shed calls
 //     took nothing: afterwards the shared limit's count is exactly the
 //     decisions admitted, and a new call is decided normally.
+//
+// And a burst over a store that answers nothing is the store's failure,
+// not overload: every call follows the fail policy (fail-open), none is
+// shed.
 func TestOverload(t *testing.T, newStore func(t *testing.T) enforce.CounterStore, build BuildEnforcer) {
 	t.Helper()
 	for _, closed := range []bool{false, true} {
@@ -40,6 +44,36 @@ func TestOverload(t *testing.T, newStore func(t *testing.T) enforce.CounterStore
 		t.Run(name, func(t *testing.T) {
 			overload(t, newStore(t), build, closed)
 		})
+	}
+	t.Run("store hangs", func(t *testing.T) { overloadStalled(t, newStore(t), build) })
+}
+
+// overloadStalled sends OverloadCalls decisions at once to a store that
+// never answers: more than the queue holds, and none shed.
+func overloadStalled(t *testing.T, store enforce.CounterStore, build BuildEnforcer) {
+	big := 1_000_000
+	shared := ratelimit.Definition{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityMCPServer, Name: "big",
+		WindowSeconds: 3600, MaxRequests: &big, Enabled: true, Mode: ratelimit.ModeEnforce}
+	shared.ID = shared.Key()
+	e := build(t, enforce.Options{BackendTimeout: 100 * time.Millisecond, Workers: 1},
+		Hanging(store), StaticSource(enforce.State{Definitions: append(Sentinels(), shared)}))
+	var mu sync.Mutex
+	got := map[string]int{}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range OverloadCalls {
+		wg.Go(func() {
+			<-start
+			d, _ := e.Check(context.Background(), enforce.Call{Username: fmt.Sprintf("u%d", i), TargetType: ratelimit.EntityMCPServer, TargetName: "big"})
+			mu.Lock()
+			got[d.Reason]++
+			mu.Unlock()
+		})
+	}
+	close(start)
+	wg.Wait()
+	if got[enforce.ReasonFailOpen] != OverloadCalls {
+		t.Errorf("%d calls at once over a store that answers nothing: %v, want every one fail-open (none shed)", OverloadCalls, got)
 	}
 }
 
