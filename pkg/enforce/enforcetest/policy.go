@@ -203,8 +203,9 @@ func boundedCheck(t *testing.T, e *enforce.Enforcer, c enforce.Call) (enforce.De
 // built by newStore, that a store outage does not let through a caller
 // whose limit this Enforcer saw used up: with the store failing, the
 // fail-open policy allows a fresh call but refuses (throttled) one on a
-// gate the Enforcer last saw without room, until the wait that gate
-// reported has passed; then the call fails open too.
+// gate the Enforcer last saw without room, unless the gate's limit has
+// been raised since, and until the wait that gate reported has passed;
+// then the call fails open too.
 func TestFailOpenKeepsUsedUpGates(t *testing.T, newStore func(t *testing.T) enforce.CounterStore, build BuildEnforcer, opts ...Opts) {
 	t.Helper()
 	for _, algo := range optsOf(opts).algorithms() {
@@ -218,8 +219,9 @@ func TestFailOpenKeepsUsedUpGates(t *testing.T, newStore func(t *testing.T) enfo
 				WindowSeconds: 60, UserMaxRequests: &one, Enabled: true, Mode: ratelimit.ModeEnforce, Everyone: true,
 				Algorithm: string(algo)}
 			perCaller.ID = perCaller.Key()
+			src := StaticSource(enforce.State{Definitions: append(Sentinels(), perCaller)})
 			e := build(t, enforce.Options{Now: clock.now, BackendTimeout: time.Second, SweepInterval: -1, CacheTTL: 24 * time.Hour},
-				failing, StaticSource(enforce.State{Definitions: append(Sentinels(), perCaller)}))
+				failing, src)
 			call := func(user string) enforce.Call {
 				return enforce.Call{Username: user, TargetType: ratelimit.EntityMCPServer, TargetName: "s"}
 			}
@@ -240,6 +242,22 @@ func TestFailOpenKeepsUsedUpGates(t *testing.T, newStore func(t *testing.T) enfo
 			}
 			if d, _ := boundedCheck(t, e, call("fresh")); !d.Allowed || d.Reason != enforce.ReasonFailOpen {
 				t.Errorf("a fresh caller during the outage: allowed %v, reason %s; want fail-open", d.Allowed, d.Reason)
+			}
+			// The limit raised during the outage: what was used up at 1
+			// may have room at 2, so the hog is no longer known used up.
+			two := 2
+			raised := perCaller
+			raised.UserMaxRequests = &two
+			src.Set(enforce.State{Definitions: append(Sentinels(), raised)})
+			if err := e.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if d, _ := boundedCheck(t, e, call("hog")); !d.Allowed || d.Reason != enforce.ReasonFailOpen {
+				t.Errorf("the hog once its limit was raised: allowed %v, reason %s; want fail-open", d.Allowed, d.Reason)
+			}
+			src.Set(enforce.State{Definitions: append(Sentinels(), perCaller)})
+			if err := e.Refresh(ctx); err != nil {
+				t.Fatal(err)
 			}
 			clock.advance(used.RetryAfter)
 			if d, _ := boundedCheck(t, e, call("hog")); !d.Allowed || d.Reason != enforce.ReasonFailOpen {
