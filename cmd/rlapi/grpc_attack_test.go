@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -453,4 +454,36 @@ func TestGRPCBurstNeverAdmitsAUsedUpCaller(t *testing.T) {
 		t.Errorf("the used-up descriptor was admitted %d times in the burst, want 0 (%v)", got["hog OK"], got)
 	}
 	t.Logf("answers: %v", got)
+}
+
+// Callers without a token may use the health and reflection services, in
+// bounded numbers: long-lived streams (health Watch) have their own cap,
+// so held streams never keep a probe's health Check from being answered.
+func TestGRPCHealthChecksSurviveHeldWatches(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewMigratedDatabase(t)
+	grpcAddr := freeAddr(t)
+	startServe(t, env(map[string]string{"DATABASE_URL": dsn}), "--grpc-addr", grpcAddr)
+	hc := healthpb.NewHealthClient(dialGRPC(t, grpcAddr))
+	req := &healthpb.HealthCheckRequest{Service: "envoy.service.ratelimit.v3.RateLimitService"}
+	var refused error
+	for i := range 40 {
+		w, err := hc.Watch(t.Context(), req)
+		if err == nil {
+			_, err = w.Recv() // the first status, or the refusal
+		}
+		if err != nil {
+			refused = err
+			if i == 0 {
+				t.Fatalf("the first Watch: %v", err)
+			}
+			break
+		}
+	}
+	if status.Code(refused) != codes.ResourceExhausted {
+		t.Fatalf("40 Watch streams held at once: last error %v, want ResourceExhausted past the cap", refused)
+	}
+	if r, err := hc.Check(t.Context(), req); err != nil || r.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("a health Check while Watch streams fill their cap: %v %v, want SERVING", r, err)
+	}
 }
