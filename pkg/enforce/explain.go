@@ -28,6 +28,13 @@ type Plan struct {
 	// definitions are listed with no key, since their counters are per
 	// target.
 	AnyTarget bool `json:"any_target,omitempty"`
+	// AnyCaller: the call named no identity and no client address, and is
+	// explained as any caller of its target or path. (A decision of such
+	// a call has no one to limit and meets nothing.) The limits every
+	// caller shares are its gates; the definitions kept per caller (tool
+	// scopes principal and principal_tool, a route's per-caller
+	// dimensions) are listed with no key.
+	AnyCaller bool `json:"any_caller,omitempty"`
 	// Admin: the caller is an administrator, whom no caller limit or
 	// caller quarantine applies to.
 	Admin bool `json:"admin,omitempty"`
@@ -51,9 +58,9 @@ type Plan struct {
 
 // Reasons a Plan gives for a call that meets nothing (Plan.Skipped).
 const (
-	// PlanSkippedNoCaller: a call with neither an identity nor a client
-	// address has no one to limit or quarantine.
-	PlanSkippedNoCaller = "no-caller"
+	// PlanSkippedNothing: the call names no caller, target, path or
+	// descriptor: there is nothing to explain.
+	PlanSkippedNothing = "nothing"
 	// PlanSkippedNoRoute: a call with a path but no target that no route
 	// definition matches.
 	PlanSkippedNoRoute = "no-route"
@@ -170,11 +177,14 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 	p := Plan{Groups: []PlanGroup{}, Gates: []Gate{}, Definitions: []PlannedDefinition{}}
 	ip := clientAddr(c.ClientIP)
 	anonymous := c.Username == "" && c.ClientID == ""
-	if c.Descriptors == nil && anonymous && !ip.IsValid() {
-		p.Skipped = PlanSkippedNoCaller
-		return p
-	}
 	log := &planLog{}
+	if c.Descriptors == nil && anonymous && !ip.IsValid() {
+		if c.TargetType == "" && c.Path == "" {
+			p.Skipped = PlanSkippedNothing
+			return p
+		}
+		p.AnyCaller, log.anyCaller = true, true
+	}
 	var routes []routeMatch
 	switch {
 	case c.Path != "":
@@ -190,7 +200,7 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 			p.Skipped = PlanSkippedNoRoute
 			return p
 		}
-	case c.TargetType == "" && c.Descriptors == nil:
+	case c.TargetType == "" && c.Descriptors == nil && !p.AnyCaller:
 		p.AnyTarget, log.anyTarget = true, true
 	}
 	if snap.enforcementOff {
@@ -224,8 +234,16 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 		}
 		p.Definitions = append(p.Definitions, plannedOf(snap, g, i, p.Gates[i].DefinitionID))
 	}
-	for _, u := range log.callerTarget {
-		p.Definitions = append(p.Definitions, PlannedDefinition{Definition: u.d, MatchedBy: u.via, Gate: -1})
+	for _, u := range log.perCaller {
+		p.Definitions = append(p.Definitions, PlannedDefinition{Definition: u.d, MatchedBy: u.via, Matched: u.matched, Dimension: u.dimension, Gate: -1})
+	}
+	if p.AnyCaller {
+		// A route whose every limit is kept per caller has no gate.
+		for _, m := range routes {
+			if !slices.ContainsFunc(p.Definitions, func(pd PlannedDefinition) bool { return pd.Definition.ID == m.def.ID }) {
+				p.Definitions = append(p.Definitions, PlannedDefinition{Definition: *m.def, Matched: m.pattern, Gate: -1})
+			}
+		}
 	}
 	slices.SortStableFunc(p.Definitions, func(a, b PlannedDefinition) int {
 		return cmp.Or(strings.Compare(a.Definition.ID, b.Definition.ID), strings.Compare(a.Dimension, b.Dimension))
@@ -270,17 +288,24 @@ type planLog struct {
 	// anyTarget: the call is explained as its caller on any target, so
 	// its caller_target definitions are kept though the call names none.
 	anyTarget bool
+	// anyCaller: the call is explained as any caller, so its tool
+	// definitions kept per caller are kept though it names none.
+	anyCaller bool
 	// losers are gates a more restrictive definition's gate replaced on
 	// their shared bucket.
 	losers []Gate
-	// callerTarget are the caller_target definitions of an anyTarget plan.
-	callerTarget []viaDefinition
-	groupList    []PlanGroup
+	// perCaller are the definitions a plan lists without a counter: the
+	// caller_target ones of an anyTarget plan, the tool ones kept per
+	// caller of an anyCaller plan.
+	perCaller []keylessDefinition
+	groupList []PlanGroup
 }
 
-type viaDefinition struct {
-	d   ratelimit.Definition
-	via string
+// keylessDefinition is a definition that applies to a plan's call
+// without a counter of its own in the plan, and why.
+type keylessDefinition struct {
+	d                       ratelimit.Definition
+	via, matched, dimension string
 }
 
 func (l *planLog) outranked(g Gate) {
@@ -291,8 +316,18 @@ func (l *planLog) outranked(g Gate) {
 
 func (l *planLog) untargeted(d ratelimit.Definition, via string) {
 	if l != nil && l.anyTarget {
-		l.callerTarget = append(l.callerTarget, viaDefinition{d, via})
+		l.perCaller = append(l.perCaller, keylessDefinition{d: d, via: via})
 	}
+}
+
+// uncalled reports whether a tool definition kept per caller is left to
+// the plan of any caller (true), which lists it without a counter.
+func (l *planLog) uncalled(d ratelimit.Definition, pattern, scope string) bool {
+	if l == nil || !l.anyCaller {
+		return false
+	}
+	l.perCaller = append(l.perCaller, keylessDefinition{d: d, matched: pattern, dimension: scope})
+	return true
 }
 
 // callerOnly reports whether the caller's gates are built for a call

@@ -53,7 +53,7 @@ func toolGates(snap *snapshot, c Call, caller, name string, admin bool, now time
 		case ratelimit.ToolScopeTool:
 			key = TargetCounter(*d, name).String()
 		case ratelimit.ToolScopePrincipal, ratelimit.ToolScopePrincipalTool:
-			if admin {
+			if admin || log.uncalled(*d, pattern, scope) {
 				return
 			}
 			on := leafType + ":" + name
