@@ -13,6 +13,8 @@ import (
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/token"
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 )
 
 // FuzzDecodeBodies sends arbitrary bodies to the definition and membership
@@ -62,8 +64,14 @@ func startInProcess(tb testing.TB, st *store.Store) inProcess {
 	if _, err := st.CreateToken(context.Background(), "fuzz", "admin", sum, nil); err != nil {
 		tb.Fatal(err)
 	}
+	// The status endpoint explains through the enforcer, as rlapi's does.
+	enf, err := postgres.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(enf.Close)
 	// No auth lockout: the fuzzer is one client sending many requests.
-	srv := api.New(st, api.Config{AuthMaxFailures: -1}, api.Opts{})
+	srv := api.New(st, api.Config{AuthMaxFailures: -1}, api.Opts{Enforcer: enf})
 	return inProcess{handler: srv.Handler(), token: secret}
 }
 

@@ -370,6 +370,12 @@ type statusMatch struct {
 	Pattern      string `json:"pattern"`
 }
 
+// handleStatus says which definitions apply to a caller, a target, a
+// path or a group. Everything but a group's own listing is read from the
+// enforcer's plan of the call (enforce.Enforcer.Explain): the groups, the
+// teams, everyone, networks, tool globs, server groups and routes are
+// resolved by the code that decides, so status cannot disagree with a
+// gateway's decision.
 func (s *Server) handleStatus() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -377,157 +383,155 @@ func (s *Server) handleStatus() http.Handler {
 			Groups: []string{}, Definitions: []ratelimit.Definition{},
 			Caller: []ratelimit.Definition{}, Target: []ratelimit.Definition{}, CallerTarget: []ratelimit.Definition{}}
 		ctx := r.Context()
-		switch {
-		case res.Identity != "":
-			res.Groups = []string{res.Identity}
-		case res.Username != "" || res.ClientID != "":
-			groups, err := s.store.GroupsOf(ctx, res.Username, res.ClientID, s.now())
-			if err != nil {
-				s.writeProblem(w, r, err)
+		seen := map[string]bool{}
+		add := func(d ratelimit.Definition) {
+			d = shown(d)
+			if seen[d.ID] {
 				return
 			}
-			if groups != nil {
-				res.Groups = groups
+			seen[d.ID] = true
+			res.Definitions = append(res.Definitions, d)
+			switch d.Axis {
+			case ratelimit.AxisCaller:
+				res.Caller = append(res.Caller, d)
+			case ratelimit.AxisTarget:
+				res.Target = append(res.Target, d)
+			case ratelimit.AxisCallerTarget:
+				res.CallerTarget = append(res.CallerTarget, d)
 			}
 		}
-		// Why each group applies: the first of the caller's user, client
-		// and team memberships naming it. The team's groups join the
-		// caller's, as in a decision.
-		via := map[string]string{}
-		caller := res.Identity == "" && (res.Username != "" || res.ClientID != "" || res.Team != "")
-		if caller {
-			for _, sub := range [][2]string{{ratelimit.SubjectUser, res.Username}, {ratelimit.SubjectClient, res.ClientID}, {ratelimit.SubjectTeam, res.Team}} {
-				if sub[1] == "" {
-					continue
-				}
-				m, err := s.store.GetMembership(ctx, sub[0], sub[1])
-				if isNotFoundErr(err) {
-					continue
-				}
-				if err != nil {
+		if res.Identity != "" {
+			// A group named outright: its own definitions, a listing.
+			res.Groups = []string{res.Identity}
+			for _, axis := range []string{ratelimit.AxisCaller, ratelimit.AxisCallerTarget, ratelimit.AxisQuarantine} {
+				f := store.DefinitionFilter{Axis: axis, EntityType: ratelimit.EntityGroup, Name: res.Identity}
+				if err := s.store.EachDefinition(ctx, f, func(d ratelimit.Definition) error { add(d); return nil }); err != nil {
 					s.writeProblem(w, r, err)
 					return
 				}
-				for _, g := range m.Groups {
-					if _, ok := via[g]; !ok {
-						via[g] = m.Key()
-						if sub[0] == ratelimit.SubjectTeam && g != ratelimit.GroupQuarantineTargets && !slices.Contains(res.Groups, g) {
-							res.Groups = append(res.Groups, g)
-						}
-					}
-				}
 			}
+		}
+		call, named, err := statusCall(q, res.Identity == "")
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		if named != nil {
+			// A name no call can carry (a group, a server group, a
+			// route tier or a descriptor): the definitions of that name.
+			if err := s.store.EachDefinition(ctx, *named, func(d ratelimit.Definition) error { add(d); return nil }); err != nil {
+				s.writeProblem(w, r, err)
+				return
+			}
+		}
+		if call == nil {
+			encode(w, http.StatusOK, res)
+			return
+		}
+		if s.enforcer == nil {
+			s.writeProblem(w, r, errorf(http.StatusServiceUnavailable, "enforcement-unavailable", "Decisions are not served here",
+				"this rlapi has no enforcer, and status is read from the enforcer's plan of the call"))
+			return
+		}
+		plan, err := s.enforcer.Explain(ctx, *call)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		for _, g := range plan.Groups {
+			if !slices.Contains(res.Groups, g.Name) {
+				res.Groups = append(res.Groups, g.Name)
+			}
+		}
+		if call.Username != "" || call.ClientID != "" || call.Team != "" || call.ClientIP != "" {
 			res.MatchedBy = map[string]string{}
 		}
-		seen := map[string]bool{}
-		add := func(d ratelimit.Definition) error {
-			d = shown(d)
-			if !seen[d.ID] {
-				seen[d.ID] = true
-				res.Definitions = append(res.Definitions, d)
-				switch d.Axis {
-				case ratelimit.AxisCaller:
-					res.Caller = append(res.Caller, d)
-				case ratelimit.AxisTarget:
-					res.Target = append(res.Target, d)
-				case ratelimit.AxisCallerTarget:
-					res.CallerTarget = append(res.CallerTarget, d)
+		for _, pd := range plan.Definitions {
+			add(pd.Definition)
+			if pd.MatchedBy != "" && res.MatchedBy != nil {
+				if _, ok := res.MatchedBy[pd.Definition.ID]; !ok {
+					res.MatchedBy[pd.Definition.ID] = pd.MatchedBy
 				}
 			}
-			return nil
-		}
-		for _, g := range res.Groups {
-			for _, axis := range []string{ratelimit.AxisCaller, ratelimit.AxisCallerTarget, ratelimit.AxisQuarantine} {
-				f := store.DefinitionFilter{Axis: axis, EntityType: ratelimit.EntityGroup, Name: g}
-				if err := s.store.EachDefinition(ctx, f, func(d ratelimit.Definition) error {
-					if caller && axis != ratelimit.AxisQuarantine && via[g] != "" && !d.Everyone {
-						res.MatchedBy[d.Key()] = via[g]
-					}
-					return add(d)
-				}); err != nil {
-					s.writeProblem(w, r, err)
-					return
-				}
+			if pd.Matched != "" && !slices.ContainsFunc(res.Matches, func(m statusMatch) bool { return m.DefinitionID == pd.Definition.ID }) {
+				res.Matches = append(res.Matches, statusMatch{DefinitionID: pd.Definition.ID, Pattern: pd.Matched})
 			}
 		}
-		// Definitions for everyone apply to every caller.
-		if caller {
-			for _, axis := range []string{ratelimit.AxisCaller, ratelimit.AxisCallerTarget} {
-				if err := s.store.EachDefinition(ctx, store.DefinitionFilter{Axis: axis, EntityType: ratelimit.EntityGroup}, func(d ratelimit.Definition) error {
-					if !d.Everyone {
-						return nil
-					}
-					res.MatchedBy[d.Key()] = enforce.MatchedEveryone
-					return add(d)
-				}); err != nil {
-					s.writeProblem(w, r, err)
-					return
-				}
+		if plan.Stop != nil && plan.Stop.Reason == enforce.ReasonQuarantined {
+			// The quarantine's own switch is a definition too.
+			group := ratelimit.GroupQuarantineCallers
+			if plan.Stop.Scope == "target" {
+				group = ratelimit.GroupQuarantineTargets
 			}
-		}
-		if path := q.Get("path"); path != "" {
-			if err := s.statusRoutes(r, path, q.Get("method"), add, &res); err != nil {
+			f := store.DefinitionFilter{Axis: ratelimit.AxisQuarantine, EntityType: ratelimit.EntityGroup, Name: group}
+			if err := s.store.EachDefinition(ctx, f, func(d ratelimit.Definition) error { add(d); return nil }); err != nil {
 				s.writeProblem(w, r, err)
 				return
-			}
-		}
-		if et, name := q.Get("entity_type"), q.Get("name"); et != "" && name != "" {
-			n, err := validate.TargetName(et, name)
-			if err != nil {
-				s.writeProblem(w, r, err)
-				return
-			}
-			if et == ratelimit.EntityMCPTool || et == ratelimit.EntityA2ASkill {
-				// Globs too: every tool definition whose name matches.
-				err := s.store.EachDefinition(ctx, store.DefinitionFilter{Axis: ratelimit.AxisTarget, EntityType: et}, func(d ratelimit.Definition) error {
-					if d.Name == n || ratelimit.GlobMatch(d.Name, n) {
-						res.Matches = append(res.Matches, statusMatch{DefinitionID: d.ID, Pattern: d.Name})
-						return add(d)
-					}
-					return nil
-				})
-				if err != nil {
-					s.writeProblem(w, r, err)
-					return
-				}
-				encode(w, http.StatusOK, res)
-				return
-			}
-			filters := []store.DefinitionFilter{{Axis: ratelimit.AxisTarget, EntityType: et, Name: n}}
-			if et == ratelimit.EntityMCPServer {
-				filters = append(filters, store.DefinitionFilter{EntityType: ratelimit.EntityServerGroup, Group: n})
-			}
-			for _, f := range filters {
-				if err := s.store.EachDefinition(ctx, f, add); err != nil {
-					s.writeProblem(w, r, err)
-					return
-				}
 			}
 		}
 		encode(w, http.StatusOK, res)
 	})
 }
 
-// statusRoutes adds the route definitions whose patterns match path (and
-// method, when given) as a gateway would match them, exempt ones
-// included.
-func (s *Server) statusRoutes(r *http.Request, path, method string, add func(ratelimit.Definition) error, res *statusResult) error {
-	c, err := enforce.Call{Path: path, Method: method}.Normalize()
-	if err != nil {
-		return err
+// statusCall reads the call a status query describes: its caller
+// (username, client_id, team, client_ip, unless a group is named instead),
+// its target (entity_type mcp_server or a2a_agent and name; mcp_tool or
+// a2a_skill names <target>:<tool>), and its method, path and kind. nil
+// when the query names none of them. named is the definition filter of an
+// entity_type no call carries (group, server_group, route, descriptor).
+func statusCall(q url.Values, withCaller bool) (call *enforce.Call, named *store.DefinitionFilter, err error) {
+	var c enforce.Call
+	if withCaller {
+		c.Username, c.ClientID, c.Team, c.ClientIP = q.Get("username"), q.Get("client_id"), strings.TrimSpace(q.Get("team")), q.Get("client_ip")
 	}
-	return s.store.EachDefinition(r.Context(), store.DefinitionFilter{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityRoute}, func(d ratelimit.Definition) error {
-		if c.Method != "" && len(d.Methods) > 0 && !slices.Contains(d.Methods, c.Method) {
-			return nil
+	c.Method, c.Path, c.Kind = q.Get("method"), q.Get("path"), q.Get("kind")
+	if et, name := q.Get("entity_type"), q.Get("name"); et != "" && name != "" {
+		n, err := validate.TargetName(et, name)
+		if err != nil {
+			return nil, nil, err
 		}
-		for _, p := range d.Paths {
-			if ratelimit.GlobMatch(p, c.Path) {
-				res.Matches = append(res.Matches, statusMatch{DefinitionID: d.ID, Pattern: p})
-				return add(d)
+		switch et {
+		case ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent:
+			c.TargetType, c.TargetName = et, n
+		case ratelimit.EntityMCPTool, ratelimit.EntityA2ASkill:
+			c.TargetType = ratelimit.EntityMCPServer
+			if et == ratelimit.EntityA2ASkill {
+				c.TargetType = ratelimit.EntityA2AAgent
 			}
+			c.TargetName, c.Tool = splitToolName(n)
+		default:
+			named = &store.DefinitionFilter{Axis: ratelimit.AxisTarget, EntityType: et, Name: n}
 		}
-		return nil
-	})
+	}
+	if c == (enforce.Call{Method: c.Method, Kind: c.Kind}) {
+		return nil, named, nil
+	}
+	norm, err := c.Normalize()
+	if err != nil {
+		return nil, nil, err
+	}
+	return &norm, named, nil
+}
+
+// splitToolName splits a tool or skill name, <target>:<tool>, into the
+// call's target and tool. A resource's tool is a URI (<server>:file:///x):
+// the target ends before its scheme. The split only chooses which target
+// the plan's target limits are read for; tool definitions match on the
+// whole name either way.
+func splitToolName(name string) (target, tool string) {
+	if i := strings.Index(name, "://"); i >= 0 {
+		j := i
+		for j > 0 && strings.IndexByte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.", name[j-1]) >= 0 {
+			j--
+		}
+		if j > 0 && name[j-1] == ':' {
+			return name[:j-1], name[j:]
+		}
+	}
+	if i := strings.LastIndexByte(name, ':'); i >= 0 {
+		return name[:i], name[i+1:]
+	}
+	return name, ""
 }
 
 // orNotFound words a store ErrNotFound for the user.

@@ -75,7 +75,8 @@ var (
 	definitionListParams = query(enumParam("axis", validate.Axes()...), enumParam("entity_type", validate.EntityTypes()...),
 		textParam("name"), boolParam("enabled"), textParam("group"), limitParam, nameCursorParam)
 	statusParams = query(textParam("identity"), textParam("username"), textParam("client_id"), textParam("team"),
-		enumParam("entity_type", validate.EntityTypes()...), textParam("name"), textParam("path"), textParam("method"))
+		enumParam("entity_type", validate.EntityTypes()...), textParam("name"), textParam("path"), textParam("method"),
+		textParam("client_ip"), textParam("kind"))
 	membershipListParams = query(textParam("group"), enumParam("subject_type", validate.SubjectTypes()...), limitParam, nameCursorParam)
 	auditParams          = query(textParam("resource"), textParam("actor"), timeParam("since"), idCursorParam, afterIDParam, limitParam)
 	eventParams          = query(textParam("subject"), textParam("definition"),

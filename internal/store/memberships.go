@@ -179,25 +179,6 @@ func (q *Queries) DeleteMembership(ctx context.Context, subjectType, subject str
 	return before, nil
 }
 
-// GroupsOf returns the groups of the caller identified by username and/or
-// client id (either may be empty), merged and de-duplicated, with the
-// quarantine group dropped when its quarantine expired before now.
-func (q *Queries) GroupsOf(ctx context.Context, username, clientID string, now time.Time) ([]string, error) {
-	rows, err := q.db.Query(ctx, `
-		select distinct g from rl_memberships m, unnest(m.groups) g
-		where ((m.subject_type = 'user' and m.subject = $1) or (m.subject_type = 'client' and m.subject = $2))
-		  and not (g = 'quarantine-callers' and m.quarantine_expires_at is not null and m.quarantine_expires_at <= $3)
-		order by g`, username, clientID, now)
-	if err != nil {
-		return nil, fmt.Errorf("groups of caller: %w", interpretError(err))
-	}
-	groups, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("groups of caller: %w", interpretError(err))
-	}
-	return groups, nil
-}
-
 // EachMembershipByID streams the memberships among ids
 // (<subject_type>:<subject>) that exist, ordered by id: what an
 // incremental reload reads after a change notification. An id it does not

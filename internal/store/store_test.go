@@ -373,18 +373,6 @@ func TestMembershipsAndGroups(t *testing.T) {
 		t.Errorf("page after user:alice = %v (%v), want [user:bob]", page, err)
 	}
 
-	groups, err := s.GroupsOf(ctx, "alice", "alice", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"agents", "devs", "ops"}; !slices.Equal(groups, want) {
-		t.Errorf("groups of alice = %v, want %v", groups, want)
-	}
-	groups, _ = s.GroupsOf(ctx, "carol", "", time.Now())
-	if len(groups) != 0 {
-		t.Errorf("groups of carol (expired quarantine) = %v, want none", groups)
-	}
-
 	// A user may not join the target kill switch, even past the application.
 	err = s.InTx(ctx, func(q *store.Queries) error {
 		_, err := q.PutMembership(ctx, ratelimit.Membership{SubjectType: "user", Subject: "dave", Groups: []string{"quarantine-targets"}}, store.Write{})

@@ -259,6 +259,9 @@ type Gate struct {
 	lease leaseMode
 }
 
+// Key is the counter the gate counts on (CounterKey.String()).
+func (g Gate) Key() string { return g.key }
+
 // Decision is the answer for one call.
 type Decision struct {
 	Allowed bool   `json:"allowed"`

@@ -385,44 +385,81 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 // when it is called, so that an auth lockout found meanwhile can decide
 // instead).
 func (e *Enforcer) stopBeforeGates(snap *snapshot, v *callView, c Call, anonymous bool, now time.Time) func() Decision {
+	s := e.stopOf(snap, v, c, anonymous, now)
+	switch s.kind {
+	case stopTarget:
+		return func() Decision { return e.quarantined("target", c.TargetType, c, v.targetName) }
+	case stopCaller:
+		return func() Decision { return e.quarantined("caller", s.subjectType, c, v.targetName) }
+	case stopLockout:
+		return func() Decision { return e.lockedOut(c, s.m, v.targetName, now) }
+	}
+	return nil
+}
+
+// stopKind is what refuses a call before its gates (stopOf).
+type stopKind uint8
+
+const (
+	stopNone stopKind = iota
+	stopTarget
+	stopCaller
+	stopLockout
+)
+
+// stopCause is the quarantine or lockout that refuses a call before its
+// gates: its kind, the subject type of a caller quarantine (user, client,
+// team, network) and the membership that holds it.
+type stopCause struct {
+	kind        stopKind
+	subjectType string
+	m           member
+}
+
+// stopOf finds the quarantine or escalation lockout that refuses the call
+// before its gates, in the order decisions apply them; it counts and logs
+// nothing, so that Explain reads the same rule a decision does.
+func (e *Enforcer) stopOf(snap *snapshot, v *callView, c Call, anonymous bool, now time.Time) stopCause {
 	// 1. Target quarantine: for everyone, administrators included.
 	if snap.targetsOn && v.targetKnown && c.TargetType != "" && v.target.ok && v.target.m.quarantinedAt(now) {
-		return func() Decision { return e.quarantined("target", c.TargetType, c, v.targetName) }
+		return stopCause{kind: stopTarget, subjectType: c.TargetType, m: v.target.m}
+	}
+	if v.admin {
+		return stopCause{}
 	}
 	// 2. Caller quarantine: not for administrators. The callers' sentinel
 	// switches the operators' quarantines; an escalation lockout is the
 	// enforcer's own answer to a caller's violations and holds without it
 	// (docs/operations.md, "Escalation lockouts").
-	if !v.admin {
-		for i, r := range v.callers {
-			if r.ok && r.m.quarantinedAt(now) {
-				if r.m.lockout {
-					return func() Decision { return e.lockedOut(c, r.m, v.targetName, now) }
-				}
-				if !snap.callersOn {
-					continue
-				}
-				return func() Decision {
-					return e.quarantined("caller", []string{ratelimit.SubjectUser, ratelimit.SubjectClient, ratelimit.SubjectTeam}[i], c, v.targetName)
-				}
+	for i, r := range v.callers {
+		if r.ok && r.m.quarantinedAt(now) {
+			if r.m.lockout {
+				return stopCause{kind: stopLockout, m: r.m}
 			}
-		}
-		if snap.callersOn && v.network.ok && v.network.m.quarantinedAt(now) && !v.network.m.lockout {
-			return func() Decision { return e.quarantined("caller", ratelimit.SubjectNetwork, c, v.targetName) }
-		}
-		if anonymous {
-			if m, ok := v.ipLockout(now); ok {
-				return func() Decision { return e.lockedOut(c, m, v.targetName, now) }
+			if !snap.callersOn {
+				continue
 			}
-		}
-		// A lockout this replica has just written, before its change
-		// notice brings it into the snapshot.
-		if m, ok := e.recentlyLockedOut(c, now); ok {
-			return func() Decision { return e.lockedOut(c, m, v.targetName, now) }
+			return stopCause{kind: stopCaller, subjectType: callerSubjectTypes[i], m: r.m}
 		}
 	}
-	return nil
+	if snap.callersOn && v.network.ok && v.network.m.quarantinedAt(now) && !v.network.m.lockout {
+		return stopCause{kind: stopCaller, subjectType: ratelimit.SubjectNetwork, m: v.network.m}
+	}
+	if anonymous {
+		if m, ok := v.ipLockout(now); ok {
+			return stopCause{kind: stopLockout, m: m}
+		}
+	}
+	// A lockout this replica has just written, before its change notice
+	// brings it into the snapshot.
+	if m, ok := e.recentlyLockedOut(c, now); ok {
+		return stopCause{kind: stopLockout, m: m}
+	}
+	return stopCause{}
 }
+
+// callerSubjectTypes are the subject types of callView.callers, in order.
+var callerSubjectTypes = [3]string{ratelimit.SubjectUser, ratelimit.SubjectClient, ratelimit.SubjectTeam}
 
 func targetSubject(targetType, name string) string {
 	if targetType == ratelimit.EntityA2AAgent {
@@ -478,7 +515,11 @@ type callerDims struct {
 // An anonymous caller (ip:<key>) takes the groups of its network (network
 // non-nil) and is gated by their user limits, as an unauthenticated user,
 // and by the user limits of the definitions for everyone.
-func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *member, targetName string, admin bool, now time.Time) []Gate {
+//
+// log, when not nil, is told of what the gates do not show: the definitions
+// a more restrictive one outranked on a shared bucket, and the
+// caller_target definitions of a call explained without a target.
+func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *member, targetName string, admin bool, now time.Time, log *planLog) []Gate {
 	// Room for the usual three gates and a tool gate: one allocation
 	// where growing by appends copied the (large) gates three times.
 	gates := make([]Gate, 0, 4)
@@ -504,6 +545,7 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *m
 				return // this definition does not gate this caller type
 			}
 			if d.Axis == ratelimit.AxisCallerTarget && c.TargetType == "" {
+				log.untargeted(d, via)
 				return // a descriptor call without a target
 			}
 			on := ""
@@ -542,8 +584,9 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *m
 				// never on any of them, else always on any, else auto.
 				lm := max(gates[i].lease, gate.lease)
 				if gate.Limit < gates[i].Limit || (gate.Limit == gates[i].Limit && gate.Burst < gates[i].Burst) {
-					gates[i] = gate
+					gates[i], gate = gate, gates[i]
 				}
+				log.outranked(gate)
 				gates[i].failClosed, gates[i].lease = fc, lm
 				return
 			}
@@ -575,7 +618,7 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *m
 		}
 	}
 	if tool := strings.TrimSpace(c.Tool); tool != "" {
-		gates = append(gates, toolGates(snap, c, caller, targetName+":"+tool, admin, now)...)
+		gates = append(gates, toolGates(snap, c, caller, targetName+":"+tool, admin, now, log)...)
 	}
 	return gates
 }

@@ -21,7 +21,10 @@ import (
 // window and algorithm on the same key are one bucket, the most
 // restrictive limit winning, as caller_target buckets are; administrators
 // have none.
-func toolGates(snap *snapshot, c Call, caller, name string, admin bool, now time.Time) []Gate {
+//
+// log, when not nil, is told of the definitions a more restrictive one
+// outranked on a shared bucket.
+func toolGates(snap *snapshot, c Call, caller, name string, admin bool, now time.Time, log *planLog) []Gate {
 	leafType := ratelimit.EntityMCPTool
 	if c.TargetType == ratelimit.EntityA2AAgent {
 		leafType = ratelimit.EntityA2ASkill
@@ -50,7 +53,7 @@ func toolGates(snap *snapshot, c Call, caller, name string, admin bool, now time
 		case ratelimit.ToolScopeTool:
 			key = TargetCounter(*d, name).String()
 		case ratelimit.ToolScopePrincipal, ratelimit.ToolScopePrincipalTool:
-			if admin {
+			if admin || log.uncalled(*d, pattern, scope) {
 				return
 			}
 			on := leafType + ":" + name
@@ -75,8 +78,9 @@ func toolGates(snap *snapshot, c Call, caller, name string, admin bool, now time
 			// strictest mode (never, then always, then auto).
 			lm, fc := max(gates[i].lease, g.lease), gates[i].failClosed || g.failClosed
 			if g.Limit < gates[i].Limit || (g.Limit == gates[i].Limit && g.Burst < gates[i].Burst) {
-				gates[i] = g
+				gates[i], g = g, gates[i]
 			}
+			log.outranked(g)
 			gates[i].lease, gates[i].failClosed = lm, fc
 			return
 		}

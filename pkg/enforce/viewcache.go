@@ -101,7 +101,7 @@ func (e *Enforcer) callView(snap *snapshot, c Call, ip netip.Addr, anonymous boo
 	if c.Descriptors != nil || snap.views == nil ||
 		len(c.Username)+len(c.ClientID)+len(c.Team)+len(c.TargetType)+len(c.TargetName)+len(c.Tool)+len(c.Kind)+
 			len(c.Method)+len(c.Path) > maxViewKeyBytes {
-		return e.buildView(snap, c, ip, anonymous, routes, now)
+		return e.buildView(snap, c, ip, anonymous, routes, now, nil)
 	}
 	key := viewKey{username: c.Username, clientID: c.ClientID, team: c.Team, targetType: c.TargetType,
 		targetName: c.TargetName, tool: c.Tool, kind: c.Kind, method: c.Method, path: c.Path, ip: ip, isAdmin: c.IsAdmin}
@@ -109,14 +109,15 @@ func (e *Enforcer) callView(snap *snapshot, c Call, ip netip.Addr, anonymous boo
 	if v := slot.Load(); v != nil && v.key == key {
 		return v
 	}
-	v := e.buildView(snap, c, ip, anonymous, routes, now)
+	v := e.buildView(snap, c, ip, anonymous, routes, now, nil)
 	v.key = key
 	slot.Store(v)
 	return v
 }
 
 // buildView looks up what c's decision needs in snap and builds its gates.
-func (e *Enforcer) buildView(snap *snapshot, c Call, ip netip.Addr, anonymous bool, routes []routeMatch, now time.Time) *callView {
+// log is nil but for Explain (buildGates).
+func (e *Enforcer) buildView(snap *snapshot, c Call, ip netip.Addr, anonymous bool, routes []routeMatch, now time.Time, log *planLog) *callView {
 	v := &callView{}
 	// A target name that is not valid (too long, control characters) can
 	// match no target definition or quarantine, but the caller's own
@@ -182,9 +183,12 @@ func (e *Enforcer) buildView(snap *snapshot, c Call, ip netip.Addr, anonymous bo
 		who.networkKey = ratelimit.MembershipID(ratelimit.SubjectNetwork, v.netPrefix.String())
 	}
 	var gates []Gate
-	if (c.TargetType != "" || c.Descriptors != nil) && (c.Descriptors == nil || !c.Descriptors.DescriptorsOnly) {
+	if (c.TargetType != "" || c.Descriptors != nil || log.callerOnly()) && (c.Descriptors == nil || !c.Descriptors.DescriptorsOnly) {
 		// A call with only a path meets the route definitions alone.
-		gates = e.buildGates(snap, c, who, netGroups, targetName, v.admin, now)
+		gates = e.buildGates(snap, c, who, netGroups, targetName, v.admin, now, log)
+	}
+	if log != nil {
+		log.groups(snap, who, netGroups)
 	}
 	if len(routes) > 0 {
 		gates = append(gates, routeGates(routes, callerType, identity, e.routeIPKey(c), strings.TrimPrefix(who.team, CallerTeam+":"), v.admin, now)...)
