@@ -29,6 +29,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	redisstore "github.com/rlctl/rlctl/pkg/enforce/redis"
+	"github.com/rlctl/rlctl/pkg/httpgate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -494,7 +495,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("%w: --client-ip-header: %v", errUsage, err)
 	}
-	classifier, err := enforce.ParseClassifier(*mcpSuffixes, *a2aPrefixes)
+	classifier, err := httpgate.ParseClassifier(*mcpSuffixes, *a2aPrefixes)
 	if err != nil {
 		return fmt.Errorf("%w: --mcp-suffixes/--a2a-prefixes: %v", errUsage, err)
 	}

@@ -48,6 +48,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/filesource"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
+	"github.com/rlctl/rlctl/pkg/httpgate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -103,7 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/", enforce.Middleware(e, classify, enforce.MiddlewareOptions{ErrorLog: log})(http.HandlerFunc(upstream)))
+	mux.Handle("/", httpgate.Middleware(e, classify, httpgate.MiddlewareOptions{ErrorLog: log})(http.HandlerFunc(upstream)))
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

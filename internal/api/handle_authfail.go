@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/httpgate"
 )
 
 // Failed-credential throttling for gateways (docs/api.md, "Failed
@@ -53,7 +54,7 @@ func (s *Server) authStatusOf(w http.ResponseWriter, ip string, st enforce.AuthS
 	}
 	if st.Locked {
 		res.RetryAfter = max(int64((st.RetryAfter+time.Second-1)/time.Second), 1)
-		w.Header().Set(enforce.HeaderRetryAfter, strconv.FormatInt(res.RetryAfter, 10))
+		w.Header().Set(httpgate.HeaderRetryAfter, strconv.FormatInt(res.RetryAfter, 10))
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	return res

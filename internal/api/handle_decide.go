@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/httpgate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -75,7 +76,7 @@ func newCheckResult(d enforce.Decision) checkResult {
 }
 
 // unixOrZero is t in epoch seconds, rounded up as X-RateLimit-Reset is
-// (enforce.SetHeaders): a token bucket is full between seconds, and a
+// (httpgate.SetHeaders): a token bucket is full between seconds, and a
 // client that waits until the second given never arrives before it.
 func unixOrZero(t time.Time) int64 {
 	if t.IsZero() {
@@ -125,7 +126,7 @@ func (s *Server) handleCheck() http.Handler {
 			s.writeProblem(w, r, errOverloaded())
 			return
 		}
-		enforce.SetHeaders(w.Header(), d, s.now())
+		httpgate.SetHeaders(w.Header(), d, s.now())
 		h := w.Header()
 		h["Cache-Control"] = noStore
 		h["Content-Type"] = contentTypeJSON
@@ -189,7 +190,7 @@ func errOverloaded() *httpError {
 // proxies that present the gateway secret (there is no bearer token: nginx
 // sends the secret instead), takes the caller from X-Auth-* headers (set by
 // the gateway's authentication, never by the client) and the target from
-// X-Original-URI (enforce.TargetFromURI).
+// X-Original-URI (httpgate.TargetFromURI).
 //
 // nginx's auth_request passes on only 2xx, 401 and 403; any other status
 // becomes a 500 for the client. So every denial is a 403, told apart by a
@@ -207,9 +208,9 @@ func errOverloaded() *httpError {
 //     throttled marker (nginx answers 503; a configuration that does not
 //     read the marker answers 403, never a misleading 429);
 //   - a disguised control-plane path (/%61pi/..., /API/...,
-//     enforce.ErrDisguisedControlPlane): a plain 403 (nginx answers 403).
+//     httpgate.ErrDisguisedControlPlane): a plain 403 (nginx answers 403).
 //
-// The path is normalized one way (enforce.TargetFromURI: decoded once,
+// The path is normalized one way (httpgate.TargetFromURI: decoded once,
 // backslashes as slashes, lower-cased, parameters and surrounding
 // whitespace dropped). Bytes text cannot hold are kept percent-encoded in
 // the name, so an odd path is decided like any other (the caller's limits
@@ -235,14 +236,14 @@ func (s *Server) handleValidate() http.Handler {
 			return
 		}
 		targetType, targetName, err := s.cfg.Classifier.Classify(uri)
-		if errors.Is(err, enforce.ErrDisguisedControlPlane) {
+		if errors.Is(err, httpgate.ErrDisguisedControlPlane) {
 			// A 403 is the one refusal nginx passes on (a 400 would reach
 			// the client as a 500); without a marker it stays a 403.
 			s.writeProblem(w, r, errorf(http.StatusForbidden, "disguised-control-plane", "Forbidden",
 				"the path reaches the control plane (/api) only once decoded or normalized; write /api literally"))
 			return
 		}
-		if targetType == "" && enforce.IsControlPlane(uri) {
+		if targetType == "" && httpgate.IsControlPlane(uri) {
 			w.WriteHeader(http.StatusOK)
 			return
 		}
@@ -288,7 +289,7 @@ func (s *Server) handleValidate() http.Handler {
 		// Enforcer.
 		c, _ = c.Normalize()
 		d, _ := s.enforcer.Check(r.Context(), c)
-		enforce.SetHeaders(w.Header(), d, s.now())
+		httpgate.SetHeaders(w.Header(), d, s.now())
 		switch {
 		case d.Allowed:
 			w.WriteHeader(http.StatusOK)
@@ -299,12 +300,12 @@ func (s *Server) handleValidate() http.Handler {
 			// Marked as a throttle: nginx answers 429 with Retry-After.
 			w.Header().Set(headerThrottled, "1")
 			s.writeProblem(w, r, errorf(http.StatusForbidden, "locked-out", "Locked out",
-				fmt.Sprintf("locked out after repeated rate-limit violations; retry after %ss", w.Header().Get(enforce.HeaderRetryAfter))))
+				fmt.Sprintf("locked out after repeated rate-limit violations; retry after %ss", w.Header().Get(httpgate.HeaderRetryAfter))))
 		case d.Reason == enforce.ReasonAuthLocked:
 			// Marked as a throttle: nginx answers 429 with Retry-After.
 			w.Header().Set(headerThrottled, "1")
 			s.writeProblem(w, r, errorf(http.StatusForbidden, "too-many-auth-failures", "Too many failed authentications",
-				fmt.Sprintf("too many failed authentications from this address; retry after %ss", w.Header().Get(enforce.HeaderRetryAfter))))
+				fmt.Sprintf("too many failed authentications from this address; retry after %ss", w.Header().Get(httpgate.HeaderRetryAfter))))
 		case d.Reason == enforce.ReasonOverloaded:
 			// Marked unavailable: nginx answers 503 with Retry-After, as
 			// for a fail-closed limit (auth_request takes only 2xx, 401
@@ -319,7 +320,7 @@ func (s *Server) handleValidate() http.Handler {
 		default:
 			w.Header().Set(headerThrottled, "1")
 			s.writeProblem(w, r, errorf(http.StatusForbidden, "throttled", "Throttled",
-				fmt.Sprintf("rate limit of %d exceeded; retry after %ss", d.Limit, w.Header().Get(enforce.HeaderRetryAfter))))
+				fmt.Sprintf("rate limit of %d exceeded; retry after %ss", d.Limit, w.Header().Get(httpgate.HeaderRetryAfter))))
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/httpgate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -102,9 +103,9 @@ func TestEscalationLockoutAcrossReplicas(t *testing.T) {
 	}
 
 	// Through the middleware on replica b: 429 with both headers.
-	mw := enforce.Middleware(b.Enforcer, func(*http.Request) (enforce.Call, bool) {
+	mw := httpgate.Middleware(b.Enforcer, func(*http.Request) (enforce.Call, bool) {
 		return enforce.Call{Username: "alice", TargetType: "mcp_server", TargetName: "mcpgw"}, true
-	}, enforce.MiddlewareOptions{})(http.NotFoundHandler())
+	}, httpgate.MiddlewareOptions{})(http.NotFoundHandler())
 	rec := httptest.NewRecorder()
 	mw.ServeHTTP(rec, httptest.NewRequest("POST", "/mcpgw/mcp", nil))
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("X-Lockout-Remaining") == "" || rec.Header().Get("Retry-After") == "" {
@@ -272,9 +273,9 @@ func TestEscalationLockoutAnonymousAcrossReplicas(t *testing.T) {
 	}
 
 	// The middleware on replica a, for an anonymous request from the /64.
-	mw := enforce.Middleware(a.Enforcer, func(r *http.Request) (enforce.Call, bool) {
+	mw := httpgate.Middleware(a.Enforcer, func(r *http.Request) (enforce.Call, bool) {
 		return enforce.Call{ClientIP: "2001:db8:7:8::3", TargetType: "mcp_server", TargetName: "mcpgw"}, true
-	}, enforce.MiddlewareOptions{})(http.NotFoundHandler())
+	}, httpgate.MiddlewareOptions{})(http.NotFoundHandler())
 	rec := httptest.NewRecorder()
 	mw.ServeHTTP(rec, httptest.NewRequest("POST", "/mcpgw/mcp", nil))
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("X-Lockout-Remaining") == "" || rec.Header().Get("Retry-After") == "" {

@@ -11,7 +11,7 @@ import (
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/pkg/client"
-	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/httpgate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -188,7 +188,7 @@ func TestRouteValidation(t *testing.T) {
 func TestValidateClassifierConfig(t *testing.T) {
 	t.Parallel()
 	env := apitest.Start(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.0/8"), GatewaySecret: gatewaySecret,
-		Classifier: enforce.Classifier{MCPSuffixes: []string{"rpc"}, A2APrefixes: []string{"agents"}}})
+		Classifier: httpgate.Classifier{MCPSuffixes: []string{"rpc"}, A2APrefixes: []string{"agents"}}})
 	admin := clientFor(t, env, env.AdminToken)
 	hc := contractHTTPClient(t)
 	awayFromWindowEdge(t, 60)

@@ -20,6 +20,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
+	"github.com/rlctl/rlctl/pkg/httpgate"
 )
 
 // Config is what an operator tunes; zero values take the defaults.
@@ -36,8 +37,8 @@ type Config struct {
 	// (default 64): decisions' anonymous ip callers and network lookups.
 	IPv6Prefix int
 	// Classifier says which paths GET /api/validate reads as an MCP
-	// server or an A2A agent (zero: the default, enforce.ClassifyURI's).
-	Classifier enforce.Classifier
+	// server or an A2A agent (zero: the default, httpgate.ClassifyURI's).
+	Classifier httpgate.Classifier
 	// GatewaySecret is what a gateway (nginx) sends as X-Gateway-Secret on
 	// GET /api/validate, which answers only trusted proxies that send it;
 	// empty refuses every /api/validate call.

@@ -1,6 +1,6 @@
 package cli_test
 
-// docs/examples' route and tool files through enforce.Middleware,
+// docs/examples' route and tool files through httpgate.Middleware,
 // the Go gateway's door, on the enforcer of the rlapi rlctl applied them
 // to: the same outcomes reference 002, 003 and 004 ask of POST /api/check
 // (examples_routes_test.go) and of /api/validate behind nginx
@@ -20,9 +20,10 @@ import (
 
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/httpgate"
 )
 
-// exampleMiddleware serves enforce.Middleware, in front of a 200 handler,
+// exampleMiddleware serves httpgate.Middleware, in front of a 200 handler,
 // on the enforcer of the rlapi file was applied to. classify maps a
 // request to its call; the client address comes from X-Forwarded-For (the
 // test client, on the loopback, is the trusted proxy) and the team from
@@ -34,7 +35,7 @@ func exampleMiddleware(t *testing.T, file string, classify func(*http.Request) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	mw := httptest.NewServer(enforce.Middleware(r.Env.Enforcer, classify, enforce.MiddlewareOptions{ClientIPs: resolver, TeamHeader: "X-Auth-Team"})(
+	mw := httptest.NewServer(httpgate.Middleware(r.Env.Enforcer, classify, httpgate.MiddlewareOptions{ClientIPs: resolver, TeamHeader: "X-Auth-Team"})(
 		http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })))
 	t.Cleanup(mw.Close)
 	hc := &http.Client{Timeout: 30 * time.Second}

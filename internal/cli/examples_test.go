@@ -1,7 +1,7 @@
 package cli_test
 
 // The apply files of docs/examples/, each applied with rlctl to
-// a real rlapi and driven through POST /api/check, enforce.Middleware and
+// a real rlapi and driven through POST /api/check, httpgate.Middleware and
 // GET /api/validate, all three deciding on the one enforcer and database:
 // what the reference design says should happen is what is asserted.
 
@@ -21,6 +21,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/httpgate"
 )
 
 const exampleSecret = "example-gateway-secret-0123456789"
@@ -31,7 +32,7 @@ type exampleGateway struct {
 	t     *testing.T
 	r     *clitest.Rlctl
 	gw    *client.Client
-	mw    *httptest.Server // enforce.Middleware in front of a 200 handler
+	mw    *httptest.Server // httpgate.Middleware in front of a 200 handler
 	httpc *http.Client
 }
 
@@ -60,7 +61,7 @@ func newExampleGateway(t *testing.T, file string) *exampleGateway {
 		return enforce.Call{Username: req.Header.Get("X-User"), ClientID: req.Header.Get("X-Client"),
 			TargetType: "mcp_server", TargetName: "srv"}, true
 	}
-	mw := httptest.NewServer(enforce.Middleware(r.Env.Enforcer, classify, enforce.MiddlewareOptions{ClientIPs: resolver})(
+	mw := httptest.NewServer(httpgate.Middleware(r.Env.Enforcer, classify, httpgate.MiddlewareOptions{ClientIPs: resolver})(
 		http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })))
 	t.Cleanup(mw.Close)
 	return &exampleGateway{t: t, r: r, gw: gw, mw: mw, httpc: &http.Client{Timeout: 30 * time.Second}}
@@ -98,7 +99,7 @@ func (g *exampleGateway) get(url, ip string, header map[string]string) *http.Res
 	return resp
 }
 
-// middleware decides through enforce.Middleware: the HTTP status.
+// middleware decides through httpgate.Middleware: the HTTP status.
 func (g *exampleGateway) middleware(user, ip string) int {
 	g.t.Helper()
 	return g.get(g.mw.URL+"/srv/mcp", ip, map[string]string{"X-User": user}).StatusCode

@@ -21,6 +21,7 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
+	"github.com/rlctl/rlctl/pkg/httpgate"
 )
 
 // beforeCaseFolding is the last schema version whose rlapi stored server and
@@ -181,7 +182,7 @@ func TestMigrationLowerCasesOldNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	typ, name := enforce.TargetFromURI("/MCPGW/mcp")
+	typ, name := httpgate.TargetFromURI("/MCPGW/mcp")
 	call := enforce.Call{Username: "bob", TargetType: typ, TargetName: name}
 	var got []string
 	for range 2 {
@@ -194,7 +195,7 @@ func TestMigrationLowerCasesOldNames(t *testing.T) {
 	if !slices.Equal(got, []string{enforce.ReasonAllowed, enforce.ReasonThrottled}) {
 		t.Errorf("two calls to /MCPGW/mcp after the migration: %v, want [allowed throttled] (limit 2, 1 used before)", got)
 	}
-	typ, name = enforce.TargetFromURI("/Quar/X/mcp")
+	typ, name = httpgate.TargetFromURI("/Quar/X/mcp")
 	if d, err := e.Check(ctx, enforce.Call{Username: "bob", TargetType: typ, TargetName: name}); err != nil || d.Reason != enforce.ReasonQuarantined {
 		t.Errorf("call to /Quar/X/mcp after the migration = %+v, %v, want quarantined (server Quar/X was)", d, err)
 	}

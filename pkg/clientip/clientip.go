@@ -1,5 +1,5 @@
 // Package clientip finds a request's client address, the one way rlapi's
-// lockout, /api/validate, /api/check and enforce.Middleware all do: the
+// lockout, /api/validate, /api/check and httpgate.Middleware all do: the
 // peer's address, or, when the peer is a trusted proxy, the right-most
 // address of the forwarding header that is not itself a trusted proxy (the
 // left-most entries are whatever the client chose to send). IPv4-mapped

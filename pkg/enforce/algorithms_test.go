@@ -11,6 +11,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
+	"github.com/rlctl/rlctl/pkg/httpgate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -75,7 +76,7 @@ func (f *memFixture) check(c enforce.Call) enforce.Decision {
 // headers are the rate-limit headers of d at the fixture's now.
 func (f *memFixture) headers(d enforce.Decision) http.Header {
 	h := http.Header{}
-	enforce.SetHeaders(h, d, f.clock.Now())
+	httpgate.SetHeaders(h, d, f.clock.Now())
 	return h
 }
 

@@ -2,14 +2,10 @@ package enforce
 
 import (
 	"context"
-	"net/http"
 	"net/netip"
 	"strconv"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/rlctl/rlctl/pkg/clientip"
 )
 
 // ReasonAuthLocked: the client address is locked out for repeated failed
@@ -211,37 +207,25 @@ func NormalizeAuthReport(r AuthReport) (AuthReport, error) {
 	return r, nil
 }
 
-// authLockedDetail is the problem detail of a locked-out address.
-func authLockedDetail(retry time.Duration) string {
-	return "too many failed authentications from this address; retry after " + strconv.FormatInt(max(ceilSeconds(retry), 1), 10) + "s"
-}
-
-// AuthMiddleware refuses requests from addresses locked out for failed
-// authentications, before next (the gateway's authentication, then
-// Middleware) sees them: 429 with Retry-After and a problem body. The
-// client address is resolver's (nil: the peer's). Requests whose address
-// is unknown, and every request while the Enforcer has no AuthThrottle,
-// pass. The gateway reports each authentication with Enforcer.ReportAuth.
-func AuthMiddleware(e *Enforcer, resolver *clientip.Resolver) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			a := clientip.Peer(r)
-			if resolver != nil {
-				a = resolver.FromRequest(r)
-			}
-			if e.auth != nil && a.IsValid() {
-				if st, err := e.auth.Check(r.Context(), a); err == nil && st.Locked {
-					e.metrics.checks.WithLabelValues("auth_locked").Inc()
-					e.events.record(event{reason: eventAuthLocked, target: r.URL.Path, caller: CallerIP + ":" + e.auth.Key(a), retryAfter: st.RetryAfter})
-					w.Header().Set(HeaderRetryAfter, strconv.FormatInt(max(ceilSeconds(st.RetryAfter), 1), 10))
-					writeDenial(w, http.StatusTooManyRequests, "too-many-auth-failures", "Too many failed authentications",
-						authLockedDetail(st.RetryAfter))
-					return
-				} else if err != nil {
-					e.metrics.errors.WithLabelValues("auth").Inc()
-				}
-			}
-			next.ServeHTTP(w, r)
-		})
+// AuthLockedRequest is AuthLocked for a request a gateway answers before
+// it verifies credentials (pkg/httpgate's AuthMiddleware), path naming what
+// the request asked for: a locked address is counted and logged as a call
+// Check refuses for it is, and a store that cannot say is counted as an
+// auth store failure (its error returned: the gateway lets the request
+// pass on to its authentication). An invalid address, or no
+// Options.AuthThrottle, is never locked.
+func (e *Enforcer) AuthLockedRequest(ctx context.Context, addr netip.Addr, path string) (AuthStatus, error) {
+	if e.auth == nil || !addr.IsValid() {
+		return AuthStatus{}, nil
 	}
+	st, err := e.auth.Check(ctx, addr)
+	if err != nil {
+		e.metrics.errors.WithLabelValues("auth").Inc()
+		return st, err
+	}
+	if st.Locked {
+		e.metrics.checks.WithLabelValues("auth_locked").Inc()
+		e.events.record(event{reason: eventAuthLocked, target: path, caller: CallerIP + ":" + e.auth.Key(addr), retryAfter: st.RetryAfter})
+	}
+	return st, nil
 }

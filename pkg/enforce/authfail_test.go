@@ -16,6 +16,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
+	"github.com/rlctl/rlctl/pkg/httpgate"
 )
 
 // countingStore counts the round trips a counter store is asked for.
@@ -119,7 +120,7 @@ func TestAuthThrottleSeed002Scenario(t *testing.T) {
 	}
 	// Through the middlewares: 429 + Retry-After before authentication.
 	authenticated := 0
-	h := enforce.AuthMiddleware(e, nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { authenticated++ }))
+	h := httpgate.AuthMiddleware(e, nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { authenticated++ }))
 	r := httptest.NewRequest("GET", "/mcp/mcpgw", nil)
 	r.RemoteAddr = ip + ":4711"
 	rec := httptest.NewRecorder()
@@ -127,7 +128,7 @@ func TestAuthThrottleSeed002Scenario(t *testing.T) {
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "300" || authenticated != 0 {
 		t.Fatalf("AuthMiddleware: %d Retry-After %q, authenticated %d; want 429, 300, 0", rec.Code, rec.Header().Get("Retry-After"), authenticated)
 	}
-	mw := enforce.Middleware(e, func(*http.Request) (enforce.Call, bool) { return c, true }, enforce.MiddlewareOptions{})(http.NotFoundHandler())
+	mw := httpgate.Middleware(e, func(*http.Request) (enforce.Call, bool) { return c, true }, httpgate.MiddlewareOptions{})(http.NotFoundHandler())
 	rec = httptest.NewRecorder()
 	mw.ServeHTTP(rec, r)
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "300" {

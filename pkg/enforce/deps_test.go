@@ -26,3 +26,34 @@ func TestCoreLinksNoBackend(t *testing.T) {
 		}
 	}
 }
+
+// TestCoreHoldsNoProtocol: the protocols are adapters around the core
+// (pkg/httpgate builds a Call from an HTTP request and renders the
+// Decision as status, problem and headers; pkg/envoyrls does the same for
+// Envoy's gRPC protocol), so pkg/enforce and its packages link neither,
+// and the core itself does not import net/http: it decides, it does not
+// answer requests.
+func TestCoreHoldsNoProtocol(t *testing.T) {
+	t.Parallel()
+	const module = "github.com/rlctl/rlctl/"
+	out, err := exec.Command("go", "list", "-deps", module+"pkg/enforce/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, adapter := range []string{module + "pkg/httpgate", module + "pkg/envoyrls"} {
+			if dep == adapter || strings.HasPrefix(dep, adapter+"/") {
+				t.Errorf("pkg/enforce or one of its packages links the adapter %s", dep)
+			}
+		}
+	}
+	out, err = exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, module+"pkg/enforce").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, imp := range strings.Fields(string(out)) {
+		if imp == "net/http" || strings.HasPrefix(imp, "net/http/") {
+			t.Errorf("pkg/enforce imports %s", imp)
+		}
+	}
+}

@@ -85,10 +85,6 @@ type Lockout struct {
 // quarantine (403).
 const LockoutReasonPrefix = "lockout: "
 
-// HeaderLockoutRemaining carries, on a locked-out answer, the seconds the
-// escalation lockout lasts still (reference 004), beside Retry-After.
-const HeaderLockoutRemaining = "X-Lockout-Remaining"
-
 // ReasonLockedOut: the caller is locked out by an escalation lockout;
 // RetryAfter and LockoutRemaining say for how long.
 const ReasonLockedOut = "locked-out"

@@ -1,7 +1,6 @@
 package enforce
 
 import (
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -9,26 +8,6 @@ import (
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
-
-// RoutePath is the path route definitions are matched against: the
-// request URI's path normalized as TargetFromURI normalizes it (query and
-// fragment dropped, percent-decoded once, backslashes as slashes,
-// lower-cased, segment parameters and empty and dot segments dropped),
-// written "/" + the segments joined by "/". /Auth//Email/./Login?x=1 is
-// /auth/email/login; the root is "/". Normalizing it again changes
-// nothing.
-func RoutePath(uri string) string {
-	raw := uri
-	if i := strings.IndexAny(raw, "?#"); i >= 0 {
-		raw = raw[:i]
-	}
-	if !strings.HasPrefix(raw, "/") {
-		if u, err := url.Parse(raw); err == nil && u.Host != "" {
-			raw = u.EscapedPath()
-		}
-	}
-	return "/" + strings.Join(normalizeSegments(raw), "/")
-}
 
 // patternIndex finds the values whose pattern matches a name, at a cost
 // that does not grow with the patterns that cannot match it: exact

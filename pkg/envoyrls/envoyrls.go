@@ -43,6 +43,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/httpgate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -73,7 +74,7 @@ type Options struct {
 	Identity   IdentityKeys
 	NoIdentity bool
 	// Headers adds the rate-limit headers (X-RateLimit-*, RateLimit,
-	// RateLimit-Policy, Retry-After: enforce.SetHeaders) to the answer's
+	// RateLimit-Policy, Retry-After: httpgate.SetHeaders) to the answer's
 	// response_headers_to_add.
 	Headers bool
 	// Authenticate checks the token of the authorization metadata
@@ -321,7 +322,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	}
 	if s.opts.Headers && dec.Reason != enforce.ReasonQuarantined {
 		h := http.Header{}
-		enforce.SetHeaders(h, dec, now)
+		httpgate.SetHeaders(h, dec, now)
 		for _, k := range slices.Sorted(func(yield func(string) bool) {
 			for k := range h {
 				if !yield(k) {

@@ -153,7 +153,7 @@ func AgentPath(field, raw string) (string, *NameError) {
 // so that "/ x /" and " /x/ " both settle on the same name and normalizing the
 // result again changes nothing; then it prepends prefix. Server and agent
 // names are case-insensitive, as the gateway reads paths
-// (enforce.TargetFromURI lower-cases them): they are stored lower-cased, so
+// (httpgate.TargetFromURI lower-cases them): they are stored lower-cased, so
 // "MCPGW" and "mcpgw" are one server.
 func slashPath(field, raw, prefix string) (string, *NameError) {
 	trimmed := strings.TrimSpace(raw)

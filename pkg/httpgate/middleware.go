@@ -1,12 +1,14 @@
-package enforce
+package httpgate
 
 import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/rlctl/rlctl/pkg/clientip"
+	"github.com/rlctl/rlctl/pkg/enforce"
 )
 
 // MiddlewareOptions tune Middleware; the zero value is ready to use.
@@ -16,7 +18,7 @@ type MiddlewareOptions struct {
 	// or audit. err is what Check returned (non-nil only when a backend
 	// failure decided the call). It runs on the request's goroutine and
 	// must not write to the response.
-	OnDecision func(r *http.Request, c Call, d Decision, err error)
+	OnDecision func(r *http.Request, c enforce.Call, d enforce.Decision, err error)
 	// ErrorLog receives the backend failures that decided a call by the
 	// fail policy (nil: they are not logged here; the Enforcer's own
 	// Logger still sees them).
@@ -26,7 +28,8 @@ type MiddlewareOptions struct {
 	// from the peer and the trusted proxies' forwarding header
 	// (clientip.New(trustedProxies, header)). Anonymous calls are then
 	// limited by client address (Call.ClientIP) and network quarantine
-	// applies; the IPv6 key prefix is the Enforcer's (Options.IPv6Prefix).
+	// applies; the IPv6 key prefix is the Enforcer's
+	// (enforce.Options.IPv6Prefix).
 	ClientIPs *clientip.Resolver
 	// TeamHeader, when set, names the request header that carries the
 	// call's team (Call.Team) when classify left it empty, for example
@@ -40,10 +43,11 @@ type MiddlewareOptions struct {
 // Middleware enforces e on the requests classify recognizes as data-plane
 // calls. The Call gets the request's method and path (unless classify set
 // them), so route definitions apply to it: classify may return ok=true
-// with no target for a request that only routes limit. classify maps a request to its Call (the caller from the gateway's
-// authentication, the target from the route) and returns ok=false for
-// anything that is not a data-plane call (health checks, the control plane,
-// static files): those pass untouched, decided by nobody.
+// with no target for a request that only routes limit. classify maps a
+// request to its Call (the caller from the gateway's authentication, the
+// target from the route) and returns ok=false for anything that is not a
+// data-plane call (health checks, the control plane, static files): those
+// pass untouched, decided by nobody.
 //
 // A data-plane request is answered:
 //
@@ -53,9 +57,9 @@ type MiddlewareOptions struct {
 //     application/problem+json body; next is not called;
 //   - quarantined: 403 with a problem body and no rate-limit headers (an
 //     access decision: retrying will not help);
-//   - locked out by an escalation lockout (Options.Escalation): 429 with
-//     Retry-After and X-Lockout-Remaining;
-//   - locked out for failed authentications (Options.AuthThrottle):
+//   - locked out by an escalation lockout (enforce.Options.Escalation):
+//     429 with Retry-After and X-Lockout-Remaining;
+//   - locked out for failed authentications (enforce.Options.AuthThrottle):
 //     429 with Retry-After and a problem body, before classify's
 //     credentials matter (see AuthMiddleware to refuse before verifying
 //     them);
@@ -64,7 +68,7 @@ type MiddlewareOptions struct {
 //
 // Each request is one Check: allowed calls consume their cost, denied ones
 // nothing.
-func Middleware(e *Enforcer, classify func(*http.Request) (Call, bool), opts MiddlewareOptions) func(http.Handler) http.Handler {
+func Middleware(e *enforce.Enforcer, classify func(*http.Request) (enforce.Call, bool), opts MiddlewareOptions) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			c, ok := classify(r)
@@ -89,7 +93,7 @@ func Middleware(e *Enforcer, classify func(*http.Request) (Call, bool), opts Mid
 				c.Team = r.Header.Get(opts.TeamHeader)
 			}
 			if c.Team != "" {
-				c.Team, _ = NormalizeTeam(c.Team)
+				c.Team, _ = enforce.NormalizeTeam(c.Team)
 			}
 			d, err := e.Check(r.Context(), c)
 			if err != nil && opts.ErrorLog != nil {
@@ -99,23 +103,23 @@ func Middleware(e *Enforcer, classify func(*http.Request) (Call, bool), opts Mid
 			if opts.OnDecision != nil {
 				opts.OnDecision(r, c, d, err)
 			}
-			SetHeaders(w.Header(), d, e.now())
+			SetHeaders(w.Header(), d, e.Now())
 			switch {
 			case d.Allowed:
 				next.ServeHTTP(w, r)
-			case d.Reason == ReasonQuarantined:
+			case d.Reason == enforce.ReasonQuarantined:
 				writeDenial(w, http.StatusForbidden, "quarantined", "Forbidden",
 					"access is suspended (quarantined "+d.QuarantineScope+")")
-			case d.Reason == ReasonLockedOut:
+			case d.Reason == enforce.ReasonLockedOut:
 				writeDenial(w, http.StatusTooManyRequests, "locked-out", "Locked out",
 					"locked out after repeated rate-limit violations; retry after "+w.Header().Get(HeaderRetryAfter)+"s")
-			case d.Reason == ReasonAuthLocked:
+			case d.Reason == enforce.ReasonAuthLocked:
 				writeDenial(w, http.StatusTooManyRequests, "too-many-auth-failures", "Too many failed authentications",
 					authLockedDetail(d.RetryAfter))
-			case d.Reason == ReasonOverloaded:
+			case d.Reason == enforce.ReasonOverloaded:
 				writeDenial(w, http.StatusServiceUnavailable, "overloaded", "Service unavailable",
 					"too many decisions are waiting for the rate-limit store; retry after "+w.Header().Get(HeaderRetryAfter)+"s")
-			case d.Reason == ReasonFailClosed:
+			case d.Reason == enforce.ReasonFailClosed:
 				writeDenial(w, http.StatusServiceUnavailable, "rate-limit-unavailable", "Service unavailable",
 					"rate limits cannot be checked right now; retry after "+w.Header().Get(HeaderRetryAfter)+"s")
 			default:
@@ -140,4 +144,33 @@ func writeDenial(w http.ResponseWriter, status int, kind, title, detail string) 
 		Status int    `json:"status"`
 		Detail string `json:"detail"`
 	}{problemBase + kind, title, status, detail})
+}
+
+// AuthMiddleware refuses requests from addresses locked out for failed
+// authentications, before next (the gateway's authentication, then
+// Middleware) sees them: 429 with Retry-After and a problem body. The
+// client address is resolver's (nil: the peer's). Requests whose address
+// is unknown, and every request while the Enforcer has no AuthThrottle,
+// pass. The gateway reports each authentication with Enforcer.ReportAuth.
+func AuthMiddleware(e *enforce.Enforcer, resolver *clientip.Resolver) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			a := clientip.Peer(r)
+			if resolver != nil {
+				a = resolver.FromRequest(r)
+			}
+			if st, err := e.AuthLockedRequest(r.Context(), a, r.URL.Path); err == nil && st.Locked {
+				w.Header().Set(HeaderRetryAfter, strconv.FormatInt(max(ceilSeconds(st.RetryAfter), 1), 10))
+				writeDenial(w, http.StatusTooManyRequests, "too-many-auth-failures", "Too many failed authentications",
+					authLockedDetail(st.RetryAfter))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// authLockedDetail is the problem detail of a locked-out address.
+func authLockedDetail(retry time.Duration) string {
+	return "too many failed authentications from this address; retry after " + strconv.FormatInt(max(ceilSeconds(retry), 1), 10) + "s"
 }

@@ -1,4 +1,4 @@
-package enforce_test
+package httpgate_test
 
 import (
 	"net/http"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/httpgate"
 )
 
 func TestSetHeadersFormat(t *testing.T) {
@@ -141,7 +142,7 @@ func TestSetHeadersFormat(t *testing.T) {
 			h.Set("X-RateLimit-Limit", "999")
 			h.Set("Retry-After", "999")
 			h.Set("Content-Type", "text/plain")
-			enforce.SetHeaders(h, c.d, now)
+			httpgate.SetHeaders(h, c.d, now)
 			for k, want := range c.want {
 				if got := h.Get(k); got != want {
 					t.Errorf("%s = %q, want %q", k, got, want)
@@ -163,7 +164,7 @@ func TestSetHeadersFromARealDecision(t *testing.T) {
 	f.clock.Advance(20*time.Second + 500*time.Millisecond)
 
 	h := http.Header{}
-	enforce.SetHeaders(h, f.check(user("alice", "s")), f.clock.Now())
+	httpgate.SetHeaders(h, f.check(user("alice", "s")), f.clock.Now())
 	want := map[string]string{
 		"X-RateLimit-Limit": "2", "X-RateLimit-Remaining": "1",
 		"X-RateLimit-Reset": "1772409660", // 2026-03-02T00:01:00Z
@@ -183,7 +184,7 @@ func TestSetHeadersFromARealDecision(t *testing.T) {
 		t.Fatalf("third call at 2/min allowed: %+v", d)
 	}
 	h = http.Header{}
-	enforce.SetHeaders(h, d, f.clock.Now())
+	httpgate.SetHeaders(h, d, f.clock.Now())
 	want = map[string]string{
 		"X-RateLimit-Limit": "2", "X-RateLimit-Remaining": "0",
 		"RateLimit-Policy": `"target:mcp_server:s:60";q=2;w=60, "target:mcp_server:s:3600";q=50;w=3600`,

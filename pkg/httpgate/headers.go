@@ -1,10 +1,12 @@
-package enforce
+package httpgate
 
 import (
 	"net/http"
 	"net/textproto"
 	"strconv"
 	"time"
+
+	"github.com/rlctl/rlctl/pkg/enforce"
 )
 
 // The response headers SetHeaders writes. The X-RateLimit-* trio is what
@@ -18,6 +20,10 @@ const (
 	HeaderPolicy     = "RateLimit-Policy"
 	HeaderRateLimit  = "RateLimit"
 	HeaderRetryAfter = "Retry-After"
+	// HeaderLockoutRemaining carries, on a locked-out answer
+	// (enforce.ReasonLockedOut), the seconds the escalation lockout lasts
+	// still, beside Retry-After.
+	HeaderLockoutRemaining = "X-Lockout-Remaining"
 )
 
 // SetHeaders writes the rate-limit headers of decision d into h, replacing
@@ -41,24 +47,24 @@ const (
 // parameters it does not define and asks that they carry a vendor prefix
 // (its own example is acme-burst), and q and w stay the sustained rate (q
 // per w seconds). For a token bucket r is the whole tokens left and t the
-// seconds until the bucket is full, 0 when it is (reference 001's
-// rounding); for the windows r is what is left and t the seconds until
-// the window's count is back to zero. t and Retry-After are whole seconds
-// rounded up, so a client that waits them never arrives early; Retry-After
-// is at least 1, and is the earliest moment the call can pass (its
-// missing tokens, the window's end, the sliding window's first moment with
-// room). X-RateLimit-Reset is rounded up to the next whole second too.
-// now is the time the decision was made (the Enforcer's clock).
+// seconds until the bucket is full, 0 when it is; for the windows r is
+// what is left and t the seconds until the window's count is back to
+// zero. t and Retry-After are whole seconds rounded up, so a client that
+// waits them never arrives early; Retry-After is at least 1, and is the
+// earliest moment the call can pass (its missing tokens, the window's end,
+// the sliding window's first moment with room). X-RateLimit-Reset is
+// rounded up to the next whole second too. now is the time the decision
+// was made (the Enforcer's clock: Enforcer.Now).
 //
 // A decision without gates (Limit 0) carries no rate headers, and neither
 // does a quarantine: it is an access decision, not a rate, and a client must
 // not read it as "retry later". A fail-closed denial carries Retry-After
 // only.
-func SetHeaders(h http.Header, d Decision, now time.Time) {
+func SetHeaders(h http.Header, d enforce.Decision, now time.Time) {
 	for _, k := range canonicalHeaders {
 		delete(h, k)
 	}
-	if d.Reason == ReasonQuarantined {
+	if d.Reason == enforce.ReasonQuarantined {
 		return
 	}
 	var hs headerSet
@@ -70,7 +76,7 @@ func SetHeaders(h http.Header, d Decision, now time.Time) {
 		}
 		hs.buf = strconv.AppendInt(hs.buf, max(ceilSeconds(wait), 1), 10)
 		hs.end(canonRetryAfter)
-		if d.Reason == ReasonLockedOut {
+		if d.Reason == enforce.ReasonLockedOut {
 			hs.buf = strconv.AppendInt(hs.buf, max(ceilSeconds(d.LockoutRemaining), 1), 10)
 			hs.end(canonLockoutRemaining)
 		}
@@ -89,12 +95,12 @@ func SetHeaders(h http.Header, d Decision, now time.Time) {
 		hs.end(canonReset)
 
 		name := "rlctl"
-		head, ok := headlineGate(d, now)
+		head, index, ok := d.Headline(now)
 		if ok {
 			name = head.DefinitionID
-			hs.buf = appendPolicy(hs.buf, head.Gate)
+			hs.buf = appendPolicy(hs.buf, head)
 			for i, g := range d.Gates {
-				if g.Shadow || i == head.index {
+				if g.Shadow || i == index {
 					continue
 				}
 				hs.buf = append(hs.buf, ", "...)
@@ -160,7 +166,7 @@ var (
 )
 
 // appendPolicy appends one member of RateLimit-Policy for g.
-func appendPolicy(b []byte, g Gate) []byte {
+func appendPolicy(b []byte, g enforce.Gate) []byte {
 	b = appendSFString(b, g.DefinitionID)
 	b = append(b, ";q="...)
 	b = strconv.AppendInt(b, g.Limit, 10)
@@ -168,46 +174,11 @@ func appendPolicy(b []byte, g Gate) []byte {
 		b = append(b, ";w="...)
 		b = strconv.AppendInt(b, int64(g.WindowSeconds), 10)
 	}
-	if g.Algorithm == AlgorithmTokenBucket && g.Burst > 0 {
+	if g.Algorithm == enforce.AlgorithmTokenBucket && g.Burst > 0 {
 		b = append(b, ";rlctl-burst="...)
 		b = strconv.AppendInt(b, g.Burst, 10)
 	}
 	return b
-}
-
-// indexedGate is a gate of d.Gates with its index there.
-type indexedGate struct {
-	Gate
-	index int
-}
-
-// headlineGate finds the gate whose numbers d.Limit, d.Remaining and
-// d.Reset carry, by the rule the Enforcer picks them with: on a throttle
-// the denying gate that must wait longest (the first of equals), else the
-// enforce gate with the least room (the first of equals, in the order of
-// d.Gates). index is its place in d.Gates (-1 when it is not there).
-func headlineGate(d Decision, now time.Time) (indexedGate, bool) {
-	if !d.Allowed && len(d.Denied) > 0 {
-		latest := longestWait(d.Denied, now)
-		index := -1
-		for i, g := range d.Gates {
-			if g.key == latest.key && g.DefinitionID == latest.DefinitionID && g.WindowSeconds == latest.WindowSeconds {
-				index = i
-				break
-			}
-		}
-		return indexedGate{latest, index}, true
-	}
-	found := -1
-	for i, g := range d.Gates {
-		if !g.Shadow && (found < 0 || g.Remaining < d.Gates[found].Remaining) {
-			found = i
-		}
-	}
-	if found < 0 || d.Gates[found].Limit != d.Limit {
-		return indexedGate{}, false
-	}
-	return indexedGate{d.Gates[found], found}, true
 }
 
 // ceilSeconds rounds d up to whole seconds.
