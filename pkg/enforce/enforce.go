@@ -168,9 +168,9 @@ type Enforcer struct {
 	auth *AuthThrottle
 	// leases decide hot keys locally (nil: off; lease.go).
 	leases *leaser
-	// returner is counters, when it can give back what a call took (an
-	// address found auth locked in the call's own round trip: authFirst).
-	returner CounterReturner
+	// canGiveBack: counters can give back what a call took (an address found
+	// auth locked in the call's own round trip: authFirst).
+	canGiveBack bool
 }
 
 // New starts an Enforcer over opts.Counters and opts.Source. It loads the
@@ -180,6 +180,9 @@ type Enforcer struct {
 func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	if opts.Counters == nil || opts.Source == nil {
 		return nil, errors.New("enforce: Options.Counters and Options.Source are required")
+	}
+	if err := checkCapabilities(opts); err != nil {
+		return nil, err
 	}
 	if opts.BackendTimeout <= 0 {
 		opts.BackendTimeout = 250 * time.Millisecond
@@ -201,7 +204,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	}
 	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now, exhausted: newExhaustedKeys(),
 		kick: make(chan struct{}, 1)}
-	e.returner, _ = opts.Counters.(CounterReturner)
+	e.canGiveBack = opts.Counters.Capabilities().GiveBack
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -226,11 +229,6 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	if opts.Escalation != nil {
 		if err := CheckEscalation(*opts.Escalation); err != nil {
 			return nil, fmt.Errorf("enforce: Options.Escalation: %w", err)
-		}
-		// A lockout is written through the source: without that, every
-		// lockout would silently not happen.
-		if _, ok := opts.Source.(Locker); !ok {
-			return nil, fmt.Errorf("enforce: Options.Escalation needs a Source that writes lockouts (enforce.Locker, as pkg/enforce/postgres's Source does); %T does not", opts.Source)
 		}
 	}
 	if err := e.refresh(ctx); err != nil {
@@ -260,6 +258,34 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		go e.every(bg, e.opts.SweepInterval, e.sweep)
 	}
 	return e, nil
+}
+
+// checkCapabilities refuses options that need a capability the counter
+// store or the source does not declare, naming it: running with the
+// feature silently off (or half working) is never the answer.
+func checkCapabilities(opts Options) error {
+	counters, source := opts.Counters.Capabilities(), opts.Source.Capabilities()
+	need := func(option, capability, why string) error {
+		return fmt.Errorf("enforce: %s needs a counter store with the %s capability (%s); %s does not declare it",
+			option, capability, why, backendName(opts.Counters))
+	}
+	if opts.Leases != nil && !counters.GiveBack {
+		return need("Options.Leases", "GiveBack", "what a lease did not use is given back")
+	}
+	if opts.AuthThrottle != nil && opts.AuthThrottle.MaxFailures >= 0 && !counters.Reset {
+		return need("Options.AuthThrottle", "Reset", "a successful authentication resets the failure count")
+	}
+	if opts.Escalation != nil {
+		// A lockout is written through the source: without that, every
+		// lockout would silently not happen.
+		if !source.LockOut {
+			return fmt.Errorf("enforce: Options.Escalation needs a Source with the LockOut capability (it writes the lockouts, as pkg/enforce/postgres's Source does); %T does not declare it", opts.Source)
+		}
+		if !counters.Reset {
+			return need("Options.Escalation", "Reset", "an ended lockout's violation count is cleared")
+		}
+	}
+	return nil
 }
 
 // Close stops the background work, writes the log lines and the
