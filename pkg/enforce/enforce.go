@@ -113,12 +113,15 @@ type Options struct {
 	// (authfail.go) over Counters: gateways report authentications
 	// (Enforcer.ReportAuth), and Check answers a locked-out client
 	// address ReasonAuthLocked before anything else. Its Now, IPv6Prefix
-	// and BackendTimeout default to the Enforcer's.
+	// and BackendTimeout default to the Enforcer's. Counters must declare
+	// Reset (a success resets the failures).
 	AuthThrottle *AuthThrottleOptions
 
 	// Escalation, when set, turns on escalation lockouts (lockout.go):
 	// a caller throttled Escalation.After times within Escalation.Within
-	// is quarantined for Escalation.Lockout through the Source's Locker.
+	// is quarantined for Escalation.Lockout through Source.LockOut. The
+	// Source must declare LockOut, Counters Reset (the violation count is
+	// cleared once a lockout starts).
 	Escalation *EscalationOptions
 	// OnLockout, when set, is told of every escalation lockout this
 	// Enforcer wrote (event lockout_started).
@@ -127,7 +130,8 @@ type Options struct {
 	// Leases, when set, turns on leases for hot keys (lease.go,
 	// docs/design.md "Leases for hot keys"): a block of a hot gate's
 	// capacity is taken from the shared counter in one step and later
-	// calls on that key are decided in memory until it runs out.
+	// calls on that key are decided in memory until it runs out. Counters
+	// must declare GiveBack (what a block did not use is given back).
 	Leases *LeaseOptions
 }
 

@@ -61,8 +61,7 @@ func leaseState(algo enforce.Algorithm, limit, window, callerLimit int) enforce.
 // never wins over always and always over auto on a bucket definitions
 // share, and a change from auto to never retires the key's lease.
 //
-// The give-back checks need a store that implements
-// enforce.CounterReturner.
+// Leases need a store that declares GiveBack (New refuses them otherwise).
 func TestLeases(t *testing.T, newStore func(t *testing.T) enforce.CounterStore, build BuildEnforcer, opts ...Opts) {
 	t.Helper()
 	for _, algo := range optsOf(opts).algorithms() {
