@@ -209,19 +209,6 @@ type CounterCapabilities struct {
 	Reset bool
 }
 
-// missing names the capabilities of want that c lacks, as New's
-// refusals do.
-func (c CounterCapabilities) missing(want CounterCapabilities) []string {
-	var out []string
-	if want.GiveBack && !c.GiveBack {
-		out = append(out, "GiveBack")
-	}
-	if want.Reset && !c.Reset {
-		out = append(out, "Reset")
-	}
-	return out
-}
-
 // Return is capacity a counter store gives back (ReturnUnused): Units of a
 // block taken from Gate by a Take at Taken, unused at Now.
 type Return struct {
