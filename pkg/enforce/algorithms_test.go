@@ -31,7 +31,7 @@ type memFixture struct {
 func newMemFixture(t *testing.T, defs ...ratelimit.Definition) *memFixture {
 	t.Helper()
 	f := &memFixture{t: t, clock: &clock{now: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)},
-		rec: &recorder{next: memory.New()}}
+		rec: &recorder{CounterStore: memory.New()}}
 	f.state = enforce.State{Definitions: enforcetest.Sentinels()}
 	for _, d := range defs {
 		f.state.Definitions = append(f.state.Definitions, withID(d))
@@ -89,10 +89,10 @@ func wantHeaders(t *testing.T, what string, h http.Header, want map[string]strin
 	}
 }
 
-// recorder is a counter store that passes every Take on and keeps the
-// gates of the last call.
+// recorder is a counter store that passes every call on and keeps the
+// gates of the last Take.
 type recorder struct {
-	next enforce.CounterStore
+	enforce.CounterStore
 	mu   sync.Mutex
 	last []enforce.CounterGate
 }
@@ -103,11 +103,7 @@ func (r *recorder) Take(ctx context.Context, reqs []enforce.TakeRequest, deadlin
 		r.last = slices.Clone(reqs[len(reqs)-1].Gates)
 	}
 	r.mu.Unlock()
-	return r.next.Take(ctx, reqs, deadline)
-}
-
-func (r *recorder) Sweep(ctx context.Context, now time.Time) (int64, error) {
-	return r.next.Sweep(ctx, now)
+	return r.CounterStore.Take(ctx, reqs, deadline)
 }
 
 func (r *recorder) gates() []enforce.CounterGate {

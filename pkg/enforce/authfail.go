@@ -128,17 +128,6 @@ type AuthStatus struct {
 	Started bool
 }
 
-// CounterResetter is a CounterStore that can forget counters: a
-// successful authentication resets its address's failures through it.
-// The stores in this module (memory, postgres) implement it; with a store
-// that does not, a success resets nothing and failures only age out of
-// their window (the lockout is then stricter, never looser).
-type CounterResetter interface {
-	// Reset removes every counter of keys (all windows, every
-	// algorithm). deadline bounds it.
-	Reset(ctx context.Context, keys []string, deadline time.Time) error
-}
-
 // AuthThrottle counts failed authentications and locks addresses out. It
 // is safe for concurrent use. An Enforcer built with Options.AuthThrottle
 // has one (Enforcer.AuthThrottle); NewAuthThrottle builds one over any
@@ -193,6 +182,11 @@ func NewAuthThrottle(counters CounterStore, opts AuthThrottleOptions) (*AuthThro
 	}
 	if err := CheckAuthThrottle(opts.MaxFailures, opts.Window, opts.Lockout); err != nil {
 		return nil, err
+	}
+	// A successful authentication resets the address's failures: over a
+	// store that cannot reset, every success would silently reset nothing.
+	if opts.MaxFailures >= 0 && !counters.Capabilities().Reset {
+		return nil, fmt.Errorf("enforce: the failed-credential throttle needs a counter store with the Reset capability (a success resets the failure count); %s does not declare it", backendName(counters))
 	}
 	if opts.MaxTracked <= 0 {
 		opts.MaxTracked = 100_000
@@ -423,7 +417,7 @@ func (t *AuthThrottle) Report(ctx context.Context, addr netip.Addr, identity str
 	if started {
 		// The failures that locked it are spent: after the lockout the
 		// address starts afresh.
-		t.resetKeys(ctx, fg.Key)
+		_ = t.reset(ctx, fg, now)
 		if t.opts.OnEvent != nil {
 			t.opts.OnEvent(AuthEvent{Kind: EventAuthLockoutStarted, Scope: t.opts.Scope, Address: key, ClientIP: addr.Unmap().WithZone("").String(),
 				Identity: identity, Failures: t.opts.MaxFailures, Window: t.opts.Window, Lockout: t.opts.Lockout, Until: until})
@@ -453,22 +447,19 @@ func (t *AuthThrottle) succeeded(ctx context.Context, key string) (AuthStatus, e
 	if !due {
 		return AuthStatus{}, nil
 	}
-	if err := t.resetKeys(ctx, t.failureGate(key).Key); err != nil {
+	if err := t.reset(ctx, t.failureGate(key), now); err != nil {
 		return AuthStatus{}, err
 	}
 	t.touch(key, now, func(e *authEntry) { e.reset = now })
 	return AuthStatus{}, nil
 }
 
-func (t *AuthThrottle) resetKeys(ctx context.Context, keys ...string) error {
-	r, ok := t.counters.(CounterResetter)
-	if !ok {
-		return nil
-	}
+// reset forgets g's counter (an address's failures) as of now.
+func (t *AuthThrottle) reset(ctx context.Context, g CounterGate, now time.Time) error {
 	deadline := time.Now().Add(t.opts.BackendTimeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	if err := r.Reset(ctx, keys, deadline); err != nil {
+	if err := t.counters.Reset(ctx, []CounterGate{g}, now, deadline); err != nil {
 		return fmt.Errorf("reset auth failures: %w", err)
 	}
 	return nil

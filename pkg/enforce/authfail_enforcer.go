@@ -123,7 +123,7 @@ func (e *Enforcer) authFirst(ctx context.Context, c Call, ip netip.Addr) (peek s
 		return "", e.authLockedDecision(c, key, st), true
 	case known:
 		return "", Decision{}, false
-	case e.leases == nil && e.returner != nil:
+	case e.leases == nil && e.canGiveBack:
 		return key, Decision{}, false
 	}
 	d, locked = e.settleAuth(ctx, c, key)
@@ -173,7 +173,7 @@ func (e *Enforcer) giveBack(req TakeRequest, res TakeResult) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.opts.BackendTimeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	if err := e.returner.ReturnUnused(ctx, rs, deadline); err != nil {
+	if err := e.counters.ReturnUnused(ctx, rs, deadline); err != nil {
 		e.metrics.errors.WithLabelValues("auth").Inc()
 		e.log.Warn("auth lockout: could not give back what a refused call took", "gates", len(rs), "err", err)
 	}

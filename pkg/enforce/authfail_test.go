@@ -11,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
-	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/httpgate"
 )
 
@@ -278,51 +276,6 @@ func TestAuthThrottleCacheFullOfLockouts(t *testing.T) {
 		if st := locked(t, e, "198.51.100."+strconv.Itoa(i)); !st.Locked {
 			t.Errorf("lockout %d lost", i)
 		}
-	}
-}
-
-// Two replicas over one PostgreSQL counter store share the count and the
-// lockout: failures split between them lock the address on both.
-func TestAuthThrottleSharedAcrossReplicas(t *testing.T) {
-	t.Parallel()
-	st := pgtest.NewStore(t)
-	clk := authClock()
-	var replicas []*enforce.Enforcer
-	for range 2 {
-		e, err := postgres.New(context.Background(), st.Pool(), enforce.Options{Now: clk.Now, SweepInterval: -1,
-			CacheTTL: 72 * time.Hour, AuthThrottle: &enforce.AuthThrottleOptions{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(e.Close)
-		replicas = append(replicas, e)
-	}
-	const ip = "2001:db8:aa:bb::1"
-	for i := range 4 {
-		if s := report(t, replicas[i%2], ip, enforce.AuthFailure); s.Locked {
-			t.Fatalf("locked after %d failures", i+1)
-		}
-	}
-	// A success on one replica resets what both counted.
-	report(t, replicas[1], ip, enforce.AuthSuccess)
-	for i := range 4 {
-		report(t, replicas[i%2], ip, enforce.AuthFailure)
-	}
-	if s := locked(t, replicas[0], ip); s.Locked {
-		t.Fatal("a success on the other replica did not reset the count")
-	}
-	if s := report(t, replicas[1], ip, enforce.AuthFailure); !s.Locked || !s.Started {
-		t.Fatalf("5th failure: %+v, want locked", s)
-	}
-	// The other replica answered "not locked" less than RecheckAfter ago;
-	// once that has passed it asks the store and refuses the whole /64.
-	clk.Advance(time.Second)
-	if s := locked(t, replicas[0], "2001:db8:aa:bb::ffff"); !s.Locked || s.RetryAfter != 299*time.Second {
-		t.Fatalf("the other replica: %+v, want locked for 299s more", s)
-	}
-	d, _ := replicas[0].Check(context.Background(), enforce.Call{TargetType: "mcp_server", TargetName: "x", ClientIP: ip})
-	if d.Reason != enforce.ReasonAuthLocked {
-		t.Errorf("the other replica's Check: %s, want auth-locked", d.Reason)
 	}
 }
 

@@ -49,8 +49,8 @@ func TestAuthThrottleForgetsALiftedLockout(t *testing.T) {
 		t.Fatal("five failures did not lock")
 	}
 	lift := func() {
-		keys := []string{"al|gateway|ip:" + th.Key(ip)}
-		if err := st.Reset(ctx, keys, time.Now().Add(time.Second)); err != nil {
+		lockout := enforce.CounterGate{Key: "al|gateway|ip:" + th.Key(ip), Algorithm: enforce.AlgorithmTokenBucket, Window: 5 * time.Minute, Limit: 1}
+		if err := st.Reset(ctx, []enforce.CounterGate{lockout}, clk.Now(), time.Now().Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -113,12 +113,15 @@ type Options struct {
 	// (authfail.go) over Counters: gateways report authentications
 	// (Enforcer.ReportAuth), and Check answers a locked-out client
 	// address ReasonAuthLocked before anything else. Its Now, IPv6Prefix
-	// and BackendTimeout default to the Enforcer's.
+	// and BackendTimeout default to the Enforcer's. Counters must declare
+	// Reset (a success resets the failures).
 	AuthThrottle *AuthThrottleOptions
 
 	// Escalation, when set, turns on escalation lockouts (lockout.go):
 	// a caller throttled Escalation.After times within Escalation.Within
-	// is quarantined for Escalation.Lockout through the Source's Locker.
+	// is quarantined for Escalation.Lockout through Source.LockOut. The
+	// Source must declare LockOut, Counters Reset (the violation count is
+	// cleared once a lockout starts).
 	Escalation *EscalationOptions
 	// OnLockout, when set, is told of every escalation lockout this
 	// Enforcer wrote (event lockout_started).
@@ -127,7 +130,8 @@ type Options struct {
 	// Leases, when set, turns on leases for hot keys (lease.go,
 	// docs/design.md "Leases for hot keys"): a block of a hot gate's
 	// capacity is taken from the shared counter in one step and later
-	// calls on that key are decided in memory until it runs out.
+	// calls on that key are decided in memory until it runs out. Counters
+	// must declare GiveBack (what a block did not use is given back).
 	Leases *LeaseOptions
 }
 
@@ -168,9 +172,9 @@ type Enforcer struct {
 	auth *AuthThrottle
 	// leases decide hot keys locally (nil: off; lease.go).
 	leases *leaser
-	// returner is counters, when it can give back what a call took (an
-	// address found auth locked in the call's own round trip: authFirst).
-	returner CounterReturner
+	// canGiveBack: counters can give back what a call took (an address found
+	// auth locked in the call's own round trip: authFirst).
+	canGiveBack bool
 }
 
 // New starts an Enforcer over opts.Counters and opts.Source. It loads the
@@ -180,6 +184,9 @@ type Enforcer struct {
 func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	if opts.Counters == nil || opts.Source == nil {
 		return nil, errors.New("enforce: Options.Counters and Options.Source are required")
+	}
+	if err := checkCapabilities(opts); err != nil {
+		return nil, err
 	}
 	if opts.BackendTimeout <= 0 {
 		opts.BackendTimeout = 250 * time.Millisecond
@@ -201,7 +208,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	}
 	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now, exhausted: newExhaustedKeys(),
 		kick: make(chan struct{}, 1)}
-	e.returner, _ = opts.Counters.(CounterReturner)
+	e.canGiveBack = opts.Counters.Capabilities().GiveBack
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -226,11 +233,6 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	if opts.Escalation != nil {
 		if err := CheckEscalation(*opts.Escalation); err != nil {
 			return nil, fmt.Errorf("enforce: Options.Escalation: %w", err)
-		}
-		// A lockout is written through the source: without that, every
-		// lockout would silently not happen.
-		if _, ok := opts.Source.(Locker); !ok {
-			return nil, fmt.Errorf("enforce: Options.Escalation needs a Source that writes lockouts (enforce.Locker, as pkg/enforce/postgres's Source does); %T does not", opts.Source)
 		}
 	}
 	if err := e.refresh(ctx); err != nil {
@@ -260,6 +262,34 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		go e.every(bg, e.opts.SweepInterval, e.sweep)
 	}
 	return e, nil
+}
+
+// checkCapabilities refuses options that need a capability the counter
+// store or the source does not declare, naming it: running with the
+// feature silently off (or half working) is never the answer.
+func checkCapabilities(opts Options) error {
+	counters, source := opts.Counters.Capabilities(), opts.Source.Capabilities()
+	need := func(option, capability, why string) error {
+		return fmt.Errorf("enforce: %s needs a counter store with the %s capability (%s); %s does not declare it",
+			option, capability, why, backendName(opts.Counters))
+	}
+	if opts.Leases != nil && !counters.GiveBack {
+		return need("Options.Leases", "GiveBack", "what a lease did not use is given back")
+	}
+	if opts.AuthThrottle != nil && opts.AuthThrottle.MaxFailures >= 0 && !counters.Reset {
+		return need("Options.AuthThrottle", "Reset", "a successful authentication resets the failure count")
+	}
+	if opts.Escalation != nil {
+		// A lockout is written through the source: without that, every
+		// lockout would silently not happen.
+		if !source.LockOut {
+			return fmt.Errorf("enforce: Options.Escalation needs a Source with the LockOut capability (it writes the lockouts, as pkg/enforce/postgres's Source does); %T does not declare it", opts.Source)
+		}
+		if !counters.Reset {
+			return need("Options.Escalation", "Reset", "an ended lockout's violation count is cleared")
+		}
+	}
+	return nil
 }
 
 // Close stops the background work, writes the log lines and the

@@ -53,35 +53,12 @@ type LeaseOptions struct {
 	MaxLeases int
 }
 
-// Return is capacity a lease gives back: Units of a block taken from Gate
-// by a Take at Taken, unused at Now.
-type Return struct {
-	Gate CounterGate
-	// Units is the unused part of the block (>= 1).
-	Units int64
-	// Taken is the block's TakeRequest.Now: for a window, the window it
-	// was counted in.
-	Taken time.Time
-	// Now is when it is given back: a token bucket's TAT never moves back
-	// before it.
-	Now time.Time
-}
-
-// CounterReturner is a CounterStore that can take back unused capacity.
-// A fixed or sliding window's count of Taken's window goes down by Units
-// (never below zero; a window gone is left alone); a token bucket's TAT
-// moves back by Units × its emission interval, never before Now (never
-// fuller than full). Without it leases still work: what a replica does
-// not use stays counted until its window ends or its tokens drip back.
-type CounterReturner interface {
-	ReturnUnused(ctx context.Context, rs []Return, deadline time.Time) error
-}
-
 // leaser holds an Enforcer's leases.
 type leaser struct {
-	opts    LeaseOptions
+	opts LeaseOptions
+	// store gives back what a lease did not use (New refuses leases over
+	// a store without CounterCapabilities.GiveBack).
 	store   CounterStore
-	ret     CounterReturner // nil: nothing is given back
 	timeout time.Duration
 	now     func() time.Time
 	log     interface{ Warn(string, ...any) }
@@ -157,7 +134,6 @@ func newLeaser(opts LeaseOptions, store CounterStore, timeout time.Duration, now
 	}
 	l := &leaser{opts: opts, store: store, timeout: timeout, now: now, seed: maphash.MakeSeed(),
 		hot: make([]atomic.Uint64, opts.TrackerSize), allowed: m.checks.WithLabelValues("allowed")}
-	l.ret, _ = store.(CounterReturner)
 	return l
 }
 
@@ -433,7 +409,7 @@ func (l *leaser) refillOwned(ctx context.Context, need []*lease, own []int, got 
 func (l *leaser) unused(ls *lease, now time.Time) (Return, bool) {
 	v := ls.view.Load()
 	left := ls.units.Swap(0)
-	if v == nil || left <= 0 || l.ret == nil {
+	if v == nil || left <= 0 {
 		return Return{}, false
 	}
 	if ls.gate.KnownAlgorithm() == AlgorithmTokenBucket {
@@ -456,7 +432,7 @@ func (l *leaser) giveBack(ctx context.Context, rs []Return) {
 	deadline := time.Now().Add(l.timeout)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout+answerGrace)
 	defer cancel()
-	if err := l.ret.ReturnUnused(rctx, rs, deadline); err != nil {
+	if err := l.store.ReturnUnused(rctx, rs, deadline); err != nil {
 		// It stays counted: errs toward refusing, never admitting.
 		l.log.Warn("lease give back failed", "key", rs[0].Gate.Key, "leases", len(rs), "err", err)
 		return

@@ -1,6 +1,8 @@
 package enforce
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -27,7 +29,7 @@ func TestLeaseRetiredMidDecisionStillCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newLeaser(LeaseOptions{All: true, Time: time.Minute}, nil, time.Second, func() time.Time { return now }, m)
+	l := newLeaser(LeaseOptions{All: true, Time: time.Minute}, keepStore{}, time.Second, func() time.Time { return now }, m)
 	e := &Enforcer{metrics: m, leases: l}
 	g := Gate{Axis: "target", EntityType: "mcp_server", Algorithm: AlgorithmFixedWindow, WindowSeconds: 3600, Limit: 1000, key: "k"}
 	ls := l.get(&g, g.counterGate(), 1, now, m)
@@ -49,4 +51,21 @@ func TestLeaseRetiredMidDecisionStillCounted(t *testing.T) {
 	if got := counterValue(t, m.gateChecks.WithLabelValues(axisLabel("target"), "mcp_server", "allow")); got != 1 {
 		t.Errorf("gate_checks{allow} = %v, want 1", got)
 	}
+}
+
+// keepStore is a counter store that is never asked to count and keeps
+// what is given back (the test decides from a lease it sets up itself).
+type keepStore struct{}
+
+func (keepStore) Take(context.Context, []TakeRequest, time.Time) ([]TakeResult, error) {
+	return nil, errors.New("keepStore: not asked to count")
+}
+func (keepStore) ReturnUnused(context.Context, []Return, time.Time) error { return nil }
+func (keepStore) Reset(context.Context, []CounterGate, time.Time, time.Time) error {
+	return nil
+}
+func (keepStore) Sweep(context.Context, time.Time) (int64, error) { return 0, nil }
+func (keepStore) BackendName() string                             { return "keep" }
+func (keepStore) Capabilities() CounterCapabilities {
+	return CounterCapabilities{GiveBack: true, Reset: true}
 }

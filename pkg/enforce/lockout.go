@@ -17,7 +17,7 @@ import (
 // v|<window>|<caller>), so every replica counts toward one total; the
 // lockout is an automatic quarantine of the caller (user or client) with
 // an expiry and a reason naming the definition and the count, written
-// through the Source's Locker (pkg/enforce/postgres: one audited
+// through Source.LockOut (pkg/enforce/postgres: one audited
 // transaction), so it is shared, listed by `rlctl quarantine list`,
 // removable by an operator and never applied to an administrator.
 //
@@ -56,27 +56,6 @@ func CheckEscalation(o EscalationOptions) error {
 		return fmt.Errorf("lockout: must be whole seconds between 1s and 720h (got %s)", o.Lockout)
 	}
 	return nil
-}
-
-// Locker is a Source that can write escalation lockouts (an optional
-// interface beside Source; pkg/enforce/postgres's Source has it). LockOut
-// quarantines the caller until l.Until, unless it is an administrator or
-// already quarantined at least as long, and reports whether it did.
-type Locker interface {
-	LockOut(ctx context.Context, l Lockout) (applied bool, err error)
-}
-
-// Lockout is one escalation lockout.
-type Lockout struct {
-	// SubjectType is user, client or network (an anonymous caller's
-	// address: its /32 or IPv6 prefix, masked CIDR), Subject its name.
-	SubjectType, Subject string
-	Until, Now           time.Time
-	// Definition is the definition of the violation that reached the
-	// count, Count the count, Reason the quarantine's reason.
-	Definition string
-	Count      int
-	Reason     string
 }
 
 // LockoutReasonPrefix starts the reason of every escalation lockout; a
@@ -193,8 +172,7 @@ func (e *Enforcer) recentlyLockedOut(c Call, now time.Time) (member, bool) {
 // answer instead (locked out) when it did.
 func (e *Enforcer) escalate(ctx context.Context, c Call, d Decision, now time.Time) (Decision, bool) {
 	o := e.opts.Escalation
-	locker, ok := e.source.(Locker)
-	if o == nil || !ok || len(d.Denied) == 0 {
+	if o == nil || len(d.Denied) == 0 {
 		return d, false
 	}
 	// Only a limit that is the caller's own counts: another caller's use
@@ -229,7 +207,7 @@ func (e *Enforcer) escalate(ctx context.Context, c Call, d Decision, now time.Ti
 	l := Lockout{SubjectType: subjectType, Subject: subject, Now: now, Until: now.Add(o.Lockout), Definition: def, Count: o.After,
 		Reason: fmt.Sprintf("%s%d violations of %s within %s; locked out for %s", LockoutReasonPrefix, o.After, def, o.Within, o.Lockout)}
 	lctx, cancel := context.WithTimeout(ctx, 4*e.opts.BackendTimeout)
-	applied, err := locker.LockOut(lctx, l)
+	applied, err := e.source.LockOut(lctx, l)
 	cancel()
 	if err != nil {
 		e.metrics.errors.WithLabelValues("escalation").Inc()
@@ -240,11 +218,15 @@ func (e *Enforcer) escalate(ctx context.Context, c Call, d Decision, now time.Ti
 		return d, false // an administrator, or quarantined already
 	}
 	e.recentLockouts.add(ratelimit.MembershipID(subjectType, subject), l.Until, now, e.reloads.Load())
-	if r, ok := e.counters.(CounterResetter); ok {
-		rctx, cancel := context.WithTimeout(ctx, e.opts.BackendTimeout)
-		_ = r.Reset(rctx, []string{g.Key}, time.Now().Add(e.opts.BackendTimeout))
-		cancel()
+	// The violations that locked it are spent: after the lockout the
+	// caller starts afresh (New refuses escalation over a store that
+	// cannot reset).
+	rctx, cancel := context.WithTimeout(ctx, e.opts.BackendTimeout)
+	if err := e.counters.Reset(rctx, []CounterGate{g}, now, time.Now().Add(e.opts.BackendTimeout)); err != nil {
+		e.metrics.errors.WithLabelValues("escalation").Inc()
+		e.log.Warn("escalation lockout: could not clear the violation count", "caller", ratelimit.MembershipID(subjectType, subject), "err", err)
 	}
+	cancel()
 	e.metrics.checks.WithLabelValues("lockout_started").Inc()
 	e.events.record(event{reason: EventLockoutStarted, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
 		target: c.TargetName, caller: e.eventCaller(c), gate: def, limit: int64(o.After), retryAfter: o.Lockout, until: l.Until})

@@ -321,7 +321,7 @@ func TestEscalationNeedsALockWriter(t *testing.T) {
 	t.Parallel()
 	_, err := enforce.New(t.Context(), enforce.Options{Counters: memory.New(), Source: enforcetest.StaticSource(enforce.State{Definitions: enforcetest.Sentinels()}),
 		Escalation: &enforce.EscalationOptions{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
-	if err == nil || !strings.Contains(err.Error(), "enforce.Locker") {
-		t.Fatalf("New with escalation over a source that cannot write lockouts: %v, want an error naming enforce.Locker", err)
+	if err == nil || !strings.Contains(err.Error(), "LockOut capability") {
+		t.Fatalf("New with escalation over a source that cannot write lockouts: %v, want an error naming the LockOut capability", err)
 	}
 }

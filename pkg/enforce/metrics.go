@@ -158,12 +158,13 @@ func (m *metrics) observeBackend(consume bool, err error, d time.Duration) {
 // countQuarantined counts the subjects quarantined at now, by scope.
 type countQuarantined func(ctx context.Context, now time.Time) (callers, targets int64, err error)
 
-// quarantineCount asks the source when it counts (QuarantineCounter: the
-// PostgreSQL source reads the database, the same on every replica), else
-// counts the snapshot's memberships.
+// quarantineCount asks the source when it declares it counts
+// (SourceCapabilities.CountQuarantined: the PostgreSQL source reads the
+// database, the same on every replica), else counts the snapshot's
+// memberships.
 func (e *Enforcer) quarantineCount(ctx context.Context, now time.Time) (callers, targets int64, err error) {
-	if qc, ok := e.source.(QuarantineCounter); ok {
-		return qc.CountQuarantined(ctx, now)
+	if e.source.Capabilities().CountQuarantined {
+		return e.source.CountQuarantined(ctx, now)
 	}
 	s := e.snap.Load()
 	if s == nil {

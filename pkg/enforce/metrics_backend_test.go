@@ -25,6 +25,8 @@ import (
 // customStore is a counter store of a gateway's own, naming no backend.
 type customStore struct{ enforce.CounterStore }
 
+func (customStore) BackendName() string { return "" }
+
 // The round-trip histogram names its backend, so that a deployment with
 // several (PostgreSQL for one gateway, Redis for another) can tell their
 // latencies apart: a /metrics scrape of an Enforcer over each store finds

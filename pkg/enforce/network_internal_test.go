@@ -94,16 +94,15 @@ func TestNetworkReloadByIDs(t *testing.T) {
 type rowsSource struct{ state State }
 
 func (s *rowsSource) Load(context.Context) (State, error) { return s.state, nil }
-func (s *rowsSource) LoadRows(_ context.Context, defs, members, admins []string) (Rows, error) {
-	var rows Rows
-	for _, m := range s.state.Memberships {
-		for _, id := range members {
-			if m.Key() == id {
-				rows.Memberships = append(rows.Memberships, m)
-			}
-		}
-	}
-	return rows, nil
+func (s *rowsSource) LoadTables(_ context.Context, req TablesRequest) (Rows, error) {
+	return SelectRows(s.state, req), nil
+}
+func (s *rowsSource) Capabilities() SourceCapabilities { return SourceCapabilities{} }
+func (s *rowsSource) LockOut(context.Context, Lockout) (bool, error) {
+	return false, ErrNotImplemented
+}
+func (s *rowsSource) CountQuarantined(context.Context, time.Time) (int64, int64, error) {
+	return 0, 0, ErrNotImplemented
 }
 func (s *rowsSource) Watch(ctx context.Context, ready func(), _ func(Change)) error {
 	ready()

@@ -17,7 +17,7 @@ import (
 func newMemFixtureOpts(t *testing.T, opts enforce.Options, defs ...ratelimit.Definition) *memFixture {
 	t.Helper()
 	f := &memFixture{t: t, clock: &clock{now: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)},
-		rec: &recorder{next: memory.New()}}
+		rec: &recorder{CounterStore: memory.New()}}
 	f.state = enforce.State{Definitions: enforcetest.Sentinels()}
 	for _, d := range defs {
 		f.state.Definitions = append(f.state.Definitions, withID(d))

@@ -4,18 +4,32 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // The seams of the enforcement core. pkg/enforce owns these interfaces and
-// imports no backend: a counter store (pkg/enforce/postgres, and
-// pkg/enforce/memory for one process) counts, a definitions source
-// (pkg/enforce/postgres's LISTEN/NOTIFY source, pkg/enforce/filesource's
-// YAML file) says what to count. Every counter store passes the exported
-// conformance suite in pkg/enforce/enforcetest. docs/design.md has the
-// picture and says where a new algorithm, store or protocol goes.
+// imports no backend: a counter store (pkg/enforce/postgres,
+// pkg/enforce/redis, and pkg/enforce/memory for one process) counts, a
+// definitions source (pkg/enforce/postgres's LISTEN/NOTIFY source,
+// pkg/enforce/filesource's YAML file) says what to count. Every counter
+// store passes the exported conformance suite in pkg/enforce/enforcetest.
+// docs/design.md has the picture and says where a new algorithm, store or
+// protocol goes.
+//
+// Every method of a seam is mandatory: there are no optional
+// side-interfaces found by type assertion. What an implementation truly
+// cannot do it declares (CounterStore.Capabilities, Source.Capabilities)
+// and answers from the method with an error wrapping ErrNotImplemented;
+// New refuses a combination of options that needs a capability its store
+// or source does not declare, naming it, so nothing is silently off. The
+// conformance suite checks each store's declarations against its methods.
+
+// ErrNotImplemented is wrapped by the error of a seam's method that its
+// implementation declared it cannot do (a capability it does not declare).
+var ErrNotImplemented = errors.New("enforce: not implemented")
 
 // Algorithm names how a gate counts. A new algorithm is a new value here
 // plus one implementation in every counter store (and a case in the
@@ -135,17 +149,87 @@ type GateState struct {
 	TAT time.Time
 }
 
-// CounterStore counts. Take decides a batch of calls in one round trip
-// where the store can: each call all or nothing, calls sharing a counter
-// seeing each other's effect in order. deadline bounds the whole batch:
-// a store gives up by then and reports ErrTimedOut, and a call it reports
-// as failed must have consumed nothing (or the error must wrap
-// ErrOutcomeUnknown).
+// CounterStore counts. Every method is mandatory; the two that a store
+// may truly be unable to do, giving back (ReturnUnused) and forgetting
+// (Reset), it declares in Capabilities, and when it declares one missing
+// the method returns an error wrapping ErrNotImplemented. New refuses the
+// options that need a capability the store lacks (leases need GiveBack;
+// the failed-credential throttle and escalation need Reset). Every store
+// in this module declares both.
 type CounterStore interface {
+	// Take decides a batch of calls in one round trip where the store
+	// can: each call all or nothing, calls sharing a counter seeing each
+	// other's effect in order. deadline bounds the whole batch: a store
+	// gives up by then and reports ErrTimedOut, and a call it reports as
+	// failed must have consumed nothing (or the error must wrap
+	// ErrOutcomeUnknown).
 	Take(ctx context.Context, reqs []TakeRequest, deadline time.Time) ([]TakeResult, error)
+	// ReturnUnused takes back capacity a Take counted and a caller did not
+	// use (a lease's unused block; what a call found auth locked in its
+	// own round trip took). A fixed or sliding window's count of Taken's
+	// window goes down by Units (never below zero; a window gone is left
+	// alone); a token bucket's TAT moves back by Units × its emission
+	// interval, never before Now (never fuller than full). deadline bounds
+	// it. Capability: GiveBack.
+	ReturnUnused(ctx context.Context, rs []Return, deadline time.Time) error
+	// Reset forgets the counters of the gates' keys as of now, so that
+	// each key counts from zero: every algorithm, and every window that
+	// counts at now (the current one, and the previous one a sliding
+	// window weighs); other keys are untouched. A store that keeps
+	// counters by key alone (memory, PostgreSQL) removes every counter of
+	// the key; one that names them by window (Redis) finds them from the
+	// gate's Window and now. deadline bounds it. Capability: Reset.
+	Reset(ctx context.Context, gates []CounterGate, now, deadline time.Time) error
 	// Sweep removes counters whose windows ended before now; stores whose
 	// counters expire on their own return (0, nil).
 	Sweep(ctx context.Context, now time.Time) (removed int64, err error)
+	// BackendName names the backend for the metrics: the backend label of
+	// rlctl_enforce_backend_duration_seconds (postgres, redis,
+	// redis-cluster, memory). A store answering "" is labelled by its Go
+	// type (*mypkg.Store): one value per process either way, so the label
+	// stays bounded. It is a name, not a capability.
+	BackendName() string
+	// Capabilities declares what of the methods above the store can do.
+	// It is constant for a store's life.
+	Capabilities() CounterCapabilities
+}
+
+// CounterCapabilities are what a counter store declares it can do beside
+// Take and Sweep, which every store can.
+type CounterCapabilities struct {
+	// GiveBack: ReturnUnused takes capacity back. Leases need it (without
+	// it, what a replica leased and did not use would stay counted). The
+	// failed-credential throttle uses it to ask about an address in the
+	// round trip of the call's own counters; without it the throttle asks
+	// first, in a round trip of its own.
+	GiveBack bool
+	// Reset: Reset forgets counters. The failed-credential throttle needs
+	// it (a successful authentication resets the address's failures) and
+	// so does escalation (an ended lockout's violation count is cleared).
+	Reset bool
+}
+
+// Return is capacity a counter store gives back (ReturnUnused): Units of a
+// block taken from Gate by a Take at Taken, unused at Now.
+type Return struct {
+	Gate CounterGate
+	// Units is the unused part of the block (>= 1).
+	Units int64
+	// Taken is the block's TakeRequest.Now: for a window, the window it
+	// was counted in.
+	Taken time.Time
+	// Now is when it is given back: a token bucket's TAT never moves back
+	// before it.
+	Now time.Time
+}
+
+// backendName is the backend label of counters: its BackendName, or its
+// Go type when it names none.
+func backendName(counters CounterStore) string {
+	if n := counters.BackendName(); n != "" {
+		return n
+	}
+	return fmt.Sprintf("%T", counters)
 }
 
 // Errors a counter store's Take returns (wrapped), so the batcher knows
@@ -213,13 +297,96 @@ type Rows struct {
 	EnforcementOff bool
 }
 
-// Source says what to count. Load and LoadRows read consistently (one
-// snapshot of the source). Watch delivers change notices until ctx ends
-// or the stream breaks; notices sent while nobody watched are lost, so the
-// Enforcer reloads everything whenever Watch (re)starts: ready is called
-// once the stream is established.
+// TablesRequest names what a reload reads: per table, every row (All...)
+// or the rows with the ids listed.
+type TablesRequest struct {
+	AllDefinitions, AllMemberships, AllAdmins bool
+	Definitions, Memberships, Admins          []string
+}
+
+// Source says what to count. Every method is mandatory; writing lockouts
+// and counting quarantines are capabilities a source declares
+// (Capabilities), answering ErrNotImplemented (wrapped) from the method
+// when it lacks one. New refuses escalation over a source that does not
+// declare LockOut.
 type Source interface {
+	// Load reads everything, consistently (one snapshot of the source).
 	Load(ctx context.Context) (State, error)
-	LoadRows(ctx context.Context, definitions, memberships, admins []string) (Rows, error)
+	// LoadTables reads, in one consistent read, the tables req marks whole
+	// and the rows it names by id of the others (definition ids, and
+	// <subject_type>:<subject> for memberships and admins): what the
+	// Enforcer reads after change notices. Every source can: one that
+	// holds its state in memory answers SelectRows(state, req); one over
+	// a database reads only what req names (pkg/enforce/postgres: a
+	// 100-row apply of definitions does not read 100,000 memberships).
+	LoadTables(ctx context.Context, req TablesRequest) (Rows, error)
+	// Watch delivers change notices until ctx ends or the stream breaks;
+	// notices sent while nobody watched are lost, so the Enforcer reloads
+	// everything whenever Watch (re)starts: ready is called once the
+	// stream is established.
 	Watch(ctx context.Context, ready func(), notify func(Change)) error
+	// LockOut writes an escalation lockout: it quarantines the caller
+	// until l.Until, unless it is an administrator or already quarantined
+	// at least as long, and reports whether it did. The lockout reaches
+	// every replica through the source's change notices. Capability:
+	// LockOut.
+	LockOut(ctx context.Context, l Lockout) (applied bool, err error)
+	// CountQuarantined counts the subjects quarantined at now, in the
+	// source itself (pkg/enforce/postgres asks the database at scrape
+	// time, so every replica reports the same). Capability:
+	// CountQuarantined; without it the gauge
+	// rlctl_enforce_quarantined_subjects is counted from the Enforcer's
+	// snapshot, which holds the same rows.
+	CountQuarantined(ctx context.Context, now time.Time) (callers, targets int64, err error)
+	// Capabilities declares what of the methods above the source can do.
+	// It is constant for a source's life.
+	Capabilities() SourceCapabilities
+}
+
+// SourceCapabilities are what a definitions source declares it can do
+// beside Load, LoadTables and Watch, which every source can.
+type SourceCapabilities struct {
+	// LockOut: LockOut writes escalation lockouts. Escalation needs it
+	// (pkg/enforce/postgres's source has it; a YAML file cannot be
+	// written).
+	LockOut bool
+	// CountQuarantined: CountQuarantined counts in the source.
+	CountQuarantined bool
+}
+
+// Lockout is one escalation lockout (Source.LockOut).
+type Lockout struct {
+	// SubjectType is user, client or network (an anonymous caller's
+	// address: its /32 or IPv6 prefix, masked CIDR), Subject its name.
+	SubjectType, Subject string
+	Until, Now           time.Time
+	// Definition is the definition of the violation that reached the
+	// count, Count the count, Reason the quarantine's reason.
+	Definition string
+	Count      int
+	Reason     string
+}
+
+// SelectRows picks from st what req names: the whole tables it marks, the
+// rows it lists by id of the others (a definition without an id is
+// matched by its Key). It is LoadTables for a source that holds its state
+// in memory.
+func SelectRows(st State, req TablesRequest) Rows {
+	rows := Rows{EnforcementOff: st.EnforcementOff}
+	for _, d := range st.Definitions {
+		if req.AllDefinitions || slices.Contains(req.Definitions, d.ID) || (d.ID == "" && slices.Contains(req.Definitions, d.Key())) {
+			rows.Definitions = append(rows.Definitions, d)
+		}
+	}
+	for _, m := range st.Memberships {
+		if req.AllMemberships || slices.Contains(req.Memberships, m.Key()) {
+			rows.Memberships = append(rows.Memberships, m)
+		}
+	}
+	for _, a := range st.Admins {
+		if req.AllAdmins || slices.Contains(req.Admins, a.Key()) {
+			rows.Admins = append(rows.Admins, a)
+		}
+	}
+	return rows
 }

@@ -283,15 +283,11 @@ func loadSnapshot(ctx context.Context, src Source, now time.Time) (*snapshot, ro
 
 // loadChanges returns prev with the rows ch names read again, in one
 // consistent read of the source; a table ch marks whole is read whole
-// (through TableSource, or else with everything), and with ch.all (or no
+// (Source.LoadTables), and with ch.all (or no
 // prev) everything is. Maps that did not change are shared with prev,
 // which stays valid for the decisions still reading it.
 func loadChanges(ctx context.Context, src Source, prev *snapshot, ch changes, now time.Time) (*snapshot, rowsRead, error) {
 	if prev == nil {
-		ch.all = true
-	}
-	ts, partialTables := src.(TableSource)
-	if !partialTables && (ch.defs.all || ch.members.all || ch.admin.all) {
 		ch.all = true
 	}
 	if ch.all {
@@ -313,12 +309,10 @@ func loadChanges(ctx context.Context, src Source, prev *snapshot, ch changes, no
 		var st State
 		st, err = src.Load(ctx)
 		rows = Rows(st)
-	case partialTables:
-		rows, err = ts.LoadTables(ctx, TablesRequest{
+	default:
+		rows, err = src.LoadTables(ctx, TablesRequest{
 			AllDefinitions: ch.defs.all, AllMemberships: ch.members.all, AllAdmins: ch.admin.all,
 			Definitions: ch.defs.list(), Memberships: ch.members.list(), Admins: ch.admin.list()})
-	default:
-		rows, err = src.LoadRows(ctx, ch.defs.list(), ch.members.list(), ch.admin.list())
 	}
 	if err != nil {
 		return nil, n, fmt.Errorf("load enforcement snapshot: %w", err)

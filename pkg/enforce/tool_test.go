@@ -93,7 +93,21 @@ func (downStore) Take(context.Context, []enforce.TakeRequest, time.Time) ([]enfo
 	return nil, errors.New("counters down")
 }
 
+func (downStore) ReturnUnused(context.Context, []enforce.Return, time.Time) error {
+	return errors.New("counters down")
+}
+
+func (downStore) Reset(context.Context, []enforce.CounterGate, time.Time, time.Time) error {
+	return errors.New("counters down")
+}
+
 func (downStore) Sweep(context.Context, time.Time) (int64, error) { return 0, nil }
+
+func (downStore) BackendName() string { return "down" }
+
+func (downStore) Capabilities() enforce.CounterCapabilities {
+	return enforce.CounterCapabilities{GiveBack: true, Reset: true}
+}
 
 // Two tool definitions sharing one bucket: the lower limit applies, and
 // the bucket fails closed if either definition does, whichever limit is

@@ -48,24 +48,20 @@ type staticSource struct{ st enforce.State }
 
 func (s staticSource) Load(ctx context.Context) (enforce.State, error) { return s.st, ctx.Err() }
 
-func (s staticSource) LoadRows(ctx context.Context, defs, mems, admins []string) (enforce.Rows, error) {
-	rows := enforce.Rows{EnforcementOff: s.st.EnforcementOff}
-	for _, d := range s.st.Definitions {
-		if slices.Contains(defs, d.ID) {
-			rows.Definitions = append(rows.Definitions, d)
-		}
-	}
-	for _, m := range s.st.Memberships {
-		if slices.Contains(mems, m.Key()) {
-			rows.Memberships = append(rows.Memberships, m)
-		}
-	}
-	for _, a := range s.st.Admins {
-		if slices.Contains(admins, a.Key()) {
-			rows.Admins = append(rows.Admins, a)
-		}
-	}
-	return rows, ctx.Err()
+func (s staticSource) LoadTables(ctx context.Context, req enforce.TablesRequest) (enforce.Rows, error) {
+	return enforce.SelectRows(s.st, req), ctx.Err()
+}
+
+// Capabilities: a simulation writes no lockouts, and the Enforcer counts
+// quarantines from its snapshot.
+func (s staticSource) Capabilities() enforce.SourceCapabilities { return enforce.SourceCapabilities{} }
+
+func (s staticSource) LockOut(context.Context, enforce.Lockout) (bool, error) {
+	return false, fmt.Errorf("simulate: write a lockout: %w", enforce.ErrNotImplemented)
+}
+
+func (s staticSource) CountQuarantined(context.Context, time.Time) (int64, int64, error) {
+	return 0, 0, fmt.Errorf("simulate: count quarantines: %w", enforce.ErrNotImplemented)
 }
 
 // Watch reports the stream ready and waits: nothing ever changes.

@@ -2,6 +2,7 @@ package enforcetest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,34 +18,55 @@ import (
 // (a call from another address then finds the gate as if the refused one
 // had never come), and B refuses the address again from memory.
 //
-// It runs twice: over the store as it is, where a store that implements
-// enforce.CounterReturner lets B ask about the address in the round trip
-// of the call's counters and give back what the call took, and over the
-// store with its give-back hidden, where B asks first, on its own. The
-// answers are the same.
+// It runs twice: over the store as it is, where a store that declares
+// GiveBack lets B ask about the address in the round trip of the call's
+// counters and give back what the call took, and over the store declaring
+// no GiveBack, where B asks first, on its own. The answers are the same.
+// The second run builds its Enforcers with Build, whatever build is:
+// leases need GiveBack (New refuses them without it), and with leases the
+// throttle asks first anyway, which the first run then covers.
+//
+// Then a successful authentication after four failures, split between
+// the replicas, leaves the failure count at zero on both: four more
+// failures do not lock, the fifth does, on both.
 func TestAuthLockout(t *testing.T, newStore func(t *testing.T) enforce.CounterStore, build BuildEnforcer, opts ...Opts) {
 	t.Helper()
+	t.Run("a success resets the failure count on every replica", func(t *testing.T) {
+		t.Parallel()
+		authSuccessResets(t, newStore(t), build)
+	})
 	for _, algo := range optsOf(opts).algorithms() {
 		t.Run(string(algo), func(t *testing.T) {
 			t.Parallel()
 			for _, v := range []struct {
-				name string
-				wrap func(enforce.CounterStore) enforce.CounterStore
+				name  string
+				wrap  func(enforce.CounterStore) enforce.CounterStore
+				build BuildEnforcer
 			}{
-				{"asked in the call's round trip", func(s enforce.CounterStore) enforce.CounterStore { return s }},
-				{"asked first", func(s enforce.CounterStore) enforce.CounterStore { return takeOnly{s} }},
+				{"asked in the call's round trip", func(s enforce.CounterStore) enforce.CounterStore { return s }, build},
+				{"asked first", func(s enforce.CounterStore) enforce.CounterStore { return takeOnly{s} }, Build},
 			} {
 				t.Run(v.name, func(t *testing.T) {
 					t.Parallel()
-					authLockout(t, algo, v.wrap(newStore(t)), build)
+					authLockout(t, algo, v.wrap(newStore(t)), v.build)
 				})
 			}
 		})
 	}
 }
 
-// takeOnly hides every method of a store but the CounterStore's.
+// takeOnly is a store that declares it cannot give back.
 type takeOnly struct{ enforce.CounterStore }
+
+func (s takeOnly) Capabilities() enforce.CounterCapabilities {
+	c := s.CounterStore.Capabilities()
+	c.GiveBack = false
+	return c
+}
+
+func (takeOnly) ReturnUnused(context.Context, []enforce.Return, time.Time) error {
+	return fmt.Errorf("enforcetest: take only: %w", enforce.ErrNotImplemented)
+}
 
 func authLockout(t *testing.T, algo enforce.Algorithm, store enforce.CounterStore, build BuildEnforcer) {
 	clock := newLeaseClock()
@@ -92,5 +114,53 @@ func authLockout(t *testing.T, algo enforce.Algorithm, store enforce.CounterStor
 				ip, d.Allowed, d.Remaining, want)
 		}
 		want--
+	}
+}
+
+// authSuccessResets: two replicas over one store share the failure count
+// and the lockout; a success on one resets what both counted.
+func authSuccessResets(t *testing.T, store enforce.CounterStore, build BuildEnforcer) {
+	clock := newLeaseClock()
+	opts := enforce.Options{Now: clock.now, BackendTimeout: 5 * time.Second, SweepInterval: -1, CacheTTL: 24 * time.Hour,
+		AuthThrottle: &enforce.AuthThrottleOptions{}} // 5 failures in 60 s lock for 300 s
+	src := StaticSource(enforce.State{Definitions: Sentinels()})
+	replicas := []*enforce.Enforcer{build(t, opts, store, src), build(t, opts, store, src)}
+	ctx := context.Background()
+	const ip = "2001:db8:aa:bb::1"
+	report := func(e *enforce.Enforcer, outcome enforce.AuthOutcome) enforce.AuthStatus {
+		t.Helper()
+		st, err := e.ReportAuth(ctx, enforce.AuthReport{ClientIP: ip, Outcome: outcome, Identity: "alice"})
+		if err != nil {
+			t.Fatalf("report %s: %v", outcome, err)
+		}
+		return st
+	}
+	for i := range 4 {
+		if st := report(replicas[i%2], enforce.AuthFailure); st.Locked {
+			t.Fatalf("locked after %d failures, want 5", i+1)
+		}
+	}
+	// A success on one replica resets what both counted.
+	report(replicas[1], enforce.AuthSuccess)
+	for i := range 4 {
+		if st := report(replicas[i%2], enforce.AuthFailure); st.Locked {
+			t.Fatalf("after the success, locked at failure %d: the failures before it still counted", i+1)
+		}
+	}
+	if st, err := replicas[0].AuthLocked(ctx, ip); err != nil || st.Locked {
+		t.Fatalf("after the success and 4 failures: %+v, %v; want not locked", st, err)
+	}
+	if st := report(replicas[1], enforce.AuthFailure); !st.Locked || !st.Started {
+		t.Fatalf("5th failure since the success: %+v, want locked", st)
+	}
+	// The other replica answered "not locked" less than RecheckAfter ago;
+	// once that has passed it asks the store and refuses the whole /64.
+	clock.advance(time.Second)
+	if st, err := replicas[0].AuthLocked(ctx, "2001:db8:aa:bb::ffff"); err != nil || !st.Locked || st.RetryAfter != 299*time.Second {
+		t.Fatalf("the other replica: %+v, %v; want locked for 299s more", st, err)
+	}
+	d, _ := replicas[0].Check(ctx, enforce.Call{TargetType: ratelimit.EntityMCPServer, TargetName: "x", ClientIP: ip})
+	if d.Reason != enforce.ReasonAuthLocked {
+		t.Errorf("the other replica's Check: %s, want auth-locked", d.Reason)
 	}
 }

@@ -109,6 +109,7 @@ var generic = []check{
 	{"a deadline already passed consumes nothing", pastDeadline},
 	{"an empty batch is answered empty", emptyBatch},
 	{"a limit is the call's, not the counter's", limitOfTheCall},
+	{"a reset key counts from zero, other keys untouched", resets},
 }
 
 // Opts narrow the suite for a store that does not count every algorithm
@@ -157,6 +158,10 @@ func TestCounterStore(t *testing.T, open func(t *testing.T) enforce.CounterStore
 			}
 		})
 	}
+	t.Run("declared capabilities hold", func(t *testing.T) {
+		t.Parallel()
+		capabilities(t, open(t))
+	})
 	t.Run("mixed", func(t *testing.T) {
 		if len(algos) < 2 {
 			t.Skip("the store counts one algorithm: nothing to mix")

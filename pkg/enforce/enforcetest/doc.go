@@ -11,10 +11,14 @@
 //		})
 //	}
 //
-// The suite drives Take and Sweep directly, choosing every TakeRequest.Now,
-// so windows roll over and buckets refill without waiting. Checks that
-// hold for any algorithm (cost, all or nothing, shadow gates, peek,
-// batches, concurrency, keys, deadlines) run once per entry of the
+// The suite drives Take, Reset and Sweep directly, choosing every
+// TakeRequest.Now, so windows roll over and buckets refill without
+// waiting. It checks the store's declared capabilities against its
+// methods (a capability declared works; one not declared answers
+// enforce.ErrNotImplemented and changes nothing), so no store lacks one
+// silently. Checks that hold for any algorithm (cost, all or nothing,
+// shadow gates, peek, batches, concurrency, keys, deadlines, Reset) run
+// once per entry of the
 // algorithms table; each entry adds the checks of its own notion of time
 // (the fixed window: roll-over at the epoch-aligned boundary, and Sweep;
 // the sliding window: the boundary where the fixed window admits twice its

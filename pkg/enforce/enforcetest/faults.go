@@ -10,11 +10,36 @@ import (
 	"github.com/rlctl/rlctl/pkg/enforce"
 )
 
+// passThrough passes every method of a counter store but Take to the
+// store it wraps: the fault wrappers below break Take alone.
+type passThrough struct{ next enforce.CounterStore }
+
+// ReturnUnused passes through.
+func (p passThrough) ReturnUnused(ctx context.Context, rs []enforce.Return, deadline time.Time) error {
+	return p.next.ReturnUnused(ctx, rs, deadline)
+}
+
+// Reset passes through.
+func (p passThrough) Reset(ctx context.Context, gates []enforce.CounterGate, now, deadline time.Time) error {
+	return p.next.Reset(ctx, gates, now, deadline)
+}
+
+// Sweep passes through.
+func (p passThrough) Sweep(ctx context.Context, now time.Time) (int64, error) {
+	return p.next.Sweep(ctx, now)
+}
+
+// BackendName is the wrapped store's.
+func (p passThrough) BackendName() string { return p.next.BackendName() }
+
+// Capabilities are the wrapped store's.
+func (p passThrough) Capabilities() enforce.CounterCapabilities { return p.next.Capabilities() }
+
 // FailingStore is a counter store whose Take fails with one error until
-// Repair, then passes every call to the store it wraps. Sweep always
-// passes through.
+// Repair, then passes every call to the store it wraps. Every other
+// method always passes through.
 type FailingStore struct {
-	next     enforce.CounterStore
+	passThrough
 	err      error
 	repaired atomic.Bool
 	calls    atomic.Int64
@@ -23,7 +48,7 @@ type FailingStore struct {
 // Failing wraps s so every Take fails with err (consuming nothing) until
 // Repair is called.
 func Failing(s enforce.CounterStore, err error) *FailingStore {
-	return &FailingStore{next: s, err: err}
+	return &FailingStore{passThrough: passThrough{s}, err: err}
 }
 
 // Take fails with the store's error, or after Repair passes the batch on.
@@ -33,11 +58,6 @@ func (f *FailingStore) Take(ctx context.Context, reqs []enforce.TakeRequest, dea
 	}
 	f.calls.Add(1)
 	return nil, fmt.Errorf("enforcetest: failing store: %w", f.err)
-}
-
-// Sweep passes through.
-func (f *FailingStore) Sweep(ctx context.Context, now time.Time) (int64, error) {
-	return f.next.Sweep(ctx, now)
 }
 
 // Repair makes every later Take reach the wrapped store.
@@ -54,9 +74,10 @@ func (f *FailingStore) Failed() int64 { return f.calls.Load() }
 // only when its context ends, with an error wrapping
 // enforce.ErrOutcomeUnknown, having taken nothing. Takes that start after
 // Release pass through to the store it wraps; those already hanging stay
-// lost, as requests lost on a network stay lost when it comes back.
+// lost, as requests lost on a network stay lost when it comes back. Every
+// other method always passes through.
 type HangingStore struct {
-	next     enforce.CounterStore
+	passThrough
 	released atomic.Bool
 	entered  chan struct{}
 	enterOne sync.Once
@@ -65,7 +86,7 @@ type HangingStore struct {
 // Hanging wraps s so every Take hangs until its context ends (until
 // Release).
 func Hanging(s enforce.CounterStore) *HangingStore {
-	return &HangingStore{next: s, entered: make(chan struct{})}
+	return &HangingStore{passThrough: passThrough{s}, entered: make(chan struct{})}
 }
 
 // Take hangs; see HangingStore.
@@ -78,11 +99,6 @@ func (h *HangingStore) Take(ctx context.Context, reqs []enforce.TakeRequest, dea
 	return nil, fmt.Errorf("enforcetest: hanging store: %w: %w", enforce.ErrOutcomeUnknown, ctx.Err())
 }
 
-// Sweep passes through.
-func (h *HangingStore) Sweep(ctx context.Context, now time.Time) (int64, error) {
-	return h.next.Sweep(ctx, now)
-}
-
 // Entered is closed once a Take has reached the store.
 func (h *HangingStore) Entered() <-chan struct{} { return h.entered }
 
@@ -91,16 +107,16 @@ func (h *HangingStore) Release() { h.released.Store(true) }
 
 // SlowStore is a counter store whose every Take waits a while before it
 // reaches the store it wraps: a store that answers, but slower than calls
-// arrive.
+// arrive. Every other method passes through at once.
 type SlowStore struct {
-	next  enforce.CounterStore
+	passThrough
 	delay time.Duration
 }
 
 // Slowed wraps s so every Take waits delay (or until its context ends)
 // first.
 func Slowed(s enforce.CounterStore, delay time.Duration) *SlowStore {
-	return &SlowStore{next: s, delay: delay}
+	return &SlowStore{passThrough: passThrough{s}, delay: delay}
 }
 
 // Take waits, then passes the batch on.
@@ -113,9 +129,4 @@ func (s *SlowStore) Take(ctx context.Context, reqs []enforce.TakeRequest, deadli
 		return nil, fmt.Errorf("enforcetest: slow store: %w: %w", enforce.ErrTimedOut, ctx.Err())
 	}
 	return s.next.Take(ctx, reqs, deadline)
-}
-
-// Sweep passes through.
-func (s *SlowStore) Sweep(ctx context.Context, now time.Time) (int64, error) {
-	return s.next.Sweep(ctx, now)
 }

@@ -61,8 +61,7 @@ func leaseState(algo enforce.Algorithm, limit, window, callerLimit int) enforce.
 // never wins over always and always over auto on a bucket definitions
 // share, and a change from auto to never retires the key's lease.
 //
-// The give-back checks need a store that implements
-// enforce.CounterReturner.
+// Leases need a store that declares GiveBack (New refuses them otherwise).
 func TestLeases(t *testing.T, newStore func(t *testing.T) enforce.CounterStore, build BuildEnforcer, opts ...Opts) {
 	t.Helper()
 	for _, algo := range optsOf(opts).algorithms() {
@@ -189,9 +188,6 @@ func leaseWhatIsLeft(t *testing.T, algo enforce.Algorithm, newStore func(t *test
 	// left) the 40 that are left, and the fourth is denied: 90 admitted.
 	clock := newLeaseClock()
 	store := newStore(t)
-	if _, ok := store.(enforce.CounterReturner); !ok {
-		t.Skip("the store gives nothing back")
-	}
 	e := build(t, leaseOpts(clock, time.Hour, 1), store, StaticSource(leaseState(algo, 100, 60, 0)))
 	c := policyCall("s")
 	c.Cost = 30
@@ -225,9 +221,6 @@ func equalBools(a, b []bool) bool {
 
 func leaseGiveBack(t *testing.T, algo enforce.Algorithm, newStore func(t *testing.T) enforce.CounterStore, build BuildEnforcer) {
 	store := newStore(t)
-	if _, ok := store.(enforce.CounterReturner); !ok {
-		t.Skip("the store gives nothing back")
-	}
 	const limit = 100
 	src := StaticSource(leaseState(algo, limit, 3600, 0))
 	clock := newLeaseClock()
@@ -292,9 +285,6 @@ func leaseAllOrNothing(t *testing.T, algo enforce.Algorithm, newStore func(t *te
 		}
 	}
 	// Closing A gives back the 247 it did not use: 997 left.
-	if _, ok := store.(enforce.CounterReturner); !ok {
-		return
-	}
 	e.Close()
 	d, err = e2.Peek(context.Background(), enforce.Call{Username: "other", TargetType: ratelimit.EntityMCPServer, TargetName: "s"})
 	if err != nil {

@@ -2,8 +2,10 @@ package enforcetest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -55,37 +57,28 @@ func (s *Static) Load(ctx context.Context) (enforce.State, error) {
 	return clone(s.state), nil
 }
 
-// LoadRows returns the rows among those asked for that exist.
-func (s *Static) LoadRows(ctx context.Context, definitions, memberships, admins []string) (enforce.Rows, error) {
+// LoadTables returns what req names of the state (enforce.SelectRows).
+func (s *Static) LoadTables(ctx context.Context, req enforce.TablesRequest) (enforce.Rows, error) {
 	if err := ctx.Err(); err != nil {
 		return enforce.Rows{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Rows(s.state, definitions, memberships, admins), nil
+	return enforce.SelectRows(s.state, req), nil
 }
 
-// Rows picks from st the rows named by the ids (definition ids, and
-// <subject_type>:<subject> for memberships and admins): what a Source's
-// LoadRows answers when it holds st.
-func Rows(st enforce.State, definitions, memberships, admins []string) enforce.Rows {
-	rows := enforce.Rows{EnforcementOff: st.EnforcementOff}
-	for _, d := range st.Definitions {
-		if slices.Contains(definitions, d.ID) || (d.ID == "" && slices.Contains(definitions, d.Key())) {
-			rows.Definitions = append(rows.Definitions, d)
-		}
-	}
-	for _, m := range st.Memberships {
-		if slices.Contains(memberships, m.Key()) {
-			rows.Memberships = append(rows.Memberships, m)
-		}
-	}
-	for _, a := range st.Admins {
-		if slices.Contains(admins, a.Key()) {
-			rows.Admins = append(rows.Admins, a)
-		}
-	}
-	return rows
+// Capabilities: a Static source writes no lockouts and counts no
+// quarantines (the Enforcer counts its snapshot).
+func (s *Static) Capabilities() enforce.SourceCapabilities { return enforce.SourceCapabilities{} }
+
+// LockOut returns an error wrapping enforce.ErrNotImplemented.
+func (s *Static) LockOut(context.Context, enforce.Lockout) (bool, error) {
+	return false, fmt.Errorf("enforcetest: static source: write a lockout: %w", enforce.ErrNotImplemented)
+}
+
+// CountQuarantined returns an error wrapping enforce.ErrNotImplemented.
+func (s *Static) CountQuarantined(context.Context, time.Time) (int64, int64, error) {
+	return 0, 0, fmt.Errorf("enforcetest: static source: count quarantines: %w", enforce.ErrNotImplemented)
 }
 
 // Watch reports ready at once, then delivers a Change{All: true} for each

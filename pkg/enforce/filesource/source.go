@@ -72,7 +72,7 @@ type Source struct {
 	// What was last read: its stat and hash, to skip unchanged content,
 	// and the stat seen since, to read a change once it has settled.
 	// Only the poll under way touches them (one at a time), so a read
-	// that is slow holds no lock that Load, LoadRows or Watch wait on.
+	// that is slow holds no lock that Load, LoadTables or Watch wait on.
 	read, seen fileStat
 	unsettled  int
 	sum        [sha256.Size]byte
@@ -263,30 +263,33 @@ func (s *Source) Load(ctx context.Context) (enforce.State, error) {
 	return cloneState(s.state), nil
 }
 
-// LoadRows returns the rows of the last good state among those asked for.
-func (s *Source) LoadRows(ctx context.Context, definitions, memberships, admins []string) (enforce.Rows, error) {
+// LoadTables returns what req names of the last good state (the file is
+// held in memory whole, so a table is read whole as cheaply as a row).
+func (s *Source) LoadTables(ctx context.Context, req enforce.TablesRequest) (enforce.Rows, error) {
 	if err := ctx.Err(); err != nil {
 		return enforce.Rows{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rows := enforce.Rows{EnforcementOff: s.state.EnforcementOff}
-	for _, d := range s.state.Definitions {
-		if slices.Contains(definitions, d.ID) {
-			rows.Definitions = append(rows.Definitions, d)
-		}
-	}
-	for _, m := range s.state.Memberships {
-		if slices.Contains(memberships, m.Key()) {
-			rows.Memberships = append(rows.Memberships, m)
-		}
-	}
-	for _, a := range s.state.Admins {
-		if slices.Contains(admins, a.Key()) {
-			rows.Admins = append(rows.Admins, a)
-		}
-	}
-	return rows, nil
+	return enforce.SelectRows(s.state, req), nil
+}
+
+// Capabilities: a file source cannot write escalation lockouts (the file
+// is the operator's, and other replicas would not see a write), so New
+// refuses escalation over it; the quarantine gauge is counted from the
+// Enforcer's snapshot, which holds the file's state.
+func (s *Source) Capabilities() enforce.SourceCapabilities { return enforce.SourceCapabilities{} }
+
+// LockOut cannot write to the file: it returns an error wrapping
+// enforce.ErrNotImplemented.
+func (s *Source) LockOut(context.Context, enforce.Lockout) (bool, error) {
+	return false, fmt.Errorf("filesource: write a lockout to %s: %w", s.path, enforce.ErrNotImplemented)
+}
+
+// CountQuarantined is not counted here (the Enforcer counts its
+// snapshot): it returns an error wrapping enforce.ErrNotImplemented.
+func (s *Source) CountQuarantined(context.Context, time.Time) (int64, int64, error) {
+	return 0, 0, fmt.Errorf("filesource: count quarantines: %w", enforce.ErrNotImplemented)
 }
 
 // Watch polls the file every Interval until ctx ends, delivering

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/filesource"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -95,9 +96,14 @@ func TestReload(t *testing.T) {
 	if limitOf(t, st) != 50 {
 		t.Errorf("after the change, limit %d, want 50", limitOf(t, st))
 	}
-	rows, err := src.LoadRows(ctx, []string{"target:mcp_server:s:60", "gone:x:y:1"}, nil, nil)
+	rows, err := src.LoadTables(ctx, enforce.TablesRequest{Definitions: []string{"target:mcp_server:s:60", "gone:x:y:1"}})
 	if err != nil || len(rows.Definitions) != 1 || *rows.Definitions[0].MaxRequests != 50 {
-		t.Errorf("LoadRows = %+v, %v", rows, err)
+		t.Errorf("LoadTables = %+v, %v", rows, err)
+	}
+	rows, err = src.LoadTables(ctx, enforce.TablesRequest{AllDefinitions: true})
+	if err != nil || len(rows.Definitions) != len(st.Definitions) || len(rows.Memberships) != 0 {
+		t.Errorf("LoadTables of all definitions = %d definitions, %d memberships, %v; want the %d definitions alone",
+			len(rows.Definitions), len(rows.Memberships), err, len(st.Definitions))
 	}
 
 	for _, bad := range []string{stateFile("fifty"), "definitions: [\n", ""} {
@@ -173,4 +179,20 @@ func TestSentinelsServed(t *testing.T) {
 	if on != 2 || len(st.Memberships) != 1 {
 		t.Errorf("state = %+v, want both sentinels enabled and eve's membership", st)
 	}
+}
+
+// The file source declares it writes no lockouts and counts no
+// quarantines (both answer enforce.ErrNotImplemented), and reads tables
+// whole or by id from the file's state.
+func TestSourceCapabilities(t *testing.T) {
+	t.Parallel()
+	enforcetest.TestSourceCapabilities(t, func(t *testing.T) enforce.Source {
+		path := filepath.Join(t.TempDir(), "rlctl.yaml")
+		write(t, path, stateFile("5"))
+		src, err := filesource.New(path, filesource.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src
+	})
 }

@@ -11,10 +11,8 @@ import (
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
 )
 
-var _ enforce.CounterReturner = (*Store)(nil)
-
 // ReturnUnused takes back the unused part of leased blocks
-// (enforce.CounterReturner): a window's count of the block's window goes
+// (enforce.CounterStore): a window's count of the block's window goes
 // down (never below zero), a bucket's TAT moves back, never before now.
 func (s *Store) ReturnUnused(ctx context.Context, rs []enforce.Return, deadline time.Time) error {
 	if err := ctx.Err(); err != nil {

@@ -418,25 +418,26 @@ func (s *Store) Len() int {
 
 var _ enforce.CounterStore = (*Store)(nil)
 
-var _ enforce.BackendNamer = (*Store)(nil)
-
 // BackendName is "memory", the metrics' backend label.
 func (s *Store) BackendName() string { return "memory" }
 
-var _ enforce.CounterResetter = (*Store)(nil)
+// Capabilities: the memory store gives back and resets.
+func (s *Store) Capabilities() enforce.CounterCapabilities {
+	return enforce.CounterCapabilities{GiveBack: true, Reset: true}
+}
 
-// Reset removes every counter of keys, whatever its window or algorithm
-// (enforce.CounterResetter: a successful authentication resets its
+// Reset removes every counter of the gates' keys, whatever its window or
+// algorithm (enforce.CounterStore: a successful authentication resets its
 // address's failures). It scans each key's shard.
-func (s *Store) Reset(ctx context.Context, keys []string, deadline time.Time) error {
+func (s *Store) Reset(ctx context.Context, gates []enforce.CounterGate, _, _ time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("reset counters: %w: %w", enforce.ErrTimedOut, err)
 	}
-	for _, k := range keys {
-		sh := &s.shards[maphash.String(s.seed, k)%shardCount]
+	for _, g := range gates {
+		sh := &s.shards[maphash.String(s.seed, g.Key)%shardCount]
 		sh.mu.Lock()
 		for id := range sh.counters {
-			if id.key == k {
+			if id.key == g.Key {
 				delete(sh.counters, id)
 			}
 		}

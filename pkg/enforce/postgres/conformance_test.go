@@ -68,3 +68,12 @@ func TestFailOpenKeepsUsedUpGates(t *testing.T) {
 		return postgres.NewCounterStore(pgtest.NewStore(t).Pool())
 	}, enforcetest.Build)
 }
+
+// The PostgreSQL source declares it writes lockouts and counts
+// quarantines, and does both.
+func TestSourceCapabilities(t *testing.T) {
+	t.Parallel()
+	enforcetest.TestSourceCapabilities(t, func(t *testing.T) enforce.Source {
+		return postgres.NewSource(pgtest.NewStore(t).Pool())
+	})
+}

@@ -10,10 +10,8 @@ import (
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
 )
 
-var _ enforce.CounterReturner = (*CounterStore)(nil)
-
 // ReturnUnused gives back the unused part of leased blocks
-// (enforce.CounterReturner), one row per statement, within deadline: a
+// (enforce.CounterStore), one row per statement, within deadline: a
 // window's row (the block's window) loses the units, a bucket's TAT moves
 // back by units × its emission interval, never before now.
 func (c *CounterStore) ReturnUnused(ctx context.Context, rs []enforce.Return, deadline time.Time) error {

@@ -115,8 +115,6 @@ func NewCounterStore(pool *pgxpool.Pool) *CounterStore {
 
 var _ enforce.CounterStore = (*CounterStore)(nil)
 
-var _ enforce.BackendNamer = (*CounterStore)(nil)
-
 // BackendName is "postgres", the metrics' backend label.
 func (c *CounterStore) BackendName() string { return "postgres" }
 
@@ -235,21 +233,12 @@ type Source struct {
 // NewSource reads the database pool connects to.
 func NewSource(pool *pgxpool.Pool) *Source { return &Source{st: store.New(pool)} }
 
-var (
-	_ enforce.Source            = (*Source)(nil)
-	_ enforce.TableSource       = (*Source)(nil)
-	_ enforce.QuarantineCounter = (*Source)(nil)
-)
+var _ enforce.Source = (*Source)(nil)
 
 // Load reads everything.
 func (s *Source) Load(ctx context.Context) (enforce.State, error) {
 	rows, err := s.LoadTables(ctx, enforce.TablesRequest{AllDefinitions: true, AllMemberships: true, AllAdmins: true})
 	return enforce.State(rows), err
-}
-
-// LoadRows reads the rows with these ids.
-func (s *Source) LoadRows(ctx context.Context, definitions, memberships, admins []string) (enforce.Rows, error) {
-	return s.LoadTables(ctx, enforce.TablesRequest{Definitions: definitions, Memberships: memberships, Admins: admins})
 }
 
 // LoadTables reads what req names in one repeatable-read transaction, so
@@ -396,24 +385,35 @@ func RowState(algorithm enforce.Algorithm, count, previous int64) enforce.GateSt
 	return enforce.GateState{Count: count}
 }
 
-var _ enforce.CounterResetter = (*CounterStore)(nil)
+// Capabilities: the PostgreSQL counter store gives back and resets.
+func (c *CounterStore) Capabilities() enforce.CounterCapabilities {
+	return enforce.CounterCapabilities{GiveBack: true, Reset: true}
+}
 
-// Reset deletes every counter of keys, all windows and algorithms
-// (enforce.CounterResetter), within deadline.
-func (c *CounterStore) Reset(ctx context.Context, keys []string, deadline time.Time) error {
+// Reset deletes every counter of the gates' keys, all windows and
+// algorithms (enforce.CounterStore), within deadline.
+func (c *CounterStore) Reset(ctx context.Context, gates []enforce.CounterGate, _, deadline time.Time) error {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
+	keys := make([]string, len(gates))
+	for i, g := range gates {
+		keys[i] = g.Key
+	}
 	if err := c.st.DeleteCounterKeys(ctx, keys); err != nil {
 		return fmt.Errorf("reset counters: %w", err)
 	}
 	return nil
 }
 
-var _ enforce.Locker = (*Source)(nil)
+// Capabilities: the PostgreSQL source writes lockouts and counts
+// quarantines in the database.
+func (s *Source) Capabilities() enforce.SourceCapabilities {
+	return enforce.SourceCapabilities{LockOut: true, CountQuarantined: true}
+}
 
 // LockOut writes an escalation lockout: the caller's quarantine until
 // l.Until, audited as store.LockoutActor, in one transaction; its change
-// notice reaches every replica (enforce.Locker).
+// notice reaches every replica (enforce.Source).
 func (s *Source) LockOut(ctx context.Context, l enforce.Lockout) (bool, error) {
 	return s.st.LockOut(ctx, store.Lockout{SubjectType: l.SubjectType, Subject: l.Subject, Until: l.Until, Now: l.Now, Reason: l.Reason})
 }

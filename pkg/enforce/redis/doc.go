@@ -10,7 +10,8 @@
 // Every algorithm counts with pkg/enforce/algorithm's integer arithmetic,
 // in Lua scripts (EVALSHA, EVAL when the server does not know them yet),
 // with times from TakeRequest.Now, never Redis' clock. Keys expire on
-// their own (Sweep does nothing). A batch's deadline goes with its
+// their own (Sweep does nothing); Reset deletes a gate's keys of the
+// windows that count at its time, found from the gate's window (no scan). A batch's deadline goes with its
 // scripts, on the servers' clocks as Inspect measures them: a script that
 // reaches a stalled server late takes nothing, so a call the Enforcer's
 // fail policy decided consumed nothing. A gate's Redis keys share its hash tag,

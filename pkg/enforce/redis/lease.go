@@ -47,10 +47,8 @@ return 1
 
 var returnSc = newScript(returnScript)
 
-var _ enforce.CounterReturner = (*Store)(nil)
-
 // ReturnUnused gives back the unused part of leased blocks
-// (enforce.CounterReturner): one script per key, pipelined (each key is
+// (enforce.CounterStore): one script per key, pipelined (each key is
 // its own slot's business, so a cluster needs no two-phase step).
 func (s *Store) ReturnUnused(ctx context.Context, rs []enforce.Return, deadline time.Time) error {
 	ctx, cancel := context.WithDeadline(ctx, deadline)

@@ -943,8 +943,6 @@ func escape(k string) string {
 
 var _ enforce.CounterStore = (*Store)(nil)
 
-var _ enforce.BackendNamer = (*Store)(nil)
-
 // BackendName is "redis" or "redis-cluster", the metrics' backend label.
 func (s *Store) BackendName() string {
 	if s.cluster {
