@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -15,56 +16,199 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/cli/clitest"
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// TestServeCountsInRedis: with RLAPI_COUNTERS_URL, POST /api/check counts
-// in Redis (a limit of 1 admits one call, nothing lands in rl_counters),
-// while the configuration stays in PostgreSQL; the counters API, which
-// reads and resets PostgreSQL's counters only, answers 501 saying where
-// the counters are, instead of an empty list or a reset of nothing.
+// TestServeCountsInRedis: with RLAPI_COUNTERS_URL on a Redis server or a
+// Redis Cluster, POST /api/check counts in Redis (a limit of 1 admits one
+// call, nothing lands in rl_counters) while the configuration stays in
+// PostgreSQL, and `rlctl counters get` and `rlctl counters reset`, through
+// the real rlapi, list and reset those counters: by caller, by a target
+// definition, and by a caller definition (its group members' shared
+// buckets). Names are the test's own: the shared servers keep other
+// tests' keys.
 func TestServeCountsInRedis(t *testing.T) {
 	t.Parallel()
-	ru := redistest.URL(t, "REDIS_URL")
+	for _, target := range []struct{ name, env string }{{"standalone", "REDIS_URL"}, {"cluster", "REDIS_CLUSTER_URL"}} {
+		t.Run(target.name, func(t *testing.T) {
+			t.Parallel()
+			countsInRedis(t, redistest.URL(t, target.env))
+		})
+	}
+}
+
+func countsInRedis(t *testing.T, ru string) {
 	dsn := pgtest.NewMigratedDatabase(t)
 	ctx := context.Background()
-	// A target of its own name: the shared Redis keeps other tests' keys.
-	name := "redis-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	sfx := strconv.FormatInt(time.Now().UnixNano(), 36)
+	name, group, alice := "redis-"+sfx, "devs-"+sfx, "user:alice-"+sfx
+	hundred := 100
+	callerDef := ratelimit.Definition{Axis: "caller", EntityType: "group", Name: group, WindowSeconds: 60,
+		UserMaxRequests: &hundred, Enabled: true, Mode: ratelimit.ModeEnforce}
+	callerID := ratelimit.DefinitionID(callerDef.Axis, callerDef.EntityType, callerDef.Name, callerDef.WindowSeconds)
+	pre, err := store.Open(ctx, dsn, store.Opts{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pre.InTx(ctx, func(q *store.Queries) error {
+		if _, err := q.PutDefinition(ctx, callerDef, store.Write{}); err != nil {
+			return err
+		}
+		_, err := q.PutMembership(ctx, ratelimit.Membership{SubjectType: "user", Subject: strings.TrimPrefix(alice, "user:"),
+			Groups: []string{group}}, store.Write{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pre.Close()
 	one := 1
 	srv := serveWith(t, dsn, ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: name, WindowSeconds: 3600,
 		MaxRequests: &one, Enabled: true, Mode: ratelimit.ModeEnforce}, map[string]string{"RLAPI_COUNTERS_URL": ru})
-	st := srv.st
-	do := func(method, path, body string) (int, map[string]any) {
-		t.Helper()
-		return srv.do(t, method, path, body)
-	}
-	check := `{"username": "alice", "target_type": "mcp_server", "target_name": "` + name + `"}`
-	if code, m := do("POST", "/api/check", check); code != 200 || m["allowed"] != true {
+	check := `{"username": "` + strings.TrimPrefix(alice, "user:") + `", "target_type": "mcp_server", "target_name": "` + name + `"}`
+	if code, m := srv.do(t, "POST", "/api/check", check); code != 200 || m["allowed"] != true {
 		t.Fatalf("first check: %d %v, want allowed", code, m)
 	}
-	if code, m := do("POST", "/api/check", check); code != 429 && (code != 200 || m["allowed"] != false) || m["reason"] != "throttled" {
+	if code, m := srv.do(t, "POST", "/api/check", check); code != 429 && (code != 200 || m["allowed"] != false) || m["reason"] != "throttled" {
 		t.Fatalf("second check on a limit of 1: %d %v, want throttled", code, m)
 	}
 	var rows int
-	if err := st.Pool().QueryRow(ctx, `select count(*) from rl_counters`).Scan(&rows); err != nil {
+	if err := srv.st.Pool().QueryRow(ctx, `select count(*) from rl_counters`).Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
 	if rows != 0 {
 		t.Errorf("rl_counters holds %d rows: the decisions counted in PostgreSQL, not Redis", rows)
 	}
-	for _, method := range []string{"GET", "DELETE"} {
-		code, m := do(method, "/api/rate-limit-counters?target=mcp_server:"+name, "")
-		if code != http.StatusNotImplemented || !strings.HasSuffix(m["type"].(string), "counters-elsewhere") ||
-			!strings.Contains(m["detail"].(string), "Redis") {
-			t.Errorf("%s /api/rate-limit-counters with counters in Redis: %d %v, want a 501 counters-elsewhere problem naming Redis", method, code, m)
+
+	rlctl := clitest.New(t)
+	run := func(args ...string) string {
+		t.Helper()
+		res := rlctl.RunWith(clitest.Opts{Bare: true}, append([]string{"--server", "http://" + srv.addr, "--token", srv.token}, args...)...)
+		if res.Code != 0 {
+			t.Fatalf("rlctl %s: exit %d\n%s%s", strings.Join(args, " "), res.Code, res.Out, res.ErrOut)
 		}
+		return res.Out
+	}
+	counts := func(flag, value string) map[string]int64 {
+		t.Helper()
+		var doc client.CounterList
+		if err := json.Unmarshal([]byte(run("counters", "get", flag, value, "-o", "json")), &doc); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, c := range doc.Counters {
+			out[c.Key] += c.Count
+		}
+		return out
+	}
+	bucket, targetKey := "c|60|"+alice, "t|target:mcp_server:"+name+":3600"
+	if got := counts("--caller", alice); !maps.Equal(got, map[string]int64{bucket: 1}) {
+		t.Errorf("counters get --caller %s = %v, want her caller bucket at 1 (the throttled call took nothing)", alice, got)
+	}
+	if got := counts("--target", "mcp_server:"+name); !maps.Equal(got, map[string]int64{targetKey: 1}) {
+		t.Errorf("counters get --target mcp_server:%s = %v, want the target counter at 1", name, got)
+	}
+	targetDef := "target:mcp_server:" + name + ":3600"
+	if out := run("counters", "reset", "--definition", targetDef, "--yes"); !strings.Contains(out, "1 counter reset") {
+		t.Errorf("counters reset --definition %s: %q, want 1 counter reset", targetDef, out)
+	}
+	if got := counts("--target", "mcp_server:"+name); len(got) != 0 {
+		t.Errorf("after the reset, target mcp_server:%s still counts %v", name, got)
+	}
+	if code, m := srv.do(t, "POST", "/api/check", check); code != 200 || m["allowed"] != true {
+		t.Errorf("a check after the reset of the target's counter: %d %v, want allowed", code, m)
+	}
+	if got := counts("--definition", callerID); !maps.Equal(got, map[string]int64{bucket: 2}) {
+		t.Errorf("counters get --definition %s = %v, want alice's shared bucket at 2", callerID, got)
+	}
+	if out := run("counters", "reset", "--definition", callerID, "--yes"); !strings.Contains(out, "1 counter reset") {
+		t.Errorf("counters reset --definition %s: %q, want 1 counter reset", callerID, out)
+	}
+	if got := counts("--caller", alice); len(got) != 0 {
+		t.Errorf("after resetting %s, %s still counts %v", callerID, alice, got)
+	}
+	page, err := client.New("http://"+srv.addr, client.Options{Token: srv.token, Retries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit, err := page.ListAudit(ctx, client.AuditFilter{Resource: "counters"})
+	if err != nil || len(audit.Entries) != 2 {
+		t.Errorf("audit of the resets: %+v, %v; want 2 entries", audit, err)
 	}
 	srv.stop()
 	if !strings.Contains(srv.stderr.String(), "counters in Redis") {
 		t.Errorf("the start-up log does not say where the counters are:\n%s", srv.stderr.String())
+	}
+}
+
+// TestServeLocksOutInRedis: with the counters in Redis, rlapi's own
+// failed-credential lockout counts there too, shared by every replica:
+// three unknown tokens at one replica and two at another lock the address
+// out at both (the admin's valid token refused with 429; at the first
+// replica once its cached answer is a second old), and nothing of it
+// lands in rl_counters. The address is a forwarded one of the test's
+// own (the shared servers serve other tests from the loopback).
+func TestServeLocksOutInRedis(t *testing.T) {
+	t.Parallel()
+	for _, target := range []struct{ name, env string }{{"standalone", "REDIS_URL"}, {"cluster", "REDIS_CLUSTER_URL"}} {
+		t.Run(target.name, func(t *testing.T) {
+			t.Parallel()
+			ru := redistest.URL(t, target.env)
+			dsn := pgtest.NewMigratedDatabase(t)
+			vars := map[string]string{"RLAPI_COUNTERS_URL": ru, "RLAPI_TRUSTED_PROXIES": "127.0.0.1/32"}
+			one := 1
+			def := ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: "lockout", WindowSeconds: 60,
+				MaxRequests: &one, Enabled: true, Mode: ratelimit.ModeEnforce}
+			a := serveWith(t, dsn, def, vars)
+			b := serveReplica(t, a, dsn, vars)
+			from := fmt.Sprintf("2001:db8:%x:%x::7", time.Now().UnixNano()&0xffff, os.Getpid()&0xffff)
+			get := func(s served, token string) int {
+				t.Helper()
+				req, _ := http.NewRequest("GET", "http://"+s.addr+"/api/rate-limits", nil)
+				req.Header.Set("Authorization", "Bearer "+token)
+				req.Header.Set("X-Forwarded-For", from)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			for i := range 3 {
+				if code := get(a, "rlt_typo"); code != http.StatusUnauthorized {
+					t.Fatalf("unknown token %d at replica a: %d, want 401", i+1, code)
+				}
+			}
+			if code := get(b, b.token); code != http.StatusOK {
+				t.Fatalf("the admin at replica b after 3 failures: %d, want 200 (not locked yet)", code)
+			}
+			for i := range 2 {
+				if code := get(b, "rlt_typo"); code != http.StatusUnauthorized {
+					t.Fatalf("unknown token %d at replica b: %d, want 401", i+4, code)
+				}
+			}
+			if code := get(b, b.token); code != http.StatusTooManyRequests {
+				t.Errorf("the admin at replica b after 5 failures over two replicas: %d, want 429 (locked out)", code)
+			}
+			// Replica a trusts its last "not locked" for a second
+			// (AuthThrottleOptions.RecheckAfter), then reads the lockout.
+			for deadline := time.Now().Add(10 * time.Second); get(a, a.token) != http.StatusTooManyRequests; time.Sleep(50 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("10s after the lockout at replica b, replica a still serves the address")
+				}
+			}
+			var rows int
+			if err := a.st.Pool().QueryRow(context.Background(), `select count(*) from rl_counters`).Scan(&rows); err != nil {
+				t.Fatal(err)
+			}
+			if rows != 0 {
+				t.Errorf("rl_counters holds %d rows: the lockout counted in PostgreSQL, not Redis", rows)
+			}
+		})
 	}
 }
 
@@ -116,9 +260,17 @@ func serveWith(t *testing.T, dsn string, d ratelimit.Definition, serveEnv map[st
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveReplica(t, served{token: strings.TrimSpace(string(tok)), st: st}, dsn, serveEnv)
+}
+
+// serveReplica serves another rlapi over the database of r (dsn), with
+// serveEnv, sharing r's token and store.
+func serveReplica(t *testing.T, r served, dsn string, serveEnv map[string]string) served {
+	t.Helper()
+	ctx := context.Background()
 	vars := map[string]string{"DATABASE_URL": dsn}
 	maps.Copy(vars, serveEnv)
-	s := served{addr: freeAddr(t), token: strings.TrimSpace(string(tok)), st: st, stderr: &syncBuffer{}}
+	s := served{addr: freeAddr(t), token: r.token, st: r.st, stderr: &syncBuffer{}}
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan int, 1)
 	var stdout syncBuffer

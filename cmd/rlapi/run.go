@@ -21,6 +21,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/migrate"
+	"github.com/rlctl/rlctl/internal/poolmetrics"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/token"
 	"github.com/rlctl/rlctl/internal/validate"
@@ -597,6 +598,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		violationLog = f
 	}
 	registry := prometheus.NewRegistry()
+	// The management pool's statistics (rlapi_db_pool_*).
+	registry.MustRegister(poolmetrics.New(st.Pool()))
 	enfOpts := enforce.Options{
 		Registerer: registry, ViolationLog: violationLog, ViolationBuffer: *rowsPerFlush, ViolationRowsPerMinute: *rowsPerMinute,
 		FailClosed: *failClosed, QuarantineFailClosed: *quarantineFailClosed,
@@ -608,11 +611,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if leases != nil {
 		log.Info("leases for hot keys on", "lease_time", leases.Time, "replicas", leases.Replicas, "hot_rate", leases.HotRate, "all_keys", leases.All)
 	}
-	countersIn := ""
+	// counters is where the decisions count, and with them rlapi's own
+	// failed-credential lockout and the counters API: the decisions'
+	// pool by default, Redis with --counters-url.
+	var counters interface {
+		enforce.CounterStore
+		enforce.CounterAdmin
+	} = postgres.NewCounterStore(decisions.Pool())
 	if countersURL.s != "" {
 		// Only the counters move: definitions, memberships, tokens and
 		// the audit log stay in PostgreSQL (and its change notices).
-		counters, err := redisstore.Open(ctx, countersURL.s, redisstore.Options{
+		rs, err := redisstore.Open(ctx, countersURL.s, redisstore.Options{
 			AllowEviction: *allowEviction, Logger: log, Registerer: registry})
 		var evicts *redisstore.EvictionError
 		if errors.As(err, &evicts) {
@@ -621,10 +630,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		if err != nil {
 			return fmt.Errorf("open the counter store (--counters-url): %w", err)
 		}
-		enfOpts.Counters, enfOpts.OnClose = counters, counters.Close
-		countersIn = "Redis"
+		counters, enfOpts.OnClose = rs, rs.Close
 		log.Info("counters in Redis", "url", redisstore.Redact(countersURL.s))
 	}
+	enfOpts.Counters = counters
 	enf, err := postgres.New(ctx, decisions.Pool(), enfOpts)
 	if err != nil {
 		if enfOpts.OnClose != nil {
@@ -638,8 +647,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ClientIPHeader: header, IPv6Prefix: *ipv6Prefix, Classifier: classifier,
 		AuthMaxFailures: *authFailures, AuthWindow: *authWindow, AuthLockout: *authLockout,
 		BackendTimeout: *backendTimeout, TokenCacheTTL: *tokenCacheTTL, MaxClientConns: maxConns,
-		CountersIn: countersIn, EventsRetention: *eventsRetention, AccessLogDecisions: *accessLogDecisions,
-	}, api.Opts{Logger: log, Enforcer: enf, Registry: registry, AuthStore: decisions})
+		EventsRetention: *eventsRetention, AccessLogDecisions: *accessLogDecisions,
+	}, api.Opts{Logger: log, Enforcer: enf, Registry: registry, AuthStore: decisions,
+		Counters: counters, CounterAdmin: counters})
 	// The cap protects the file descriptors only if they outnumber it: the
 	// pool, the listener and the log need some too.
 	// With gRPC on, both listeners' caps must fit.

@@ -127,7 +127,8 @@ func run() error {
 	}
 	defer enf.Close()
 	log := slog.New(slog.DiscardHandler)
-	srv := api.New(st, api.Config{BackendTimeout: *timeout}, api.Opts{Logger: log, Enforcer: enf, AuthStore: decisions})
+	srv := api.New(st, api.Config{BackendTimeout: *timeout}, api.Opts{Logger: log, Enforcer: enf, AuthStore: decisions,
+		Counters: postgres.NewCounterStore(decisions.Pool()), CounterAdmin: postgres.NewCounterStore(decisions.Pool())})
 	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err

@@ -1,14 +1,20 @@
 package api_test
 
 import (
+	"context"
 	"log/slog"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/internal/pgtest"
+	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
+	"github.com/rlctl/rlctl/pkg/enforce/redis"
 )
 
 // TestAccessLogNamesTheActor: an operator reading the log must see which
@@ -18,7 +24,8 @@ func TestAccessLogNamesTheActor(t *testing.T) {
 	st := pgtest.NewStore(t)
 	var logs lockedBuffer
 	// A successful read is logged at DEBUG.
-	srv := api.New(st, api.Config{}, api.Opts{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	srv := api.New(st, api.Config{}, api.Opts{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Counters: postgres.NewCounterStore(st.Pool())})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	env := startInProcess(t, st) // creates the "fuzz" admin token in this store
@@ -109,20 +116,26 @@ func TestAccessLogDebugHasThePolls(t *testing.T) {
 	}
 }
 
-// TestDocumentedAnswersAreNotErrors: the 501 of the counters API when the
+// TestDocumentedAnswersAreNotErrors: the 501 of a lockout lift when the
 // counters are in Redis is a documented answer, not a failure: no ERROR
-// line, nor for the 4xx of bad input.
+// line, nor for the 4xx of bad input. The counters API answers there.
 func TestDocumentedAnswersAreNotErrors(t *testing.T) {
 	t.Parallel()
 	var logs lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	env := apitest.StartWith(t, api.Config{CountersIn: "Redis"}, apitest.Options{Logger: log})
+	rs, err := redis.Open(context.Background(), redistest.URL(t, "REDIS_URL"), redis.Options{Prefix: "t" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rs.Close)
+	env := apitest.StartWith(t, api.Config{}, apitest.Options{Logger: log, Counters: rs})
 	for _, c := range []struct {
 		call
 		status int
 	}{
-		{call{method: "GET", path: "/api/rate-limit-counters?caller=user:alice"}, 501},
-		{call{method: "DELETE", path: "/api/rate-limit-counters?caller=user:alice"}, 501},
+		{call{method: "DELETE", path: "/api/auth-lockouts/203.0.113.9"}, 501},
+		{call{method: "GET", path: "/api/rate-limit-counters?caller=user:alice"}, 200},
+		{call{method: "DELETE", path: "/api/rate-limit-counters?caller=user:alice"}, 200},
 		{call{method: "GET", path: "/api/rate-limits?axis=bogus"}, 400},
 		{call{method: "PUT", path: "/api/rate-limits/x", body: `{}`}, 400},
 	} {

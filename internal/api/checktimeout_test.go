@@ -15,6 +15,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 )
 
 // POST /api/check has no request deadline of its own: its counters' round
@@ -31,7 +32,7 @@ func TestCheckWithAStuckCounterStoreFollowsTheFailPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(enf.Close)
-	srv := api.New(st, api.Config{BackendTimeout: 5 * time.Second}, api.Opts{Enforcer: enf})
+	srv := api.New(st, api.Config{BackendTimeout: 5 * time.Second}, api.Opts{Enforcer: enf, Counters: postgres.NewCounterStore(st.Pool())})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

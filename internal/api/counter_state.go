@@ -4,10 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
-	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -18,16 +17,10 @@ import (
 // (full_at, its TAT) and, where the counter names the definition whose
 // limit and burst it counts with, the whole tokens left.
 
-// rowState is a stored counter as enforce.GateState, by the counter
-// store's own reading of its rows.
-func rowState(row store.CounterRow, algorithm string) enforce.GateState {
-	return postgres.RowState(enforce.Algorithm(algorithm), row.Count, 0)
-}
-
 // bucketState is what a token bucket's state means at now, for a bucket
 // refilling limit tokens per window up to burst (0: limit): the whole
 // tokens left and when it is full again (zero when it is full now), by
-// pkg/enforce/algorithm's arithmetic (reference 001's).
+// pkg/enforce/algorithm's arithmetic.
 func bucketState(st enforce.GateState, window time.Duration, limit, burst int64, now time.Time) (tokens int64, fullAt time.Time) {
 	if burst <= 0 {
 		burst = limit
@@ -45,7 +38,7 @@ func bucketState(st enforce.GateState, window time.Duration, limit, burst int64,
 
 // describeCounter fills c's algorithm fields from its state. limit and
 // burst are the bucket's when known (0: unknown, tokens left unsaid).
-func describeCounter(c *counter, algorithm string, st enforce.GateState, limit, burst int64, now time.Time) {
+func describeCounter(c *client.Counter, algorithm string, st enforce.GateState, limit, burst int64, now time.Time) {
 	if algorithm == ratelimit.AlgorithmFixedWindow {
 		return
 	}
@@ -87,7 +80,7 @@ func bucketOf(d ratelimit.Definition) (limit, burst int64) {
 // key names a target definition, reading each definition once. A
 // definition that cannot be read leaves its buckets' tokens unsaid: the
 // list still answers.
-func (s *Server) describeBuckets(ctx context.Context, rows []store.CounterRow, l *counterList, now time.Time) {
+func (s *Server) describeBuckets(ctx context.Context, counters []enforce.LiveCounter, l *client.CounterList, now time.Time) {
 	defs := map[string]*ratelimit.Definition{}
 	for i := range l.Counters {
 		c := &l.Counters[i]
@@ -105,9 +98,9 @@ func (s *Server) describeBuckets(ctx context.Context, rows []store.CounterRow, l
 			continue
 		}
 		limit, burst := bucketOf(*d)
-		if k, err := enforce.ParseCounterKey(rows[i].Key); limit == 0 || err != nil || k.Kind != enforce.KindTarget {
+		if k, err := enforce.ParseCounterKey(counters[i].Key); limit == 0 || err != nil || k.Kind != enforce.KindTarget {
 			continue
 		}
-		describeCounter(c, ratelimit.AlgorithmTokenBucket, rowState(rows[i], ratelimit.AlgorithmTokenBucket), limit, burst, now)
+		describeCounter(c, ratelimit.AlgorithmTokenBucket, counters[i].State, limit, burst, now)
 	}
 }

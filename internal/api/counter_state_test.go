@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
 )
 
@@ -13,7 +13,7 @@ import (
 // from a typed enforce.GateState (through the listener:
 // TestCountersOfEveryAlgorithm).
 
-// Reference 001's arithmetic: 60 per minute (one token a second) in a
+// GCRA's arithmetic: 60 per minute (one token a second) in a
 // bucket of 10.
 func TestBucketState(t *testing.T) {
 	t.Parallel()
@@ -48,25 +48,25 @@ func TestCounterOfAlgorithms(t *testing.T) {
 	now := time.Date(2026, 3, 14, 15, 4, 5, 0, time.UTC)
 	tat := now.Add(3 * time.Second)
 	expires := now.Add(time.Minute)
-	show := func(c counter) string {
+	show := func(c client.Counter) string {
 		b, _ := json.Marshal(c)
 		return string(b)
 	}
-	fixed := counterOf(store.CounterRow{Key: "t|target:mcp_server:kb:60", WindowIndex: 29560000, Count: 4, ExpiresAt: expires}, now)
+	fixed := counterOf(enforce.LiveCounter{Key: "t|target:mcp_server:kb:60", WindowIndex: 29560000, State: enforce.GateState{Count: 4}, ExpiresAt: expires}, now)
 	if got, want := show(fixed), `{"key":"t|target:mcp_server:kb:60","window_index":29560000,"window_seconds":60,"window_start":"2026-03-15T18:40:00Z","count":4,"expires_at":"2026-03-14T15:05:05Z","definition_id":"target:mcp_server:kb:60"}`; got != want {
 		t.Errorf("fixed window:\n got %s\nwant %s", got, want)
 	}
-	sliding := counterOf(store.CounterRow{Key: "c.sw|60|user:alice", WindowIndex: 29560000, Count: 4, ExpiresAt: expires}, now)
+	sliding := counterOf(enforce.LiveCounter{Key: "c.sw|60|user:alice", Algorithm: enforce.AlgorithmSlidingWindow, WindowIndex: 29560000, State: enforce.GateState{Count: 4}, ExpiresAt: expires}, now)
 	if sliding.Algorithm != "sliding_window" || sliding.Count != 4 || sliding.WindowSeconds != 60 {
 		t.Errorf("sliding window: %s", show(sliding))
 	}
-	row := store.CounterRow{Key: "t.tb|target:mcp_server:kb:60", Count: tat.UnixNano(), ExpiresAt: tat}
+	row := enforce.LiveCounter{Key: "t.tb|target:mcp_server:kb:60", Algorithm: enforce.AlgorithmTokenBucket, State: enforce.GateState{TAT: tat}, ExpiresAt: tat}
 	bucket := counterOf(row, now)
 	if got, want := show(bucket), `{"key":"t.tb|target:mcp_server:kb:60","window_index":0,"window_seconds":60,"count":0,"expires_at":"2026-03-14T15:04:08Z","definition_id":"target:mcp_server:kb:60","algorithm":"token_bucket","full_at":"2026-03-14T15:04:08Z"}`; got != want {
 		t.Errorf("token bucket without its definition:\n got %s\nwant %s", got, want)
 	}
 	// With the definition's limit (60/min) and burst (10): tokens left.
-	describeCounter(&bucket, "token_bucket", rowState(row, "token_bucket"), 60, 10, now)
+	describeCounter(&bucket, "token_bucket", row.State, 60, 10, now)
 	if bucket.Tokens == nil || *bucket.Tokens != 7 || bucket.Burst != 10 {
 		t.Errorf("token bucket with its definition: %s", show(bucket))
 	}

@@ -46,8 +46,8 @@ type authLockout struct {
 
 type authLockoutList struct {
 	Lockouts []authLockout `json:"lockouts"`
-	// Unlisted names the scopes that could not be listed (the gateways'
-	// when their counters are not in PostgreSQL), with why.
+	// Unlisted names the scopes that could not be listed (both, when the
+	// counters are not in PostgreSQL), with why.
 	Unlisted  []unlistedScope `json:"unlisted,omitempty"`
 	Truncated bool            `json:"truncated,omitempty"`
 }
@@ -69,7 +69,7 @@ func (s *Server) authThrottleOf(scope string) *enforce.AuthThrottle {
 	case authScopeRlapi:
 		return s.authThrottle.t
 	case authScopeGateway:
-		if s.enforcer == nil || s.cfg.CountersIn != "" {
+		if s.enforcer == nil || s.authCountersElsewhere() != "" {
 			return nil
 		}
 		return s.enforcer.AuthThrottle()
@@ -77,13 +77,35 @@ func (s *Server) authThrottleOf(scope string) *enforce.AuthThrottle {
 	return nil
 }
 
-// gatewayUnlisted says why the gateways' scope is not listed (nil: it is).
-func (s *Server) gatewayUnlisted() *unlistedScope {
-	if s.cfg.CountersIn == "" {
+// authCountersElsewhere names the counter store the throttles count in
+// (rlapi --counters-url: rlapi's own and the gateways' alike) when it is
+// not the database's rl_counters, which this API lists and lifts in; ""
+// when it is.
+func (s *Server) authCountersElsewhere() string {
+	if s.counterAdmin == nil || s.counterAdmin.BackendName() == "postgres" {
+		return ""
+	}
+	return s.counterAdmin.BackendName()
+}
+
+// unlistedScopes say why no scope is listed, when the throttles count
+// elsewhere (nil: both are listed).
+func (s *Server) unlistedScopes() []unlistedScope {
+	where := s.authCountersElsewhere()
+	if where == "" {
 		return nil
 	}
-	return &unlistedScope{Scope: authScopeGateway, Reason: "the gateways' counters are in " + s.cfg.CountersIn +
-		" (--counters-url), which this API does not list; its lockouts end on their own"}
+	reason := "the failed-credential throttles count in " + where +
+		" (--counters-url), where this API does not list lockouts; they end on their own"
+	return []unlistedScope{{Scope: authScopeGateway, Reason: reason}, {Scope: authScopeRlapi, Reason: reason}}
+}
+
+// authLockoutsElsewhere is the 501 of a lift when the throttles count
+// outside the database: rlapi cannot lift there, and says so rather than
+// lift nothing.
+func authLockoutsElsewhere(where string) *httpError {
+	return errorf(http.StatusNotImplemented, "counters-elsewhere", "Lockouts are not in PostgreSQL",
+		"this rlapi counts failed authentications in "+where+" (--counters-url): lockouts there cannot be lifted through this API; they end on their own")
 }
 
 // peekAuth reads the state of keys in scope through its throttle, keeping
@@ -140,9 +162,7 @@ func (s *Server) handleListAuthLockouts() http.Handler {
 			}
 			out.Lockouts = append(out.Lockouts, l...)
 		}
-		if u := s.gatewayUnlisted(); u != nil {
-			out.Unlisted = append(out.Unlisted, *u)
-		}
+		out.Unlisted = append(out.Unlisted, s.unlistedScopes()...)
 		slices.SortFunc(out.Lockouts, func(a, b authLockout) int {
 			return cmp.Or(strings.Compare(a.Scope, b.Scope), strings.Compare(a.Address, b.Address))
 		})
@@ -206,12 +226,12 @@ func (s *Server) handleLiftAuthLockout() http.Handler {
 			s.writeProblem(w, r, err)
 			return
 		}
+		if where := s.authCountersElsewhere(); where != "" {
+			s.writeProblem(w, r, authLockoutsElsewhere(where))
+			return
+		}
 		scopes := []string{authScopeRlapi, authScopeGateway}
 		if sc := r.URL.Query().Get("scope"); sc != "" {
-			if sc == authScopeGateway && s.gatewayUnlisted() != nil {
-				s.writeProblem(w, r, countersElsewhere(s.cfg.CountersIn))
-				return
-			}
 			scopes = []string{sc}
 		}
 		var before []authLockout

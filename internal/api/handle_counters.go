@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -16,37 +17,13 @@ import (
 // maxCounterList bounds GET /api/rate-limit-counters when no limit is given.
 const maxCounterList = 10000
 
-// counter is one enforcement counter as the API shows it.
-type counter struct {
-	Key           string    `json:"key"`
-	WindowIndex   int64     `json:"window_index"`
-	WindowSeconds int       `json:"window_seconds,omitzero"`
-	WindowStart   time.Time `json:"window_start,omitzero"`
-	Count         int64     `json:"count"`
-	ExpiresAt     time.Time `json:"expires_at"`
-	// DefinitionID names the definition when the key does: target and
-	// shadow counters. Caller and caller_target buckets are shared by the
-	// definitions of one window, so they name none (a definition selector
-	// still finds them, through its group's members).
-	DefinitionID string `json:"definition_id,omitempty"`
-	// Algorithm is sliding_window or token_bucket; absent for a fixed
-	// window (counter_state.go).
-	Algorithm string `json:"algorithm,omitempty"`
-	// FullAt is when a token bucket is full again (its TAT); absent when
-	// it is full.
-	FullAt *time.Time `json:"full_at,omitempty"`
-	// Tokens is the whole tokens a token bucket has left, of Burst, when
-	// the counter names the definition it counts for.
-	Tokens *int64 `json:"tokens,omitempty"`
-	Burst  int64  `json:"burst,omitempty"`
-}
-
-func counterOf(row store.CounterRow, now time.Time) counter {
-	c := counter{Key: row.Key, WindowIndex: row.WindowIndex, Count: row.Count, ExpiresAt: row.ExpiresAt.UTC()}
-	// The stored key is the key gateways built, escaped only where it
-	// held bytes no name has (store.CounterKeyText): its parts read the
-	// same.
-	k, err := enforce.ParseCounterKey(row.Key)
+// counterOf is one live counter as the API shows it (client.Counter).
+func counterOf(lc enforce.LiveCounter, now time.Time) client.Counter {
+	c := client.Counter{Key: lc.Key, WindowIndex: lc.WindowIndex, Count: lc.State.Count, ExpiresAt: lc.ExpiresAt.UTC()}
+	// The stored key is the key gateways built (on PostgreSQL escaped
+	// only where it held bytes no name has, store.CounterKeyText): its
+	// parts read the same.
+	k, err := enforce.ParseCounterKey(lc.Key)
 	if err != nil {
 		return c // not a key a gateway writes: shown as it is
 	}
@@ -59,39 +36,55 @@ func counterOf(row store.CounterRow, now time.Time) counter {
 		algorithm = string(k.Algorithm)
 	}
 	if c.WindowSeconds > 0 {
-		c.WindowStart = time.Unix(row.WindowIndex*int64(c.WindowSeconds), 0).UTC()
+		c.WindowStart = time.Unix(lc.WindowIndex*int64(c.WindowSeconds), 0).UTC()
 	}
-	describeCounter(&c, algorithm, rowState(row, algorithm), 0, 0, now)
+	describeCounter(&c, algorithm, lc.State, 0, 0, now)
 	return c
 }
 
-// counterList is the answer of GET, and the before-image of a reset in the
-// audit log and in dry runs.
-type counterList struct {
-	Counters []counter `json:"counters"`
-	// Truncated says more counters matched than the limit.
-	Truncated bool `json:"truncated,omitempty"`
-}
-
-func counterListOf(rows []store.CounterRow, now time.Time) counterList {
-	l := counterList{Counters: make([]counter, len(rows))}
-	for i, r := range rows {
-		l.Counters[i] = counterOf(r, now)
+// counterListOf is the answer of GET, and the before-image of a reset in
+// the audit log and in dry runs.
+func counterListOf(counters []enforce.LiveCounter, now time.Time) client.CounterList {
+	l := client.CounterList{Counters: make([]client.Counter, len(counters))}
+	for i, c := range counters {
+		l.Counters[i] = counterOf(c, now)
 	}
 	return l
 }
 
-type countersReset struct {
-	Reset   bool `json:"reset"`
-	Removed int  `json:"removed"`
-}
+// errNoCounterAdmin answers the counters API of a server given no
+// counter admin (api.Opts.CounterAdmin).
+var errNoCounterAdmin = errorf(http.StatusServiceUnavailable, "unavailable", "Service unavailable",
+	"this server lists and resets no counters: it was started without a counter store")
 
 // counterSelectors are the query parameters that pick counters.
 var counterSelectors = []string{"caller", "target", "definition"}
 
-// counterSelector reads the one selector of the query, normalized, and the
-// id the audit log files a reset under ("caller=user:alice").
-func counterSelector(r *http.Request) (store.CounterSelector, string, error) {
+// counterSelector reads the one selector of the query, normalized, with
+// a definition's shared buckets resolved (store.DefinitionBuckets: its
+// group's members, read here in Go, so every counter store selects the
+// same counters), and the id the audit log files a reset under
+// ("caller=user:alice").
+func (s *Server) counterSelector(r *http.Request) (enforce.CounterSelector, string, error) {
+	if s.counterAdmin == nil {
+		return enforce.CounterSelector{}, "", errNoCounterAdmin
+	}
+	sel, id, err := parseCounterSelector(r)
+	if err != nil || sel.Definition == "" {
+		return sel, id, err
+	}
+	b, err := s.store.DefinitionBuckets(r.Context(), sel.Definition)
+	if err != nil {
+		return enforce.CounterSelector{}, "", err
+	}
+	sel.Shared = enforce.SharedBuckets{Kind: enforce.CounterKind(b.Kind), WindowSeconds: b.WindowSeconds,
+		Algorithm: enforce.Algorithm(b.Algorithm), Callers: b.Callers}
+	return sel, id, nil
+}
+
+// parseCounterSelector reads the one selector of the query, normalized,
+// and the id the audit log files a reset under.
+func parseCounterSelector(r *http.Request) (enforce.CounterSelector, string, error) {
 	q := r.URL.Query()
 	var name, value string
 	for _, n := range counterSelectors {
@@ -99,18 +92,18 @@ func counterSelector(r *http.Request) (store.CounterSelector, string, error) {
 			continue
 		}
 		if name != "" {
-			return store.CounterSelector{}, "", badRequest(fmt.Sprintf("give exactly one of caller, target or definition (got %s and %s)", name, n))
+			return enforce.CounterSelector{}, "", badRequest(fmt.Sprintf("give exactly one of caller, target or definition (got %s and %s)", name, n))
 		}
 		name, value = n, strings.TrimSpace(q.Get(n))
 	}
-	fail := func(format string, args ...any) (store.CounterSelector, string, error) {
+	fail := func(format string, args ...any) (enforce.CounterSelector, string, error) {
 		msg := name + ": " + fmt.Sprintf(format, args...)
-		return store.CounterSelector{}, "", badRequest(msg, validate.FieldError{Field: name, Message: msg})
+		return enforce.CounterSelector{}, "", badRequest(msg, validate.FieldError{Field: name, Message: msg})
 	}
-	var sel store.CounterSelector
+	var sel enforce.CounterSelector
 	switch name {
 	case "":
-		return store.CounterSelector{}, "", badRequest("give exactly one of caller (user:<name>, agent:<client id> or ip:<address>), target (<entity_type>:<name>) or definition (<id>)")
+		return enforce.CounterSelector{}, "", badRequest("give exactly one of caller (user:<name>, agent:<client id> or ip:<address>), target (<entity_type>:<name>) or definition (<id>)")
 	case "caller":
 		typ, ident, ok := strings.Cut(value, ":")
 		subjectType := typ
@@ -187,11 +180,7 @@ func counterSelector(r *http.Request) (store.CounterSelector, string, error) {
 
 func (s *Server) handleListCounters() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.CountersIn != "" {
-			s.writeProblem(w, r, countersElsewhere(s.cfg.CountersIn))
-			return
-		}
-		sel, _, err := counterSelector(r)
+		sel, _, err := s.counterSelector(r)
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
@@ -205,53 +194,57 @@ func (s *Server) handleListCounters() http.Handler {
 			limit = maxCounterList
 		}
 		now := s.now()
-		rows, err := s.store.CountersOf(r.Context(), sel, now, limit+1)
+		page, err := s.counterAdmin.Counters(r.Context(), sel, now, limit)
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
 		}
-		truncated := len(rows) > limit
-		if truncated {
-			rows = rows[:limit]
-		}
-		out := counterListOf(rows, now)
-		s.describeBuckets(r.Context(), rows, &out, now)
-		out.Truncated = truncated
+		out := counterListOf(page.Counters, now)
+		s.describeBuckets(r.Context(), page.Counters, &out, now)
+		out.Truncated = page.Truncated
 		encode(w, http.StatusOK, out)
 	})
 }
 
 // handleResetCounters sets a subject's live counters back to zero: its
-// current windows start afresh. The audit row's before-image lists the
-// counters as they were; a reset that finds nothing to reset is
-// "unchanged" and writes no row.
+// current windows start afresh, in whichever store the decisions count.
+// The audit row's before-image lists the counters as they were; a reset
+// that finds nothing to reset is "unchanged" and writes no row. The reset
+// is the counter store's own step, ahead of the audit row's transaction
+// (the counters need not live in the database); a dry run lists what a
+// reset would reset, and resets nothing.
 func (s *Server) handleResetCounters() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.CountersIn != "" {
-			s.writeProblem(w, r, countersElsewhere(s.cfg.CountersIn))
+		sel, id, err := s.counterSelector(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
 			return
 		}
-		sel, id, err := counterSelector(r)
+		dry, err := dryRun(r)
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
 		}
 		now := s.now()
-		var removed int
-		ch, dry, err := s.mutate(r, func(q *store.Queries) (change, error) {
-			rows, err := q.ResetCounters(r.Context(), sel, now)
+		var page enforce.CounterPage
+		ch, dry, err := s.mutate(r, func(*store.Queries) (change, error) {
+			var err error
+			if dry {
+				page, err = s.counterAdmin.Counters(r.Context(), sel, now, 0)
+			} else {
+				page, err = s.counterAdmin.ResetCounters(r.Context(), sel, now)
+			}
 			if err != nil {
 				return change{}, err
 			}
-			removed = len(rows)
-			ch := change{action: "reset", resourceType: "counters", id: id, before: counterListOf(rows, now)}
-			if removed == 0 {
+			ch := change{action: "reset", resourceType: "counters", id: id, before: counterListOf(page.Counters, now)}
+			if len(page.Counters) == 0 {
 				ch.action, ch.before = "unchanged", nil
 			}
 			return ch, nil
 		})
 		s.answer(w, r, ch, dry, err, func() {
-			encode(w, http.StatusOK, countersReset{Reset: true, Removed: removed})
+			encode(w, http.StatusOK, client.CountersReset{Reset: true, Removed: int64(len(page.Counters)), Truncated: page.Truncated})
 		})
 	})
 }
@@ -281,13 +274,4 @@ func ipCallerKey(s string) (string, error) {
 		return "", fmt.Errorf("ip:%s: an IPv6 caller is its network, e.g. ip:%s/64 (the gateways' IPv6 prefix, /64 by default)", s, a)
 	}
 	return a.String(), nil
-}
-
-// countersElsewhere is the 501 of the counters API when the decisions
-// count in another store (rlapi --counters-url): rlapi cannot list or
-// reset them there, and says so rather than answer an empty list.
-func countersElsewhere(where string) *httpError {
-	return errorf(http.StatusNotImplemented, "counters-elsewhere", "Counters are not in PostgreSQL",
-		"this rlapi counts in "+where+" (--counters-url): the counters API lists and resets PostgreSQL's counters only; "+
-			"counters in "+where+" expire on their own at the end of their window")
 }

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -23,8 +22,9 @@ type metrics struct {
 }
 
 // newMetrics registers rlapi's series in reg (a fresh registry when nil),
-// which /metrics serves: the embedded Enforcer's series go in the same one.
-func newMetrics(pool *pgxpool.Pool, reg *prometheus.Registry) *metrics {
+// which /metrics serves: the embedded Enforcer's series go in the same one,
+// and the database pools' (internal/poolmetrics), which cmd/rlapi registers.
+func newMetrics(reg *prometheus.Registry) *metrics {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
@@ -40,7 +40,7 @@ func newMetrics(pool *pgxpool.Pool, reg *prometheus.Registry) *metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"route", "method"}),
 	}
-	m.registry.MustRegister(m.requests, m.duration, newPoolCollector(pool),
+	m.registry.MustRegister(m.requests, m.duration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -65,46 +65,4 @@ func methodLabel(method string) string {
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
-}
-
-// poolCollector reports the pgx pool's statistics at scrape time.
-type poolCollector struct {
-	pool                                        *pgxpool.Pool
-	total, idle, inUse, max, acquires, waitSecs *prometheus.Desc
-	emptyAcquires, canceledAcquires             *prometheus.Desc
-}
-
-func newPoolCollector(pool *pgxpool.Pool) *poolCollector {
-	d := func(name, help string) *prometheus.Desc {
-		return prometheus.NewDesc("rlapi_db_pool_"+name, help, nil, nil)
-	}
-	return &poolCollector{
-		pool:             pool,
-		total:            d("connections", "Open connections."),
-		idle:             d("idle_connections", "Idle connections."),
-		inUse:            d("acquired_connections", "Connections in use."),
-		max:              d("max_connections", "Pool size limit."),
-		acquires:         d("acquires_total", "Connections acquired."),
-		waitSecs:         d("acquire_wait_seconds_total", "Time spent waiting for a connection."),
-		emptyAcquires:    d("empty_acquires_total", "Acquires that had to wait for a connection."),
-		canceledAcquires: d("canceled_acquires_total", "Acquires canceled while waiting."),
-	}
-}
-
-func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.total, c.idle, c.inUse, c.max, c.acquires, c.waitSecs, c.emptyAcquires, c.canceledAcquires} {
-		ch <- d
-	}
-}
-
-func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.pool.Stat()
-	ch <- prometheus.MustNewConstMetric(c.total, prometheus.GaugeValue, float64(st.TotalConns()))
-	ch <- prometheus.MustNewConstMetric(c.idle, prometheus.GaugeValue, float64(st.IdleConns()))
-	ch <- prometheus.MustNewConstMetric(c.inUse, prometheus.GaugeValue, float64(st.AcquiredConns()))
-	ch <- prometheus.MustNewConstMetric(c.max, prometheus.GaugeValue, float64(st.MaxConns()))
-	ch <- prometheus.MustNewConstMetric(c.acquires, prometheus.CounterValue, float64(st.AcquireCount()))
-	ch <- prometheus.MustNewConstMetric(c.waitSecs, prometheus.CounterValue, st.AcquireDuration().Seconds())
-	ch <- prometheus.MustNewConstMetric(c.emptyAcquires, prometheus.CounterValue, float64(st.EmptyAcquireCount()))
-	ch <- prometheus.MustNewConstMetric(c.canceledAcquires, prometheus.CounterValue, float64(st.CanceledAcquireCount()))
 }

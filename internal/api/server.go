@@ -19,7 +19,6 @@ import (
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
-	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/httpgate"
 )
 
@@ -44,9 +43,9 @@ type Config struct {
 	// empty refuses every /api/validate call.
 	GatewaySecret string
 	// AuthMaxFailures failed authentications from one address within
-	// AuthWindow lock it out for AuthLockout (defaults 5, 60s, 300s, as
-	// reference 002), shared by every replica of the database (the
-	// decisions' counter store). A negative AuthMaxFailures turns the
+	// AuthWindow lock it out for AuthLockout (defaults 5, 60s, 300s),
+	// counted in Opts.Counters, so shared by every replica counting
+	// there. A negative AuthMaxFailures turns the
 	// lockout off. Window and lockout are whole seconds, 1s to 24h.
 	AuthMaxFailures int
 	AuthWindow      time.Duration
@@ -69,12 +68,6 @@ type Config struct {
 	// in the kernel's accept queue until one closes, so a flood of idle
 	// connections cannot use up rlapi's file descriptors.
 	MaxClientConns int
-	// CountersIn names where the decisions' counters live when it is not
-	// PostgreSQL ("Redis"): the counters API (GET and DELETE
-	// /api/rate-limit-counters) reads and resets rl_counters only, so it
-	// then answers 501 saying where the counters are instead of an empty
-	// list or a reset that resets nothing.
-	CountersIn string
 	// AccessLogDecisions writes the access log lines of the decision
 	// routes (isDecisionRoute), left out by default: a gateway calls
 	// them for every request it decides.
@@ -148,6 +141,9 @@ type Server struct {
 	// enforcer answers the decision endpoints; nil when rlapi serves only
 	// the management API (they then answer 503).
 	enforcer *enforce.Enforcer
+	// counterAdmin lists and resets the decisions' counters; nil when
+	// rlapi was given none (the counters API then answers 503).
+	counterAdmin enforce.CounterAdmin
 	// clientIPs finds a request's client address (pkg/clientip), the one
 	// resolver of the lockout and the decision endpoints.
 	clientIPs *clientip.Resolver
@@ -167,12 +163,25 @@ type Opts struct {
 	// Registry is where /metrics' series live; pass the one the Enforcer
 	// registered in so its series are served too (nil: a fresh one).
 	Registry *prometheus.Registry
+	// Counters is where rlapi's own failed-credential lockout counts:
+	// the decisions' counter store (rlapi --counters-url), so that every
+	// replica shares one count. Required unless Config.AuthMaxFailures is
+	// negative (the lockout off).
+	Counters enforce.CounterStore
+	// CounterAdmin lists and resets the decisions' counters (GET and
+	// DELETE /api/rate-limit-counters); nil: those answer 503.
+	CounterAdmin enforce.CounterAdmin
 }
 
 // New returns a server over st.
 func New(st *store.Store, cfg Config, opts Opts) *Server {
 	cfg.setDefaults()
-	s := &Server{store: st, cfg: cfg, log: opts.Logger, now: opts.Now, enforcer: opts.Enforcer}
+	if opts.Counters == nil && cfg.AuthMaxFailures >= 0 {
+		// A programming error, not a setting: the lockout would be off
+		// without anyone having turned it off.
+		panic("api: New: Opts.Counters is required unless Config.AuthMaxFailures < 0 (the auth lockout off)")
+	}
+	s := &Server{store: st, cfg: cfg, log: opts.Logger, now: opts.Now, enforcer: opts.Enforcer, counterAdmin: opts.CounterAdmin}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -187,12 +196,12 @@ func New(st *store.Store, cfg Config, opts Opts) *Server {
 		ips, _ = clientip.New(cfg.TrustedProxies, "")
 	}
 	s.clientIPs = ips
-	s.metrics = newMetrics(st.Pool(), opts.Registry)
+	s.metrics = newMetrics(opts.Registry)
 	s.authStore = opts.AuthStore
 	if s.authStore == nil {
 		s.authStore = st
 	}
-	s.authThrottle = newAuthThrottle(postgres.NewCounterStore(s.authStore.Pool()), cfg.AuthMaxFailures, cfg.AuthWindow, cfg.AuthLockout,
+	s.authThrottle = newAuthThrottle(opts.Counters, cfg.AuthMaxFailures, cfg.AuthWindow, cfg.AuthLockout,
 		maxTracked, s.now, s.log)
 	s.metrics.registry.MustRegister(s.authThrottle.lockouts, s.authThrottle.active)
 	if s.enforcer != nil {

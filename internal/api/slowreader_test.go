@@ -148,7 +148,7 @@ func startDecisionsApart(t *testing.T, st, decisions *store.Store, cfg api.Confi
 	}
 	t.Cleanup(enf.Close)
 	cfg.BackendTimeout = 5 * time.Second
-	srv := api.New(st, cfg, api.Opts{Enforcer: enf, AuthStore: decisions})
+	srv := api.New(st, cfg, api.Opts{Enforcer: enf, AuthStore: decisions, Counters: postgres.NewCounterStore(decisions.Pool())})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 )
 
 // boundedClient bounds each call only so a hang fails the test instead of
@@ -135,7 +136,7 @@ func TestUncachedTokenWithTheDatabaseDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	srv := api.New(env.Store, api.Config{}, api.Opts{Enforcer: env.Enforcer, AuthStore: store.New(pool)})
+	srv := api.New(env.Store, api.Config{}, api.Opts{Enforcer: env.Enforcer, AuthStore: store.New(pool), Counters: postgres.NewCounterStore(pool)})
 	hln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

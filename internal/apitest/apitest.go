@@ -17,6 +17,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/pgtest"
+	"github.com/rlctl/rlctl/internal/poolmetrics"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/token"
 	"github.com/rlctl/rlctl/pkg/enforce"
@@ -85,6 +86,16 @@ type Options struct {
 	// Logger receives rlapi's and the Enforcer's logs (nil: discarded,
 	// or stderr when RLAPI_TEST_LOG is set).
 	Logger *slog.Logger
+	// Counters is where the decisions, rlapi's own token lockout and the
+	// counters API count (rlapi --counters-url; nil: the database's
+	// rl_counters).
+	Counters Counters
+}
+
+// Counters is a counter store rlapi counts in and lists counters of.
+type Counters interface {
+	enforce.CounterStore
+	enforce.CounterAdmin
 }
 
 // StartWith is Start with Enforcer options.
@@ -122,14 +133,20 @@ func serve(t testing.TB, st *store.Store, cfg api.Config, o Options) *Env {
 		log = o.Logger
 	}
 	registry := prometheus.NewRegistry()
+	registry.MustRegister(poolmetrics.New(st.Pool()))
+	counters := o.Counters
+	if counters == nil {
+		counters = postgres.NewCounterStore(st.Pool())
+	}
 	enf, err := postgres.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry, IPv6Prefix: cfg.IPv6Prefix,
+		Counters: counters,
 		// Failed-credential throttling as rlapi runs it (5 failures in 60 s, 300 s).
 		AuthThrottle: &enforce.AuthThrottleOptions{}, Escalation: o.Escalation})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(enf.Close)
-	srv := api.New(st, cfg, api.Opts{Logger: log, Enforcer: enf, Registry: registry})
+	srv := api.New(st, cfg, api.Opts{Logger: log, Enforcer: enf, Registry: registry, Counters: counters, CounterAdmin: counters})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()

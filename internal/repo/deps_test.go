@@ -36,6 +36,9 @@ type rule struct {
 	from   func(path string) bool
 	forbid func(p *pkgInfo) bool
 	skip   string // non-empty: the rule is written but not yet enforced
+	// direct: only the package's own imports count, not what they
+	// import in turn.
+	direct bool
 }
 
 // under matches path and the packages below it (module-relative).
@@ -147,6 +150,19 @@ var rules = []rule{
 		forbid: prefixed("google.golang.org/grpc", "github.com/envoyproxy", module+"/pkg/envoyrls"),
 	},
 	{
+		name:   "api-no-backend",
+		want:   "internal/api links no counter store backend (pkg/enforce/postgres, pkg/enforce/redis, rueidis): cmd/rlapi builds them and hands them in",
+		from:   under("internal/api"),
+		forbid: prefixed(module+"/pkg/enforce/postgres", module+"/pkg/enforce/redis", "github.com/redis"),
+	},
+	{
+		name:   "api-no-pgx",
+		want:   "internal/api imports no pgx (pgxpool, pgconn...): it reaches the database through internal/store only",
+		from:   under("internal/api"),
+		forbid: prefixed("github.com/jackc"),
+		direct: true,
+	},
+	{
 		name:   "envoyrls-embeddable",
 		want:   "pkg/envoyrls links no rlapi code (internal/...): a Go program embeds it with an *enforce.Enforcer alone",
 		from:   under("pkg/envoyrls"),
@@ -169,6 +185,14 @@ func TestDependencyRules(t *testing.T) {
 					continue
 				}
 				matched = true
+				if r.direct {
+					for _, imp := range g[p].Imports {
+						if info := g[imp]; info != nil && r.forbid(info) {
+							t.Errorf("%s: %s imports %s", r.want, p, imp)
+						}
+					}
+					continue
+				}
 				if chain := g.path(p, r.forbid); chain != nil {
 					t.Errorf("%s: %s imports %s\n\tvia %s", r.want, p, chain[len(chain)-1], strings.Join(chain, " -> "))
 				}

@@ -396,7 +396,82 @@ type CounterSelector struct {
 	// scan that grows with the anonymous traffic, so a definition
 	// selector lists no ip caller's bucket; select those by caller
 	// (ip:<address>). Its shadow counters are listed whatever the caller.
+	//
+	// The buckets are Shared's: resolved in Go from the definition and
+	// its group's members (DefinitionBuckets), not in the statement, so
+	// the caller of CountersOf may resolve them from elsewhere (rlapi's
+	// counters API does, for every counter store). Nil Shared is resolved
+	// by CountersOf and ResetCounters themselves.
 	Definition string
+	// Shared, with Definition, are the shared buckets the definition is
+	// checked against (nil: resolve them; empty: none).
+	Shared *SharedBuckets
+}
+
+// SharedBuckets are the caller or caller_target buckets of one window and
+// algorithm that a caller definition is checked against, one per caller.
+type SharedBuckets struct {
+	// Kind is "c" (caller) or "ct" (caller_target).
+	Kind          string
+	WindowSeconds int
+	// Algorithm is the definition's (fixed_window when unset).
+	Algorithm string
+	// Callers are user:<name> and agent:<client id>.
+	Callers []string
+}
+
+// DefinitionBuckets resolves the shared buckets of a definition (see
+// CounterSelector.Definition): for a caller or caller_target definition
+// that is enabled in enforce mode, its axis and window, its algorithm, and
+// the callers it applies to, read from its group's members (user members
+// when it has a user limit, client members as agent:<client id> when it
+// has an agent limit). Any other definition, or none by that id, shares
+// no bucket: an empty SharedBuckets.
+func (q *Queries) DefinitionBuckets(ctx context.Context, id string) (SharedBuckets, error) {
+	axis, _, _, _, err := ratelimit.ParseDefinitionID(id)
+	if err != nil || (axis != ratelimit.AxisCaller && axis != ratelimit.AxisCallerTarget) {
+		return SharedBuckets{}, nil
+	}
+	d, err := q.GetDefinition(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return SharedBuckets{}, nil
+	}
+	if err != nil {
+		return SharedBuckets{}, fmt.Errorf("resolve the buckets of %s: %w", id, err)
+	}
+	if !d.Enabled || d.Mode != ratelimit.ModeEnforce {
+		return SharedBuckets{}, nil
+	}
+	b := SharedBuckets{Kind: "c", WindowSeconds: d.WindowSeconds, Algorithm: d.AlgorithmOrDefault()}
+	if axis == ratelimit.AxisCallerTarget {
+		b.Kind = "ct"
+	}
+	err = q.EachMembership(ctx, MembershipFilter{Group: d.Name}, func(m ratelimit.Membership) error {
+		switch {
+		case m.SubjectType == ratelimit.SubjectUser && d.UserMaxRequests != nil:
+			b.Callers = append(b.Callers, "user:"+m.Subject)
+		case m.SubjectType == ratelimit.SubjectClient && d.AgentMaxRequests != nil:
+			b.Callers = append(b.Callers, "agent:"+m.Subject)
+		}
+		return nil
+	})
+	if err != nil {
+		return SharedBuckets{}, fmt.Errorf("resolve the buckets of %s: %w", id, err)
+	}
+	return b, nil
+}
+
+// resolved is sel with its shared buckets resolved.
+func (q *Queries) resolved(ctx context.Context, sel CounterSelector) (CounterSelector, error) {
+	if sel.Definition == "" || sel.Shared != nil {
+		return sel, nil
+	}
+	b, err := q.DefinitionBuckets(ctx, sel.Definition)
+	if err != nil {
+		return sel, err
+	}
+	sel.Shared = &b
+	return sel, nil
 }
 
 // The parts of c.key (rl_counters c) the selectors match on, as the
@@ -441,7 +516,7 @@ func (s CounterSelector) where(args *[]any) (string, error) {
 		}
 		return keyTarget + ` = ` + arg(CounterKeyText(s.Target)), nil
 	default:
-		axis, _, _, window, err := ratelimit.ParseDefinitionID(s.Definition)
+		axis, _, _, _, err := ratelimit.ParseDefinitionID(s.Definition)
 		if err != nil {
 			return "", fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
@@ -450,23 +525,21 @@ func (s CounterSelector) where(args *[]any) (string, error) {
 			return keyDefinition + ` = ` + arg(CounterKeyText(s.Definition)), nil
 		case ratelimit.AxisCaller, ratelimit.AxisCallerTarget:
 			id := arg(CounterKeyText(s.Definition))
-			kind := "c"
-			if axis == ratelimit.AxisCallerTarget {
-				kind = "ct"
+			b := s.Shared
+			if b == nil || len(b.Callers) == 0 {
+				return keyDefinition + ` = ` + id, nil
 			}
-			// The callers array is computed once (an InitPlan), so the
-			// two arms are two index scans. Network members are left out
-			// (see CounterSelector.Definition): their callers are
-			// addresses, not the member's CIDR.
+			callers := make([]string, len(b.Callers))
+			for i, c := range b.Callers {
+				callers[i] = CounterKeyText(c)
+			}
+			// Two index scans: the definition's own keys, and the
+			// shared buckets of the callers resolved beforehand
+			// (DefinitionBuckets).
 			return `(` + keyDefinition + ` = ` + id + `
-				or (` + keyCaller + ` = any (array(
-						select case m.subject_type when 'user' then 'user:' else 'agent:' end || m.subject
-						from rl_definitions d join rl_memberships m on m.groups @> array[d.name]
-						where d.id = ` + id + ` and d.enabled and d.mode = 'enforce'
-							and ((m.subject_type = 'user' and d.user_max_requests is not null)
-								or (m.subject_type = 'client' and d.agent_max_requests is not null))))
-					and ` + keyKind + ` = ` + arg(kind) + ` and ` + keyWindow + ` = ` + arg(window) + `
-					and ` + keyAlgorithm + ` = (select d.algorithm from rl_definitions d where d.id = ` + id + `)))`, nil
+				or (` + keyCaller + ` = any (` + arg(callers) + `::text[])
+					and ` + keyKind + ` = ` + arg(b.Kind) + ` and ` + keyWindow + ` = ` + arg(b.WindowSeconds) + `
+					and ` + keyAlgorithm + ` = ` + arg(b.Algorithm) + `))`, nil
 		}
 		return "false", nil // the quarantine sentinels count nothing
 	}
@@ -511,6 +584,10 @@ func resetCountersSQL(sel CounterSelector, now time.Time) (string, []any, error)
 // limit of them (0: all). A counter at
 // zero is not listed: to rl_take it is the same as no counter.
 func (q *Queries) CountersOf(ctx context.Context, sel CounterSelector, now time.Time, limit int) ([]CounterRow, error) {
+	sel, err := q.resolved(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("list counters: %w", err)
+	}
 	sql, args, err := countersOfSQL(sel, now, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list counters: %w", err)
@@ -538,6 +615,10 @@ func (q *Queries) CountersOf(ctx context.Context, sel CounterSelector, now time.
 // column's collation, then window: the same ORDER BY ... FOR UPDATE), so a
 // reset and a decision never deadlock.
 func (q *Queries) ResetCounters(ctx context.Context, sel CounterSelector, now time.Time) ([]CounterRow, error) {
+	sel, err := q.resolved(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("reset counters: %w", err)
+	}
 	sql, args, err := resetCountersSQL(sel, now)
 	if err != nil {
 		return nil, fmt.Errorf("reset counters: %w", err)

@@ -9,6 +9,10 @@ import (
 // statement CountersOf (reset false) or ResetCounters (reset true) runs for
 // sel, without running it.
 func (q *Queries) ExplainCounters(ctx context.Context, sel CounterSelector, now time.Time, reset bool) ([]byte, error) {
+	sel, err := q.resolved(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
 	sql, args, err := countersOfSQL(sel, now, 0)
 	if reset {
 		sql, args, err = resetCountersSQL(sel, now)

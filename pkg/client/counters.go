@@ -87,10 +87,25 @@ type Counter struct {
 	Burst  int64  `json:"burst,omitempty"`
 }
 
-// counterList is the wire shape of a list of counters.
-type counterList struct {
-	Counters  []Counter `json:"counters"`
-	Truncated bool      `json:"truncated,omitempty"`
+// CounterList is the answer of GET /api/rate-limit-counters, and the
+// before-image of a counters reset in the audit log and in dry runs.
+type CounterList struct {
+	Counters []Counter `json:"counters"`
+	// Truncated says more counters matched than the list holds (the
+	// server's limit), or, with counters on Redis, that the server stopped
+	// looking before it had seen every counter (its scan is bounded).
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// CountersReset is the answer of DELETE /api/rate-limit-counters.
+type CountersReset struct {
+	Reset bool `json:"reset"`
+	// Removed is how many counters were set back to zero.
+	Removed int64 `json:"removed"`
+	// Truncated says the server stopped looking before it had seen every
+	// counter (counters on Redis, a bounded scan): some of the subject's
+	// counters may remain; reset again.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // ListCounters returns the live counters of one subject, sorted by key then
@@ -100,7 +115,7 @@ func (c *Client) ListCounters(ctx context.Context, sel CounterSelector) ([]Count
 	if err != nil {
 		return nil, err
 	}
-	var body counterList
+	var body CounterList
 	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/api/rate-limit-counters", query: q})
 	if err == nil {
 		err = resp.decode(&body)
@@ -134,15 +149,13 @@ func (c *Client) ResetCounters(ctx context.Context, sel CounterSelector, o Write
 		if rep.Before == nil {
 			return 0, nil
 		}
-		var before counterList
+		var before CounterList
 		if err := json.Unmarshal(rep.Before, &before); err != nil {
 			return 0, fmt.Errorf("reset counters %s: decode dry-run report: %w", sel, err)
 		}
 		return int64(len(before.Counters)), nil
 	}
-	var body struct {
-		Removed int64 `json:"removed"`
-	}
+	var body CountersReset
 	err = resp.decode(&body)
 	return body.Removed, wrap(err, "reset counters %s", sel)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/testenv"
 	"github.com/rlctl/rlctl/internal/token"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 )
 
 // The examples in example_test.go run against a real rlapi over a real
@@ -130,7 +131,7 @@ func (e *exampleServers) start() (baseURL, adminToken string, err error) {
 	if os.Getenv("RLAPI_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	srv := api.New(st, api.Config{}, api.Opts{Logger: log})
+	srv := api.New(st, api.Config{}, api.Opts{Logger: log, Counters: postgres.NewCounterStore(st.Pool()), CounterAdmin: postgres.NewCounterStore(st.Pool())})
 	srvCtx, stopSrv := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(srvCtx, ln) }()

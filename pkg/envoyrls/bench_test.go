@@ -89,7 +89,7 @@ func newBenchEnv(b *testing.B, counters enforce.CounterStore) *benchEnv {
 		b.Fatal(err)
 	}
 	b.Cleanup(enf.Close)
-	srv := api.New(st, api.Config{BackendTimeout: 10 * time.Second}, api.Opts{Logger: slog.New(slog.DiscardHandler), Enforcer: enf})
+	srv := api.New(st, api.Config{BackendTimeout: 10 * time.Second}, api.Opts{Logger: slog.New(slog.DiscardHandler), Enforcer: enf, Counters: postgres.NewCounterStore(st.Pool())})
 	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
