@@ -283,9 +283,9 @@ func loadSnapshot(ctx context.Context, src Source, now time.Time) (*snapshot, ro
 
 // loadChanges returns prev with the rows ch names read again, in one
 // consistent read of the source; a table ch marks whole is read whole
-// (Source.LoadTables), and with ch.all (or no
-// prev) everything is. Maps that did not change are shared with prev,
-// which stays valid for the decisions still reading it.
+// (Source.LoadTables), and with ch.all (or no prev) everything is (Load).
+// Maps that did not change are shared with prev, which stays valid for
+// the decisions still reading it.
 func loadChanges(ctx context.Context, src Source, prev *snapshot, ch changes, now time.Time) (*snapshot, rowsRead, error) {
 	if prev == nil {
 		ch.all = true
