@@ -226,23 +226,24 @@ func (s *Server) handleResetCounters() http.Handler {
 			return
 		}
 		now := s.now()
+		// The store's step first, on a connection of its own, then the
+		// audit row's transaction: holding one while waiting for the
+		// other would take two of the pool's connections per reset.
 		var page enforce.CounterPage
-		ch, dry, err := s.mutate(r, func(*store.Queries) (change, error) {
-			var err error
-			if dry {
-				page, err = s.counterAdmin.Counters(r.Context(), sel, now, 0)
-			} else {
-				page, err = s.counterAdmin.ResetCounters(r.Context(), sel, now)
-			}
-			if err != nil {
-				return change{}, err
-			}
-			ch := change{action: "reset", resourceType: "counters", id: id, before: counterListOf(page.Counters, now)}
-			if len(page.Counters) == 0 {
-				ch.action, ch.before = "unchanged", nil
-			}
-			return ch, nil
-		})
+		if dry {
+			page, err = s.counterAdmin.Counters(r.Context(), sel, now, 0)
+		} else {
+			page, err = s.counterAdmin.ResetCounters(r.Context(), sel, now)
+		}
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		reset := change{action: "reset", resourceType: "counters", id: id, before: counterListOf(page.Counters, now)}
+		if len(page.Counters) == 0 {
+			reset.action, reset.before = "unchanged", nil
+		}
+		ch, dry, err := s.mutate(r, func(*store.Queries) (change, error) { return reset, nil })
 		s.answer(w, r, ch, dry, err, func() {
 			encode(w, http.StatusOK, client.CountersReset{Reset: true, Removed: int64(len(page.Counters)), Truncated: page.Truncated})
 		})
