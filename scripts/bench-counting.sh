@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench-counting.sh: the counting statement's cost against a SELECT 1 round
-# trip on the same server, in the same run (issue 11; docs/performance.md,
+# trip on the same server, in the same run (docs/performance.md,
 # "Counting cheaply"). Prints two Markdown tables, one row per round, ready
 # to paste:
 #

@@ -17,7 +17,7 @@ import (
 // authLockoutLift lifts an address's failed-credential lockout through
 // the database, for an operator whose every address is locked out (the
 // API refuses a locked address before it reads its token, an admin's
-// too: docs/design.md, "Lifting a lockout"). The database URL is the
+// too: docs/design/lockouts.md, "Lifting a lockout"). The database URL is the
 // credential, as for `rlapi token create`. The same transaction as the
 // API's lift: the counters deleted, the audit row, and the notice that
 // makes every replica forget its cached lockout.

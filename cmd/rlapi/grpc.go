@@ -229,7 +229,7 @@ func startGRPC(ctx context.Context, g grpcConfig, trusted []netip.Prefix, enf *e
 	// call: a new goroutine's stack grew on every decision (the
 	// enforcer's path is deeper than its first 8 KiB), which was 5% of a
 	// lone decision's CPU; with workers a single stream made 12% more
-	// decisions per second and 64 streams 7% (docs/performance.md, "gRPC
+	// decisions per second and 64 streams 7% (docs/performance-history.md, "gRPC
 	// stream workers"). grpc-go marks the option experimental: when it
 	// goes, this line does, and only that measurement is lost.
 	opts = append(opts, grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))

@@ -294,7 +294,7 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 // allocates, so at Go's default of 100 the collector ran several times a
 // second and took a fifth of rlapi's CPU at 64 streams; at 400 the peak
 // memory doubled (93 to 191 MB in that run) and decisions per second rose
-// 5-13% (docs/performance.md, "The collector").
+// 5-13% (docs/performance-history.md, "The collector").
 const defaultGOGC = 400
 
 // gcPercent is the GC percent serve sets: defaultGOGC, unless GOGC is set

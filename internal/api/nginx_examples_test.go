@@ -56,7 +56,7 @@ func applyExample(t *testing.T, admin *client.Client, file string) {
 	}
 }
 
-// Behind real nginx: seed 002's per-IP limit counts every call from one
+// Behind real nginx: the per-IP limit of docs/examples/seed-002-per-ip.yaml counts every call from one
 // client address, whoever makes it (the 61st is a 429), and not another
 // address's; a team named by X-Auth-Team shares its per-team bucket.
 func TestNginxExampleSeed002AndTeams(t *testing.T) {
@@ -69,7 +69,7 @@ func TestNginxExampleSeed002AndTeams(t *testing.T) {
 	}
 
 	awayFromWindowEdge(t, 120)
-	awayFromWindowEdge(t, 60) // seed 002's window
+	awayFromWindowEdge(t, 60) // the example's window
 	applyExample(t, admin, "seed-002-per-ip.yaml")
 	tenants := group("tenants", 120, 2, 2)
 	tenants.Per = ratelimit.PerTeam
@@ -153,7 +153,7 @@ func gatewayDo(t *testing.T, local string, req *http.Request) (status int, refus
 	return resp.StatusCode, refused
 }
 
-// Behind real nginx: seed 001's anonymous callers are keyed by the client
+// Behind real nginx: anonymous callers (docs/examples/seed-001-anonymous-by-ip.yaml) are keyed by the client
 // address nginx saw: one address's anonymous calls share its 30, another
 // address has its own, and a user calling from the spent address keeps
 // her own bucket. (IPv6 /64 sharing behind nginx is
@@ -229,8 +229,8 @@ func nginxToolCall(t *testing.T, gw, user, server, tool, kind string) (int, stri
 }
 
 // Behind real nginx, with the tool and kind headers docs/nginx.md has a
-// gateway set: seed 003's four scopes (docs/examples/003-tool-scopes.yaml)
-// each refuse what reference 003 says they refuse, a call refused by one
+// gateway set: the four tool scopes (docs/examples/003-tool-scopes.yaml)
+// each refuse what the example's comments say they refuse, a call refused by one
 // bucket costs nothing in the others, kinds select the definitions that
 // apply, a resource is limited by its URI, and without the tool header
 // the tool limits do not apply.
@@ -337,7 +337,7 @@ func nginxRouteCall(t *testing.T, gw, local, method, path, user, team string) (i
 	return gatewayDo(t, local, req)
 }
 
-// Behind real nginx: seed 004's team dimension (docs/examples/
+// Behind real nginx: the team dimension of endpoint tiers (docs/examples/
 // 004-endpoint-tiers.yaml), the team named by X-Auth-Team. HIGH is 30/min
 // for team acme-corp as a whole: 30 members from 30 addresses pass, the
 // 31st member from a fresh address (so neither her user nor her address

@@ -472,7 +472,7 @@ func TestNginxClientIP(t *testing.T) {
 	}
 }
 
-// TestNginxAuthLockout runs reference 002's scenario through a real nginx
+// TestNginxAuthLockout runs the brute-force scenario through a real nginx
 // (docs/nginx/rlctl.conf): 5 failed authentications reported for an IPv6
 // client (POST /api/auth-events, as the gateway's authentication would)
 // lock its /64: a call from a second address of it is answered 429 with
@@ -537,7 +537,7 @@ func TestNginxAuthLockout(t *testing.T) {
 	}
 }
 
-// TestNginxEscalationLockout runs reference 004's lockout through a real
+// TestNginxEscalationLockout runs an escalation lockout through a real
 // nginx: alice's 5th throttled call within 5 minutes locks her out for 15
 // minutes; nginx answers 429 with Retry-After and X-Lockout-Remaining, and
 // so it answers her next call, on another server, too.
@@ -664,7 +664,7 @@ func TestNginxRouteTiers(t *testing.T) {
 	}
 }
 
-// TestNginxAuthThrottleSuccessAndExpired: the rest of reference 002's
+// TestNginxAuthThrottleSuccessAndExpired: the rest of the brute-force
 // scenario behind a real nginx: 4 failures, a success, 4 more failures
 // leave the address passing (the success reset the count); 20 expired
 // tokens reported leave it passing (an expired token is not a failure);

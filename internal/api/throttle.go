@@ -14,7 +14,7 @@ import (
 )
 
 // authThrottle locks out a client address after repeated failed
-// authentications (reference 002): MaxFailures unknown tokens within
+// authentications (the brute-force defence docs/operations.md describes): MaxFailures unknown tokens within
 // Window lock it out for Lockout. It is pkg/enforce's AuthThrottle
 // (scope "rlapi") over the counter store of the decisions' pool, so every
 // replica sharing the database shares the count and the lockout: N

@@ -2,7 +2,7 @@ package cli_test
 
 // docs/examples' route and tool files through httpgate.Middleware,
 // the Go gateway's door, on the enforcer of the rlapi rlctl applied them
-// to: the same outcomes reference 002, 003 and 004 ask of POST /api/check
+// to: the same outcomes docs/examples' comments promise of POST /api/check
 // (examples_routes_test.go) and of /api/validate behind nginx
 // (internal/api/nginx_examples_test.go).
 

@@ -44,9 +44,9 @@ func init() {
 	)
 }
 
-// routeDefinitions are reference 004's CRITICAL tier, reference 002's
-// exempt paths, a caller group for everyone per address, and reference
-// 003's tool globs with kinds and scopes.
+// routeDefinitions are an endpoint tier for critical paths (10/min), exempt
+// health and login paths, a caller group for everyone per address, and
+// tool globs with kinds and scopes: the shapes of docs/examples.
 func routeDefinitions() []ratelimit.Definition {
 	defs := []ratelimit.Definition{
 		{Axis: "target", EntityType: "route", Name: "critical", WindowSeconds: 60, Description: "auth endpoints, 10/min, no burst",

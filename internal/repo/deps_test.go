@@ -84,8 +84,8 @@ func inModule(path string) bool { return path == module || strings.HasPrefix(pat
 // dashboard may use them.
 var cliShared = []string{"internal/cli/cmdutil", "internal/cli/iostreams", "internal/cli/printer", "internal/cli/config"}
 
-// rules are the arrows the house style forbids (docs/design.md, "Dependencies
-// point one way"). Test imports do not count: they are about what a binary
+// rules are the arrows the house style forbids (docs/design.md,
+// "Dependency rules"). Test imports do not count: they are about what a binary
 // links.
 var rules = []rule{
 	{

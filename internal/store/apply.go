@@ -55,7 +55,7 @@ const ApplyLockKind = "apply"
 // subject the apply quarantined or made an administrator, and above 512 of
 // them locked rl_memberships and rl_admins in ACCESS EXCLUSIVE mode, which
 // blocked every reader of those tables for the apply's whole run (up to
-// 1.7 s measured, docs/performance.md). Step 1 already excludes every
+// 1.7 s measured, docs/performance-history.md). Step 1 already excludes every
 // writer those locks were meant to exclude, so they are gone.
 //
 // Why a table lock rather than SELECT ... FOR UPDATE of every row: locking

@@ -456,7 +456,7 @@ const maxRoutePaths = 100
 // routeLimits checks a route definition's limits: an exempt route has
 // none, any other at least one; each at least 1. The floors do not apply:
 // they keep a caller's overall limits usable, and a tier limits only the
-// endpoints it names (reference 004's CRITICAL tier is 10/min on purpose).
+// endpoints it names (a tier guarding a critical endpoint may well be 10/min on purpose).
 func routeLimits(probs *problems, d ratelimit.Definition) {
 	limits := []struct {
 		field string
@@ -538,8 +538,8 @@ func routeFields(probs *problems, d ratelimit.Definition) (paths, methods []stri
 
 // resourceURIProblem refuses an mcp_tool name that names a resource by
 // its URI (github:file:///x) unless the definition covers only the kinds
-// of calls that name one: resource, and completion (reference 003
-// completes a resource template, cloudg://assets/{+ref}). A tool's or a
+// of calls that name one: resource, and completion (MCP completes a
+// resource template by its URI, cloudg://assets/{+ref}). A tool's or a
 // prompt's name holds no '/'.
 func resourceURIProblem(entityType, name string, kinds []string) *FieldError {
 	if entityType != ratelimit.EntityMCPTool {

@@ -6,10 +6,10 @@ import (
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// An mcp_tool definition may name MCP resources by URI (reference 003's
-// kind resource: file:///x, ui://widget/y, and globs over them) when it
-// covers resources and completions only (reference 003 completes a
-// resource template by its URI); every other name keeps the tool rule (no
+// An mcp_tool definition may name MCP resources by URI (MCP's resources
+// are named by URI: file:///x, ui://widget/y, and globs over them) when it
+// covers resources and completions only (MCP completes a resource
+// template by its URI); every other name keeps the tool rule (no
 // '/'), and a URI on a definition of other kinds is a 400 naming name.
 func TestResourceURINames(t *testing.T) {
 	t.Parallel()

@@ -56,7 +56,8 @@ func ParseHeader(s string) (string, error) {
 const MaxHops = 32
 
 // DefaultIPv6Prefix is the prefix length IPv6 addresses are keyed by: one
-// /64 is one site or one host's privacy addresses (reference 001).
+// /64 is one site or one host's privacy addresses (RFC 4941 rotates a
+// host's addresses within its /64).
 const DefaultIPv6Prefix = 64
 
 // Resolver finds client addresses. The zero value believes no header: the

@@ -128,7 +128,7 @@ func sliding(d ratelimit.Definition) ratelimit.Definition {
 	return d
 }
 
-// TestTokenBucketDecision: reference 001's class (120 a minute, burst 30)
+// TestTokenBucketDecision: a typical API class (120 a minute, burst 30)
 // as a target definition: the burst passes at a frozen clock, the headers
 // after one call are r=29, t=1 and the policy carries the burst; the call
 // past the burst is throttled with Retry-After 1 (the missing token's

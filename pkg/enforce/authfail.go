@@ -29,7 +29,7 @@ import (
 // refilled once per Lockout, taken when the count is reached. A taken
 // bucket is a lockout that every replica sees and that ends by itself,
 // exactly Lockout later (its TAT), on every store, with no new table and
-// no clock but the Enforcer's (docs/design.md, "Failed-credential
+// no clock but the Enforcer's (docs/design/lockouts.md, "Failed-credential
 // throttling").
 //
 // What a replica keeps in memory is a cache, bounded by MaxTracked
@@ -56,7 +56,8 @@ const (
 )
 
 // AuthThrottleOptions tune an AuthThrottle; zero values take the
-// defaults (reference 002: 5 failures in 60 s lock an address for 300 s).
+// defaults (5 failures in 60 s lock an address for 300 s: few enough to stop
+// guessing, many enough for a user's typos).
 type AuthThrottleOptions struct {
 	// Scope separates throttles sharing one counter store (rlapi's own
 	// tokens count apart from the gateways' credentials); default
@@ -245,7 +246,7 @@ func (t *AuthThrottle) Key(addr netip.Addr) string {
 
 // failureGate counts key's failures: limit MaxFailures per sliding
 // Window. Keys: a|<scope>|<window>|ip:<key> and l|<scope>|ip:<key>
-// (docs/design.md, "Counter keys"), kinds no definition's counter has.
+// (docs/design/counters.md, "Counter keys"), kinds no definition's counter has.
 func (t *AuthThrottle) failureGate(key string) CounterGate {
 	return CounterGate{Key: "af|" + t.opts.Scope + "|" + strconv.Itoa(int(t.opts.Window/time.Second)) + "|" + CallerIP + ":" + key,
 		Algorithm: AlgorithmSlidingWindow, Window: t.opts.Window, Limit: int64(t.opts.MaxFailures), Enforce: true}

@@ -109,8 +109,8 @@ func (e *Enforcer) AuthLocked(ctx context.Context, clientIP string) (AuthStatus,
 // its counters). A call that finds the address locked there gives back
 // what it took (giveBack), so the only cost of asking late is that
 // another call may, for that round trip, see counts a refused call holds:
-// it may be refused, never admitted past a limit (docs/design.md, "Auth
-// lockout in the round trip"). With leases (a decision may make no round
+// it may be refused, never admitted past a limit (docs/design/lockouts.md,
+// "Asked in the call's round trip"). With leases (a decision may make no round
 // trip) or a store that cannot give back, the store is asked first, on
 // its own.
 func (e *Enforcer) authFirst(ctx context.Context, c Call, ip netip.Addr) (peek string, d Decision, locked bool) {

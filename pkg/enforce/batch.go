@@ -23,7 +23,7 @@ const maxQueued = 4096
 // it, consuming nothing, at the deadline); the grace covers that abort's
 // way back. Only a
 // server or network that answers nothing within it leaves a decision whose
-// counts may or may not have been taken (docs/design.md).
+// counts may or may not have been taken (docs/design/counters.md, "Deadlines are the server's").
 const answerGrace = 200 * time.Millisecond
 
 // States of a takeRequest: a worker claims a queued request before sending
@@ -75,7 +75,7 @@ type takeReply struct {
 // A decision that finds no round trip in flight runs its own, in its own
 // goroutine (taking whatever has queued meanwhile along): at low load that
 // saves handing it to a worker and the answer back, two goroutine wake-ups
-// that were 6% of a lone decision's time on two cores (docs/performance.md,
+// that were 6% of a lone decision's time on two cores (docs/performance-history.md,
 // "A lone decision runs its own round trip").
 type batcher struct {
 	store CounterStore

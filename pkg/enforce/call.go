@@ -221,7 +221,7 @@ type Gate struct {
 	Count int64 `json:"count"`
 	// Remaining is what a call of cost 1 could still take after the
 	// decision: what is left in the window, the sliding window's room, or
-	// the bucket's whole tokens (reference 001's r).
+	// the bucket's whole tokens (the r of the RateLimit header).
 	Remaining int64 `json:"remaining"`
 	// Reset is when the gate is back to its full limit: the window's end,
 	// the end of the window after which the sliding window weighs nothing,

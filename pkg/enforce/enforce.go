@@ -54,7 +54,7 @@ type Options struct {
 	// statement carries it as its statement_timeout), so a
 	// decision answered by the fail policy has consumed nothing; a decision
 	// whose statement was sent waits for the server's own answer, at most
-	// 200 ms past the timeout (docs/design.md, "Deadlines are the
+	// 200 ms past the timeout (docs/design/counters.md, "Deadlines are the
 	// server's").
 	BackendTimeout time.Duration
 	// CacheTTL is the safety net behind LISTEN/NOTIFY: the snapshot is
@@ -66,7 +66,7 @@ type Options struct {
 	// s; negative disables the sweeper). Each round deletes in batches for
 	// as long as batches come back full, so it keeps pace with any rate of
 	// new windows; the interval only bounds how long expired rows linger
-	// (docs/performance.md: 4,200 decisions/s on one-second windows).
+	// (docs/performance-history.md: 4,200 decisions/s on one-second windows).
 	SweepInterval time.Duration
 	// MaxConns sizes the pool postgres.Open opens from a URL (default 12:
 	// enough for two cores, small enough to keep PostgreSQL from
@@ -77,7 +77,7 @@ type Options struct {
 	// flight makes its own (batch.go). Decisions that arrive while all are busy share
 	// the next round trip, so fewer workers mean bigger batches: on two
 	// cores, 2 workers gave 31,000 decisions/s at 64 goroutines, 4 gave
-	// 27,000 and 8 gave 18,000 (docs/performance.md). Keep it at least
+	// 27,000 and 8 gave 18,000 (docs/performance-history.md). Keep it at least
 	// two below the pool size: one connection listens for changes, and a
 	// lone decision's own round trip needs one.
 	Workers int
@@ -128,7 +128,7 @@ type Options struct {
 	OnLockout func(Lockout)
 
 	// Leases, when set, turns on leases for hot keys (lease.go,
-	// docs/design.md "Leases for hot keys"): a block of a hot gate's
+	// docs/design/leases.md): a block of a hot gate's
 	// capacity is taken from the shared counter in one step and later
 	// calls on that key are decided in memory until it runs out. Counters
 	// must declare GiveBack (what a block did not use is given back).
@@ -328,9 +328,8 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	// Control-plane calls are not ours to limit, nor anonymous calls
 	// without a client address: limits key on an identity, and such a
 	// call has no one to limit or quarantine. An anonymous call with a
-	// client address is the caller ip:<key> (reference 001: "so
-	// unauthenticated calls never share one bucket and never borrow a
-	// principal's bucket").
+	// client address is the caller ip:<key>, so unauthenticated calls
+	// never share one bucket and never borrow a principal's bucket.
 	ip := clientAddr(c.ClientIP)
 	anonymous := c.Username == "" && c.ClientID == ""
 	if c.Descriptors == nil && ((c.TargetType == "" && c.Path == "") || (anonymous && !ip.IsValid())) {

@@ -12,7 +12,7 @@ import (
 // CounterKind is the first segment of a counter key: which gate it counts.
 type CounterKind string
 
-// The kinds of counter keys. The grammar (docs/design.md, "Counter keys"):
+// The kinds of counter keys. The grammar (docs/design/counters.md, "Counter keys"):
 //
 //	c|<window>|<caller>                   caller bucket (enforce)
 //	ct|<window>|<caller>|<target>         caller_target bucket (enforce)

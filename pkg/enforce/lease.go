@@ -14,7 +14,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// Leases (docs/design.md, "Leases for hot keys"). An Enforcer with
+// Leases (docs/design/leases.md). An Enforcer with
 // Options.Leases takes a block of a hot gate's capacity from the shared
 // counter in one ordinary Take (cost = the block, that gate alone: the
 // shared count includes it at once, so replicas together never admit past

@@ -11,7 +11,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// Escalation lockouts (reference 004): a caller throttled After times
+// Escalation lockouts: a caller throttled After times
 // within Within is locked out for Lockout. The violations are a
 // sliding-window counter in the counter store like any other (key
 // v|<window>|<caller>), so every replica counts toward one total; the

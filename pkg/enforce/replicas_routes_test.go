@@ -17,7 +17,7 @@ import (
 )
 
 // TestExactAcrossReplicasRouteTiers is TestExactAcrossReplicasPerIPTeamShared
-// for route tiers (reference 004), with every algorithm: 4 Enforcers with
+// for route tiers, with every algorithm: 4 Enforcers with
 // their own pools, 32 goroutines each, on PostgreSQL. A tier's bucket that
 // every caller shares (max_requests), its bucket per client address (an
 // IPv6 /64, drawn on from many addresses of it), per user, per agent and

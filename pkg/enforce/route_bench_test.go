@@ -17,7 +17,7 @@ import (
 // other definition loaded, and with 10,000 more route and tool definitions
 // that do not match it (5,000 routes of two patterns each, /svc<i>/* and
 // /svc<i>/v<i>; 2,500 exact tool names and 2,500 tool globs srv<i>:*) —
-// docs/performance.md, "Routes and tool globs". On the in-memory counter
+// docs/performance.md, "The decision's own work". On the in-memory counter
 // store, so the figure is the decision's own cost.
 func BenchmarkCheckSelectiveDefinitions(b *testing.B) {
 	for _, extra := range []int{0, 10_000} {

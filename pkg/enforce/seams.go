@@ -16,7 +16,7 @@ import (
 // definitions source (pkg/enforce/postgres's LISTEN/NOTIFY source,
 // pkg/enforce/filesource's YAML file) says what to count. Every counter
 // store passes the exported conformance suite in pkg/enforce/enforcetest.
-// docs/design.md has the picture and says where a new algorithm, store or
+// docs/design/enforcement.md ("Seams") has the picture and says where a new algorithm, store or
 // protocol goes.
 //
 // Every method of a seam is mandatory: there are no optional

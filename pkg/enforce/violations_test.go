@@ -508,7 +508,7 @@ func TestRouteThrottlesNameTheirDimension(t *testing.T) {
 }
 
 // TestViolationsNameWhoDidIt: every row names whom the refusing bucket is
-// kept for and carries reference 004's context. A route throttle of a
+// kept for and carries the context an incident review needs. A route throttle of a
 // user in a team holds the user, the team, the client address, the
 // endpoint (the request path), the tier and the limit; a team-dimension
 // throttle is the team's; a tool's per-caller scopes are the caller's, not

@@ -4,7 +4,7 @@
 // Gateway ask it for global rate-limit decisions, decided from the same
 // definitions and counters as every other gateway of rlctl.
 //
-// It is an adapter (docs/design.md): it builds an enforce.Call from the
+// It is an adapter (docs/design/envoy.md; docs/design/enforcement.md, "Seams"): it builds an enforce.Call from the
 // request (the domain and descriptors, the hits_addend as the cost, the
 // identities found in descriptor entries) and renders the Decision as
 // Envoy expects it; descriptor matching is pkg/enforce's. rlapi serves it

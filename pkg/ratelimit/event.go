@@ -15,10 +15,10 @@ const (
 	// denied calls.
 	EventQuarantineDenied = "quarantine_denied"
 	// EventLockoutStarted: an escalation lockout locked a caller out
-	// (reference 004's brute_force_attempt).
+	// (what some SIEMs call a brute_force_attempt).
 	EventLockoutStarted = "lockout_started"
 	// EventAuthLockoutStarted: failed credentials locked a client address
-	// out (reference 002).
+	// out.
 	EventAuthLockoutStarted = "auth_lockout_started"
 )
 

@@ -153,7 +153,7 @@ const (
 // Kinds lists the kinds of calls.
 func Kinds() []string { return []string{KindTool, KindPrompt, KindResource, KindCompletion} }
 
-// Tool scopes (Definition.ToolScope), reference 003's: what a tool or
+// Tool scopes (Definition.ToolScope): what a tool or
 // skill definition's bucket is kept per.
 const (
 	ToolScopeGlobal        = "global"         // one bucket for the definition (the default)

@@ -177,7 +177,7 @@ func slidingSweep(t *testing.T, s enforce.CounterStore, a algorithm) {
 	}
 }
 
-// refBucket is reference 001's class: 120 a minute (one token every
+// refBucket is a typical API class: 120 a minute (one token every
 // 0.5 s), burst 30.
 func refBucket(a algorithm, key string) enforce.CounterGate {
 	g := a.gate(key, 120)

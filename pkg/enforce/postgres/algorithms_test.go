@@ -16,7 +16,7 @@ import (
 
 // The sliding window and the token bucket on PostgreSQL (rl_take, migration
 // 008), at a controlled clock: every value below is worked out by hand from
-// the integer arithmetic of docs/design.md ("Counters").
+// the integer arithmetic of docs/design/counters.md ("Every algorithm in the same rows").
 
 // hour is an instant on an hour boundary near the wall clock, so windows
 // of a minute or ten seconds start exactly there.

@@ -33,7 +33,7 @@ import (
 // million keys per node). It is bounded: AdminScanBudget of wall time and
 // AdminMaxMatches names per request; an answer that stopped at a bound
 // says Truncated (a reset that stopped may leave selected counters,
-// which a second reset finds). docs/design.md ("Counters on Redis") and
+// which a second reset finds). docs/design/redis.md and
 // docs/operations.md say what it costs.
 
 // Bounds of one admin request's scan.

@@ -27,6 +27,6 @@
 // a reservation later given back may briefly refuse another call that
 // would have fit, and one stranded by a node dying between the phases
 // stays counted until its key expires, which errs toward refusing.
-// docs/design.md ("Counters on Redis") has the whole design and its
+// docs/design/redis.md has the whole design and its
 // failure cases; docs/scaling.md how to size it.
 package redis

@@ -203,7 +203,7 @@ func counters(t *testing.T, u, prefix string) map[string]int64 {
 // given back are counted: a denial that returned before some later
 // admission started can only have been such a one (admitted calls are
 // never given back, so a truly full window stays full). The figure is
-// logged; docs/design.md records a run.
+// logged; docs/design/redis.md records a run.
 func TestOverRefusalBounded(t *testing.T) {
 	u := redistest.URL(t, "REDIS_CLUSTER_URL")
 	ctx := context.Background()

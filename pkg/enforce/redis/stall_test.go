@@ -19,7 +19,7 @@ import (
 // The suite stalls the server between decisions (none in flight): a
 // script the server ran just before it stopped, whose answer could not
 // leave, is counted though its caller hears a failure, as a PostgreSQL
-// commit whose answer is lost is (docs/design.md, "Counters on Redis").
+// commit whose answer is lost is (docs/design/redis.md).
 func TestStalledServerTakesNothingForFailedDecisions(t *testing.T) {
 	srv := redistest.Start(t)
 	enforcetest.TestStalledStore(t, func(t *testing.T) enforcetest.Stallable {
