@@ -12,6 +12,7 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // Listing and lifting failed-credential lockouts (docs/api.md, "Auth
@@ -29,39 +30,6 @@ const (
 	authScopeGateway = "gateway"
 )
 
-// authLockout is one address a throttle counts.
-type authLockout struct {
-	// Address is what the address is counted by: the IPv4 address, or
-	// the IPv6 network (/64 by default).
-	Address string `json:"address"`
-	Scope   string `json:"scope"`
-	Locked  bool   `json:"locked"`
-	// RemainingSeconds is how long the lockout has left (0 when not
-	// locked).
-	RemainingSeconds int64 `json:"remaining_seconds"`
-	// Failures is what the sliding window counts now (a lockout spends
-	// the failures that took it: 0 while locked, unless more came).
-	Failures int64 `json:"failures"`
-}
-
-type authLockoutList struct {
-	Lockouts []authLockout `json:"lockouts"`
-	// Unlisted names the scopes that could not be listed (the gateways'
-	// when their counters are not in PostgreSQL), with why.
-	Unlisted  []unlistedScope `json:"unlisted,omitempty"`
-	Truncated bool            `json:"truncated,omitempty"`
-}
-
-type unlistedScope struct {
-	Scope  string `json:"scope"`
-	Reason string `json:"reason"`
-}
-
-type authLockoutLifted struct {
-	Address string        `json:"address"`
-	Lifted  []authLockout `json:"lifted"`
-}
-
 // authThrottleOf is the throttle of scope, nil when rlapi has none for it
 // here (off, no Enforcer, or the gateways' counters elsewhere).
 func (s *Server) authThrottleOf(scope string) *enforce.AuthThrottle {
@@ -78,17 +46,17 @@ func (s *Server) authThrottleOf(scope string) *enforce.AuthThrottle {
 }
 
 // gatewayUnlisted says why the gateways' scope is not listed (nil: it is).
-func (s *Server) gatewayUnlisted() *unlistedScope {
+func (s *Server) gatewayUnlisted() *wire.UnlistedScope {
 	if s.cfg.CountersIn == "" {
 		return nil
 	}
-	return &unlistedScope{Scope: authScopeGateway, Reason: "the gateways' counters are in " + s.cfg.CountersIn +
+	return &wire.UnlistedScope{Scope: authScopeGateway, Reason: "the gateways' counters are in " + s.cfg.CountersIn +
 		" (--counters-url), which this API does not list; its lockouts end on their own"}
 }
 
 // peekAuth reads the state of keys in scope through its throttle, keeping
 // those with a lockout or failures.
-func (s *Server) peekAuth(r *http.Request, scope string, keys []string) ([]authLockout, error) {
+func (s *Server) peekAuth(r *http.Request, scope string, keys []string) ([]wire.AuthLockout, error) {
 	t := s.authThrottleOf(scope)
 	if t == nil || len(keys) == 0 {
 		return nil, nil
@@ -97,12 +65,12 @@ func (s *Server) peekAuth(r *http.Request, scope string, keys []string) ([]authL
 	if err != nil {
 		return nil, errAuthUnknown(err)
 	}
-	var out []authLockout
+	var out []wire.AuthLockout
 	for _, st := range states {
 		if !st.Locked && st.Failures <= 0 {
 			continue
 		}
-		out = append(out, authLockout{Address: st.Key, Scope: scope, Locked: st.Locked,
+		out = append(out, wire.AuthLockout{Address: st.Key, Scope: scope, Locked: st.Locked,
 			RemainingSeconds: ceilSeconds(st.RetryAfter), Failures: st.Failures})
 	}
 	return out, nil
@@ -122,7 +90,7 @@ func (s *Server) handleListAuthLockouts() http.Handler {
 			s.writeProblem(w, r, err)
 			return
 		}
-		out := authLockoutList{Lockouts: []authLockout{}}
+		out := wire.AuthLockoutList{Lockouts: []wire.AuthLockout{}}
 		if len(rows) > maxCounterList {
 			rows, out.Truncated = rows[:maxCounterList], true
 		}
@@ -143,7 +111,7 @@ func (s *Server) handleListAuthLockouts() http.Handler {
 		if u := s.gatewayUnlisted(); u != nil {
 			out.Unlisted = append(out.Unlisted, *u)
 		}
-		slices.SortFunc(out.Lockouts, func(a, b authLockout) int {
+		slices.SortFunc(out.Lockouts, func(a, b wire.AuthLockout) int {
 			return cmp.Or(strings.Compare(a.Scope, b.Scope), strings.Compare(a.Address, b.Address))
 		})
 		w.Header().Set("Cache-Control", "no-store")
@@ -214,7 +182,7 @@ func (s *Server) handleLiftAuthLockout() http.Handler {
 			}
 			scopes = []string{sc}
 		}
-		var before []authLockout
+		var before []wire.AuthLockout
 		// shown is the address as the first scope keys it (an IPv6
 		// address: its network), the audit row's id.
 		shown := ""
@@ -248,7 +216,7 @@ func (s *Server) handleLiftAuthLockout() http.Handler {
 					return change{}, err
 				}
 			}
-			return change{action: "lift", resourceType: "auth-lockout", id: shown, before: authLockoutList{Lockouts: before}}, nil
+			return change{action: "lift", resourceType: "auth-lockout", id: shown, before: wire.AuthLockoutList{Lockouts: before}}, nil
 		})
 		s.answer(w, r, ch, dry, err, func() {
 			// This replica forgets at once; the others (and this one
@@ -258,7 +226,7 @@ func (s *Server) handleLiftAuthLockout() http.Handler {
 					t.Forget(l.Address)
 				}
 			}
-			encode(w, http.StatusOK, authLockoutLifted{Address: shown, Lifted: before})
+			encode(w, http.StatusOK, wire.AuthLockoutLifted{Address: shown, Lifted: before})
 		})
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // definitionID reads the URL id and returns its canonical form, or the raw
@@ -117,12 +118,6 @@ func writePut[T any](w http.ResponseWriter, r *http.Request, base, id string, ve
 	encode(w, http.StatusOK, v)
 }
 
-// deleted is the answer to a DELETE.
-type deleted struct {
-	Deleted bool   `json:"deleted"`
-	ID      string `json:"id"`
-}
-
 func (s *Server) handleDeleteDefinition() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, id := definitionID(r)
@@ -144,7 +139,7 @@ func (s *Server) handleDeleteDefinition() http.Handler {
 			return change{action: "delete", resourceType: "definition", id: id, before: before}, nil
 		})
 		s.answer(w, r, ch, dry, err, func() {
-			encode(w, http.StatusOK, deleted{Deleted: true, ID: id})
+			encode(w, http.StatusOK, wire.Deleted{Deleted: true, ID: id})
 		})
 	})
 }
@@ -337,43 +332,10 @@ func streamList[T any](s *Server, w http.ResponseWriter, r *http.Request, key st
 	}
 }
 
-// statusResult answers GET /api/rate-limits-status. Definitions holds
-// every definition that applies; Caller, Target and CallerTarget split the
-// rate limits of Definitions by axis, the shape the reference's scripts
-// read ({"caller": [...], "target": [...]}). The quarantine sentinels are
-// in Definitions only.
-type statusResult struct {
-	Identity     string                 `json:"identity,omitempty"`
-	Username     string                 `json:"username,omitempty"`
-	ClientID     string                 `json:"client_id,omitempty"`
-	Team         string                 `json:"team,omitempty"`
-	Groups       []string               `json:"groups"`
-	Definitions  []ratelimit.Definition `json:"definitions"`
-	Caller       []ratelimit.Definition `json:"caller"`
-	Target       []ratelimit.Definition `json:"target"`
-	CallerTarget []ratelimit.Definition `json:"caller_target"`
-	// MatchedBy says, for each caller and caller_target definition of a
-	// caller (username, client_id, team), why it applies: the membership
-	// that put the caller in its group (user:alice, client:bot, team:acme)
-	// or "everyone" (enforce.Gate.MatchedBy says the same of a
-	// decision's gates).
-	MatchedBy map[string]string `json:"matched_by,omitempty"`
-	// Matches says why the route and tool definitions apply: which of
-	// their patterns matched the path, or which glob the tool's name.
-	Matches []statusMatch `json:"matches,omitempty"`
-}
-
-// statusMatch is one route or tool definition of a status and the
-// pattern that matched.
-type statusMatch struct {
-	DefinitionID string `json:"definition_id"`
-	Pattern      string `json:"pattern"`
-}
-
 func (s *Server) handleStatus() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		res := statusResult{Identity: q.Get("identity"), Username: q.Get("username"), ClientID: q.Get("client_id"), Team: strings.TrimSpace(q.Get("team")),
+		res := wire.StatusResult{Identity: q.Get("identity"), Username: q.Get("username"), ClientID: q.Get("client_id"), Team: strings.TrimSpace(q.Get("team")),
 			Groups: []string{}, Definitions: []ratelimit.Definition{},
 			Caller: []ratelimit.Definition{}, Target: []ratelimit.Definition{}, CallerTarget: []ratelimit.Definition{}}
 		ctx := r.Context()
@@ -481,7 +443,7 @@ func (s *Server) handleStatus() http.Handler {
 				// Globs too: every tool definition whose name matches.
 				err := s.store.EachDefinition(ctx, store.DefinitionFilter{Axis: ratelimit.AxisTarget, EntityType: et}, func(d ratelimit.Definition) error {
 					if d.Name == n || ratelimit.GlobMatch(d.Name, n) {
-						res.Matches = append(res.Matches, statusMatch{DefinitionID: d.ID, Pattern: d.Name})
+						res.Matches = append(res.Matches, wire.StatusMatch{DefinitionID: d.ID, Pattern: d.Name})
 						return add(d)
 					}
 					return nil
@@ -511,7 +473,7 @@ func (s *Server) handleStatus() http.Handler {
 // statusRoutes adds the route definitions whose patterns match path (and
 // method, when given) as a gateway would match them, exempt ones
 // included.
-func (s *Server) statusRoutes(r *http.Request, path, method string, add func(ratelimit.Definition) error, res *statusResult) error {
+func (s *Server) statusRoutes(r *http.Request, path, method string, add func(ratelimit.Definition) error, res *wire.StatusResult) error {
 	c, err := enforce.Call{Path: path, Method: method}.Normalize()
 	if err != nil {
 		return err
@@ -522,7 +484,7 @@ func (s *Server) statusRoutes(r *http.Request, path, method string, add func(rat
 		}
 		for _, p := range d.Paths {
 			if ratelimit.GlobMatch(p, c.Path) {
-				res.Matches = append(res.Matches, statusMatch{DefinitionID: d.ID, Pattern: p})
+				res.Matches = append(res.Matches, wire.StatusMatch{DefinitionID: d.ID, Pattern: p})
 				return add(d)
 			}
 		}
