@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/apitest"
+	"github.com/rlctl/rlctl/internal/cputime"
 	"github.com/rlctl/rlctl/pkg/client"
 )
 
@@ -22,8 +23,10 @@ import (
 // one, the counters), at 1 and 64 concurrent clients on keep-alive
 // connections. One target gate whose limit no run reaches, so every call
 // takes the full allowed path. Reported: decisions/s, p50 and p99 latency,
-// and pool acquires per decision (the counters' round trips are shared by
-// batched decisions, so under load that is below one per decision).
+// pool acquires per decision (the counters' round trips are shared by
+// batched decisions, so under load that is below one per decision), and
+// this process's CPU per decision (client and rlapi together, PostgreSQL
+// apart): the figure a busy machine still measures honestly.
 //
 //	go test -run '^$' -bench BenchmarkCheckHTTP -benchtime 5s ./internal/api/
 func BenchmarkCheckHTTP(b *testing.B) {
@@ -33,13 +36,26 @@ func BenchmarkCheckHTTP(b *testing.B) {
 	}{{"cache=off", -1}, {"cache=on", 0}} {
 		for _, clients := range []int{1, 64} {
 			b.Run(fmt.Sprintf("%s/clients=%d", cache.name, clients), func(b *testing.B) {
-				benchCheck(b, api.Config{AuthMaxFailures: -1, TokenCacheTTL: cache.ttl}, clients)
+				benchCheck(b, api.Config{AuthMaxFailures: -1, TokenCacheTTL: cache.ttl}, clients, false)
 			})
 		}
 	}
 }
 
-func benchCheck(b *testing.B, cfg api.Config, clients int) {
+// BenchmarkCheckSDK is BenchmarkCheckHTTP's allowed path (token cache on)
+// through pkg/client's Check, as a Go gateway calls rlapi: the SDK's
+// encoding of the request and decoding of the answer are in its figures.
+//
+//	go test -run '^$' -bench BenchmarkCheckSDK -benchtime 5s ./internal/api/
+func BenchmarkCheckSDK(b *testing.B) {
+	for _, clients := range []int{1, 64} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			benchCheck(b, api.Config{AuthMaxFailures: -1}, clients, true)
+		})
+	}
+}
+
+func benchCheck(b *testing.B, cfg api.Config, clients int, sdk bool) {
 	env := apitest.Start(b, cfg)
 	admin, err := client.New(env.URL, client.Options{Token: env.AdminToken, Retries: -1})
 	if err != nil {
@@ -54,7 +70,19 @@ func benchCheck(b *testing.B, cfg api.Config, clients int) {
 	gw := env.Token(b, "gateway", "enforcer")
 	hc := benchHTTPClient(clients)
 	body := []byte(`{"username":"alice","target_type":"mcp_server","target_name":"srv"}`)
+	gwc, err := client.New(env.URL, client.Options{Token: gw, Retries: -1, HTTPClient: hc})
+	if err != nil {
+		b.Fatal(err)
+	}
+	call := client.CheckRequest{Username: "alice", TargetType: "mcp_server", TargetName: "srv"}
 	check := func() error {
+		if sdk {
+			res, err := gwc.Check(context.Background(), call)
+			if err == nil && !res.Allowed {
+				err = fmt.Errorf("check: %s", res.Reason)
+			}
+			return err
+		}
 		req, err := http.NewRequest(http.MethodPost, env.URL+"/api/check", bytes.NewReader(body))
 		if err != nil {
 			return err
@@ -89,6 +117,7 @@ func benchCheck(b *testing.B, cfg api.Config, clients int) {
 		lat []time.Duration
 	)
 	acquires := env.Store.Pool().Stat().AcquireCount()
+	cpu := cputime.Process()
 	start := time.Now()
 	b.ResetTimer()
 	if clients == 1 {
@@ -118,6 +147,7 @@ func benchCheck(b *testing.B, cfg api.Config, clients int) {
 	}
 	b.StopTimer()
 	elapsed := time.Since(start)
+	cpu = cputime.Process() - cpu
 	n := len(lat)
 	if n == 0 {
 		return
@@ -127,5 +157,8 @@ func benchCheck(b *testing.B, cfg api.Config, clients int) {
 	b.ReportMetric(float64(lat[n/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[n*99/100].Microseconds()), "p99-µs")
 	b.ReportMetric(float64(env.Store.Pool().Stat().AcquireCount()-acquires)/float64(n), "acquires/op")
+	if cpu > 0 {
+		b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/decision")
+	}
 	b.ReportMetric(0, "ns/op")
 }

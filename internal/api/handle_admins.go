@@ -8,11 +8,8 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
-
-type adminList struct {
-	Admins []ratelimit.Admin `json:"admins"`
-}
 
 func (s *Server) handleListAdmins() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -24,7 +21,7 @@ func (s *Server) handleListAdmins() http.Handler {
 		if admins == nil {
 			admins = []ratelimit.Admin{}
 		}
-		encode(w, http.StatusOK, adminList{Admins: admins})
+		encode(w, http.StatusOK, wire.AdminList{Admins: admins})
 	})
 }
 
@@ -132,7 +129,7 @@ func (s *Server) handleDeleteAdmin() http.Handler {
 			return change{action: "revoke", resourceType: "admin", id: id, before: before}, nil
 		})
 		s.answer(w, r, ch, dry, err, func() {
-			encode(w, http.StatusOK, deleted{Deleted: true, ID: id})
+			encode(w, http.StatusOK, wire.Deleted{Deleted: true, ID: id})
 		})
 	})
 }

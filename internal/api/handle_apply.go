@@ -17,6 +17,7 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // POST /api/apply: declarative apply (kubectl apply, decK sync). The body
@@ -47,28 +48,6 @@ const (
 // absent, left alone) and flags.
 type applyRequest = applydoc.Result
 
-// applyChange is one object the apply created, updated or deleted.
-type applyChange struct {
-	Action       string             `json:"action"`
-	ResourceType string             `json:"resource_type"`
-	ID           string             `json:"id"`
-	Fields       []statediff.Change `json:"fields,omitempty"`
-}
-
-// applyResult answers POST /api/apply. Quarantined and Released count the
-// quarantine/<id> added and removed lines; a quarantine whose reason or
-// expiry changes counts as updated.
-type applyResult struct {
-	DryRun      bool          `json:"dry_run"`
-	Created     int           `json:"created"`
-	Updated     int           `json:"updated"`
-	Deleted     int           `json:"deleted"`
-	Unchanged   int           `json:"unchanged"`
-	Quarantined int           `json:"quarantined"`
-	Released    int           `json:"released"`
-	Changes     []applyChange `json:"changes"`
-}
-
 func (s *Server) handleApply() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dryQuery, err := dryRun(r)
@@ -95,7 +74,7 @@ func (s *Server) handleApply() http.Handler {
 		ctx, cancel := s.applyContext(r)
 		defer cancel()
 		a := applier{actor: actorName(r.Context()), requestID: requestID(r.Context()), now: s.now, quarantine: quarantine}
-		var res applyResult
+		var res wire.ApplyResult
 		err = s.store.InTx(ctx, func(q *store.Queries) error {
 			a.q = q
 			var err error
@@ -230,20 +209,20 @@ type applier struct {
 
 	txNow   time.Time
 	entries []applyEntry
-	res     applyResult
+	res     wire.ApplyResult
 }
 
 // applyEntry is one change with its audit row and the report's lines for
 // it (the change itself, or for a membership statediff.MembershipLines).
 type applyEntry struct {
-	change applyChange
+	change wire.ApplyChange
 	before any
 	after  any
-	lines  []applyChange
+	lines  []wire.ApplyChange
 }
 
 func (a *applier) record(action, kind, id string, before, after any, fields []statediff.Change) {
-	a.recordLines(action, kind, id, before, after, []applyChange{{Action: action, ResourceType: kind, ID: id, Fields: fields}})
+	a.recordLines(action, kind, id, before, after, []wire.ApplyChange{{Action: action, ResourceType: kind, ID: id, Fields: fields}})
 }
 
 // recordMembership records the write of a membership from old to m (nil:
@@ -256,16 +235,16 @@ func (a *applier) recordMembership(action string, old, m *ratelimit.Membership) 
 	if m != nil {
 		id, after = m.Key(), *m
 	}
-	var lines []applyChange
+	var lines []wire.ApplyChange
 	for _, l := range statediff.MembershipLines(old, m) {
-		lines = append(lines, applyChange{Action: l.Action, ResourceType: l.ResourceType, ID: id, Fields: l.Fields})
+		lines = append(lines, wire.ApplyChange{Action: l.Action, ResourceType: l.ResourceType, ID: id, Fields: l.Fields})
 	}
 	a.recordLines(action, kindMembership, id, before, after, lines)
 }
 
-func (a *applier) recordLines(action, kind, id string, before, after any, lines []applyChange) {
+func (a *applier) recordLines(action, kind, id string, before, after any, lines []wire.ApplyChange) {
 	a.entries = append(a.entries, applyEntry{
-		change: applyChange{Action: action, ResourceType: kind, ID: id},
+		change: wire.ApplyChange{Action: action, ResourceType: kind, ID: id},
 		before: before, after: after, lines: lines,
 	})
 	for _, l := range lines {
@@ -286,13 +265,13 @@ func (a *applier) recordLines(action, kind, id string, before, after any, lines 
 
 // apply locks, reads, diffs, checks and writes. It returns an error (and
 // the transaction rolls back) for anything it refuses.
-func (a *applier) apply(ctx context.Context, req applyRequest) (applyResult, error) {
+func (a *applier) apply(ctx context.Context, req applyRequest) (wire.ApplyResult, error) {
 	if err := a.q.LockForApply(ctx); err != nil {
-		return applyResult{}, err
+		return wire.ApplyResult{}, err
 	}
 	var err error
 	if a.txNow, err = a.q.TransactionTime(ctx); err != nil {
-		return applyResult{}, err
+		return wire.ApplyResult{}, err
 	}
 
 	var (
@@ -305,29 +284,29 @@ func (a *applier) apply(ctx context.Context, req applyRequest) (applyResult, err
 	if req.Doc.Definitions != nil {
 		cur, err := a.q.AllDefinitions(ctx)
 		if err != nil {
-			return applyResult{}, err
+			return wire.ApplyResult{}, err
 		}
 		defs = a.planDefinitions(req.Doc.Definitions, cur, req.Prune)
 	}
 	var curMems []ratelimit.Membership
 	if req.Doc.Memberships != nil {
 		if curMems, err = a.q.AllMemberships(ctx); err != nil {
-			return applyResult{}, err
+			return wire.ApplyResult{}, err
 		}
 		if mems, err = a.planMemberships(req.Doc.Memberships, curMems, req.Prune); err != nil {
-			return applyResult{}, err
+			return wire.ApplyResult{}, err
 		}
 	} else if req.Doc.Admins != nil {
 		// Only the memberships that could clash with a new admin.
 		if curMems, err = a.q.ListMemberships(ctx, store.MembershipFilter{Group: ratelimit.GroupQuarantineCallers}); err != nil {
-			return applyResult{}, err
+			return wire.ApplyResult{}, err
 		}
 	}
 	if req.Doc.Memberships != nil || req.Doc.Admins != nil {
 		if curAdmins, err = a.q.AllAdmins(ctx); err != nil {
 			// Quarantine fails closed: the check below answers 503.
 			if !quarantinesCallers(mems.desired) {
-				return applyResult{}, err
+				return wire.ApplyResult{}, err
 			}
 			adminReadOK = false
 		}
@@ -336,7 +315,7 @@ func (a *applier) apply(ctx context.Context, req applyRequest) (applyResult, err
 		admins = a.planAdmins(req.Doc.Admins, curAdmins, req.Prune)
 	}
 	if err := a.checkAdminQuarantine(req, curMems, curAdmins, adminReadOK, mems, admins); err != nil {
-		return applyResult{}, err
+		return wire.ApplyResult{}, err
 	}
 
 	q := a.q
@@ -352,7 +331,7 @@ func (a *applier) apply(ctx context.Context, req applyRequest) (applyResult, err
 		func() error { return q.InsertAdmins(ctx, admins.creates) },
 	} {
 		if err := step(); err != nil {
-			return applyResult{}, err
+			return wire.ApplyResult{}, err
 		}
 	}
 
@@ -360,16 +339,16 @@ func (a *applier) apply(ctx context.Context, req applyRequest) (applyResult, err
 		return cmp.Or(cmp.Compare(x.change.ResourceType, y.change.ResourceType), cmp.Compare(x.change.ID, y.change.ID))
 	})
 	audits := make([]store.Audit, len(a.entries))
-	a.res.Changes = []applyChange{}
+	a.res.Changes = []wire.ApplyChange{}
 	for i, e := range a.entries {
 		a.res.Changes = append(a.res.Changes, e.lines...)
 		audits[i] = store.Audit{Actor: a.actor, Action: e.change.Action, ResourceType: e.change.ResourceType,
 			ResourceID: e.change.ID, Before: e.before, After: e.after, RequestID: a.requestID}
 	}
 	if err := q.InsertAudits(ctx, audits); err != nil {
-		return applyResult{}, err
+		return wire.ApplyResult{}, err
 	}
-	slices.SortStableFunc(a.res.Changes, func(x, y applyChange) int {
+	slices.SortStableFunc(a.res.Changes, func(x, y wire.ApplyChange) int {
 		return cmp.Or(cmp.Compare(x.ResourceType, y.ResourceType), cmp.Compare(x.ID, y.ID))
 	})
 	return a.res, nil

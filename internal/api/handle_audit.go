@@ -8,12 +8,8 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
-
-type auditPage struct {
-	Entries    []ratelimit.AuditEntry `json:"entries"`
-	NextCursor string                 `json:"next_cursor,omitempty"`
-}
 
 // defaultAuditPage keeps an unbounded audit query from reading the whole log.
 const defaultAuditPage = 100
@@ -51,7 +47,7 @@ func (s *Server) handleListAudit() http.Handler {
 			s.writeProblem(w, r, err)
 			return
 		}
-		page := auditPage{Entries: entries}
+		page := wire.AuditPage{Entries: entries}
 		if len(entries) > limit {
 			page.Entries = entries[:limit]
 			if f.After == 0 {

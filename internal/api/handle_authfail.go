@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/httpgate"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // Failed-credential throttling for gateways (docs/api.md, "Failed
@@ -20,35 +21,8 @@ import (
 // (pkg/enforce/authfail.go), shared by every replica. POST /api/check and
 // GET /api/validate refuse a locked address on their own.
 
-// authEventRequest is the body of POST /api/auth-events.
-type authEventRequest struct {
-	// ClientIP is the client's address (IPv4 or IPv6; IPv6 is counted by
-	// its /64).
-	ClientIP string `json:"client_ip"`
-	// Identity is who the call claimed to be (a username, a client id),
-	// for the lockout's event; it is not counted on its own.
-	Identity string `json:"identity"`
-	// Outcome is failure (counts), success (resets the count) or expired
-	// (a credential that was valid once: neither).
-	Outcome string `json:"outcome"`
-}
-
-// authStatus is the answer of both endpoints.
-type authStatus struct {
-	// ClientIP is the address as normalized; Address the key it is
-	// counted by (the IPv4 address, the IPv6 /64).
-	ClientIP string `json:"client_ip"`
-	Address  string `json:"address"`
-	Locked   bool   `json:"locked"`
-	// RetryAfter is how many seconds the address stays locked (0 when it
-	// is not).
-	RetryAfter int64 `json:"retry_after"`
-	// Started: this report locked the address (POST only).
-	Started bool `json:"started,omitempty"`
-}
-
-func (s *Server) authStatusOf(w http.ResponseWriter, ip string, st enforce.AuthStatus) authStatus {
-	res := authStatus{ClientIP: ip, Locked: st.Locked, Started: st.Started}
+func (s *Server) authStatusOf(w http.ResponseWriter, ip string, st enforce.AuthStatus) wire.AuthStatus {
+	res := wire.AuthStatus{ClientIP: ip, Locked: st.Locked, Started: st.Started}
 	if t := s.enforcer.AuthThrottle(); t != nil {
 		res.Address = t.Key(netip.MustParseAddr(ip))
 	}
@@ -75,7 +49,7 @@ func (s *Server) handleReportAuth() http.Handler {
 			s.writeProblem(w, r, errNoEnforcer)
 			return
 		}
-		req, err := decode[authEventRequest](w, r, false)
+		req, err := decode[wire.AuthEvent](w, r, false)
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return

@@ -12,6 +12,7 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // Listing and lifting failed-credential lockouts (docs/api.md, "Auth
@@ -28,39 +29,6 @@ const (
 	authScopeRlapi   = authThrottleScope
 	authScopeGateway = "gateway"
 )
-
-// authLockout is one address a throttle counts.
-type authLockout struct {
-	// Address is what the address is counted by: the IPv4 address, or
-	// the IPv6 network (/64 by default).
-	Address string `json:"address"`
-	Scope   string `json:"scope"`
-	Locked  bool   `json:"locked"`
-	// RemainingSeconds is how long the lockout has left (0 when not
-	// locked).
-	RemainingSeconds int64 `json:"remaining_seconds"`
-	// Failures is what the sliding window counts now (a lockout spends
-	// the failures that took it: 0 while locked, unless more came).
-	Failures int64 `json:"failures"`
-}
-
-type authLockoutList struct {
-	Lockouts []authLockout `json:"lockouts"`
-	// Unlisted names the scopes that could not be listed (both, when the
-	// counters are not in PostgreSQL), with why.
-	Unlisted  []unlistedScope `json:"unlisted,omitempty"`
-	Truncated bool            `json:"truncated,omitempty"`
-}
-
-type unlistedScope struct {
-	Scope  string `json:"scope"`
-	Reason string `json:"reason"`
-}
-
-type authLockoutLifted struct {
-	Address string        `json:"address"`
-	Lifted  []authLockout `json:"lifted"`
-}
 
 // authThrottleOf is the throttle of scope, nil when rlapi has none for it
 // here (off, no Enforcer, or the gateways' counters elsewhere).
@@ -90,14 +58,14 @@ func (s *Server) authCountersElsewhere() string {
 
 // unlistedScopes say why no scope is listed, when the throttles count
 // elsewhere (nil: both are listed).
-func (s *Server) unlistedScopes() []unlistedScope {
+func (s *Server) unlistedScopes() []wire.UnlistedScope {
 	where := s.authCountersElsewhere()
 	if where == "" {
 		return nil
 	}
 	reason := "the failed-credential throttles count in " + where +
 		" (--counters-url), where this API does not list lockouts; they end on their own"
-	return []unlistedScope{{Scope: authScopeGateway, Reason: reason}, {Scope: authScopeRlapi, Reason: reason}}
+	return []wire.UnlistedScope{{Scope: authScopeGateway, Reason: reason}, {Scope: authScopeRlapi, Reason: reason}}
 }
 
 // authLockoutsElsewhere is the 501 of a lift when the throttles count
@@ -110,7 +78,7 @@ func authLockoutsElsewhere(where string) *httpError {
 
 // peekAuth reads the state of keys in scope through its throttle, keeping
 // those with a lockout or failures.
-func (s *Server) peekAuth(r *http.Request, scope string, keys []string) ([]authLockout, error) {
+func (s *Server) peekAuth(r *http.Request, scope string, keys []string) ([]wire.AuthLockout, error) {
 	t := s.authThrottleOf(scope)
 	if t == nil || len(keys) == 0 {
 		return nil, nil
@@ -119,12 +87,12 @@ func (s *Server) peekAuth(r *http.Request, scope string, keys []string) ([]authL
 	if err != nil {
 		return nil, errAuthUnknown(err)
 	}
-	var out []authLockout
+	var out []wire.AuthLockout
 	for _, st := range states {
 		if !st.Locked && st.Failures <= 0 {
 			continue
 		}
-		out = append(out, authLockout{Address: st.Key, Scope: scope, Locked: st.Locked,
+		out = append(out, wire.AuthLockout{Address: st.Key, Scope: scope, Locked: st.Locked,
 			RemainingSeconds: ceilSeconds(st.RetryAfter), Failures: st.Failures})
 	}
 	return out, nil
@@ -144,7 +112,7 @@ func (s *Server) handleListAuthLockouts() http.Handler {
 			s.writeProblem(w, r, err)
 			return
 		}
-		out := authLockoutList{Lockouts: []authLockout{}}
+		out := wire.AuthLockoutList{Lockouts: []wire.AuthLockout{}}
 		if len(rows) > maxCounterList {
 			rows, out.Truncated = rows[:maxCounterList], true
 		}
@@ -163,7 +131,7 @@ func (s *Server) handleListAuthLockouts() http.Handler {
 			out.Lockouts = append(out.Lockouts, l...)
 		}
 		out.Unlisted = append(out.Unlisted, s.unlistedScopes()...)
-		slices.SortFunc(out.Lockouts, func(a, b authLockout) int {
+		slices.SortFunc(out.Lockouts, func(a, b wire.AuthLockout) int {
 			return cmp.Or(strings.Compare(a.Scope, b.Scope), strings.Compare(a.Address, b.Address))
 		})
 		w.Header().Set("Cache-Control", "no-store")
@@ -234,7 +202,7 @@ func (s *Server) handleLiftAuthLockout() http.Handler {
 		if sc := r.URL.Query().Get("scope"); sc != "" {
 			scopes = []string{sc}
 		}
-		var before []authLockout
+		var before []wire.AuthLockout
 		// shown is the address as the first scope keys it (an IPv6
 		// address: its network), the audit row's id.
 		shown := ""
@@ -268,7 +236,7 @@ func (s *Server) handleLiftAuthLockout() http.Handler {
 					return change{}, err
 				}
 			}
-			return change{action: "lift", resourceType: "auth-lockout", id: shown, before: authLockoutList{Lockouts: before}}, nil
+			return change{action: "lift", resourceType: "auth-lockout", id: shown, before: wire.AuthLockoutList{Lockouts: before}}, nil
 		})
 		s.answer(w, r, ch, dry, err, func() {
 			// This replica forgets at once; the others (and this one
@@ -278,7 +246,7 @@ func (s *Server) handleLiftAuthLockout() http.Handler {
 					t.Forget(l.Address)
 				}
 			}
-			encode(w, http.StatusOK, authLockoutLifted{Address: shown, Lifted: before})
+			encode(w, http.StatusOK, wire.AuthLockoutLifted{Address: shown, Lifted: before})
 		})
 	})
 }

@@ -8,58 +8,21 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/httpgate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // The decision endpoints: POST /api/check for gateways that call rlapi as a
 // service (the enforcer token role), and GET /api/validate for nginx's
 // auth_request (docs/nginx.md).
 
-// checkGate is one gate of a checkResult; times are Unix seconds.
-type checkGate struct {
-	DefinitionID  string `json:"definition_id"`
-	Axis          string `json:"axis"`
-	EntityType    string `json:"entity_type"`
-	WindowSeconds int    `json:"window_seconds"`
-	Limit         int64  `json:"limit"`
-	Count         int64  `json:"count"`
-	Remaining     int64  `json:"remaining"`
-	Reset         int64  `json:"reset"`
-	Shadow        bool   `json:"shadow"`
-	// MatchedBy says why a caller definition applied (enforce.Gate).
-	MatchedBy string `json:"matched_by,omitempty"`
-	Matched   string `json:"matched,omitempty"`
-	Dimension string `json:"dimension,omitempty"`
-}
-
-// checkResult is the answer of POST /api/check: the decision in wire
-// units (Unix seconds, whole seconds).
-type checkResult struct {
-	Allowed bool   `json:"allowed"`
-	Reason  string `json:"reason"`
-	// Limit, Remaining and Reset are those of the tightest gate (0 when no
-	// gate applied), as the rate-limit headers carry them.
-	Limit     int64 `json:"limit"`
-	Remaining int64 `json:"remaining"`
-	Reset     int64 `json:"reset"`
-	// RetryAfter is the wait in seconds before the call can pass; 0 when
-	// it passed or is quarantined (waiting will not help).
-	RetryAfter      int64       `json:"retry_after"`
-	Gates           []checkGate `json:"gates"`
-	QuarantineScope string      `json:"quarantine_scope,omitempty"`
-	// LockoutRemaining is, for reason locked-out, the seconds the
-	// escalation lockout lasts still (X-Lockout-Remaining).
-	LockoutRemaining int64 `json:"lockout_remaining,omitempty"`
-}
-
-func newCheckResult(d enforce.Decision) checkResult {
-	res := checkResult{Allowed: d.Allowed, Reason: d.Reason, Limit: d.Limit, Remaining: d.Remaining,
-		Reset: unixOrZero(d.Reset), QuarantineScope: d.QuarantineScope, Gates: make([]checkGate, 0, len(d.Gates))}
+func newCheckResult(d enforce.Decision) wire.CheckResult {
+	res := wire.CheckResult{Allowed: d.Allowed, Reason: d.Reason, Limit: d.Limit, Remaining: d.Remaining,
+		Reset: unixOrZero(d.Reset), QuarantineScope: d.QuarantineScope, Gates: make([]wire.CheckGate, 0, len(d.Gates))}
 	if !d.Allowed && d.Reason != enforce.ReasonQuarantined {
 		res.RetryAfter = max(int64((d.RetryAfter+time.Second-1)/time.Second), 1)
 	}
@@ -67,7 +30,7 @@ func newCheckResult(d enforce.Decision) checkResult {
 		res.LockoutRemaining = max(int64((d.LockoutRemaining+time.Second-1)/time.Second), 1)
 	}
 	for _, g := range d.Gates {
-		res.Gates = append(res.Gates, checkGate{DefinitionID: g.DefinitionID, Axis: g.Axis, EntityType: g.EntityType,
+		res.Gates = append(res.Gates, wire.CheckGate{DefinitionID: g.DefinitionID, Axis: g.Axis, EntityType: g.EntityType,
 			WindowSeconds: g.WindowSeconds, Limit: g.Limit, Count: g.Count, Remaining: g.Remaining,
 			Reset: unixOrZero(g.Reset), Shadow: g.Shadow, MatchedBy: g.MatchedBy,
 			Matched: g.Matched, Dimension: g.Dimension})
@@ -107,12 +70,10 @@ func (s *Server) handleCheck() http.Handler {
 			s.writeProblem(w, r, err)
 			return
 		}
-		req, ok := decodeCallFast(body)
-		if !ok {
-			if req, err = decodeBody[enforce.Call](body, false); err != nil {
-				s.writeProblem(w, r, err)
-				return
-			}
+		req, err := decodeBody[enforce.Call](body, false)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
 		}
 		c, err := req.Normalize()
 		if err != nil {
@@ -127,29 +88,14 @@ func (s *Server) handleCheck() http.Handler {
 			return
 		}
 		httpgate.SetHeaders(w.Header(), d, s.now())
-		h := w.Header()
-		h["Cache-Control"] = noStore
-		h["Content-Type"] = contentTypeJSON
-		w.WriteHeader(http.StatusOK)
-		res := newCheckResult(d)
-		buf := checkBufs.Get().(*[]byte)
-		*buf = appendCheckResult((*buf)[:0], &res)
-		_, _ = w.Write(*buf)
-		if cap(*buf) <= 64<<10 { // a huge answer's buffer is not kept
-			checkBufs.Put(buf)
-		}
+		w.Header()["Cache-Control"] = noStore
+		encode(w, http.StatusOK, newCheckResult(d))
 	})
 }
 
-// The answer's constant headers, set without canonicalizing their names
-// on every call (they are canonical).
-var (
-	noStore         = []string{"no-store"}
-	contentTypeJSON = []string{"application/json"}
-)
-
-// checkBufs are the answers' buffers.
-var checkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+// noStore is the answer's Cache-Control, set without canonicalizing its
+// name on every call (it is canonical).
+var noStore = []string{"no-store"}
 
 // Headers of the auth_request contract (docs/nginx.md).
 const (

@@ -15,6 +15,7 @@ import (
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // definitionID reads the URL id and returns its canonical form, or the raw
@@ -117,12 +118,6 @@ func writePut[T any](w http.ResponseWriter, r *http.Request, base, id string, ve
 	encode(w, http.StatusOK, v)
 }
 
-// deleted is the answer to a DELETE.
-type deleted struct {
-	Deleted bool   `json:"deleted"`
-	ID      string `json:"id"`
-}
-
 func (s *Server) handleDeleteDefinition() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, id := definitionID(r)
@@ -144,7 +139,7 @@ func (s *Server) handleDeleteDefinition() http.Handler {
 			return change{action: "delete", resourceType: "definition", id: id, before: before}, nil
 		})
 		s.answer(w, r, ch, dry, err, func() {
-			encode(w, http.StatusOK, deleted{Deleted: true, ID: id})
+			encode(w, http.StatusOK, wire.Deleted{Deleted: true, ID: id})
 		})
 	})
 }
@@ -337,39 +332,6 @@ func streamList[T any](s *Server, w http.ResponseWriter, r *http.Request, key st
 	}
 }
 
-// statusResult answers GET /api/rate-limits-status. Definitions holds
-// every definition that applies; Caller, Target and CallerTarget split the
-// rate limits of Definitions by axis, the shape the reference's scripts
-// read ({"caller": [...], "target": [...]}). The quarantine sentinels are
-// in Definitions only.
-type statusResult struct {
-	Identity     string                 `json:"identity,omitempty"`
-	Username     string                 `json:"username,omitempty"`
-	ClientID     string                 `json:"client_id,omitempty"`
-	Team         string                 `json:"team,omitempty"`
-	Groups       []string               `json:"groups"`
-	Definitions  []ratelimit.Definition `json:"definitions"`
-	Caller       []ratelimit.Definition `json:"caller"`
-	Target       []ratelimit.Definition `json:"target"`
-	CallerTarget []ratelimit.Definition `json:"caller_target"`
-	// MatchedBy says, for each caller and caller_target definition of a
-	// caller (username, client_id, team), why it applies: the membership
-	// that put the caller in its group (user:alice, client:bot, team:acme)
-	// or "everyone" (enforce.Gate.MatchedBy says the same of a
-	// decision's gates).
-	MatchedBy map[string]string `json:"matched_by,omitempty"`
-	// Matches says why the route and tool definitions apply: which of
-	// their patterns matched the path, or which glob the tool's name.
-	Matches []statusMatch `json:"matches,omitempty"`
-}
-
-// statusMatch is one route or tool definition of a status and the
-// pattern that matched.
-type statusMatch struct {
-	DefinitionID string `json:"definition_id"`
-	Pattern      string `json:"pattern"`
-}
-
 // handleStatus says which definitions apply to a caller, a target, a
 // path or a group. Everything but a group's own listing is read from the
 // enforcer's plan of the call (enforce.Enforcer.Explain): the groups, the
@@ -379,7 +341,7 @@ type statusMatch struct {
 func (s *Server) handleStatus() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		res := statusResult{Identity: q.Get("identity"), Username: q.Get("username"), ClientID: q.Get("client_id"), Team: strings.TrimSpace(q.Get("team")),
+		res := wire.StatusResult{Identity: q.Get("identity"), Username: q.Get("username"), ClientID: q.Get("client_id"), Team: strings.TrimSpace(q.Get("team")),
 			Groups: []string{}, Definitions: []ratelimit.Definition{},
 			Caller: []ratelimit.Definition{}, Target: []ratelimit.Definition{}, CallerTarget: []ratelimit.Definition{}}
 		ctx := r.Context()
@@ -453,8 +415,8 @@ func (s *Server) handleStatus() http.Handler {
 					res.MatchedBy[pd.Definition.ID] = pd.MatchedBy
 				}
 			}
-			if pd.Matched != "" && !slices.ContainsFunc(res.Matches, func(m statusMatch) bool { return m.DefinitionID == pd.Definition.ID }) {
-				res.Matches = append(res.Matches, statusMatch{DefinitionID: pd.Definition.ID, Pattern: pd.Matched})
+			if pd.Matched != "" && !slices.ContainsFunc(res.Matches, func(m wire.StatusMatch) bool { return m.DefinitionID == pd.Definition.ID }) {
+				res.Matches = append(res.Matches, wire.StatusMatch{DefinitionID: pd.Definition.ID, Pattern: pd.Matched})
 			}
 		}
 		if plan.Stop != nil && plan.Stop.Reason == enforce.ReasonQuarantined {

@@ -13,12 +13,8 @@ import (
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
-
-type eventPage struct {
-	Events     []ratelimit.Event `json:"events"`
-	NextCursor string            `json:"next_cursor,omitempty"`
-}
 
 // eventSubjectTypes are the types an event's subject has, every one the
 // record writes (enforce.EventSubjectTypes), with client as another name
@@ -120,7 +116,7 @@ func (s *Server) handleListEvents() http.Handler {
 			s.writeProblem(w, r, err)
 			return
 		}
-		page := eventPage{Events: evs}
+		page := wire.EventPage{Events: evs}
 		if len(evs) > limit {
 			page.Events = evs[:limit]
 			if f.After == 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // subjectID parses a <subject_type>:<subject> URL id into its normalized
@@ -152,7 +153,7 @@ func (s *Server) deleteNoGroups(w http.ResponseWriter, r *http.Request, m rateli
 		return change{action: "delete", resourceType: "membership", id: id, before: before}, nil
 	})
 	s.answer(w, r, ch, dry, err, func() {
-		encode(w, http.StatusOK, deleted{Deleted: found, ID: id})
+		encode(w, http.StatusOK, wire.Deleted{Deleted: found, ID: id})
 	})
 }
 
@@ -177,7 +178,7 @@ func (s *Server) handleDeleteMembership() http.Handler {
 			return change{action: "delete", resourceType: "membership", id: id, before: before}, nil
 		})
 		s.answer(w, r, ch, dry, err, func() {
-			encode(w, http.StatusOK, deleted{Deleted: true, ID: id})
+			encode(w, http.StatusOK, wire.Deleted{Deleted: true, ID: id})
 		})
 	})
 }

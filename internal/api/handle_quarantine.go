@@ -10,40 +10,23 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
-// quarantineEntry is one quarantined subject.
-type quarantineEntry struct {
-	ID            string     `json:"id"`
-	SubjectType   string     `json:"subject_type"`
-	Subject       string     `json:"subject"`
-	Reason        string     `json:"reason"`
-	QuarantinedAt *time.Time `json:"quarantined_at,omitempty"`
-	ExpiresAt     *time.Time `json:"expires_at,omitempty"`
-	Expired       bool       `json:"expired"`
-}
-
-func entryOf(m ratelimit.Membership, now time.Time) quarantineEntry {
-	return quarantineEntry{
+func entryOf(m ratelimit.Membership, now time.Time) wire.QuarantineEntry {
+	return wire.QuarantineEntry{
 		ID: m.ID, SubjectType: m.SubjectType, Subject: m.Subject, Reason: m.QuarantineReason,
 		QuarantinedAt: m.QuarantinedAt, ExpiresAt: m.QuarantineExpiresAt,
 		Expired: m.QuarantineExpiresAt != nil && !now.Before(*m.QuarantineExpiresAt),
 	}
 }
 
-type quarantineList struct {
-	Callers        []quarantineEntry `json:"callers"`
-	Targets        []quarantineEntry `json:"targets"`
-	CallersEnabled bool              `json:"callers_enabled"`
-	TargetsEnabled bool              `json:"targets_enabled"`
-}
-
 func (s *Server) handleListQuarantine() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		now := s.now()
-		out := quarantineList{Callers: []quarantineEntry{}, Targets: []quarantineEntry{}}
-		for group, list := range map[string]*[]quarantineEntry{
+		out := wire.QuarantineList{Callers: []wire.QuarantineEntry{}, Targets: []wire.QuarantineEntry{}}
+		for group, list := range map[string]*[]wire.QuarantineEntry{
 			ratelimit.GroupQuarantineCallers: &out.Callers,
 			ratelimit.GroupQuarantineTargets: &out.Targets,
 		} {
@@ -69,12 +52,6 @@ func (s *Server) handleListQuarantine() http.Handler {
 	})
 }
 
-// quarantineRequest is the optional body of a quarantine POST.
-type quarantineRequest struct {
-	Reason           string `json:"reason"`
-	ExpiresInSeconds int    `json:"expires_in_seconds"`
-}
-
 // maxQuarantine bounds expires_in_seconds at a year: longer is "until
 // removed", which is what leaving it out means.
 const maxQuarantine = 365 * 24 * 3600
@@ -93,7 +70,7 @@ func (s *Server) handleQuarantine() http.Handler {
 			s.writeProblem(w, r, err)
 			return
 		}
-		req, err := decode[quarantineRequest](w, r, true)
+		req, err := decode[wire.QuarantineRequest](w, r, true)
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
@@ -173,11 +150,6 @@ func (s *Server) handleQuarantine() http.Handler {
 	})
 }
 
-type removed struct {
-	Removed bool   `json:"removed"`
-	ID      string `json:"id"`
-}
-
 func (s *Server) handleUnquarantine() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, typ, subj, err := subjectID(r)
@@ -222,7 +194,7 @@ func (s *Server) handleUnquarantine() http.Handler {
 			return change{action: "unquarantine", resourceType: "membership", id: id, before: m, after: res.After}, nil
 		})
 		s.answer(w, r, ch, dry, err, func() {
-			encode(w, http.StatusOK, removed{Removed: wasQuarantined, ID: id})
+			encode(w, http.StatusOK, wire.Removed{Removed: wasQuarantined, ID: id})
 		})
 	})
 }

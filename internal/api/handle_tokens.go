@@ -9,11 +9,8 @@ import (
 	"github.com/rlctl/rlctl/internal/token"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
-
-type tokenList struct {
-	Tokens []ratelimit.Token `json:"tokens"`
-}
 
 func (s *Server) handleListTokens() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -26,7 +23,7 @@ func (s *Server) handleListTokens() http.Handler {
 			tokens = []ratelimit.Token{}
 		}
 		listWriteDeadline(w)
-		encode(w, http.StatusOK, tokenList{Tokens: tokens})
+		encode(w, http.StatusOK, wire.TokenList{Tokens: tokens})
 	})
 }
 
@@ -43,12 +40,6 @@ type createTokenRequest struct {
 // a time.Duration (292 years) that once made a token expire before it was
 // created. A token that must never expire leaves the field out.
 const MaxTokenLifetimeSeconds = 10 * 365 * 24 * 3600
-
-// createdToken is the only answer that ever carries a token's secret.
-type createdToken struct {
-	ratelimit.Token
-	Secret string `json:"token"`
-}
 
 func (s *Server) handleCreateToken() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -91,14 +82,9 @@ func (s *Server) handleCreateToken() http.Handler {
 		})
 		s.answer(w, r, ch, dry, err, func() {
 			w.Header().Set("Cache-Control", "no-store")
-			encode(w, http.StatusCreated, createdToken{Token: created, Secret: secret})
+			encode(w, http.StatusCreated, wire.CreatedToken{Token: created, Secret: secret})
 		})
 	})
-}
-
-type revokedToken struct {
-	Revoked bool   `json:"revoked"`
-	Name    string `json:"name"`
 }
 
 func (s *Server) handleRevokeToken() http.Handler {
@@ -117,7 +103,7 @@ func (s *Server) handleRevokeToken() http.Handler {
 		s.answer(w, r, ch, dry, err, func() {
 			// This replica forgets at once; the others on NOTIFY.
 			s.tokens.invalidate()
-			encode(w, http.StatusOK, revokedToken{Revoked: true, Name: name})
+			encode(w, http.StatusOK, wire.RevokedToken{Revoked: true, Name: name})
 		})
 	})
 }

@@ -5,17 +5,12 @@ import (
 
 	"github.com/rlctl/rlctl/internal/migrate"
 	"github.com/rlctl/rlctl/internal/version"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
-
-type versionInfo struct {
-	Version       string `json:"version"`
-	SchemaVersion int32  `json:"schema_version"`
-	SchemaLatest  int32  `json:"schema_latest"`
-}
 
 func (s *Server) handleVersion() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := versionInfo{Version: version.String()}
+		info := wire.VersionInfo{Version: version.String()}
 		if st, err := migrate.Status(r.Context(), s.store.Pool()); err == nil {
 			info.SchemaVersion, info.SchemaLatest = st.Current, st.Latest
 		}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"github.com/rlctl/rlctl/internal/statediff"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // change describes what a mutation did, for the audit log and dry runs.
@@ -107,17 +109,6 @@ func setETag(w http.ResponseWriter, version int64) {
 	}
 }
 
-// dryRunReport is the answer to a mutation with ?dry_run=true.
-type dryRunReport struct {
-	DryRun       bool               `json:"dry_run"`
-	Action       string             `json:"action"`
-	ResourceType string             `json:"resource_type"`
-	ID           string             `json:"id"`
-	Before       any                `json:"before"`
-	After        any                `json:"after"`
-	Changes      []statediff.Change `json:"changes"`
-}
-
 func writeDryRun(w http.ResponseWriter, ch change) {
 	// A definition shows its algorithm here as in every other answer.
 	for _, v := range []*any{&ch.before, &ch.after} {
@@ -130,9 +121,18 @@ func writeDryRun(w http.ResponseWriter, ch change) {
 			}
 		}
 	}
-	encode(w, http.StatusOK, dryRunReport{
+	// The resources are plain data, so marshalling them cannot fail short
+	// of a bug: one is answered 500 rather than with a report missing a
+	// side.
+	before, errBefore := json.Marshal(ch.before)
+	after, errAfter := json.Marshal(ch.after)
+	if err := errors.Join(errBefore, errAfter); err != nil {
+		http.Error(w, "encode dry-run report: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	encode(w, http.StatusOK, wire.DryRunReport{
 		DryRun: true, Action: ch.action, ResourceType: ch.resourceType, ID: ch.id,
-		Before: ch.before, After: ch.after, Changes: diffFields(ch.before, ch.after),
+		Before: before, After: after, Changes: diffFields(ch.before, ch.after),
 	})
 }
 

@@ -97,6 +97,14 @@ var rules = []rule{
 		},
 	},
 	{
+		name: "wire-data-only",
+		want: "pkg/wire, the API's JSON envelopes that rlapi and pkg/client share, imports only the standard library and pkg/ratelimit",
+		from: under("pkg/wire"),
+		forbid: func(p *pkgInfo) bool {
+			return !p.Standard && p.ImportPath != module+"/pkg/ratelimit"
+		},
+	},
+	{
 		name: "cli-no-store",
 		want: "the CLI and the dashboard never link internal/store",
 		from: func(path string) bool {

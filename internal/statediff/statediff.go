@@ -15,15 +15,13 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // Change is one field an update changes, by its JSON name. From and To are
-// what the resource's JSON shows: an absent field is nil.
-type Change struct {
-	Field string `json:"field"`
-	From  any    `json:"from"`
-	To    any    `json:"to"`
-}
+// what the resource's JSON shows: an absent field is nil. It is the API's
+// field change (dry-run reports, apply results), declared once in pkg/wire.
+type Change = wire.Change
 
 // Definition lists what updating old to d changes, in field-name order;
 // empty when old already matches d.

@@ -5,13 +5,12 @@ import (
 	"net/http"
 
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // ListAdmins returns every administrator.
 func (c *Client) ListAdmins(ctx context.Context) ([]ratelimit.Admin, error) {
-	var body struct {
-		Admins []ratelimit.Admin `json:"admins"`
-	}
+	var body wire.AdminList
 	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/api/rate-limit-admins"})
 	if err == nil {
 		err = resp.decode(&body)

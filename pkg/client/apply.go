@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // DefaultApplyTimeout is the least time Apply allows a call, whatever
@@ -48,41 +49,13 @@ type ApplyOptions struct {
 	Timeout time.Duration
 }
 
-// ApplyResult is the server's report of an apply.
-type ApplyResult struct {
-	DryRun    bool `json:"dry_run"`
-	Created   int  `json:"created"`
-	Updated   int  `json:"updated"`
-	Deleted   int  `json:"deleted"`
-	Unchanged int  `json:"unchanged"`
-	// Quarantined and Released count the quarantine changes (resource
-	// type quarantine, actions add and remove).
-	Quarantined int `json:"quarantined"`
-	Released    int `json:"released"`
-	// Changes lists the objects created, updated or deleted, sorted by
-	// resource type, then id.
-	Changes []ApplyChange `json:"changes"`
-}
+// ApplyResult is what an apply did, or for a dry run would do.
+type ApplyResult = wire.ApplyResult
 
-// Changed reports whether the apply changed (or, dry, would change)
-// anything.
-func (r ApplyResult) Changed() bool {
-	return r.Created+r.Updated+r.Deleted+r.Quarantined+r.Released > 0
-}
-
-// ApplyChange is one object an apply created, updated or deleted.
-type ApplyChange struct {
-	// ActionCreate, ActionUpdate or ActionDelete; for the resource type
-	// quarantine, ActionQuarantineAdd, ActionQuarantineRemove or
-	// ActionUpdate (its reason or expiry).
-	Action string `json:"action"`
-	// definition, membership, admin, or quarantine: a subject put in or
-	// taken out of a quarantine group, reported apart from its membership.
-	ResourceType string `json:"resource_type"`
-	ID           string `json:"id"`
-	// Fields lists what an update changes; empty for creates and deletes.
-	Fields []Change `json:"fields,omitempty"`
-}
+// ApplyChange is one object an apply created, updated or deleted; Action is
+// ActionCreate, ActionUpdate or ActionDelete, or for the resource type
+// quarantine ActionQuarantineAdd, ActionQuarantineRemove or ActionUpdate.
+type ApplyChange = wire.ApplyChange
 
 // applyRequest is the wire form of State: pointers, so that a nil list is
 // left out of the body (absent) and an empty one is sent as [].

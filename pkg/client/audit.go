@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // AuditFilter narrows ListAudit; zero fields do not filter.
@@ -25,13 +25,8 @@ type AuditFilter struct {
 	After int64
 }
 
-// AuditPage is one page of audit entries, newest first (oldest first with
-// AuditFilter.After).
-type AuditPage struct {
-	Entries []ratelimit.AuditEntry `json:"entries"`
-	// NextCursor continues the list; empty on the last page.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
+// AuditPage is one page of the audit log.
+type AuditPage = wire.AuditPage
 
 // ListAudit returns one page of the audit log.
 func (c *Client) ListAudit(ctx context.Context, f AuditFilter) (AuditPage, error) {

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"time"
+
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // ReasonAuthLocked: the client address is locked out for failed
@@ -20,29 +21,12 @@ const (
 	AuthExpired = "expired" // valid once (expired, revoked): neither
 )
 
-// AuthEvent is one authentication a gateway made.
-type AuthEvent struct {
-	ClientIP string `json:"client_ip"`
-	// Identity is who the call claimed to be (optional, for the log).
-	Identity string `json:"identity,omitempty"`
-	Outcome  string `json:"outcome"`
-}
+// AuthEvent is one authentication a gateway made; Outcome is AuthFailure,
+// AuthSuccess or AuthExpired.
+type AuthEvent = wire.AuthEvent
 
-// AuthStatus is an address's failed-credential state.
-type AuthStatus struct {
-	ClientIP string `json:"client_ip"`
-	// Address is what the address is counted by: the IPv4 address, or
-	// the IPv6 /64.
-	Address    string `json:"address"`
-	Locked     bool   `json:"locked"`
-	RetryAfter int64  `json:"retry_after"` // seconds
-	Started    bool   `json:"started,omitempty"`
-}
-
-// RetryAfterDuration is RetryAfter as a duration.
-func (s AuthStatus) RetryAfterDuration() time.Duration {
-	return time.Duration(s.RetryAfter) * time.Second
-}
+// AuthStatus is a client address's failed-credential lockout.
+type AuthStatus = wire.AuthStatus
 
 // ReportAuth reports an authentication (POST /api/auth-events); it needs
 // a token of role enforcer or admin. It is not retried: a failure counted
@@ -74,30 +58,15 @@ const (
 	AuthScopeGateway = "gateway"
 )
 
-// AuthLockout is one address a failed-credential throttle counts or locks.
-type AuthLockout struct {
-	// Address is what the address is counted by: the IPv4 address, or
-	// the IPv6 network (/64 by default).
-	Address string `json:"address"`
-	Scope   string `json:"scope"` // AuthScopeRlapi or AuthScopeGateway
-	Locked  bool   `json:"locked"`
-	// RemainingSeconds is how long the lockout has left (0: not locked).
-	RemainingSeconds int64 `json:"remaining_seconds"`
-	// Failures is what the sliding window counts now.
-	Failures int64 `json:"failures"`
-}
+// AuthLockout is one address's failed-credential lockout in one scope
+// (AuthScopeRlapi or AuthScopeGateway).
+type AuthLockout = wire.AuthLockout
 
-// AuthLockoutList is the answer of ListAuthLockouts.
-type AuthLockoutList struct {
-	Lockouts []AuthLockout `json:"lockouts"`
-	// Unlisted names the scopes the server could not list, with why (the
-	// gateways' when their counters are not in PostgreSQL).
-	Unlisted []struct {
-		Scope  string `json:"scope"`
-		Reason string `json:"reason"`
-	} `json:"unlisted,omitempty"`
-	Truncated bool `json:"truncated,omitempty"`
-}
+// AuthLockoutList is every address with failures counted or a lockout.
+type AuthLockoutList = wire.AuthLockoutList
+
+// UnlistedScope is a scope an AuthLockoutList could not cover, with why.
+type UnlistedScope = wire.UnlistedScope
 
 // ListAuthLockouts lists the addresses locked out or counting failed
 // authentications, in every scope (GET /api/auth-lockouts).
@@ -154,9 +123,7 @@ func (c *Client) LiftAuthLockout(ctx context.Context, address string, o LiftOpti
 		}
 		return before.Lockouts, report, nil
 	}
-	var body struct {
-		Lifted []AuthLockout `json:"lifted"`
-	}
+	var body wire.AuthLockoutLifted
 	err = resp.decode(&body)
 	return body.Lifted, nil, wrap(err, "lift auth lockout of %q", address)
 }

@@ -3,7 +3,8 @@ package client
 import (
 	"context"
 	"net/http"
-	"time"
+
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // Reasons a CheckResult gives.
@@ -22,103 +23,17 @@ const (
 	ReasonLockedOut = "locked-out"
 )
 
-// CheckRequest is one data-plane call for Check to decide.
-type CheckRequest struct {
-	// Username is a human caller, ClientID an agent (a machine token's
-	// client id); with a ClientID the caller is an agent.
-	Username string `json:"username,omitempty"`
-	ClientID string `json:"client_id,omitempty"`
-	// IsAdmin is the gateway's own view that the caller is an
-	// administrator: caller gates and caller quarantine do not apply.
-	IsAdmin bool `json:"is_admin,omitempty"`
-	// TargetType is ratelimit.EntityMCPServer or ratelimit.EntityA2AAgent;
-	// empty makes the call control plane (always allowed, nothing counted).
-	TargetType string `json:"target_type,omitempty"`
-	TargetName string `json:"target_name,omitempty"`
-	// Tool is the MCP tool or A2A skill the call invokes, when known.
-	Tool string `json:"tool,omitempty"`
-	// Cost is what the call takes from each gate; zero means 1.
-	Cost int64 `json:"cost,omitempty"`
-	// ClientIP is the client's address as the gateway resolved it
-	// (pkg/clientip): network quarantine applies, and an anonymous call
-	// (no Username, no ClientID) is the caller ip:<key>, limited through
-	// its network's groups.
-	ClientIP string `json:"client_ip,omitempty"`
-	// Team is the call's team (tenant), when the gateway knows it: the
-	// team's groups limit the call, per: team definitions count one
-	// bucket per team, its quarantine denies it.
-	Team string `json:"team,omitempty"`
-	// Method and Path are the HTTP request's method and path: the route
-	// definitions matching them apply (even without a target), and an
-	// exempt route makes the call allowed and counted nowhere.
-	Method string `json:"method,omitempty"`
-	Path   string `json:"path,omitempty"`
-	// Kind is what Tool names: tool (the default), prompt, resource or
-	// completion; tool definitions naming kinds apply only to theirs.
-	Kind string `json:"kind,omitempty"`
-}
+// CheckRequest is one data-plane call for Check to decide (its fields are
+// documented in pkg/wire).
+type CheckRequest = wire.CheckRequest
 
-// CheckResult is the server's decision. Times are Unix seconds on the wire;
-// ResetTime and RetryAfterDuration convert them.
-type CheckResult struct {
-	Allowed bool   `json:"allowed"`
-	Reason  string `json:"reason"` // one of the Reason constants
-	// Limit, Remaining and Reset describe the tightest gate (on a
-	// throttle, the denying gate that resets last); Limit is 0 when no
-	// gate applied.
-	Limit     int64 `json:"limit"`
-	Remaining int64 `json:"remaining"`
-	Reset     int64 `json:"reset"`
-	// RetryAfter is the wait in seconds before the call can pass; 0 when
-	// it passed or is quarantined.
-	RetryAfter      int64       `json:"retry_after"`
-	Gates           []CheckGate `json:"gates"`
-	QuarantineScope string      `json:"quarantine_scope,omitempty"` // "caller" or "target"
-	// LockoutRemaining is, for ReasonLockedOut, the seconds the lockout
-	// lasts still.
-	LockoutRemaining int64 `json:"lockout_remaining,omitempty"`
-}
-
-// ResetTime is Reset as a time; the zero time when no gate applied.
-func (r CheckResult) ResetTime() time.Time { return unixTime(r.Reset) }
-
-// RetryAfterDuration is RetryAfter as a duration.
-func (r CheckResult) RetryAfterDuration() time.Duration {
-	return time.Duration(r.RetryAfter) * time.Second
-}
+// CheckResult is the server's decision; Reason is one of the Reason
+// constants. Times are Unix seconds on the wire; ResetTime and
+// RetryAfterDuration convert them.
+type CheckResult = wire.CheckResult
 
 // CheckGate is one gate a call was checked against.
-type CheckGate struct {
-	DefinitionID  string `json:"definition_id"`
-	Axis          string `json:"axis"`
-	EntityType    string `json:"entity_type"`
-	WindowSeconds int    `json:"window_seconds"`
-	Limit         int64  `json:"limit"`
-	// Count is the gate's count after the decision.
-	Count     int64 `json:"count"`
-	Remaining int64 `json:"remaining"`
-	Reset     int64 `json:"reset"` // Unix seconds
-	Shadow    bool  `json:"shadow"`
-	// MatchedBy says why a caller or caller_target definition applied:
-	// the membership that put the caller in its group ("user:alice",
-	// "client:bot", "team:acme", "network:10.0.0.0/8") or "everyone".
-	// Empty for target gates.
-	MatchedBy string `json:"matched_by,omitempty"`
-	// Matched and Dimension say why a route gate applies: the pattern the
-	// path matched, and what the bucket is kept per (all, ip, user, agent).
-	Matched   string `json:"matched,omitempty"`
-	Dimension string `json:"dimension,omitempty"`
-}
-
-// ResetTime is Reset as a time.
-func (g CheckGate) ResetTime() time.Time { return unixTime(g.Reset) }
-
-func unixTime(s int64) time.Time {
-	if s == 0 {
-		return time.Time{}
-	}
-	return time.Unix(s, 0)
-}
+type CheckGate = wire.CheckGate
 
 // Check asks the server to decide a call (POST /api/check), which takes the
 // call's cost from every gate when it is allowed. Every decision, allowed or
@@ -131,9 +46,8 @@ func unixTime(s int64) time.Time {
 func (c *Client) Check(ctx context.Context, req CheckRequest) (CheckResult, error) {
 	var res CheckResult
 	resp, err := c.do(ctx, request{method: http.MethodPost, path: "/api/check", target: c.checkURL,
-		raw: appendCheckRequest(make([]byte, 0, 256), &req), noRetry: true})
-	if err == nil && !decodeCheckResult(resp.body, &res) {
-		res = CheckResult{}
+		body: req, noRetry: true})
+	if err == nil {
 		err = resp.decode(&res)
 	}
 	return res, wrap(err, "check")

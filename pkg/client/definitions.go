@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // DefinitionFilter narrows ListDefinitions; empty fields do not filter.
@@ -153,34 +154,13 @@ type StatusQuery struct {
 	Method string
 }
 
-// StatusResult lists the definitions that apply to a caller.
-type StatusResult struct {
-	Identity    string                 `json:"identity"`
-	Username    string                 `json:"username"`
-	ClientID    string                 `json:"client_id"`
-	Team        string                 `json:"team,omitempty"`
-	Groups      []string               `json:"groups"`
-	Definitions []ratelimit.Definition `json:"definitions"`
-	// Caller, Target and CallerTarget are Definitions' rate limits by
-	// axis, as the reference answers them.
-	Caller       []ratelimit.Definition `json:"caller"`
-	Target       []ratelimit.Definition `json:"target"`
-	CallerTarget []ratelimit.Definition `json:"caller_target"`
-	// MatchedBy says, for a caller's query, why each caller and
-	// caller_target definition applies, by id: the membership that put the
-	// caller in its group ("user:alice", "client:bot", "team:acme") or
-	// "everyone".
-	MatchedBy map[string]string `json:"matched_by,omitempty"`
-	// Matches says which pattern of each route or tool definition matched.
-	Matches []StatusMatch `json:"matches,omitempty"`
-}
+// StatusResult is the definitions that apply to a caller, a target or a
+// request.
+type StatusResult = wire.StatusResult
 
-// StatusMatch is a route or tool definition of a status and the pattern
-// (path pattern or tool glob) that matched.
-type StatusMatch struct {
-	DefinitionID string `json:"definition_id"`
-	Pattern      string `json:"pattern"`
-}
+// StatusMatch is the pattern through which a route or tool definition
+// applies.
+type StatusMatch = wire.StatusMatch
 
 // Status returns the definitions that apply to the caller or group in q.
 func (c *Client) Status(ctx context.Context, q StatusQuery) (StatusResult, error) {

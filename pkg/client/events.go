@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // EventFilter narrows ListEvents; zero fields do not filter.
@@ -29,13 +29,8 @@ type EventFilter struct {
 	After int64
 }
 
-// EventPage is one page of the record of violations, newest first (oldest
-// first with EventFilter.After).
-type EventPage struct {
-	Events []ratelimit.Event `json:"events"`
-	// NextCursor continues the list; empty on the last page.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
+// EventPage is one page of the record of violations.
+type EventPage = wire.EventPage
 
 // ListEvents returns one page of the record of violations (GET
 // /api/rate-limit-events).

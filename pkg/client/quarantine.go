@@ -3,38 +3,19 @@ package client
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // QuarantineEntry is one quarantined subject.
-type QuarantineEntry struct {
-	ID            string     `json:"id"`
-	SubjectType   string     `json:"subject_type"`
-	Subject       string     `json:"subject"`
-	Reason        string     `json:"reason,omitempty"`
-	QuarantinedAt *time.Time `json:"quarantined_at,omitempty"`
-	ExpiresAt     *time.Time `json:"expires_at,omitempty"`
-	// Expired entries no longer apply; they are listed until removed.
-	Expired bool `json:"expired"`
-}
+type QuarantineEntry = wire.QuarantineEntry
 
-// QuarantineList is every quarantined caller and target, and whether each
-// half of quarantine is switched on (its sentinel definition is enabled).
-type QuarantineList struct {
-	Callers        []QuarantineEntry `json:"callers"`
-	Targets        []QuarantineEntry `json:"targets"`
-	CallersEnabled bool              `json:"callers_enabled"`
-	TargetsEnabled bool              `json:"targets_enabled"`
-}
+// QuarantineList is every quarantined caller and target.
+type QuarantineList = wire.QuarantineList
 
-// QuarantineRequest is the optional body of Quarantine.
-type QuarantineRequest struct {
-	Reason string `json:"reason,omitempty"`
-	// ExpiresInSeconds lifts the quarantine after that long; zero never.
-	ExpiresInSeconds int `json:"expires_in_seconds,omitempty"`
-}
+// QuarantineRequest is a quarantine's reason and lifetime.
+type QuarantineRequest = wire.QuarantineRequest
 
 // QuarantineResult is the outcome of Quarantine.
 type QuarantineResult struct {
@@ -106,9 +87,7 @@ func (c *Client) Unquarantine(ctx context.Context, subjectType, subject string, 
 		}
 		return report.Changed(), report, nil
 	}
-	var body struct {
-		Removed bool `json:"removed"`
-	}
+	var body wire.Removed
 	err = resp.decode(&body)
 	return body.Removed, nil, wrap(err, "unquarantine %q", id)
 }

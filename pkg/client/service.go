@@ -3,14 +3,12 @@ package client
 import (
 	"context"
 	"net/http"
+
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // VersionInfo describes the server's build and its database schema.
-type VersionInfo struct {
-	Version       string `json:"version"`
-	SchemaVersion int32  `json:"schema_version"`
-	SchemaLatest  int32  `json:"schema_latest"`
-}
+type VersionInfo = wire.VersionInfo
 
 // Version returns the server's version. It needs no token.
 func (c *Client) Version(ctx context.Context) (VersionInfo, error) {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // CreateTokenRequest describes a token to create.
@@ -15,20 +16,12 @@ type CreateTokenRequest struct {
 	ExpiresInSeconds int `json:"expires_in_seconds,omitempty"`
 }
 
-// CreatedToken is a new token's description plus its secret, which the
-// server shows this once and stores only as a hash.
-type CreatedToken struct {
-	ratelimit.Token
-	// Secret is the bearer token itself. The field cannot be called Token:
-	// that name is taken by the embedded ratelimit.Token.
-	Secret string `json:"token"`
-}
+// CreatedToken is a new token's record and its secret, shown this once.
+type CreatedToken = wire.CreatedToken
 
 // ListTokens returns every token, revoked and expired ones included.
 func (c *Client) ListTokens(ctx context.Context) ([]ratelimit.Token, error) {
-	var body struct {
-		Tokens []ratelimit.Token `json:"tokens"`
-	}
+	var body wire.TokenList
 	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/api/tokens"})
 	if err == nil {
 		err = resp.decode(&body)

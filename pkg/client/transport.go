@@ -26,8 +26,6 @@ type request struct {
 	path  string
 	query url.Values
 	body  any // marshalled as JSON when not nil
-	// raw, when not nil, is the body already encoded as JSON.
-	raw []byte
 	// target, when set, is the URL of path, built once (see Client.checkURL).
 	target string
 	// ifMatch is a version, sent quoted as If-Match.
@@ -94,7 +92,7 @@ func (c *Client) do(ctx context.Context, r request) (*response, error) {
 			return nil, err
 		}
 	}
-	body := r.raw
+	var body []byte
 	if r.body != nil {
 		if body, err = json.Marshal(r.body); err != nil {
 			return nil, fmt.Errorf("encode request: %w", err)

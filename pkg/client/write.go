@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // WriteOptions modify a mutation.
@@ -46,29 +48,13 @@ const (
 
 // DryRunReport is what a mutation sent with WriteOptions.DryRun answers: the
 // change the server would have made, computed in a transaction that was
-// rolled back.
-type DryRunReport struct {
-	DryRun       bool   `json:"dry_run"`
-	Action       string `json:"action"` // ActionCreate, ActionUpdate, ActionUnchanged or ActionDelete
-	ResourceType string `json:"resource_type"`
-	ID           string `json:"id"`
-	// Before and After are the resource's JSON; nil when it did not or
-	// would not exist.
-	Before  json.RawMessage `json:"before,omitempty"`
-	After   json.RawMessage `json:"after,omitempty"`
-	Changes []Change        `json:"changes,omitempty"`
-}
+// rolled back. Before and After are nil when the resource did not or would
+// not exist.
+type DryRunReport = wire.DryRunReport
 
-// Change is one field a dry run would change. From and To are decoded JSON
-// values (nil, bool, float64, string, []any, map[string]any).
-type Change struct {
-	Field string `json:"field"`
-	From  any    `json:"from"`
-	To    any    `json:"to"`
-}
-
-// Changed reports whether the mutation would change anything.
-func (r *DryRunReport) Changed() bool { return r.Action != ActionUnchanged }
+// Change is one field a change sets. From and To are decoded JSON values
+// (nil, bool, float64, string, []any, map[string]any).
+type Change = wire.Change
 
 // decodeReport reads a dry-run report, turning JSON nulls in Before and After
 // into nil so callers can test for absence with == nil.

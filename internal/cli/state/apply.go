@@ -338,11 +338,8 @@ func printResult(f *cmdutil.Factory, res client.ApplyResult) error {
 		}
 		fmt.Fprintf(w, "%s/%s %s", ch.ResourceType, ch.ID, verb)
 		if len(ch.Fields) > 0 {
-			fields := make([]cmdutil.FieldChange, len(ch.Fields))
-			for i, fc := range ch.Fields {
-				fields[i] = cmdutil.FieldChange{Field: fc.Field, From: fc.From, To: fc.To}
-			}
-			fmt.Fprintf(w, ": %s", cmdutil.FormatChanges(fields))
+			// The API's field changes are statediff's (pkg/wire's Change).
+			fmt.Fprintf(w, ": %s", cmdutil.FormatChanges(ch.Fields))
 		}
 		fmt.Fprintln(w)
 	}
