@@ -4,10 +4,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // A counter in its algorithm's terms. A fixed or sliding
@@ -38,7 +38,7 @@ func bucketState(st enforce.GateState, window time.Duration, limit, burst int64,
 
 // describeCounter fills c's algorithm fields from its state. limit and
 // burst are the bucket's when known (0: unknown, tokens left unsaid).
-func describeCounter(c *client.Counter, algorithm string, st enforce.GateState, limit, burst int64, now time.Time) {
+func describeCounter(c *wire.Counter, algorithm string, st enforce.GateState, limit, burst int64, now time.Time) {
 	if algorithm == ratelimit.AlgorithmFixedWindow {
 		return
 	}
@@ -80,7 +80,7 @@ func bucketOf(d ratelimit.Definition) (limit, burst int64) {
 // key names a target definition, reading each definition once. A
 // definition that cannot be read leaves its buckets' tokens unsaid: the
 // list still answers.
-func (s *Server) describeBuckets(ctx context.Context, counters []enforce.LiveCounter, l *client.CounterList, now time.Time) {
+func (s *Server) describeBuckets(ctx context.Context, counters []enforce.LiveCounter, l *wire.CounterList, now time.Time) {
 	defs := map[string]*ratelimit.Definition{}
 	for i := range l.Counters {
 		c := &l.Counters[i]

@@ -9,17 +9,17 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
-	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // maxCounterList bounds GET /api/rate-limit-counters when no limit is given.
 const maxCounterList = 10000
 
-// counterOf is one live counter as the API shows it (client.Counter).
-func counterOf(lc enforce.LiveCounter, now time.Time) client.Counter {
-	c := client.Counter{Key: lc.Key, WindowIndex: lc.WindowIndex, Count: lc.State.Count, ExpiresAt: lc.ExpiresAt.UTC()}
+// counterOf is one live counter as the API shows it (wire.Counter).
+func counterOf(lc enforce.LiveCounter, now time.Time) wire.Counter {
+	c := wire.Counter{Key: lc.Key, WindowIndex: lc.WindowIndex, Count: lc.State.Count, ExpiresAt: lc.ExpiresAt.UTC()}
 	// The stored key is the key gateways built (on PostgreSQL escaped
 	// only where it held bytes no name has, store.CounterKeyText): its
 	// parts read the same.
@@ -44,8 +44,8 @@ func counterOf(lc enforce.LiveCounter, now time.Time) client.Counter {
 
 // counterListOf is the answer of GET, and the before-image of a reset in
 // the audit log and in dry runs.
-func counterListOf(counters []enforce.LiveCounter, now time.Time) client.CounterList {
-	l := client.CounterList{Counters: make([]client.Counter, len(counters))}
+func counterListOf(counters []enforce.LiveCounter, now time.Time) wire.CounterList {
+	l := wire.CounterList{Counters: make([]wire.Counter, len(counters))}
 	for i, c := range counters {
 		l.Counters[i] = counterOf(c, now)
 	}
@@ -245,7 +245,7 @@ func (s *Server) handleResetCounters() http.Handler {
 		}
 		ch, dry, err := s.mutate(r, func(*store.Queries) (change, error) { return reset, nil })
 		s.answer(w, r, ch, dry, err, func() {
-			encode(w, http.StatusOK, client.CountersReset{Reset: true, Removed: int64(len(page.Counters)), Truncated: page.Truncated})
+			encode(w, http.StatusOK, wire.CountersReset{Reset: true, Removed: int64(len(page.Counters)), Truncated: page.Truncated})
 		})
 	})
 }
