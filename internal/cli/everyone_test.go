@@ -6,6 +6,7 @@ package cli_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlctl/rlctl/internal/cli/clitest"
 	"github.com/rlctl/rlctl/pkg/enforce"
@@ -66,5 +67,31 @@ func TestSetEveryoneAndPer(t *testing.T) {
 	}
 	if out := r.Must("__complete", "member", "set", "--subject-type", ""); !strings.Contains(out, "team\n") {
 		t.Errorf("completion of --subject-type:\n%s", out)
+	}
+}
+
+// rate-limit status --client-ip explains an anonymous caller as a gateway
+// decides it: its network's groups apply, and a caller outside the
+// network meets none of them.
+func TestStatusOfAnAnonymousCaller(t *testing.T) {
+	r := clitest.StartParallel(t)
+	r.Must("rate-limit", "set", "--axis", "caller", "--entity-type", "group", "--name", "lan",
+		"--user-max-requests", "110", "--window-seconds", "60")
+	r.Must("member", "set", "--subject-type", "network", "--subject", "10.0.0.0/8", "--groups", "lan")
+	// A network is found by the address in the enforcer's snapshot, which
+	// hears of the membership a moment after it is written.
+	var inside string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		inside = r.Must("rate-limit", "status", "--client-ip", "10.1.2.3", "--entity-type", "mcp_server", "--name", "mcpgw", "-o", "json")
+		if strings.Contains(inside, "caller:group:lan:60") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !strings.Contains(inside, `"caller:group:lan:60": "network:10.0.0.0/8"`) {
+		t.Errorf("status of 10.1.2.3 does not say the network's group applies:\n%s", inside)
+	}
+	outside := r.Must("rate-limit", "status", "--client-ip", "198.51.100.1", "--entity-type", "mcp_server", "--name", "mcpgw", "-o", "json")
+	if strings.Contains(outside, "caller:group:lan:60") {
+		t.Errorf("status of 198.51.100.1, outside 10.0.0.0/8, lists the network's group:\n%s", outside)
 	}
 }

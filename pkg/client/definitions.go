@@ -152,6 +152,12 @@ type StatusQuery struct {
 	// (Method optional).
 	Path   string
 	Method string
+	// ClientIP is the caller's client address: its network's groups and
+	// per-address limits, as in a decision; alone, an anonymous caller.
+	ClientIP string
+	// Kind is what a tool call invokes (tool, prompt, resource,
+	// completion): tool definitions naming other kinds are left out.
+	Kind string
 }
 
 // StatusResult is the definitions that apply to a caller, a target or a
@@ -174,6 +180,8 @@ func (c *Client) Status(ctx context.Context, q StatusQuery) (StatusResult, error
 	setNonEmpty(v, "name", q.Name)
 	setNonEmpty(v, "path", q.Path)
 	setNonEmpty(v, "method", q.Method)
+	setNonEmpty(v, "client_ip", q.ClientIP)
+	setNonEmpty(v, "kind", q.Kind)
 	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/api/rate-limits-status", query: v})
 	if err == nil {
 		err = resp.decode(&res)

@@ -592,6 +592,7 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *m
 					subject = who.team
 				}
 				if subject == "" && d.Per != ratelimit.PerShared {
+					log.unkeyed(d, via, d.Per)
 					return // no client IP, or no team: nothing to key by
 				}
 				gates = append(gates, matched(newGate(d, PerCounter(d, subject, on).String(), int64(*limit), burst, shadow, now), via))

@@ -51,7 +51,9 @@ type Plan struct {
 	// Definitions are the definitions that apply to the call, each with
 	// why and the counter it counts on: the ones behind the gates, those
 	// a more restrictive definition outranked on the bucket they share,
-	// and, for AnyTarget, the caller_target ones. Sorted by definition
+	// and, without a counter (Gate -1), the caller_target ones of an
+	// AnyTarget plan and those kept per client address or per team of a
+	// call that names none (Dimension ip or team). Sorted by definition
 	// id, then dimension.
 	Definitions []PlannedDefinition `json:"definitions"`
 }
@@ -317,6 +319,15 @@ func (l *planLog) outranked(g Gate) {
 func (l *planLog) untargeted(d ratelimit.Definition, via string) {
 	if l != nil && l.anyTarget {
 		l.perCaller = append(l.perCaller, keylessDefinition{d: d, via: via})
+	}
+}
+
+// unkeyed notes a definition kept per client address or per team that
+// applies to the caller, though the call names no address or no team to
+// key its bucket by: a plan lists it without a counter.
+func (l *planLog) unkeyed(d ratelimit.Definition, via, per string) {
+	if l != nil {
+		l.perCaller = append(l.perCaller, keylessDefinition{d: d, via: via, dimension: per})
 	}
 }
 

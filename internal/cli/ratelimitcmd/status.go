@@ -32,17 +32,23 @@ func NewCmdStatus(f *cmdutil.Factory, runF func(*StatusOptions) error) *cobra.Co
 		Long: `Show the definitions that apply to a group, a caller or a target. For a caller
 (--username, --client-id, --team) the definitions for everyone are listed too, and the
 MATCHED-BY column says why each caller definition applies: the membership that put the
-caller in its group (user:alice, client:bot, team:acme) or everyone.`,
+caller in its group (user:alice, client:bot, team:acme) or everyone. --client-ip adds the
+caller's network (its groups, its per-address limits); alone it is an anonymous caller.
+
+What is listed is read from the enforcer's plan of that call, the code a gateway's decision
+runs, so it is what a gateway enforces: definitions a more restrictive one outranks on a
+shared bucket are listed, disabled ones are not.`,
 		Example: `  rlctl rate-limit status --identity developers
   rlctl rate-limit status --username alice --entity-type mcp_server --name mcpgw
   rlctl rate-limit status --username alice --team acme-corp
+  rlctl rate-limit status --client-ip 10.1.2.3 --entity-type mcp_server --name mcpgw
   rlctl rate-limit status --path /auth/email/login --method POST
   rlctl rate-limit status --entity-type mcp_tool --name github:delete_repo`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q := opts.Query
-			if q.Identity == "" && q.Username == "" && q.ClientID == "" && q.Team == "" && q.Name == "" && q.Path == "" {
-				return cmdutil.FlagErrorf("say whose status: --identity, --username, --client-id, --team, --entity-type with --name, or --path")
+			if q.Identity == "" && q.Username == "" && q.ClientID == "" && q.Team == "" && q.ClientIP == "" && q.Name == "" && q.Path == "" {
+				return cmdutil.FlagErrorf("say whose status: --identity, --username, --client-id, --team, --client-ip, --entity-type with --name, or --path")
 			}
 			if q.Method != "" && q.Path == "" {
 				return cmdutil.FlagErrorf("--method goes with --path")
@@ -65,6 +71,8 @@ caller in its group (user:alice, client:bot, team:acme) or everyone.`,
 	fl.StringVar(&opts.Query.Name, "name", "", "target name (for tools and skills, the definitions whose name or glob matches it)")
 	fl.StringVar(&opts.Query.Path, "path", "", "a request path: the route definitions matching it, and which pattern matched")
 	fl.StringVar(&opts.Query.Method, "method", "", "the request method, with --path")
+	fl.StringVar(&opts.Query.ClientIP, "client-ip", "", "the caller's client address: its network's groups and per-address limits")
+	fl.StringVar(&opts.Query.Kind, "kind", "", "what a tool call invokes: tool (default), prompt, resource or completion")
 	_ = cmd.RegisterFlagCompletionFunc("method", cobra.FixedCompletions(ratelimit.Methods(), cobra.ShellCompDirectiveNoFileComp))
 	cmdutil.EnumFlag(cmd, "entity-type", validate.EntityTypes()...)
 	_ = cmd.RegisterFlagCompletionFunc("path", cobra.NoFileCompletions)
