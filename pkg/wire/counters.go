@@ -48,4 +48,3 @@ type CountersReset struct {
 	// counters may remain; reset again.
 	Truncated bool `json:"truncated,omitempty"`
 }
-
