@@ -183,9 +183,9 @@ func TestServeLocksOutInRedis(t *testing.T) {
 					t.Fatalf("unknown token %d at replica a: %d, want 401", i+1, code)
 				}
 			}
-			if code := get(b, b.token); code != http.StatusOK {
-				t.Fatalf("the admin at replica b after 3 failures: %d, want 200 (not locked yet)", code)
-			}
+			// No valid token between the failures: a success resets the
+			// address's count (enforcetest's "a success resets the failure
+			// count on every replica" holds that on Redis too).
 			for i := range 2 {
 				if code := get(b, "rlt_typo"); code != http.StatusUnauthorized {
 					t.Fatalf("unknown token %d at replica b: %d, want 401", i+4, code)

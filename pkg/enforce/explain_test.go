@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
@@ -101,7 +102,9 @@ func gateLines(gates []enforce.Gate) []string {
 }
 
 func explainFixture(t *testing.T) *fixture {
-	f := newFixture(t, enforce.Options{})
+	// A generous deadline: the comparison needs decisions the counters
+	// made, not the fail policy's answer on a busy machine.
+	f := newFixture(t, enforce.Options{BackendTimeout: 10 * time.Second})
 	f.def(explainLimits()...)
 	f.member("user", "alice", "devs")
 	f.member("team", "acme", "tenants", "pool")
