@@ -92,8 +92,9 @@ var targetMarks = []string{"|" + ratelimit.EntityMCPServer + ":", "|" + ratelimi
 // CounterKey is what a counter key names. Its string form (String) is the
 // key the counter stores hold; ParseCounterKey reads one back. The store's
 // SQL (rl_counter_key, migrations/007_counter_key.sql) mirrors
-// ParseCounterKey on the stored text, so that counters can be selected by
-// caller, target and definition through indexes.
+// ParseCounterKey on the stored text for the kinds of definitions'
+// counters (c, ct, s, t, p), so that counters can be selected by caller,
+// target and definition through indexes.
 //
 // Which fields a key uses depends on its kind:
 //
