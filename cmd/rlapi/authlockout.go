@@ -65,7 +65,7 @@ func authLockoutLift(ctx context.Context, args []string, getenv func(string) str
 	err = st.InTx(ctx, func(q *store.Queries) error {
 		before := map[string][]store.CounterRow{}
 		for _, sc := range scopes {
-			rows, err := q.LiftAuthLockout(ctx, sc, key)
+			rows, err := q.LiftAuthLockout(ctx, api.AuthAddressKeys(sc, key))
 			if err != nil {
 				return err
 			}

@@ -64,7 +64,7 @@ func TestCountersOfEveryAlgorithm(t *testing.T) {
 	}
 	// The token bucket refills one token per 360 s: three calls leave 7
 	// of 10, full again about 1,080 s from now.
-	const tbKey = "t.tb|target:mcp_server:tb:3600"
+	tbKey := enforce.TargetCounter(withID(bucket), "").String()
 	for _, sel := range []client.CounterSelector{{Target: "mcp_server:tb"}, {Definition: bucket.Key()}} {
 		got := byKey(listCounters(t, c, sel))
 		tb, ok := got[tbKey]
@@ -77,7 +77,7 @@ func TestCountersOfEveryAlgorithm(t *testing.T) {
 			t.Errorf("%s full in %s, want about 1,080 s", sel, left)
 		}
 	}
-	const swKey = "t.sw|target:mcp_server:sw:60"
+	swKey := enforce.TargetCounter(withID(sliding), "").String()
 	for _, sel := range []client.CounterSelector{{Target: "mcp_server:sw"}, {Definition: sliding.Key()}} {
 		if got := byKey(listCounters(t, c, sel)); len(got) != 1 || got[swKey].Count != 2 || got[swKey].Algorithm != ratelimit.AlgorithmSlidingWindow {
 			t.Errorf("counters of %s = %+v, want %s counting 2", sel, got, swKey)
@@ -85,14 +85,16 @@ func TestCountersOfEveryAlgorithm(t *testing.T) {
 	}
 	// alice's caller buckets: one per algorithm of the window; each caller
 	// definition selects its own algorithm's.
+	fixed, tokens := enforce.CallerCounter(60, "user:alice"), enforce.CallerCounter(60, "user:alice")
+	tokens.Algorithm = enforce.AlgorithmTokenBucket
 	mine := byKey(listCounters(t, c, client.CounterSelector{Caller: "user:alice"}))
-	if _, ok := mine["c.tb|60|user:alice"]; !ok || mine["c|60|user:alice"].Count != 5 || len(mine) != 2 {
-		t.Errorf("alice's counters = %+v, want c.tb|60|user:alice and c|60|user:alice (5)", mine)
+	if _, ok := mine[tokens.String()]; !ok || mine[fixed.String()].Count != 5 || len(mine) != 2 {
+		t.Errorf("alice's counters = %+v, want %s and %s (5)", mine, tokens, fixed)
 	}
-	if got := byKey(listCounters(t, c, client.CounterSelector{Definition: callerBucket.Key()})); len(got) != 1 || got["c.tb|60|user:alice"].Algorithm != ratelimit.AlgorithmTokenBucket {
+	if got := byKey(listCounters(t, c, client.CounterSelector{Definition: callerBucket.Key()})); len(got) != 1 || got[tokens.String()].Algorithm != ratelimit.AlgorithmTokenBucket {
 		t.Errorf("counters of %s = %+v, want only alice's token bucket", callerBucket.Key(), got)
 	}
-	if got := byKey(listCounters(t, c, client.CounterSelector{Definition: callerFixed.Key()})); len(got) != 1 || got["c|60|user:alice"].Count != 5 {
+	if got := byKey(listCounters(t, c, client.CounterSelector{Definition: callerFixed.Key()})); len(got) != 1 || got[fixed.String()].Count != 5 {
 		t.Errorf("counters of %s = %+v, want only alice's fixed window (5)", callerFixed.Key(), got)
 	}
 
@@ -111,4 +113,11 @@ func TestCountersOfEveryAlgorithm(t *testing.T) {
 	if d := call("tb"); d.Allowed || d.Reason != enforce.ReasonThrottled || d.RetryAfter < 300*time.Second {
 		t.Errorf("11th call after the reset: %+v, want throttled for about 360 s", d)
 	}
+}
+
+// withID is d named by its id, as the snapshot names it (for the key of
+// its counter).
+func withID(d ratelimit.Definition) ratelimit.Definition {
+	d.ID = d.Key()
+	return d
 }

@@ -112,21 +112,21 @@ func countersFixture(t *testing.T) (*client.Client, *apitest.Env) {
 // The counters the fixture's calls leave, per selector.
 var (
 	aliceCounts = map[string]int64{
-		"c|60|user:alice":                           3,
-		"ct|60|user:alice|mcp_server:mcpgw":         3,
-		"s|caller:group:developers:3600|user:alice": 3,
+		callerKey("user:alice"):                                     3,
+		callerTargetKey("user:alice", "mcp_server:mcpgw"):           3,
+		shadowKey("caller:group:developers:3600", "user:alice", ""): 3,
 	}
 	alCounts = map[string]int64{
-		"c|60|user:al":                           1,
-		"ct|60|user:al|mcp_server:mcpgw":         1,
-		"s|caller:group:developers:3600|user:al": 1,
+		callerKey("user:al"):                                     1,
+		callerTargetKey("user:al", "mcp_server:mcpgw"):           1,
+		shadowKey("caller:group:developers:3600", "user:al", ""): 1,
 	}
 	mcpgwCounts = map[string]int64{
-		"ct|60|user:alice|mcp_server:mcpgw":      3,
-		"ct|60|user:al|mcp_server:mcpgw":         1,
-		"ct|60|user:bob|mcp_server:mcpgw":        2,
-		"t|target:mcp_server:mcpgw:60":           6,
-		"t|target:server_group:fragile:60|mcpgw": 6,
+		callerTargetKey("user:alice", "mcp_server:mcpgw"):    3,
+		callerTargetKey("user:al", "mcp_server:mcpgw"):       1,
+		callerTargetKey("user:bob", "mcp_server:mcpgw"):      2,
+		targetKey("target:mcp_server:mcpgw:60", ""):          6,
+		targetKey("target:server_group:fragile:60", "mcpgw"): 6,
 	}
 )
 
@@ -142,26 +142,26 @@ func TestCountersFromTheEnforcer(t *testing.T) {
 		{"caller", client.CounterSelector{Caller: "user:alice"}, aliceCounts},
 		{"caller is exact, not a prefix", client.CounterSelector{Caller: "user:al"}, alCounts},
 		{"agent caller", client.CounterSelector{Caller: "agent:bot"}, map[string]int64{
-			"c|60|agent:bot": 1, "ct|60|agent:bot|a2a_agent:/booking": 1, "s|caller:group:developers:3600|agent:bot": 1}},
+			callerKey("agent:bot"): 1, callerTargetKey("agent:bot", "a2a_agent:/booking"): 1, shadowKey("caller:group:developers:3600", "agent:bot", ""): 1}},
 		{"client spelling of an agent", client.CounterSelector{Caller: "client:bot"}, map[string]int64{
-			"c|60|agent:bot": 1, "ct|60|agent:bot|a2a_agent:/booking": 1, "s|caller:group:developers:3600|agent:bot": 1}},
+			callerKey("agent:bot"): 1, callerTargetKey("agent:bot", "a2a_agent:/booking"): 1, shadowKey("caller:group:developers:3600", "agent:bot", ""): 1}},
 		{"unknown caller", client.CounterSelector{Caller: "user:carol"}, map[string]int64{}},
 		{"target", client.CounterSelector{Target: "mcp_server:mcpgw"}, mcpgwCounts},
 		{"target name is normalized", client.CounterSelector{Target: "mcp_server:/mcpgw/"}, mcpgwCounts},
-		{"agent target", client.CounterSelector{Target: "a2a_agent:booking"}, map[string]int64{"ct|60|agent:bot|a2a_agent:/booking": 1}},
-		{"target definition", client.CounterSelector{Definition: "target:mcp_server:mcpgw:60"}, map[string]int64{"t|target:mcp_server:mcpgw:60": 6}},
-		{"server group definition", client.CounterSelector{Definition: "target:server_group:fragile:60"}, map[string]int64{"t|target:server_group:fragile:60|mcpgw": 6}},
+		{"agent target", client.CounterSelector{Target: "a2a_agent:booking"}, map[string]int64{callerTargetKey("agent:bot", "a2a_agent:/booking"): 1}},
+		{"target definition", client.CounterSelector{Definition: "target:mcp_server:mcpgw:60"}, map[string]int64{targetKey("target:mcp_server:mcpgw:60", ""): 6}},
+		{"server group definition", client.CounterSelector{Definition: "target:server_group:fragile:60"}, map[string]int64{targetKey("target:server_group:fragile:60", "mcpgw"): 6}},
 		{"shadow definition", client.CounterSelector{Definition: "caller:group:developers:3600"}, map[string]int64{
-			"s|caller:group:developers:3600|user:alice": 3, "s|caller:group:developers:3600|user:al": 1,
-			"s|caller:group:developers:3600|user:bob": 2, "s|caller:group:developers:3600|agent:bot": 1}},
+			shadowKey("caller:group:developers:3600", "user:alice", ""): 3, shadowKey("caller:group:developers:3600", "user:al", ""): 1,
+			shadowKey("caller:group:developers:3600", "user:bob", ""): 2, shadowKey("caller:group:developers:3600", "agent:bot", ""): 1}},
 		// An enforce caller definition shows the buckets of its window of
 		// every caller in its group (shared with their other definitions
 		// of that window): what --caller shows for each of them.
 		{"enforce caller definition", client.CounterSelector{Definition: "caller:group:developers:60"}, map[string]int64{
-			"c|60|user:alice": 3, "c|60|user:al": 1, "c|60|user:bob": 2, "c|60|agent:bot": 1}},
+			callerKey("user:alice"): 3, callerKey("user:al"): 1, callerKey("user:bob"): 2, callerKey("agent:bot"): 1}},
 		{"enforce caller_target definition", client.CounterSelector{Definition: "caller_target:group:developers:60"}, map[string]int64{
-			"ct|60|user:alice|mcp_server:mcpgw": 3, "ct|60|user:al|mcp_server:mcpgw": 1, "ct|60|user:bob|mcp_server:mcpgw": 2,
-			"ct|60|agent:bot|a2a_agent:/booking": 1}},
+			callerTargetKey("user:alice", "mcp_server:mcpgw"): 3, callerTargetKey("user:al", "mcp_server:mcpgw"): 1, callerTargetKey("user:bob", "mcp_server:mcpgw"): 2,
+			callerTargetKey("agent:bot", "a2a_agent:/booking"): 1}},
 		{"caller definition of another window", client.CounterSelector{Definition: "caller:group:developers:120"}, map[string]int64{}},
 		{"caller definition of a group without members", client.CounterSelector{Definition: "caller:group:nobody:60"}, map[string]int64{}},
 	}
@@ -184,7 +184,7 @@ func TestCountersFromTheEnforcer(t *testing.T) {
 			}
 			wantDef := ""
 			switch {
-			case ct.Key == "t|target:mcp_server:mcpgw:60":
+			case ct.Key == targetKey("target:mcp_server:mcpgw:60", ""):
 				wantDef = "target:mcp_server:mcpgw:60"
 			case strings.HasPrefix(ct.Key, "t|target:server_group:fragile:60|"):
 				wantDef = "target:server_group:fragile:60"
@@ -230,7 +230,7 @@ func TestResetCounters(t *testing.T) {
 	wantCounts(t, "bob after al's reset", listCounters(t, c, bob), bobCounts)
 	wantMcpgw := map[string]int64{}
 	for k, v := range mcpgwCounts {
-		if k != "ct|60|user:al|mcp_server:mcpgw" {
+		if k != callerTargetKey("user:al", "mcp_server:mcpgw") {
 			wantMcpgw[k] = v
 		}
 	}
@@ -275,7 +275,7 @@ func TestResetCounters(t *testing.T) {
 	}
 	wantCounts(t, "mcpgw after its reset", listCounters(t, c, client.CounterSelector{Target: "mcp_server:mcpgw"}), map[string]int64{})
 	wantCounts(t, "bob after mcpgw's reset", listCounters(t, c, bob), map[string]int64{
-		"c|60|user:bob": 2, "s|caller:group:developers:3600|user:bob": 2})
+		callerKey("user:bob"): 2, shadowKey("caller:group:developers:3600", "user:bob", ""): 2})
 }
 
 func TestCountersPermissions(t *testing.T) {
@@ -360,23 +360,23 @@ func TestCounterSelectorsAreExact(t *testing.T) {
 	c, env := newClient(t)
 	ctx := context.Background()
 	keys := []string{
-		"c|60|user:alice",
-		"c|60|user:al",
-		"c|60|user:al%",
-		"c|60|user:a_",
-		"c|60|user:x|user:alice",              // caller "x|user:alice"
-		"ct|60|user:alice|x|mcp_server:mcpgw", // caller "alice|x" on mcpgw
-		"ct|60|user:alice|mcp_server:mcpgw",
-		"ct|60|user:bob|mcp_server:mcpgw:x",
-		"s|caller:group:g:60|user:alice",
-		"s|caller_target:group:g:60|user:alice|mcp_server:mcpgw",
-		"s|caller_target:group:g:60|user:alice|x|a2a_agent:/b", // caller "alice|x"
-		"t|target:mcp_server:mcpgw:60",
-		"t|target:mcp_server:mcpgw:x:60", // server "mcpgw:x"
-		"t|target:mcp_tool:mcpgw:search:60",
-		"t|target:server_group:fragile:60|mcpgw",
-		"t|target:server_group:fragile:60|mcpgw:x",
-		"t|target:server_group:fragile:60|mcpgwx",
+		callerKey("user:alice"),
+		callerKey("user:al"),
+		callerKey("user:al%"),
+		callerKey("user:a_"),
+		callerKey("user:x|user:alice"),                      // caller "x|user:alice"
+		callerTargetKey("user:alice|x", "mcp_server:mcpgw"), // caller "alice|x" on mcpgw
+		callerTargetKey("user:alice", "mcp_server:mcpgw"),
+		callerTargetKey("user:bob", "mcp_server:mcpgw:x"),
+		shadowKey("caller:group:g:60", "user:alice", ""),
+		shadowKey("caller_target:group:g:60", "user:alice", "mcp_server:mcpgw"),
+		shadowKey("caller_target:group:g:60", "user:alice|x", "a2a_agent:/b"), // caller "alice|x"
+		targetKey("target:mcp_server:mcpgw:60", ""),
+		targetKey("target:mcp_server:mcpgw:x:60", ""), // server "mcpgw:x"
+		targetKey("target:mcp_tool:mcpgw:search:60", ""),
+		targetKey("target:server_group:fragile:60", "mcpgw"),
+		targetKey("target:server_group:fragile:60", "mcpgw:x"),
+		targetKey("target:server_group:fragile:60", "mcpgwx"),
 	}
 	now := time.Now()
 	for _, k := range keys {
@@ -401,27 +401,27 @@ func TestCounterSelectorsAreExact(t *testing.T) {
 		want []string
 	}{
 		{client.CounterSelector{Caller: "user:alice"}, []string{
-			"c|60|user:alice", "ct|60|user:alice|mcp_server:mcpgw",
-			"s|caller:group:g:60|user:alice", "s|caller_target:group:g:60|user:alice|mcp_server:mcpgw"}},
-		{client.CounterSelector{Caller: "user:al"}, []string{"c|60|user:al"}},
-		{client.CounterSelector{Caller: "user:al%"}, []string{"c|60|user:al%"}},
-		{client.CounterSelector{Caller: "user:a_"}, []string{"c|60|user:a_"}},
-		{client.CounterSelector{Caller: "user:x|user:alice"}, []string{"c|60|user:x|user:alice"}},
+			callerKey("user:alice"), callerTargetKey("user:alice", "mcp_server:mcpgw"),
+			shadowKey("caller:group:g:60", "user:alice", ""), shadowKey("caller_target:group:g:60", "user:alice", "mcp_server:mcpgw")}},
+		{client.CounterSelector{Caller: "user:al"}, []string{callerKey("user:al")}},
+		{client.CounterSelector{Caller: "user:al%"}, []string{callerKey("user:al%")}},
+		{client.CounterSelector{Caller: "user:a_"}, []string{callerKey("user:a_")}},
+		{client.CounterSelector{Caller: "user:x|user:alice"}, []string{callerKey("user:x|user:alice")}},
 		{client.CounterSelector{Caller: "user:alice|x"}, []string{
-			"ct|60|user:alice|x|mcp_server:mcpgw", "s|caller_target:group:g:60|user:alice|x|a2a_agent:/b"}},
+			callerTargetKey("user:alice|x", "mcp_server:mcpgw"), shadowKey("caller_target:group:g:60", "user:alice|x", "a2a_agent:/b")}},
 		{client.CounterSelector{Target: "mcp_server:mcpgw"}, []string{
-			"ct|60|user:alice|mcp_server:mcpgw", "ct|60|user:alice|x|mcp_server:mcpgw",
-			"s|caller_target:group:g:60|user:alice|mcp_server:mcpgw",
-			"t|target:mcp_server:mcpgw:60", "t|target:server_group:fragile:60|mcpgw"}},
+			callerTargetKey("user:alice", "mcp_server:mcpgw"), callerTargetKey("user:alice|x", "mcp_server:mcpgw"),
+			shadowKey("caller_target:group:g:60", "user:alice", "mcp_server:mcpgw"),
+			targetKey("target:mcp_server:mcpgw:60", ""), targetKey("target:server_group:fragile:60", "mcpgw")}},
 		{client.CounterSelector{Target: "mcp_server:mcpgw:x"}, []string{
-			"ct|60|user:bob|mcp_server:mcpgw:x", "t|target:mcp_server:mcpgw:x:60", "t|target:server_group:fragile:60|mcpgw:x"}},
-		{client.CounterSelector{Target: "mcp_tool:mcpgw:search"}, []string{"t|target:mcp_tool:mcpgw:search:60"}},
+			callerTargetKey("user:bob", "mcp_server:mcpgw:x"), targetKey("target:mcp_server:mcpgw:x:60", ""), targetKey("target:server_group:fragile:60", "mcpgw:x")}},
+		{client.CounterSelector{Target: "mcp_tool:mcpgw:search"}, []string{targetKey("target:mcp_tool:mcpgw:search:60", "")}},
 		{client.CounterSelector{Target: "mcp_server:mcpg"}, nil},
 		{client.CounterSelector{Definition: "target:server_group:fragile:60"}, []string{
-			"t|target:server_group:fragile:60|mcpgw", "t|target:server_group:fragile:60|mcpgw:x", "t|target:server_group:fragile:60|mcpgwx"}},
-		{client.CounterSelector{Definition: "target:mcp_server:mcpgw:60"}, []string{"t|target:mcp_server:mcpgw:60"}},
+			targetKey("target:server_group:fragile:60", "mcpgw"), targetKey("target:server_group:fragile:60", "mcpgw:x"), targetKey("target:server_group:fragile:60", "mcpgwx")}},
+		{client.CounterSelector{Definition: "target:mcp_server:mcpgw:60"}, []string{targetKey("target:mcp_server:mcpgw:60", "")}},
 		{client.CounterSelector{Definition: "caller_target:group:g:60"}, []string{
-			"s|caller_target:group:g:60|user:alice|mcp_server:mcpgw", "s|caller_target:group:g:60|user:alice|x|a2a_agent:/b"}},
+			shadowKey("caller_target:group:g:60", "user:alice", "mcp_server:mcpgw"), shadowKey("caller_target:group:g:60", "user:alice|x", "a2a_agent:/b")}},
 		{client.CounterSelector{Definition: "quarantine:group:quarantine-callers:1"}, nil},
 	}
 	for _, tt := range tests {
@@ -458,7 +458,7 @@ func TestCounterSelectorsAreExact(t *testing.T) {
 		}
 		err = json.NewDecoder(resp.Body).Decode(&page)
 		resp.Body.Close()
-		if err != nil || len(page.Counters) != tt.n || page.Truncated != tt.truncated || page.Counters[0].Key != "ct|60|user:alice|mcp_server:mcpgw" {
+		if err != nil || len(page.Counters) != tt.n || page.Truncated != tt.truncated || page.Counters[0].Key != callerTargetKey("user:alice", "mcp_server:mcpgw") {
 			t.Errorf("limit %s: %d counters, truncated %v, %v; want %d, %v, first (in byte order) ct|60|user:alice|mcp_server:mcpgw",
 				tt.limit, len(page.Counters), page.Truncated, err, tt.n, tt.truncated)
 		}
@@ -527,8 +527,24 @@ func TestCounterSelectorEscaping(t *testing.T) {
 	ctx := context.Background()
 	odd := "user:a&b=c?d #e"
 	if _, err := env.Store.Pool().Exec(ctx, `insert into rl_counters (key, window_index, count, expires_at) values ($1, 1, 4, now() + interval '1 minute')`,
-		"c|60|"+odd); err != nil {
+		callerKey(odd)); err != nil {
 		t.Fatal(err)
 	}
-	wantCounts(t, odd, listCounters(t, c, client.CounterSelector{Caller: odd}), map[string]int64{"c|60|" + odd: 4})
+	wantCounts(t, odd, listCounters(t, c, client.CounterSelector{Caller: odd}), map[string]int64{callerKey(odd): 4})
+}
+
+// The keys of the counters these tests expect, built by the key type
+// (windows of 60 s for the caller buckets).
+func callerKey(caller string) string { return enforce.CallerCounter(60, caller).String() }
+
+func callerTargetKey(caller, target string) string {
+	return enforce.CallerTargetCounter(60, caller, target).String()
+}
+
+func shadowKey(id, caller, target string) string {
+	return enforce.ShadowCounter(ratelimit.Definition{ID: id}, caller, target).String()
+}
+
+func targetKey(id, server string) string {
+	return enforce.TargetCounter(ratelimit.Definition{ID: id}, server).String()
 }

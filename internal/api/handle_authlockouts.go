@@ -105,9 +105,18 @@ func ceilSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }
 
+// AuthAddressKeys names the failed-credential counters of the client
+// address key in scope, for store.Queries.LiftAuthLockout.
+func AuthAddressKeys(scope, address string) store.AuthAddressKeys {
+	k := store.AuthAddressKeys{Lockout: enforce.AuthLockoutCounter(scope, address).String(), Notice: enforce.AuthLockoutID(scope, address)}
+	k.FailuresPrefix, k.FailuresSuffix = enforce.AuthFailuresPattern(scope, address)
+	return k
+}
+
 func (s *Server) handleListAuthLockouts() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rows, err := s.store.AuthCounters(r.Context(), s.now(), maxCounterList+1)
+		rows, err := s.store.AuthCounters(r.Context(), s.now(), maxCounterList+1,
+			enforce.KindAuthFailures.Prefix(), enforce.KindAuthLockout.Prefix())
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
@@ -118,7 +127,11 @@ func (s *Server) handleListAuthLockouts() http.Handler {
 		}
 		keys := map[string][]string{}
 		for _, row := range rows {
-			if scope, addr, ok := store.AuthCounterAddress(row.Key); ok && !slices.Contains(keys[scope], addr) {
+			k, err := enforce.ParseCounterKey(row.Key)
+			if err != nil {
+				continue
+			}
+			if scope, addr, ok := k.AuthAddress(); ok && !slices.Contains(keys[scope], addr) {
 				keys[scope] = append(keys[scope], addr)
 			}
 		}
@@ -232,7 +245,7 @@ func (s *Server) handleLiftAuthLockout() http.Handler {
 		}
 		ch, dry, err := s.mutate(r, func(q *store.Queries) (change, error) {
 			for _, l := range before {
-				if _, err := q.LiftAuthLockout(r.Context(), l.Scope, l.Address); err != nil {
+				if _, err := q.LiftAuthLockout(r.Context(), AuthAddressKeys(l.Scope, l.Address)); err != nil {
 					return change{}, err
 				}
 			}

@@ -27,6 +27,10 @@ func counterOf(lc enforce.LiveCounter, now time.Time) wire.Counter {
 	if err != nil {
 		return c // not a key a gateway writes: shown as it is
 	}
+	switch k.Kind {
+	case enforce.KindAuthFailures, enforce.KindAuthLockout, enforce.KindViolation:
+		return c // no definition's counter: shown as it is
+	}
 	c.WindowSeconds = k.WindowSeconds
 	if k.Kind == enforce.KindShadow || k.Kind == enforce.KindTarget || k.Kind == enforce.KindPer {
 		c.DefinitionID = k.DefinitionID

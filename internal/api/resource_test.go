@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rlctl/rlctl/pkg/client"
+	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -83,7 +84,7 @@ func TestResourceURIDefinitions(t *testing.T) {
 	cs, err := admin.ListCounters(t.Context(), client.CounterSelector{Caller: "user:alice"})
 	found := false
 	for _, c := range cs {
-		found = found || c.Key == "ct|60|user:alice|mcp_tool:srv:ui://widget/chart"
+		found = found || c.Key == enforce.CallerTargetCounter(60, "user:alice", "mcp_tool:srv:ui://widget/chart").String()
 	}
 	if err != nil || !found {
 		t.Errorf("alice's counters %+v, %v: want her widget bucket", cs, err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rlctl/rlctl/pkg/client"
+	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -61,8 +62,13 @@ func TestRouteTierTeamThroughCheck(t *testing.T) {
 			t.Errorf("step %d: gate dimensions %v, want %s", i+1, dims, want)
 		}
 	}
+	teamBucket := func(team string) string {
+		k := enforce.CallerTargetCounter(60, "team:"+team, "route:high")
+		k.Algorithm = enforce.AlgorithmTokenBucket
+		return k.String()
+	}
 	counters, err := admin.ListCounters(t.Context(), client.CounterSelector{Caller: "team:acme"})
-	if err != nil || len(counters) != 1 || counters[0].Key != "ct.tb|60|team:acme|route:high" {
+	if err != nil || len(counters) != 1 || counters[0].Key != teamBucket("acme") {
 		t.Errorf("counters of team:acme: %+v, %v", counters, err)
 	}
 	counters, err = admin.ListCounters(t.Context(), client.CounterSelector{Target: "route:high"})
@@ -71,7 +77,7 @@ func TestRouteTierTeamThroughCheck(t *testing.T) {
 		keys = append(keys, c.Key)
 	}
 	slices.Sort(keys)
-	if err != nil || len(keys) != 5 || keys[0] != "ct.tb|60|team:acme|route:high" || keys[1] != "ct.tb|60|team:globex|route:high" {
+	if err != nil || len(keys) != 5 || keys[0] != teamBucket("acme") || keys[1] != teamBucket("globex") {
 		t.Errorf("counters of route:high: %v, %v", keys, err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -157,9 +156,9 @@ func (a *authThrottle) forget(payload string) {
 	if a.t == nil {
 		return
 	}
-	scope, key, ok := strings.Cut(payload, "|")
+	scope, key, ok := enforce.ParseAuthLockoutID(payload)
 	switch {
-	case !ok || key == "":
+	case !ok:
 		a.t.Forget()
 	case scope == authThrottleScope:
 		a.t.Forget(key)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/enforce"
 )
 
 // LiftAuthLockout deletes the address's lockout and failures (every
@@ -35,8 +36,13 @@ func TestLiftAuthLockout(t *testing.T) {
 	if _, err := listener.Exec(ctx, "listen "+store.AuthLockoutsChannel); err != nil {
 		t.Fatal(err)
 	}
-	keys := []string{"al|rlapi|ip:1.2.3.4", "af|rlapi|60|ip:1.2.3.4", "af|rlapi|120|ip:1.2.3.4",
-		"al|rlapi|ip:11.2.3.4", "af|rlapi|60|ip:11.2.3.4", "al|gateway|ip:1.2.3.4", "r|caller|60|ip:1.2.3.4"}
+	lockout, failures60, failures120 := enforce.AuthLockoutCounter("rlapi", "1.2.3.4").String(),
+		enforce.AuthFailuresCounter("rlapi", 60, "1.2.3.4").String(), enforce.AuthFailuresCounter("rlapi", 120, "1.2.3.4").String()
+	keys := []string{lockout, failures60, failures120,
+		enforce.AuthLockoutCounter("rlapi", "11.2.3.4").String(), enforce.AuthFailuresCounter("rlapi", 60, "11.2.3.4").String(),
+		enforce.AuthLockoutCounter("gateway", "1.2.3.4").String(), enforce.CallerCounter(60, "ip:1.2.3.4").String()}
+	lift := store.AuthAddressKeys{Lockout: lockout, Notice: enforce.AuthLockoutID("rlapi", "1.2.3.4")}
+	lift.FailuresPrefix, lift.FailuresSuffix = enforce.AuthFailuresPattern("rlapi", "1.2.3.4")
 	for _, k := range keys {
 		if _, err := s.Pool().Exec(ctx, `insert into rl_counters (key, window_index, count, expires_at) values ($1, 1, 1, now() + interval '1 hour')`, k); err != nil {
 			t.Fatal(err)
@@ -44,7 +50,7 @@ func TestLiftAuthLockout(t *testing.T) {
 	}
 	errRollback := errors.New("dry run")
 	if err := s.InTx(ctx, func(q *store.Queries) error {
-		if _, err := q.LiftAuthLockout(ctx, "rlapi", "1.2.3.4"); err != nil {
+		if _, err := q.LiftAuthLockout(ctx, lift); err != nil {
 			return err
 		}
 		return errRollback
@@ -53,7 +59,7 @@ func TestLiftAuthLockout(t *testing.T) {
 	}
 	var deleted []store.CounterRow
 	if err := s.InTx(ctx, func(q *store.Queries) (err error) {
-		deleted, err = q.LiftAuthLockout(ctx, "rlapi", "1.2.3.4")
+		deleted, err = q.LiftAuthLockout(ctx, lift)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -63,7 +69,7 @@ func TestLiftAuthLockout(t *testing.T) {
 		got = append(got, r.Key)
 	}
 	slices.Sort(got)
-	if want := []string{"af|rlapi|120|ip:1.2.3.4", "af|rlapi|60|ip:1.2.3.4", "al|rlapi|ip:1.2.3.4"}; !slices.Equal(got, want) {
+	if want := []string{failures120, failures60, lockout}; !slices.Equal(got, want) {
 		t.Errorf("deleted %v, want %v", got, want)
 	}
 	var left int

@@ -10,6 +10,8 @@ import (
 
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // TestCallerSelectorOfIPCallers: an anonymous caller's counters (ip:<address>,
@@ -31,15 +33,22 @@ func TestCallerSelectorOfIPCallers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	plant(t, s, now, "c|60|ip:203.0.113.7", "c|60|ip:203.0.113.70", "c.tb|60|ip:203.0.113.7", "ct|60|ip:203.0.113.7|mcp_server:mcpgw",
-		"c|60|ip:2001:db8:1:2::/64", "ct.sw|60|ip:2001:db8:1:2::/64|a2a_agent:/booking", "s|caller:group:anon:60|ip:2001:db8:1:2::/64",
-		"c|60|ip:2001:db8:1:3::/64", "c|60|user:203.0.113.7")
+	v4, v6 := "ip:203.0.113.7", "ip:2001:db8:1:2::/64"
+	caller := func(c string) string { return enforce.CallerCounter(60, c).String() }
+	tb := enforce.CallerCounter(60, v4)
+	tb.Algorithm = enforce.AlgorithmTokenBucket
+	sw := enforce.CallerTargetCounter(60, v6, "a2a_agent:/booking")
+	sw.Algorithm = enforce.AlgorithmSlidingWindow
+	ct := enforce.CallerTargetCounter(60, v4, "mcp_server:mcpgw").String()
+	shadow := enforce.ShadowCounter(ratelimit.Definition{ID: "caller:group:anon:60", WindowSeconds: 60}, v6, "").String()
+	plant(t, s, now, caller(v4), caller("ip:203.0.113.70"), tb.String(), ct, caller(v6), sw.String(), shadow,
+		caller("ip:2001:db8:1:3::/64"), caller("user:203.0.113.7"))
 	for _, tt := range []struct {
 		caller string
 		want   []string
 	}{
-		{"ip:203.0.113.7", []string{"c.tb|60|ip:203.0.113.7", "c|60|ip:203.0.113.7", "ct|60|ip:203.0.113.7|mcp_server:mcpgw"}},
-		{"ip:2001:db8:1:2::/64", []string{"c|60|ip:2001:db8:1:2::/64", "ct.sw|60|ip:2001:db8:1:2::/64|a2a_agent:/booking", "s|caller:group:anon:60|ip:2001:db8:1:2::/64"}},
+		{v4, []string{tb.String(), caller(v4), ct}},
+		{v6, []string{caller(v6), sw.String(), shadow}},
 		{"ip:203.0.113", nil},
 		{"ip:2001:db8:1:2::", nil},
 	} {
@@ -50,7 +59,7 @@ func TestCallerSelectorOfIPCallers(t *testing.T) {
 	}
 	// The network member's ip buckets are not enumerated; a counter
 	// keyed by the definition itself is listed, whoever the caller.
-	if got, want := selected(t, s, store.CounterSelector{Definition: "caller:group:anon:60"}, now), []string{"s|caller:group:anon:60|ip:2001:db8:1:2::/64"}; !slices.Equal(got, want) {
+	if got, want := selected(t, s, store.CounterSelector{Definition: "caller:group:anon:60"}, now), []string{shadow}; !slices.Equal(got, want) {
 		t.Errorf("definition caller:group:anon:60 selects %q, want %q (ip buckets are selected by caller)", got, want)
 	}
 	for _, bad := range []string{"ipv6:1", "ip:", "network:203.0.113.0/24"} {

@@ -309,7 +309,7 @@ func TestCallerBucketsPerAlgorithm(t *testing.T) {
 	for _, g := range f.rec.gates() {
 		keys = append(keys, g.Key)
 	}
-	if want := []string{"c.tb|60|user:alice", "c|60|user:alice"}; !slices.Equal(keys, want) {
+	if want := []string{marked(enforce.CallerCounter(60, "user:alice"), enforce.AlgorithmTokenBucket).String(), enforce.CallerCounter(60, "user:alice").String()}; !slices.Equal(keys, want) {
 		t.Errorf("keys %q, want %q", keys, want)
 	}
 }

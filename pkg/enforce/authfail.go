@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"strconv"
 	"sync"
 	"time"
 
@@ -245,17 +244,18 @@ func (t *AuthThrottle) Key(addr netip.Addr) string {
 }
 
 // failureGate counts key's failures: limit MaxFailures per sliding
-// Window. Keys: a|<scope>|<window>|ip:<key> and l|<scope>|ip:<key>
-// (docs/design/counters.md, "Counter keys"), kinds no definition's counter has.
+// Window. Keys: AuthFailuresCounter and AuthLockoutCounter
+// (docs/design/counters.md, "Counter keys"), kinds no definition's
+// counter has.
 func (t *AuthThrottle) failureGate(key string) CounterGate {
-	return CounterGate{Key: "af|" + t.opts.Scope + "|" + strconv.Itoa(int(t.opts.Window/time.Second)) + "|" + CallerIP + ":" + key,
+	return CounterGate{Key: AuthFailuresCounter(t.opts.Scope, int(t.opts.Window/time.Second), key).String(),
 		Algorithm: AlgorithmSlidingWindow, Window: t.opts.Window, Limit: int64(t.opts.MaxFailures), Enforce: true}
 }
 
 // lockGate is key's lockout: a bucket of one token refilled once per
 // Lockout.
 func (t *AuthThrottle) lockGate(key string) CounterGate {
-	return CounterGate{Key: "al|" + t.opts.Scope + "|" + CallerIP + ":" + key,
+	return CounterGate{Key: AuthLockoutCounter(t.opts.Scope, key).String(),
 		Algorithm: AlgorithmTokenBucket, Window: t.opts.Lockout, Limit: 1, Burst: 1, Enforce: true}
 }
 

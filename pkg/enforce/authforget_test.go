@@ -49,7 +49,7 @@ func TestAuthThrottleForgetsALiftedLockout(t *testing.T) {
 		t.Fatal("five failures did not lock")
 	}
 	lift := func() {
-		lockout := enforce.CounterGate{Key: "al|gateway|ip:" + th.Key(ip), Algorithm: enforce.AlgorithmTokenBucket, Window: 5 * time.Minute, Limit: 1}
+		lockout := enforce.CounterGate{Key: enforce.AuthLockoutCounter("gateway", th.Key(ip)).String(), Algorithm: enforce.AlgorithmTokenBucket, Window: 5 * time.Minute, Limit: 1}
 		if err := st.Reset(ctx, []enforce.CounterGate{lockout}, clk.Now(), time.Now().Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}

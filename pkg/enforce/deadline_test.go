@@ -81,7 +81,7 @@ func TestTimedOutDecisionsConsumeNothing(t *testing.T) {
 	if other.Load() != 0 {
 		t.Errorf("%d decisions neither allowed nor fail-closed", other.Load())
 	}
-	if got, want := f.counter("t|"), allowed.Load(); got != want {
+	if got, want := f.counter(enforce.KindTarget.Prefix()), allowed.Load(); got != want {
 		t.Errorf("the target's counter holds %d for %d calls answered allowed (%d answered fail-closed)", got, want, failClosed.Load())
 	}
 	t.Logf("%d allowed, %d fail-closed", allowed.Load(), failClosed.Load())

@@ -3,7 +3,6 @@ package enforce
 import (
 	"cmp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -286,11 +285,9 @@ func descriptorGates(gates []Gate, snap *snapshot, r *DescriptorRequest, now tim
 		}
 		if desc.Limit != nil {
 			w := desc.Limit.WindowSeconds
-			key := descriptorKey("", r.Domain, desc.Entries, nil, w)
-			// The override's gate is named by its counter's definition id
-			// (the key without its kind).
-			id := key[len(KindTarget)+1:]
-			d := ratelimit.Definition{ID: id, Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityDescriptor, WindowSeconds: w}
+			k, key := descriptorCounter("", r.Domain, desc.Entries, nil, w)
+			// The override's gate is named by its counter's definition id.
+			d := ratelimit.Definition{ID: k.DefinitionID, Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityDescriptor, WindowSeconds: w}
 			g := newGate(d, key, desc.Limit.RequestsPerUnit, nil, false, now)
 			g.Descriptor = i + 1
 			gates = append(gates, g)
@@ -304,38 +301,13 @@ func descriptorGates(gates []Gate, snap *snapshot, r *DescriptorRequest, now tim
 			if d.ShareThreshold && shared != nil {
 				sh = shared[i]
 			}
-			key := descriptorKey(algorithmOf(d), r.Domain, desc.Entries, sh, d.WindowSeconds)
+			_, key := descriptorCounter(algorithmOf(d), r.Domain, desc.Entries, sh, d.WindowSeconds)
 			g := newGate(d, key, int64(*d.MaxRequests), d.Burst, d.Mode == ratelimit.ModeShadow, now)
 			g.Descriptor = i + 1
 			gates = append(gates, g)
 		}
 	}
 	return gates
-}
-
-// descriptorPrefix starts the definition id of a descriptor's counter.
-const descriptorPrefix = ratelimit.AxisTarget + ":" + ratelimit.EntityDescriptor + ":"
-
-// descriptorKey is the counter key of a request's descriptor for a window
-// of an algorithm: CounterKey{Kind: KindTarget, Algorithm,
-// DefinitionID: DefinitionID(target, descriptor, DescriptorCounterPath,
-// window)}.String(), built in one buffer (a decision builds one per
-// descriptor gate).
-func descriptorKey(alg Algorithm, domain string, entries []ratelimit.DescriptorEntry, shared []string, window int) string {
-	mark := algorithmMarks[keyAlgorithm(alg)]
-	n := len(KindTarget) + len(mark) + 1 + len(descriptorPrefix) + len(domain) + 1 + 20
-	for _, e := range entries {
-		n += 2 + len(e.Key) + len(e.Value)
-	}
-	b := make([]byte, 0, n)
-	b = append(b, KindTarget...)
-	b = append(b, mark...)
-	b = append(b, '|')
-	b = append(b, descriptorPrefix...)
-	b = ratelimit.AppendDescriptorCounterPath(b, domain, entries, shared)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, int64(window), 10)
-	return string(b)
 }
 
 // MatchDescriptors reports, per descriptor of c, what it matches in the

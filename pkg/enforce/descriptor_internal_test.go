@@ -6,10 +6,11 @@ import (
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// TestDescriptorKeyIsTheCounterKey: the key descriptorKey builds in one
-// buffer is byte for byte the CounterKey a descriptor gate always had
-// (counters already stored must keep being found), for every algorithm,
-// escaped values and share_threshold patterns.
+// TestDescriptorKeyIsTheCounterKey: the key descriptorCounter builds in
+// one buffer is byte for byte the String of the CounterKey it returns,
+// which is the target counter a descriptor gate always had (counters
+// already stored must keep being found) and reads back as itself, for
+// every algorithm, escaped values and share_threshold patterns.
 func TestDescriptorKeyIsTheCounterKey(t *testing.T) {
 	entries := [][]ratelimit.DescriptorEntry{
 		{{Key: "api_key"}},
@@ -23,8 +24,15 @@ func TestDescriptorKeyIsTheCounterKey(t *testing.T) {
 					path := ratelimit.DescriptorCounterPath("my domain", es, shared)
 					want := CounterKey{Kind: KindTarget, Algorithm: keyAlgorithm(alg),
 						DefinitionID: ratelimit.DefinitionID(ratelimit.AxisTarget, ratelimit.EntityDescriptor, path, w)}.String()
-					if got := descriptorKey(alg, "my domain", es, shared, w); got != want {
-						t.Errorf("descriptorKey(%q, %v, %v, %d) = %q, want %q", alg, es, shared, w, got, want)
+					k, got := descriptorCounter(alg, "my domain", es, shared, w)
+					if got != want || k.String() != want {
+						t.Errorf("descriptorCounter(%q, %v, %v, %d) = %q (String %q), want %q", alg, es, shared, w, got, k.String(), want)
+					}
+					if back, err := ParseCounterKey(got); err != nil || back != k {
+						t.Errorf("ParseCounterKey(%q) = %+v, %v; want %+v", got, back, err, k)
+					}
+					if pub := DescriptorCounter(alg, "my domain", es, shared, w); pub != k {
+						t.Errorf("DescriptorCounter = %+v, want %+v", pub, k)
 					}
 				}
 			}
@@ -32,9 +40,9 @@ func TestDescriptorKeyIsTheCounterKey(t *testing.T) {
 	}
 }
 
-// TestDescriptorKeyLiterals pins the keys' text: the escaping of values
-// (a request's '*' is never a wildcard), share_threshold's pattern, the
-// algorithm's mark.
+// TestDescriptorKeyLiterals pins the keys' text (the stored format, hence
+// literals): the escaping of values (a request's '*' is never a
+// wildcard), share_threshold's pattern, the algorithm's mark.
 func TestDescriptorKeyLiterals(t *testing.T) {
 	es := []ratelimit.DescriptorEntry{{Key: "path", Value: "/files/a b*"}}
 	for _, tt := range []struct {
@@ -46,8 +54,8 @@ func TestDescriptorKeyLiterals(t *testing.T) {
 		{AlgorithmTokenBucket, nil, "t.tb|target:descriptor:rl/path=%2Ffiles%2Fa%20b%2A:60"},
 		{AlgorithmSlidingWindow, []string{"/files/*"}, "t.sw|target:descriptor:rl/path=%2Ffiles%2F*:60"},
 	} {
-		if got := descriptorKey(tt.alg, "rl", es, tt.shared, 60); got != tt.want {
-			t.Errorf("descriptorKey(%q, %v) = %q, want %q", tt.alg, tt.shared, got, tt.want)
+		if got := DescriptorCounter(tt.alg, "rl", es, tt.shared, 60).String(); got != tt.want {
+			t.Errorf("DescriptorCounter(%q, %v) = %q, want %q", tt.alg, tt.shared, got, tt.want)
 		}
 	}
 }

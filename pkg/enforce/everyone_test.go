@@ -86,10 +86,10 @@ func TestEveryoneLimits(t *testing.T) {
 	if d := f.check(enforce.Call{TargetType: "mcp_server", TargetName: "srv"}); len(d.Gates) != 0 {
 		t.Errorf("anonymous call without an address was gated: %+v", d.Gates)
 	}
-	if n := f.counter("p|" + perIP.Key() + "|ip:2001:db8:1:2::/64"); n != 3 {
+	if n := f.counter(perKey(perIP, "ip:2001:db8:1:2::/64")); n != 3 {
 		t.Errorf("per-IP bucket of the /64 counts %d, want 3", n)
 	}
-	if n := f.counter("c|60|ip:2001:db8:1:2::/64"); n != 3 {
+	if n := f.counter(enforce.CallerCounter(60, "ip:2001:db8:1:2::/64").String()); n != 3 {
 		t.Errorf("the anonymous /64's own bucket counts %d, want 3", n)
 	}
 	// Administrators bypass caller definitions, for everyone too.
@@ -127,11 +127,11 @@ func TestTeamsAndSharedBuckets(t *testing.T) {
 		t.Errorf("6 calls of the pool: %d allowed, want 5", got)
 	}
 	wantDecision(t, "alice past the pool", f.check(user("alice", "srv")), false, pool.Key())
-	if n := f.counter("p|" + pool.Key()); n != 5 {
+	if n := f.counter(perKey(pool, "")); n != 5 {
 		t.Errorf("the shared bucket counts %d, want 5", n)
 	}
 	// The global bucket counted every allowed call: 4 + 1 (carol) + 1 (globex) + 5.
-	if n := f.counter("p|" + global.Key()); n != 11 {
+	if n := f.counter(perKey(global, "")); n != 11 {
 		t.Errorf("the global bucket counts %d, want 11", n)
 	}
 }
@@ -231,4 +231,11 @@ func BenchmarkCheckDimensions(b *testing.B) {
 		})
 		e.Close()
 	}
+}
+
+// perKey is the key of d's bucket of subject (ip:<key>, team:<name>, or
+// empty for a shared bucket), d named by its id as the snapshot names it.
+func perKey(d ratelimit.Definition, subject string) string {
+	d.ID = d.Key()
+	return enforce.PerCounter(d, subject, "").String()
 }

@@ -223,7 +223,7 @@ func TestExplainSaysWhy(t *testing.T) {
 		t.Error("root is an administrator; the plan says not")
 	}
 	for _, g := range p.Gates {
-		if g.MatchedBy != "" || strings.HasPrefix(g.Key(), "c|") || strings.HasPrefix(g.Key(), "ct|") {
+		if g.MatchedBy != "" || strings.HasPrefix(g.Key(), enforce.KindCaller.Prefix()) || strings.HasPrefix(g.Key(), enforce.KindCallerTarget.Prefix()) {
 			t.Errorf("administrator's plan has a caller gate: %s", gateLine(g))
 		}
 	}

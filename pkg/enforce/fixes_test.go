@@ -27,7 +27,7 @@ func TestDeniedCallConsumesNothingOnAnyGate(t *testing.T) {
 	f.def(callerGroup("g", 86400, ptr(100), nil), target("mcp_server", "s", 60, 2))
 	f.member("user", "alice", "g")
 	f.burst(user("alice", "s"), 10)
-	if day := f.counter("c|86400|user:alice"); day != 2 {
+	if day := f.counter(enforce.CallerCounter(86400, "user:alice").String()); day != 2 {
 		t.Errorf("daily caller counter = %d after 2 allowed and 8 denied calls, want 2", day)
 	}
 }

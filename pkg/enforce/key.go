@@ -24,6 +24,12 @@ type CounterKind string
 //	p|<definition id>|<subject>|<target>  the same on the caller_target axis
 //	p|<definition id>                     shared caller definition
 //	p|<definition id>|<target>            shared caller_target definition
+//	af|<scope>|<window>|ip:<key>          failed credentials of an address
+//	al|<scope>|ip:<key>                   failed-credential lockout of an address
+//	v|<within>|<membership id>            violations of a caller (escalation)
+//
+// A descriptor's counter (Envoy's protocol) is a t key whose definition
+// id is target:descriptor:<counter path>:<window> (DescriptorCounter).
 //
 // A p key's <subject> is ip:<key> (per: ip) or team:<name> (per: team);
 // neither holds '|', nor does the definition id (group names do not), so
@@ -53,7 +59,32 @@ const (
 	// buckets are not per caller (Definition.Per ip, team or shared): one
 	// per client IP, per team, or one shared, each definition its own.
 	KindPer CounterKind = "p"
+	// KindAuthFailures counts the failed authentications of one client
+	// address in one scope of the failed-credential throttle, over a
+	// sliding window.
+	KindAuthFailures CounterKind = "af"
+	// KindAuthLockout is the failed-credential throttle's lockout of one
+	// client address in one scope: a bucket of one token.
+	KindAuthLockout CounterKind = "al"
+	// KindViolation counts the violations of one caller (its membership
+	// id) that escalation locks out on.
+	KindViolation CounterKind = "v"
 )
+
+// Prefix is what every key of kind k starts with (its fixed-window form):
+// what a store selects the kind's keys by.
+func (k CounterKind) Prefix() string { return string(k) + "|" }
+
+// marked reports whether keys of kind k carry an algorithm mark: the
+// kinds of definitions' counters do; the failed-credential and violation
+// kinds have one algorithm each and no mark.
+func (k CounterKind) marked() bool {
+	switch k {
+	case KindAuthFailures, KindAuthLockout, KindViolation:
+		return false
+	}
+	return true
+}
 
 // targetMarks are the target types a caller's part of a key ends before.
 var targetMarks = []string{"|" + ratelimit.EntityMCPServer + ":", "|" + ratelimit.EntityA2AAgent + ":"}
@@ -61,8 +92,9 @@ var targetMarks = []string{"|" + ratelimit.EntityMCPServer + ":", "|" + ratelimi
 // CounterKey is what a counter key names. Its string form (String) is the
 // key the counter stores hold; ParseCounterKey reads one back. The store's
 // SQL (rl_counter_key, migrations/007_counter_key.sql) mirrors
-// ParseCounterKey on the stored text, so that counters can be selected by
-// caller, target and definition through indexes.
+// ParseCounterKey on the stored text for the kinds of definitions'
+// counters (c, ct, s, t, p), so that counters can be selected by caller,
+// target and definition through indexes.
 //
 // Which fields a key uses depends on its kind:
 //
@@ -71,6 +103,11 @@ var targetMarks = []string{"|" + ratelimit.EntityMCPServer + ":", "|" + ratelimi
 //	KindCallerTarget  in the key        -             yes     yes                     -
 //	KindShadow        the definition's  yes           yes     caller_target axis only -
 //	KindTarget        the definition's  yes           -       -                       server_group only
+//
+// The failed-credential and violation kinds use Scope (af and al keys),
+// WindowSeconds (af: the throttle's window; v: the escalation's within)
+// and Subject (af and al: ip:<key>; v: the caller's membership id); no
+// counter selector picks them.
 //
 // Identities and target names may hold any bytes, '|' included. The only
 // ambiguity that allows is where a caller's part ends and a target begins
@@ -104,6 +141,12 @@ type CounterKey struct {
 	Target string
 	// Server is the member server of a server_group definition's t key.
 	Server string
+	// Scope is the failed-credential throttle's scope (rlapi or gateway)
+	// of af and al keys; it holds no '|'.
+	Scope string
+	// Subject is what af, al and v keys count: the client address as
+	// ip:<key> (af, al), the caller's membership id (v).
+	Subject string
 }
 
 // CallerCounter is the caller bucket of a window.
@@ -133,6 +176,90 @@ func PerCounter(d ratelimit.Definition, subject, target string) CounterKey {
 // server for a server_group definition, else it is empty.
 func TargetCounter(d ratelimit.Definition, server string) CounterKey {
 	return CounterKey{Kind: KindTarget, Algorithm: keyAlgorithm(algorithmOf(d)), WindowSeconds: d.WindowSeconds, DefinitionID: d.ID, Server: server}
+}
+
+// AuthFailuresCounter counts the failed authentications of the client
+// address key (an IPv4 address, an IPv6 prefix: clientip.Key) in scope,
+// over a sliding window of windowSeconds.
+func AuthFailuresCounter(scope string, windowSeconds int, key string) CounterKey {
+	return CounterKey{Kind: KindAuthFailures, Scope: scope, WindowSeconds: windowSeconds, Subject: CallerIP + ":" + key}
+}
+
+// AuthLockoutCounter is the failed-credential lockout of the client
+// address key in scope.
+func AuthLockoutCounter(scope, key string) CounterKey {
+	return CounterKey{Kind: KindAuthLockout, Scope: scope, Subject: CallerIP + ":" + key}
+}
+
+// AuthFailuresPattern is what the keys of key's failed authentications
+// in scope, of every window, start and end with: a store deletes them all
+// when a lockout is lifted, whatever window counted them.
+func AuthFailuresPattern(scope, key string) (prefix, suffix string) {
+	return KindAuthFailures.Prefix() + scope + "|", "|" + CallerIP + ":" + key
+}
+
+// AuthAddress is the scope and client address key of an af or al key (ok
+// false for any other kind).
+func (k CounterKey) AuthAddress() (scope, key string, ok bool) {
+	if k.Kind != KindAuthFailures && k.Kind != KindAuthLockout {
+		return "", "", false
+	}
+	key, ok = strings.CutPrefix(k.Subject, CallerIP+":")
+	return k.Scope, key, ok && k.Scope != "" && key != ""
+}
+
+// AuthLockoutID names a client address key's failed-credential counters
+// in scope in a change (the notice of a lifted lockout):
+// <scope>|<address key>.
+func AuthLockoutID(scope, key string) string { return scope + "|" + key }
+
+// ParseAuthLockoutID reads an AuthLockoutID back (ok false for a string
+// that is none).
+func ParseAuthLockoutID(id string) (scope, key string, ok bool) {
+	scope, key, ok = strings.Cut(id, "|")
+	return scope, key, ok && scope != "" && key != ""
+}
+
+// ViolationCounter counts the violations of the caller whose membership
+// id is subject (ratelimit.MembershipID), over a sliding window of
+// withinSeconds.
+func ViolationCounter(withinSeconds int, subject string) CounterKey {
+	return CounterKey{Kind: KindViolation, WindowSeconds: withinSeconds, Subject: subject}
+}
+
+// DescriptorCounter is the counter of an Envoy descriptor for a window of
+// an algorithm (shared: its share_threshold patterns, else nil): a target
+// counter of the definition id DefinitionID(target, descriptor,
+// DescriptorCounterPath(domain, entries, shared), window).
+func DescriptorCounter(alg Algorithm, domain string, entries []ratelimit.DescriptorEntry, shared []string, window int) CounterKey {
+	k, _ := descriptorCounter(alg, domain, entries, shared, window)
+	return k
+}
+
+// descriptorPrefix starts the definition id of a descriptor's counter.
+const descriptorPrefix = ratelimit.AxisTarget + ":" + ratelimit.EntityDescriptor + ":"
+
+// descriptorCounter is DescriptorCounter and its String, built in one
+// buffer (a decision builds one per descriptor gate): the key's
+// definition id is a part of its string.
+func descriptorCounter(alg Algorithm, domain string, entries []ratelimit.DescriptorEntry, shared []string, window int) (CounterKey, string) {
+	alg = keyAlgorithm(alg)
+	mark := algorithmMarks[alg]
+	n := len(KindTarget) + len(mark) + 1 + len(descriptorPrefix) + len(domain) + 1 + 20
+	for _, e := range entries {
+		n += 2 + len(e.Key) + len(e.Value)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, KindTarget...)
+	b = append(b, mark...)
+	b = append(b, '|')
+	id := len(b)
+	b = append(b, descriptorPrefix...)
+	b = ratelimit.AppendDescriptorCounterPath(b, domain, entries, shared)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(window), 10)
+	s := string(b)
+	return CounterKey{Kind: KindTarget, Algorithm: alg, WindowSeconds: window, DefinitionID: s[id:]}, s
 }
 
 // algorithmMarks are the marks the kind of a counter key carries for
@@ -167,6 +294,8 @@ func (k CounterKey) String() string {
 	var window []byte
 	n := len(k.Kind) + 1
 	switch k.Kind {
+	case KindAuthFailures, KindAuthLockout, KindViolation:
+		return k.authString()
 	case KindCaller, KindCallerTarget:
 		window = strconv.AppendInt(num[:0], int64(k.WindowSeconds), 10)
 		n += len(window) + 1 + len(k.Caller)
@@ -208,6 +337,35 @@ func (k CounterKey) String() string {
 		b.WriteByte('|')
 		b.WriteString(k.Server)
 	}
+	return b.String()
+}
+
+// authString is String of the failed-credential and violation kinds:
+// af|<scope>|<window>|<subject>, al|<scope>|<subject>, v|<within>|<subject>.
+func (k CounterKey) authString() string {
+	var num [20]byte
+	var window []byte
+	n := len(k.Kind) + 1 + len(k.Subject)
+	if k.Kind != KindAuthLockout {
+		window = strconv.AppendInt(num[:0], int64(k.WindowSeconds), 10)
+		n += len(window) + 1
+	}
+	if k.Kind != KindViolation {
+		n += len(k.Scope) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(string(k.Kind))
+	b.WriteByte('|')
+	if k.Kind != KindViolation {
+		b.WriteString(k.Scope)
+		b.WriteByte('|')
+	}
+	if window != nil {
+		b.Write(window)
+		b.WriteByte('|')
+	}
+	b.WriteString(k.Subject)
 	return b.String()
 }
 
@@ -254,14 +412,50 @@ func ParseCounterKey(s string) (CounterKey, error) {
 	}
 	kind, rest, ok := strings.Cut(s, "|")
 	if !ok {
-		return fail("want <kind>|..., with kind c, ct, s or t, or p")
+		return fail("want <kind>|..., with kind c, ct, s or t, or p, af, al or v")
 	}
 	kd, algo, ok := kindAlgorithm(kind)
-	if !ok {
-		return fail("kind %q: want c, ct, s or t, marked .tb or .sw for a token bucket or sliding window, or p", kind)
+	if !ok || (algo != "" && !kd.marked()) {
+		return fail("kind %q: want c, ct, s or t, marked .tb or .sw for a token bucket or sliding window, or p, af, al or v", kind)
 	}
 	k := CounterKey{Kind: kd, Algorithm: algo}
 	switch k.Kind {
+	case KindAuthFailures, KindAuthLockout:
+		scope, rest, ok := strings.Cut(rest, "|")
+		if !ok || scope == "" {
+			return fail("want %s|<scope>|...", kind)
+		}
+		k.Scope = scope
+		if k.Kind == KindAuthFailures {
+			w, after, ok := strings.Cut(rest, "|")
+			if !ok {
+				return fail("want af|<scope>|<window>|ip:<address>")
+			}
+			n, err := parseWindow(w)
+			if err != nil {
+				return fail("window %q: %v", w, err)
+			}
+			k.WindowSeconds, rest = n, after
+		}
+		if !strings.HasPrefix(rest, CallerIP+":") || len(rest) <= len(CallerIP)+1 {
+			return fail("address %q: want ip:<address>", rest)
+		}
+		k.Subject = rest
+		return k, nil
+	case KindViolation:
+		w, rest, ok := strings.Cut(rest, "|")
+		if !ok {
+			return fail("want v|<within>|<membership id>")
+		}
+		n, err := parseWindow(w)
+		if err != nil {
+			return fail("window %q: %v", w, err)
+		}
+		if typ, name, ok := strings.Cut(rest, ":"); !ok || typ == "" || name == "" {
+			return fail("subject %q: want a membership id, <subject type>:<subject>", rest)
+		}
+		k.WindowSeconds, k.Subject = n, rest
+		return k, nil
 	case KindCaller, KindCallerTarget:
 		w, rest, ok := strings.Cut(rest, "|")
 		if !ok {
@@ -376,7 +570,7 @@ func ParseCounterKey(s string) (CounterKey, error) {
 		k.DefinitionID, k.WindowSeconds, k.Server = id, w, server
 		return k, nil
 	}
-	return fail("kind %q: want c, ct, s or t, or p", kind)
+	return fail("kind %q: want c, ct, s or t, or p, af, al or v", kind)
 }
 
 // perSubjectPrefix is the length of s's ip: or team: prefix, 0 if it has

@@ -26,7 +26,9 @@ func marked(k enforce.CounterKey, a enforce.Algorithm) enforce.CounterKey {
 
 // keyExamples pin the key strings byte for byte: counters of live
 // databases were written under them and must keep counting across an
-// upgrade.
+// upgrade. This table (with TestParseCounterKeyRefusesGarbage's) is where
+// the wire format itself is written out, so its keys are literals; every
+// other test builds keys through the constructors.
 var keyExamples = []struct {
 	key    enforce.CounterKey
 	s      string
@@ -74,6 +76,56 @@ var keyExamples = []struct {
 	{enforce.PerCounter(def("caller_target", "group", "g", 60), "", "mcp_server:m"), "p|caller_target:group:g:60|mcp_server:m", "mcp_server:m"},
 	{enforce.PerCounter(withAlgorithm(def("caller", "group", "g", 60), "token_bucket"), "team:t", ""), "p.tb|caller:group:g:60|team:t", ""},
 	{enforce.PerCounter(withAlgorithm(def("caller_target", "group", "g", 60), "sliding_window"), "", "mcp_server:m"), "p.sw|caller_target:group:g:60|mcp_server:m", "mcp_server:m"},
+	// The failed-credential throttle's failures and lockouts, and the
+	// violations escalation counts: no algorithm mark, no target.
+	{enforce.AuthFailuresCounter("rlapi", 60, "203.0.113.7"), "af|rlapi|60|ip:203.0.113.7", ""},
+	{enforce.AuthFailuresCounter("gateway", 900, "2001:db8:1:2::/64"), "af|gateway|900|ip:2001:db8:1:2::/64", ""},
+	{enforce.AuthLockoutCounter("rlapi", "203.0.113.7"), "al|rlapi|ip:203.0.113.7", ""},
+	{enforce.AuthLockoutCounter("gateway", "2001:db8:1:2::/64"), "al|gateway|ip:2001:db8:1:2::/64", ""},
+	{enforce.ViolationCounter(600, "user:alice"), "v|600|user:alice", ""},
+	{enforce.ViolationCounter(60, "network:2001:db8:1:2::/64"), "v|60|network:2001:db8:1:2::/64", ""},
+	{enforce.ViolationCounter(60, "client:bot|1"), "v|60|client:bot|1", ""},
+	// An Envoy descriptor's counter: a target counter of a descriptor
+	// definition id, values escaped.
+	{enforce.DescriptorCounter("", "edge", []ratelimit.DescriptorEntry{{Key: "tenant", Value: "acme"}}, nil, 60),
+		"t|target:descriptor:edge/tenant=acme:60", "descriptor:edge/tenant=acme"},
+	{enforce.DescriptorCounter(enforce.AlgorithmTokenBucket, "edge", []ratelimit.DescriptorEntry{{Key: "path", Value: "/a b"}, {Key: "k"}}, nil, 1),
+		"t.tb|target:descriptor:edge/path=%2Fa%20b/k:1", "descriptor:edge/path=%2Fa%20b/k"},
+}
+
+// TestAuthCounterParts: the failed-credential keys give back their scope
+// and address, and the pattern of an address's failures of every window
+// matches its keys and no other address's.
+func TestAuthCounterParts(t *testing.T) {
+	for _, k := range []enforce.CounterKey{enforce.AuthFailuresCounter("rlapi", 60, "1.2.3.4"), enforce.AuthLockoutCounter("rlapi", "1.2.3.4")} {
+		if scope, key, ok := k.AuthAddress(); !ok || scope != "rlapi" || key != "1.2.3.4" {
+			t.Errorf("%q.AuthAddress() = %q, %q, %v; want rlapi, 1.2.3.4", k, scope, key, ok)
+		}
+	}
+	if _, _, ok := enforce.ViolationCounter(60, "user:a").AuthAddress(); ok {
+		t.Error("a violation key has no failed-credential address")
+	}
+	prefix, suffix := enforce.AuthFailuresPattern("rlapi", "1.2.3.4")
+	for k, want := range map[string]bool{
+		enforce.AuthFailuresCounter("rlapi", 60, "1.2.3.4").String():   true,
+		enforce.AuthFailuresCounter("rlapi", 3600, "1.2.3.4").String(): true,
+		enforce.AuthFailuresCounter("rlapi", 60, "11.2.3.4").String():  false,
+		enforce.AuthFailuresCounter("gateway", 60, "1.2.3.4").String(): false,
+		enforce.AuthLockoutCounter("rlapi", "1.2.3.4").String():        false,
+	} {
+		if got := strings.HasPrefix(k, prefix) && strings.HasSuffix(k, suffix); got != want {
+			t.Errorf("pattern %q...%q matches %q: %v, want %v", prefix, suffix, k, got, want)
+		}
+	}
+	id := enforce.AuthLockoutID("gateway", "2001:db8::/64")
+	if scope, key, ok := enforce.ParseAuthLockoutID(id); !ok || scope != "gateway" || key != "2001:db8::/64" {
+		t.Errorf("ParseAuthLockoutID(%q) = %q, %q, %v", id, scope, key, ok)
+	}
+	for _, bad := range []string{"", "gateway", "|1.2.3.4", "gateway|"} {
+		if _, _, ok := enforce.ParseAuthLockoutID(bad); ok {
+			t.Errorf("ParseAuthLockoutID(%q) ok, want refused", bad)
+		}
+	}
 }
 
 func TestCounterKeyStrings(t *testing.T) {
@@ -127,6 +179,17 @@ func TestParseCounterKeyRefusesGarbage(t *testing.T) {
 		{"p|caller:group:g:60|user:alice", "a caller definition's p counter has no target"},
 		{"p|caller_target:group:g:60|team:acme", "a caller_target definition's p counter names its target"},
 		{"p|caller_target:group:g:60", `target "": want <target type>:<name>`},
+		{"af|rlapi|60", "want af|<scope>|<window>|ip:<address>"},
+		{"af||60|ip:1.2.3.4", "want af|<scope>|..."},
+		{"af|rlapi|060|ip:1.2.3.4", `window "060"`},
+		{"af|rlapi|60|user:alice", `address "user:alice": want ip:<address>`},
+		{"af.sw|rlapi|60|ip:1.2.3.4", `kind "af.sw"`},
+		{"al|rlapi", "want al|<scope>|..."},
+		{"al|rlapi|ip:", `address "ip:"`},
+		{"v|60", "want v|<within>|<membership id>"},
+		{"v|0|user:a", `window "0"`},
+		{"v|60|alice", `subject "alice": want a membership id`},
+		{"v|60|user:", `subject "user:"`},
 	} {
 		k, err := enforce.ParseCounterKey(tt.in)
 		var ke *enforce.CounterKeyError
@@ -162,6 +225,9 @@ func FuzzCounterKey(f *testing.F) {
 	f.Add("t|target:server_group:g:60|x", "\x01\xff", "ü|:", 86400)
 	f.Add("ct|60|ip:2001:db8::/64|mcp_server:a|b", "2001:db8:1:2::/64", "::ffff:1.2.3.4", 60)
 	f.Add("s|caller_target:group:g:60|ip:1.2.3.4|x:y", "::", "/64", 60)
+	f.Add("af|rlapi|60|ip:1.2.3.4|x", "1.2.3.4", "rlapi", 60)
+	f.Add("v|60|user:a|b", "a|b:c", "network", 3600)
+	f.Add("t|target:descriptor:edge/k=a%2A/x:60", "a*/b=%", "k|=:", 60)
 	f.Fuzz(func(t *testing.T, s, name, targetName string, window int) {
 		if k, err := enforce.ParseCounterKey(s); err == nil {
 			if got := k.String(); got != s {
@@ -196,6 +262,19 @@ func FuzzCounterKey(f *testing.F) {
 				keys = append(keys, enforce.PerCounter(def("caller", "group", "g", window), subject, ""),
 					enforce.PerCounter(def("caller_target", "group", "g", window), subject, "a2a_agent:"+targetName))
 			}
+		}
+		// The failed-credential and violation keys; a scope holds no '|'.
+		keys = append(keys, enforce.AuthFailuresCounter("rlapi", window, name), enforce.AuthLockoutCounter("gateway", name),
+			enforce.ViolationCounter(window, ratelimit.MembershipID(ratelimit.SubjectUser, name)),
+			enforce.ViolationCounter(window, ratelimit.MembershipID(ratelimit.SubjectNetwork, name)))
+		if targetName != "" && !strings.Contains(targetName, "|") {
+			keys = append(keys, enforce.AuthFailuresCounter(targetName, window, name), enforce.AuthLockoutCounter(targetName, name))
+		}
+		// Descriptors: any bytes in the domain, keys and values.
+		for _, alg := range []enforce.Algorithm{"", enforce.AlgorithmSlidingWindow, enforce.AlgorithmTokenBucket} {
+			keys = append(keys,
+				enforce.DescriptorCounter(alg, targetName, []ratelimit.DescriptorEntry{{Key: name, Value: targetName}}, nil, window),
+				enforce.DescriptorCounter(alg, name, []ratelimit.DescriptorEntry{{Key: targetName}, {Key: "k", Value: name}}, []string{targetName + "*"}, window))
 		}
 		for _, k := range keys {
 			got, err := enforce.ParseCounterKey(k.String())

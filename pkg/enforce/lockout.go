@@ -110,19 +110,18 @@ func (g Gate) countsTowardLockout(anonymous bool) bool {
 	if g.lockout != nil {
 		return *g.lockout
 	}
-	kind, rest, _ := strings.Cut(g.key, "|")
-	k, _, _ := kindAlgorithm(kind)
-	var holder string
-	switch k {
+	k, err := ParseCounterKey(g.key)
+	if err != nil {
+		return false
+	}
+	holder := k.Caller
+	switch k.Kind {
 	case KindCaller, KindCallerTarget:
-		// c|<window>|<caller>, ct|<window>|<caller>|<target>: a route's
-		// per-team bucket is kept for team:<name>, its per-address one
-		// for ip:<key>.
-		_, holder, _ = strings.Cut(rest, "|")
+		// A route's per-team bucket is kept for team:<name>, its
+		// per-address one for ip:<key>.
 	case KindPer:
-		// p|<definition id>|ip:<key>... or team:<name>...; a shared
-		// bucket names no subject.
-		_, holder, _ = strings.Cut(rest, "|")
+		// Kept per ip:<key> or team:<name>; a shared bucket names no
+		// subject.
 		if !strings.HasPrefix(holder, CallerIP+":") {
 			return false
 		}
@@ -190,7 +189,7 @@ func (e *Enforcer) escalate(ctx context.Context, c Call, d Decision, now time.Ti
 	if subject == "" {
 		return d, false
 	}
-	g := CounterGate{Key: "v|" + fmt.Sprint(int(o.Within/time.Second)) + "|" + ratelimit.MembershipID(subjectType, subject),
+	g := CounterGate{Key: ViolationCounter(int(o.Within/time.Second), ratelimit.MembershipID(subjectType, subject)).String(),
 		Algorithm: AlgorithmSlidingWindow, Window: o.Within, Limit: int64(o.After), Enforce: true}
 	res, err := e.batcher.take(ctx, TakeRequest{Gates: []CounterGate{g}, Cost: 1, Consume: true, Now: now}, e.opts.BackendTimeout)
 	if err != nil {

@@ -3,7 +3,6 @@ package enforce
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -371,7 +370,7 @@ func (e *Enforcer) forgetAuth(ch Change) {
 	}
 	var keys []string
 	for _, id := range ch.IDs {
-		if scope, key, ok := strings.Cut(id, "|"); ok && scope == e.auth.opts.Scope {
+		if scope, key, ok := ParseAuthLockoutID(id); ok && scope == e.auth.opts.Scope {
 			keys = append(keys, key)
 		}
 	}

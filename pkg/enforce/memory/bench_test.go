@@ -8,14 +8,19 @@ import (
 
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
+
+// serverCounter is the key of the target gate of the calls benchmarked.
+var serverCounter = enforce.TargetCounter(ratelimit.Definition{ID: ratelimit.DefinitionID(ratelimit.AxisTarget, ratelimit.EntityMCPServer, "s", 60),
+	WindowSeconds: 60}, "").String()
 
 // benchRequest is a typical call: a caller gate and a target gate, one of
 // 1,000 callers.
 func benchRequest(i int, now time.Time) []enforce.TakeRequest {
 	return []enforce.TakeRequest{{Cost: 1, Consume: true, Now: now, Gates: []enforce.CounterGate{
-		{Key: fmt.Sprintf("c|60|user:u%03d", i%1000), Algorithm: enforce.AlgorithmFixedWindow, Window: time.Minute, Limit: 1 << 40, Enforce: true},
-		{Key: "t|target:mcp_server:s:60", Algorithm: enforce.AlgorithmFixedWindow, Window: time.Minute, Limit: 1 << 40, Enforce: true},
+		{Key: enforce.CallerCounter(60, fmt.Sprintf("user:u%03d", i%1000)).String(), Algorithm: enforce.AlgorithmFixedWindow, Window: time.Minute, Limit: 1 << 40, Enforce: true},
+		{Key: serverCounter, Algorithm: enforce.AlgorithmFixedWindow, Window: time.Minute, Limit: 1 << 40, Enforce: true},
 	}}}
 }
 
@@ -128,9 +133,9 @@ func threeGateRequests(algo enforce.Algorithm) [][]enforce.TakeRequest {
 	reqs := make([][]enforce.TakeRequest, 1000)
 	for i := range reqs {
 		reqs[i] = []enforce.TakeRequest{{Cost: 1, Consume: true, Now: now, Gates: []enforce.CounterGate{
-			gate(fmt.Sprintf("c|60|user:u%03d", i)),
-			gate(fmt.Sprintf("ct|60|user:u%03d|mcp_server:s", i)),
-			gate("t|target:mcp_server:s:60"),
+			gate(enforce.CallerCounter(60, fmt.Sprintf("user:u%03d", i)).String()),
+			gate(enforce.CallerTargetCounter(60, fmt.Sprintf("user:u%03d", i), "mcp_server:s").String()),
+			gate(serverCounter),
 		}}}
 	}
 	return reqs

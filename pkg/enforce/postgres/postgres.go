@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -342,7 +341,7 @@ func (s *Source) Watch(ctx context.Context, ready func(), notify func(enforce.Ch
 // store.AuthLockoutsChannel (<scope>|<address key>); one it cannot read
 // names every address.
 func AuthLockoutChange(payload string) enforce.Change {
-	if scope, address, ok := strings.Cut(payload, "|"); ok && scope != "" && address != "" {
+	if _, _, ok := enforce.ParseAuthLockoutID(payload); ok {
 		return enforce.Change{Table: enforce.TableAuthLockouts, IDs: []string{payload}}
 	}
 	return enforce.Change{Table: enforce.TableAuthLockouts, All: true}

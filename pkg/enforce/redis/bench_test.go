@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // BenchmarkTake: one call of three fixed-window gates per Take (spread
@@ -19,6 +20,7 @@ func BenchmarkTake(b *testing.B) {
 	for _, tg := range targets {
 		b.Run(tg.name, func(b *testing.B) {
 			s := openStore(b, tg.env)
+			all := ratelimit.Definition{ID: ratelimit.DefinitionID(ratelimit.AxisTarget, ratelimit.EntityServerGroup, "all", 3600), WindowSeconds: 3600}
 			now := time.Now()
 			var n atomic.Int64
 			b.SetParallelism(8)
@@ -27,9 +29,9 @@ func BenchmarkTake(b *testing.B) {
 				for pb.Next() {
 					k := strconv.FormatInt(n.Add(1)%10_000, 10)
 					req := enforce.TakeRequest{Cost: 1, Consume: true, Now: now, Gates: []enforce.CounterGate{
-						{Key: "c|3600|user:" + k, Window: time.Hour, Limit: 1 << 40, Enforce: true},
-						{Key: "ct|3600|user:" + k + "|mcp_server:s" + k, Window: time.Hour, Limit: 1 << 40, Enforce: true},
-						{Key: "t|target:server_group:all:3600|mcp_server:s" + k, Window: time.Hour, Limit: 1 << 40, Enforce: true},
+						{Key: enforce.CallerCounter(3600, "user:"+k).String(), Window: time.Hour, Limit: 1 << 40, Enforce: true},
+						{Key: enforce.CallerTargetCounter(3600, "user:"+k, "mcp_server:s"+k).String(), Window: time.Hour, Limit: 1 << 40, Enforce: true},
+						{Key: enforce.TargetCounter(all, "mcp_server:s"+k).String(), Window: time.Hour, Limit: 1 << 40, Enforce: true},
 					}}
 					res, err := s.Take(context.Background(), []enforce.TakeRequest{req}, time.Now().Add(5*time.Second))
 					if err != nil || !res[0].Allowed {
