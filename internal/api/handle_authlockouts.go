@@ -30,14 +30,18 @@ const (
 	authScopeGateway = "gateway"
 )
 
-// authThrottleOf is the throttle of scope, nil when rlapi has none for it
-// here (off, no Enforcer, or the gateways' counters elsewhere).
+// authThrottleOf is the throttle of scope, nil when this API lists and
+// lifts none for it here (off, no Enforcer, or the throttles counting
+// outside the database's rl_counters).
 func (s *Server) authThrottleOf(scope string) *enforce.AuthThrottle {
+	if s.authCountersElsewhere() != "" {
+		return nil
+	}
 	switch scope {
 	case authScopeRlapi:
 		return s.authThrottle.t
 	case authScopeGateway:
-		if s.enforcer == nil || s.authCountersElsewhere() != "" {
+		if s.enforcer == nil {
 			return nil
 		}
 		return s.enforcer.AuthThrottle()
@@ -49,11 +53,15 @@ func (s *Server) authThrottleOf(scope string) *enforce.AuthThrottle {
 // (rlapi --counters-url: rlapi's own and the gateways' alike) when it is
 // not the database's rl_counters, which this API lists and lifts in; ""
 // when it is.
+//
+// It is judged by the store the throttles count in (Opts.Counters), not
+// by the counter admin: a lift deletes rows of rl_counters, and must not
+// answer 200 while the lockout lives on in another store.
 func (s *Server) authCountersElsewhere() string {
-	if s.counterAdmin == nil || s.counterAdmin.BackendName() == "postgres" {
+	if s.countersBackend == "" || s.countersBackend == "postgres" {
 		return ""
 	}
-	return s.counterAdmin.BackendName()
+	return s.countersBackend
 }
 
 // unlistedScopes say why no scope is listed, when the throttles count
@@ -115,6 +123,13 @@ func AuthAddressKeys(scope, address string) store.AuthAddressKeys {
 
 func (s *Server) handleListAuthLockouts() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.authCountersElsewhere() != "" {
+			// Rows left in rl_counters from before the counters moved
+			// would be listed with the other store's state: list none.
+			w.Header().Set("Cache-Control", "no-store")
+			encode(w, http.StatusOK, wire.AuthLockoutList{Lockouts: []wire.AuthLockout{}, Unlisted: s.unlistedScopes()})
+			return
+		}
 		rows, err := s.store.AuthCounters(r.Context(), s.now(), maxCounterList+1,
 			enforce.KindAuthFailures.Prefix(), enforce.KindAuthLockout.Prefix())
 		if err != nil {

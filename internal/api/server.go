@@ -144,6 +144,10 @@ type Server struct {
 	// counterAdmin lists and resets the decisions' counters; nil when
 	// rlapi was given none (the counters API then answers 503).
 	counterAdmin enforce.CounterAdmin
+	// countersBackend names the store rlapi's and the gateways'
+	// failed-credential throttles count in (Opts.Counters' BackendName;
+	// "" when none is given).
+	countersBackend string
 	// clientIPs finds a request's client address (pkg/clientip), the one
 	// resolver of the lockout and the decision endpoints.
 	clientIPs *clientip.Resolver
@@ -182,6 +186,9 @@ func New(st *store.Store, cfg Config, opts Opts) *Server {
 		panic("api: New: Opts.Counters is required unless Config.AuthMaxFailures < 0 (the auth lockout off)")
 	}
 	s := &Server{store: st, cfg: cfg, log: opts.Logger, now: opts.Now, enforcer: opts.Enforcer, counterAdmin: opts.CounterAdmin}
+	if opts.Counters != nil {
+		s.countersBackend = opts.Counters.BackendName()
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -180,4 +180,15 @@ func TestStatusAgreesWithExplainAndCheck(t *testing.T) {
 			}
 		})
 	}
+	// A team alone: any caller of it meets the team's groups and the
+	// definitions for everyone.
+	st := statusOf(t, env.URL, env.AdminToken, url.Values{"team": {"acme"}})
+	var ids []string
+	for _, d := range st.Definitions {
+		ids = append(ids, d.ID)
+	}
+	if !slices.Contains(st.Groups, "tenants") || !slices.Contains(ids, "caller:group:tenants:60") || !slices.Contains(ids, "caller:group:all:60") ||
+		st.MatchedBy["caller:group:tenants:60"] != "team:acme" {
+		t.Errorf("status of team acme: groups %v, definitions %v, matched_by %v", st.Groups, ids, st.MatchedBy)
+	}
 }

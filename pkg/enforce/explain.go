@@ -29,7 +29,9 @@ type Plan struct {
 	// target.
 	AnyTarget bool `json:"any_target,omitempty"`
 	// AnyCaller: the call named no identity and no client address, and is
-	// explained as any caller of its target or path. (A decision of such
+	// explained as any caller of its target or path (of its team, when it
+	// names one: the team's groups and the definitions for everyone are
+	// then listed without a counter, their buckets being per caller). (A decision of such
 	// a call has no one to limit and meets nothing.) The limits every
 	// caller shares are its gates; the definitions kept per caller (tool
 	// scopes principal and principal_tool, a route's per-caller
@@ -149,7 +151,7 @@ func (e *Enforcer) explainRows(c Call) changes {
 	var ch changes
 	ch.defs.all = true
 	member := func(subjectType, subject string) {
-		if subject = strings.TrimSpace(subject); subject != "" {
+		if subject != "" {
 			ch.members.add(Change{Table: TableMemberships, IDs: []string{ratelimit.MembershipID(subjectType, subject)}})
 		}
 	}
@@ -160,7 +162,7 @@ func (e *Enforcer) explainRows(c Call) changes {
 	}
 	member(ratelimit.SubjectUser, c.Username)
 	member(ratelimit.SubjectClient, c.ClientID)
-	member(ratelimit.SubjectTeam, c.Team)
+	member(ratelimit.SubjectTeam, strings.TrimSpace(c.Team)) // as buildView keys it
 	admin(ratelimit.SubjectUser, c.Username)
 	admin(ratelimit.SubjectClient, c.ClientID)
 	if name, known, err := ratelimit.NormalizeTargetName(c.TargetType, c.TargetName); known && err == nil && c.TargetType != "" {
@@ -180,12 +182,14 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 	ip := clientAddr(c.ClientIP)
 	anonymous := c.Username == "" && c.ClientID == ""
 	log := &planLog{}
+	team := strings.TrimSpace(c.Team)
 	if c.Descriptors == nil && anonymous && !ip.IsValid() {
-		if c.TargetType == "" && c.Path == "" {
+		if c.TargetType == "" && c.Path == "" && team == "" {
 			p.Skipped = PlanSkippedNothing
 			return p
 		}
 		p.AnyCaller, log.anyCaller = true, true
+		p.AnyTarget = c.TargetType == "" && c.Path == ""
 	}
 	var routes []routeMatch
 	switch {
@@ -212,6 +216,22 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 	v := e.buildView(snap, c, ip, anonymous, routes, now, log)
 	p.Admin = v.admin
 	p.Groups = append(p.Groups, log.groupList...)
+	if p.AnyCaller && team != "" {
+		// Any caller of a team: the team's groups, and the definitions
+		// for everyone, apply to each of them, on buckets kept per
+		// caller (listed without a counter).
+		for _, g := range callerGroups(snap, ratelimit.MembershipID(ratelimit.SubjectTeam, team)) {
+			p.Groups = append(p.Groups, PlanGroup{Name: g.name, Via: g.via})
+			for _, d := range snap.groupDefs[g.name] {
+				if !d.Everyone {
+					log.perCaller = append(log.perCaller, keylessDefinition{d: d, via: g.via})
+				}
+			}
+		}
+		for _, d := range snap.everyoneDefs {
+			log.perCaller = append(log.perCaller, keylessDefinition{d: d, via: MatchedEveryone})
+		}
+	}
 	if s := e.stopOf(snap, v, c, anonymous, now); s.kind != stopNone {
 		p.Stop = &PlanStop{Reason: ReasonQuarantined, Scope: "caller", SubjectType: s.subjectType, Until: s.m.quarantineExpireAt}
 		switch s.kind {

@@ -210,6 +210,19 @@ func TestExplainSaysWhy(t *testing.T) {
 		t.Errorf("plan of alice: admin %v stop %v skipped %q any target %v", p.Admin, p.Stop, p.Skipped, p.AnyTarget)
 	}
 
+	// Any caller of a team: the team's groups and the definitions for
+	// everyone apply, on buckets kept per caller.
+	p = explain(enforce.Call{Team: "acme"})
+	if want := []enforce.PlanGroup{{Name: "tenants", Via: "team:acme"}, {Name: "pool", Via: "team:acme"}}; !slices.Equal(p.Groups, want) || !p.AnyCaller || !p.AnyTarget {
+		t.Errorf("plan of team acme: groups %v (want %v), any caller %v, any target %v", p.Groups, want, p.AnyCaller, p.AnyTarget)
+	}
+	got = why(p)
+	for _, w := range []string{"caller:group:tenants:60 by team:acme (no gate)", "caller:group:pool:60 by team:acme (no gate)", "caller:group:all:60 by everyone (no gate)"} {
+		if !slices.Contains(got, w) {
+			t.Errorf("plan of team acme lacks %q:\n  %s", w, strings.Join(got, "\n  "))
+		}
+	}
+
 	// The network's groups limit an anonymous caller inside it.
 	p = explain(calls["anonymous in a network"])
 	if want := []enforce.PlanGroup{{Name: "lan", Via: "network:10.0.0.0/8"}, {Name: "perip", Via: "network:10.0.0.0/8"}}; !slices.Equal(p.Groups, want) {
