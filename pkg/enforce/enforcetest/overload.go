@@ -18,7 +18,7 @@ const OverloadCalls = 10_000
 // TestOverload checks that a burst larger than the counter store can
 // answer in time is shed, never decided by the fail policy: OverloadCalls
 // concurrent decisions, half of them for a caller whose limit is used up,
-// over a store built by newStore that answers each round trip 8 ms late
+// over a store built by newStore that answers each round trip 40 ms late
 // (a round trip of at most 32 decisions: the whole burst would take
 // longer than the backend timeout).
 //
@@ -87,11 +87,15 @@ func overload(t *testing.T, store enforce.CounterStore, build BuildEnforcer, fai
 		WindowSeconds: 3600, MaxRequests: &big, Enabled: true, Mode: ratelimit.ModeEnforce}
 	hog.ID, shared.ID = hog.Key(), shared.Key()
 	// A backend timeout longer than a loaded test machine keeps a round
-	// trip's goroutines from running (10,000 goroutines start at once):
-	// the store answers every round trip it is sent, so only shedding can
-	// refuse a fresh caller.
-	e := build(t, enforce.Options{FailClosed: failClosed, BackendTimeout: 2 * time.Second, Workers: 1},
-		Slowed(store, 8*time.Millisecond), StaticSource(enforce.State{Definitions: append(Sentinels(), hog, shared)}))
+	// trip's goroutines from running (10,000 goroutines start at once,
+	// under the race detector, beside other test binaries on two cores:
+	// 2 s was not always enough): the store answers every round trip it is
+	// sent, so only shedding can refuse a fresh caller. The store answers
+	// each round trip 40 ms late, so the burst (5,000 fresh calls, 32 a
+	// round trip) still takes longer than the timeout, and decisions are
+	// shed for waiting as well as for the queue's bound.
+	e := build(t, enforce.Options{FailClosed: failClosed, BackendTimeout: 5 * time.Second, Workers: 1},
+		Slowed(store, 40*time.Millisecond), StaticSource(enforce.State{Definitions: append(Sentinels(), hog, shared)}))
 	call := func(user string) enforce.Call {
 		return enforce.Call{Username: user, TargetType: ratelimit.EntityMCPServer, TargetName: "big"}
 	}
