@@ -32,7 +32,7 @@ func countsByKey(cs []client.Counter) map[string]int64 {
 
 func listCounters(t *testing.T, c *client.Client, sel client.CounterSelector) []client.Counter {
 	t.Helper()
-	cs, err := c.ListCounters(context.Background(), sel)
+	cs, err := countersOf(c.ListCounters(context.Background(), sel, 0))
 	if err != nil {
 		t.Fatalf("list counters %s: %v", sel, err)
 	}
@@ -210,7 +210,7 @@ func TestResetCounters(t *testing.T) {
 
 	// A dry run reports and changes nothing, and writes no audit row.
 	audits := auditCount(t, env)
-	n, err := c.ResetCounters(ctx, client.CounterSelector{Caller: "user:al"}, client.WriteOptions{DryRun: true})
+	n, err := removedOf(c.ResetCounters(ctx, client.CounterSelector{Caller: "user:al"}, client.WriteOptions{DryRun: true}))
 	if err != nil || n != int64(len(listCounters(t, c, client.CounterSelector{Caller: "user:al"}))) || n < 3 {
 		t.Fatalf("dry run = %d, %v; want the number of al's counters (at least 3)", n, err)
 	}
@@ -221,7 +221,7 @@ func TestResetCounters(t *testing.T) {
 
 	// Reset al: its counters go; alice's (whose name al prefixes), bob's
 	// and the target's stay.
-	removed, err := c.ResetCounters(ctx, client.CounterSelector{Caller: "user:al"}, client.WriteOptions{})
+	removed, err := removedOf(c.ResetCounters(ctx, client.CounterSelector{Caller: "user:al"}, client.WriteOptions{}))
 	if err != nil || removed != n {
 		t.Fatalf("reset = %d, %v; want %d", removed, err, n)
 	}
@@ -255,7 +255,7 @@ func TestResetCounters(t *testing.T) {
 
 	// Nothing left to reset: unchanged, no audit row.
 	audits = auditCount(t, env)
-	if removed, err := c.ResetCounters(ctx, client.CounterSelector{Caller: "user:al"}, client.WriteOptions{}); err != nil || removed != 0 {
+	if removed, err := removedOf(c.ResetCounters(ctx, client.CounterSelector{Caller: "user:al"}, client.WriteOptions{})); err != nil || removed != 0 {
 		t.Errorf("second reset = %d, %v; want 0", removed, err)
 	}
 	if got := auditCount(t, env); got != audits {
@@ -270,7 +270,7 @@ func TestResetCounters(t *testing.T) {
 	wantCounts(t, "al after one more call", listCounters(t, c, client.CounterSelector{Caller: "user:al"}), alCounts)
 
 	// Resetting a target leaves the callers' own buckets alone.
-	if _, err := c.ResetCounters(ctx, client.CounterSelector{Target: "mcp_server:mcpgw"}, client.WriteOptions{}); err != nil {
+	if _, err := removedOf(c.ResetCounters(ctx, client.CounterSelector{Target: "mcp_server:mcpgw"}, client.WriteOptions{})); err != nil {
 		t.Fatal(err)
 	}
 	wantCounts(t, "mcpgw after its reset", listCounters(t, c, client.CounterSelector{Target: "mcp_server:mcpgw"}), map[string]int64{})
@@ -283,12 +283,12 @@ func TestCountersPermissions(t *testing.T) {
 	c, env := countersFixture(t)
 	ctx := context.Background()
 	viewer := clientFor(t, env, env.Token(t, "grafana", "viewer"))
-	if cs, err := viewer.ListCounters(ctx, client.CounterSelector{Caller: "user:alice"}); err != nil || len(cs) < 3 {
+	if cs, err := countersOf(viewer.ListCounters(ctx, client.CounterSelector{Caller: "user:alice"}, 0)); err != nil || len(cs) < 3 {
 		t.Errorf("viewer list = %d counters, %v; want alice's", len(cs), err)
 	}
-	_, err := viewer.ResetCounters(ctx, client.CounterSelector{Caller: "user:alice"}, client.WriteOptions{})
+	_, err := removedOf(viewer.ResetCounters(ctx, client.CounterSelector{Caller: "user:alice"}, client.WriteOptions{}))
 	wantStatus(t, err, client.ErrForbidden, "")
-	_, err = viewer.ResetCounters(ctx, client.CounterSelector{Caller: "user:alice"}, client.WriteOptions{DryRun: true})
+	_, err = removedOf(viewer.ResetCounters(ctx, client.CounterSelector{Caller: "user:alice"}, client.WriteOptions{DryRun: true}))
 	wantStatus(t, err, client.ErrForbidden, "")
 	wantCounts(t, "alice after the viewer's attempts", listCounters(t, c, client.CounterSelector{Caller: "user:alice"}), aliceCounts)
 }
@@ -346,7 +346,7 @@ func TestCounterSelectorsAreRefused(t *testing.T) {
 	// sending anything.
 	c := clientFor(t, env, env.AdminToken)
 	for _, sel := range []client.CounterSelector{{}, {Caller: "user:a", Definition: "target:mcp_server:x:60"}} {
-		if _, err := c.ListCounters(context.Background(), sel); err == nil || errors.Is(err, client.ErrBadRequest) {
+		if _, err := countersOf(c.ListCounters(context.Background(), sel, 0)); err == nil || errors.Is(err, client.ErrBadRequest) {
 			t.Errorf("ListCounters(%+v) = %v; want a local error", sel, err)
 		}
 	}
@@ -465,7 +465,7 @@ func TestCounterSelectorsAreExact(t *testing.T) {
 	}
 
 	// A reset touches exactly what the list shows.
-	if n, err := c.ResetCounters(ctx, client.CounterSelector{Caller: "user:al%"}, client.WriteOptions{}); err != nil || n != 1 {
+	if n, err := removedOf(c.ResetCounters(ctx, client.CounterSelector{Caller: "user:al%"}, client.WriteOptions{})); err != nil || n != 1 {
 		t.Fatalf("reset user:al%% = %d, %v; want 1", n, err)
 	}
 	var live int
@@ -506,7 +506,7 @@ func TestResetDuringDecisions(t *testing.T) {
 		}()
 	}
 	for range 20 {
-		if _, err := c.ResetCounters(ctx, alice, client.WriteOptions{}); err != nil {
+		if _, err := removedOf(c.ResetCounters(ctx, alice, client.WriteOptions{})); err != nil {
 			t.Errorf("reset during decisions: %v", err)
 		}
 	}
@@ -514,7 +514,7 @@ func TestResetDuringDecisions(t *testing.T) {
 	for _, e := range errs {
 		t.Error(e)
 	}
-	if _, err := c.ResetCounters(ctx, alice, client.WriteOptions{}); err != nil {
+	if _, err := removedOf(c.ResetCounters(ctx, alice, client.WriteOptions{})); err != nil {
 		t.Fatal(err)
 	}
 	wantCounts(t, "alice after the last reset", listCounters(t, c, alice), map[string]int64{})
@@ -547,4 +547,22 @@ func shadowKey(id, caller, target string) string {
 
 func targetKey(id, server string) string {
 	return enforce.TargetCounter(ratelimit.Definition{ID: id}, server).String()
+}
+
+// countersOf is a whole list's counters; a list the server says it did not
+// finish is an error here (these tests' lists are far below every bound).
+func countersOf(l client.CounterList, err error) ([]client.Counter, error) {
+	if err == nil && l.Truncated {
+		err = fmt.Errorf("a list of %d counters says it is truncated", len(l.Counters))
+	}
+	return l.Counters, err
+}
+
+// removedOf is how many counters a whole reset reset; one the server says
+// it did not finish is an error here, as in countersOf.
+func removedOf(r client.CountersReset, err error) (int64, error) {
+	if err == nil && r.Truncated {
+		err = fmt.Errorf("a reset of %d counters says it is truncated", r.Removed)
+	}
+	return r.Removed, err
 }

@@ -243,7 +243,9 @@ func (s *Server) handleResetCounters() http.Handler {
 			s.writeProblem(w, r, err)
 			return
 		}
-		reset := change{action: "reset", resourceType: "counters", id: id, before: counterListOf(page.Counters, now)}
+		before := counterListOf(page.Counters, now)
+		before.Truncated = page.Truncated // a dry run says so too
+		reset := change{action: "reset", resourceType: "counters", id: id, before: before}
 		if len(page.Counters) == 0 {
 			reset.action, reset.before = "unchanged", nil
 		}

@@ -47,7 +47,7 @@ func TestCountersOfAnonymousCallers(t *testing.T) {
 		{"ip:2001:db8:1:1::/64", enforce.CallerCounter(120, "ip:2001:db8:1:1::/64").String()},
 		{"ip:2001:DB8:1:1:0:0:0:9/64", enforce.CallerCounter(120, "ip:2001:db8:1:1::/64").String()},
 	} {
-		got, err := admin.ListCounters(t.Context(), client.CounterSelector{Caller: tt.caller})
+		got, err := countersOf(admin.ListCounters(t.Context(), client.CounterSelector{Caller: tt.caller}, 0))
 		if err != nil || len(got) != 1 {
 			t.Fatalf("counters of %s: %+v, %v; want one", tt.caller, got, err)
 		}
@@ -70,18 +70,18 @@ func TestCountersOfAnonymousCallers(t *testing.T) {
 		}
 	}
 
-	removed, err := admin.ResetCounters(t.Context(), client.CounterSelector{Caller: "ip:203.0.113.7"}, client.WriteOptions{})
+	removed, err := removedOf(admin.ResetCounters(t.Context(), client.CounterSelector{Caller: "ip:203.0.113.7"}, client.WriteOptions{}))
 	if err != nil || removed != 1 {
 		t.Fatalf("reset ip:203.0.113.7: removed %d, %v; want 1", removed, err)
 	}
-	if got, err := admin.ListCounters(t.Context(), client.CounterSelector{Caller: "ip:203.0.113.7"}); err != nil || len(got) != 0 {
+	if got, err := countersOf(admin.ListCounters(t.Context(), client.CounterSelector{Caller: "ip:203.0.113.7"}, 0)); err != nil || len(got) != 0 {
 		t.Errorf("after the reset: %+v, %v; want none", got, err)
 	}
 	if r := checkIP(t, hc, env, gw, "", "203.0.113.7"); r.Reason != "allowed" {
 		t.Errorf("after the reset, anonymous from 203.0.113.7: %+v, want allowed", r)
 	}
 	// The other caller's bucket is untouched.
-	if got, err := admin.ListCounters(t.Context(), client.CounterSelector{Caller: "ip:2001:db8:1:1::/64"}); err != nil || len(got) != 1 {
+	if got, err := countersOf(admin.ListCounters(t.Context(), client.CounterSelector{Caller: "ip:2001:db8:1:1::/64"}, 0)); err != nil || len(got) != 1 {
 		t.Errorf("ip:2001:db8:1:1::/64 after resetting ip:203.0.113.7: %+v, %v", got, err)
 	}
 }

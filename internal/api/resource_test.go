@@ -78,10 +78,10 @@ func TestResourceURIDefinitions(t *testing.T) {
 		}
 	}
 	// The buckets are listed by definition and by caller, URIs and all.
-	if cs, err := admin.ListCounters(t.Context(), client.CounterSelector{Definition: "target:mcp_tool:srv:file:///docs/*:60"}); err != nil || len(cs) != 1 || cs[0].Count != 1 {
+	if cs, err := countersOf(admin.ListCounters(t.Context(), client.CounterSelector{Definition: "target:mcp_tool:srv:file:///docs/*:60"}, 0)); err != nil || len(cs) != 1 || cs[0].Count != 1 {
 		t.Errorf("the glob's counter: %+v, %v", cs, err)
 	}
-	cs, err := admin.ListCounters(t.Context(), client.CounterSelector{Caller: "user:alice"})
+	cs, err := countersOf(admin.ListCounters(t.Context(), client.CounterSelector{Caller: "user:alice"}, 0))
 	found := false
 	for _, c := range cs {
 		found = found || c.Key == enforce.CallerTargetCounter(60, "user:alice", "mcp_tool:srv:ui://widget/chart").String()

@@ -67,11 +67,11 @@ func TestRouteTierTeamThroughCheck(t *testing.T) {
 		k.Algorithm = enforce.AlgorithmTokenBucket
 		return k.String()
 	}
-	counters, err := admin.ListCounters(t.Context(), client.CounterSelector{Caller: "team:acme"})
+	counters, err := countersOf(admin.ListCounters(t.Context(), client.CounterSelector{Caller: "team:acme"}, 0))
 	if err != nil || len(counters) != 1 || counters[0].Key != teamBucket("acme") {
 		t.Errorf("counters of team:acme: %+v, %v", counters, err)
 	}
-	counters, err = admin.ListCounters(t.Context(), client.CounterSelector{Target: "route:high"})
+	counters, err = countersOf(admin.ListCounters(t.Context(), client.CounterSelector{Target: "route:high"}, 0))
 	var keys []string
 	for _, c := range counters {
 		keys = append(keys, c.Key)

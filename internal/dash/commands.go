@@ -32,7 +32,7 @@ type API interface {
 	ListAdmins(ctx context.Context) ([]ratelimit.Admin, error)
 	ListAudit(ctx context.Context, f client.AuditFilter) (client.AuditPage, error)
 	ListTokens(ctx context.Context) ([]ratelimit.Token, error)
-	ListCounters(ctx context.Context, sel client.CounterSelector) ([]client.Counter, error)
+	ListCounters(ctx context.Context, sel client.CounterSelector, limit int) (client.CounterList, error)
 	GetEnforcement(ctx context.Context) (ratelimit.Enforcement, error)
 	SetEnforcement(ctx context.Context, enabled bool, reason string, o client.WriteOptions) (ratelimit.Enforcement, *client.DryRunReport, error)
 	ListEvents(ctx context.Context, f client.EventFilter) (client.EventPage, error)
@@ -118,8 +118,11 @@ type (
 		moreMembers bool
 		membersErr  error
 		counters    []client.Counter
-		countersOK  bool
-		countersErr error
+		// countersTruncated: the server stopped before it had seen
+		// every counter (more than it lists, or a bounded Redis scan).
+		countersTruncated bool
+		countersOK        bool
+		countersErr       error
 	}
 	// enforcementMsg answers a load of the master switch.
 	enforcementMsg struct {
@@ -239,7 +242,9 @@ func detailCmd(parent context.Context, timeout time.Duration, api API, d ratelim
 			msg.memberships, msg.moreMembers, msg.membersErr = page.Memberships, page.NextCursor != "", err
 		}
 		if d.Axis != ratelimit.AxisQuarantine {
-			msg.counters, msg.countersErr = api.ListCounters(ctx, client.CounterSelector{Definition: definitionID(d)})
+			var list client.CounterList
+			list, msg.countersErr = api.ListCounters(ctx, client.CounterSelector{Definition: definitionID(d)}, 0)
+			msg.counters, msg.countersTruncated = list.Counters, list.Truncated
 			msg.countersOK = msg.countersErr == nil
 		}
 		return msg

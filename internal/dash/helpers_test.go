@@ -234,9 +234,9 @@ func (f *fakeAPI) SetEnforcement(ctx context.Context, enabled bool, reason strin
 	return ratelimit.Enforcement{Enabled: enabled, Reason: reason, Version: 1}, nil, f.writeErr
 }
 
-func (f *fakeAPI) ListCounters(ctx context.Context, sel client.CounterSelector) ([]client.Counter, error) {
+func (f *fakeAPI) ListCounters(ctx context.Context, sel client.CounterSelector, limit int) (client.CounterList, error) {
 	f.record("ListCounters %s", sel)
-	return f.counters, f.listErr
+	return client.CounterList{Counters: f.counters}, f.listErr
 }
 
 func newFakeAPI() *fakeAPI {

@@ -119,8 +119,10 @@ type definitionDetail struct {
 	moreMembers bool // the group has more than were loaded
 	membersErr  error
 	counters    []client.Counter
-	countersOK  bool
-	countersErr error
+	// countersTruncated: the live counters are more than were listed.
+	countersTruncated bool
+	countersOK        bool
+	countersErr       error
 }
 
 // limitsView lists every definition; enter opens a detail pane.
@@ -291,7 +293,11 @@ func (v limitsView) detailView(w, h int) string {
 		case det.countersErr != nil:
 			lines = append(lines, st.Label.Render("live counters: ")+st.Dim.Render(det.countersErr.Error()))
 		case det.countersOK:
-			lines = append(lines, st.Label.Render(fmt.Sprintf("live counters: %d", len(det.counters))))
+			count := fmt.Sprintf("live counters: %d", len(det.counters))
+			if det.countersTruncated {
+				count = fmt.Sprintf("live counters: %d or more (the server stopped looking)", len(det.counters))
+			}
+			lines = append(lines, st.Label.Render(count))
 			for _, c := range det.counters[:min(len(det.counters), maxPaneItems)] {
 				if c.Algorithm == ratelimit.AlgorithmTokenBucket {
 					tokens := "bucket"

@@ -272,7 +272,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case detailMsg:
 		if m.accept(resDetail, msg.reply) && msg.id == m.limits.detail.id {
 			m.limits.detail = definitionDetail{id: msg.id, memberships: msg.memberships, moreMembers: msg.moreMembers, membersErr: msg.membersErr,
-				counters: msg.counters, countersOK: msg.countersOK, countersErr: msg.countersErr}
+				counters: msg.counters, countersTruncated: msg.countersTruncated, countersOK: msg.countersOK, countersErr: msg.countersErr}
 		}
 	case enforcementMsg:
 		// A failed load keeps what is known: the other loads report outages.

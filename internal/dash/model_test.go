@@ -155,6 +155,16 @@ func TestUpdate(t *testing.T) {
 			},
 		},
 		{
+			name: "the detail pane says when the server listed only part of the counters",
+			steps: steps(typed("j<enter>"), answer(resDetail, func(r reply) tea.Msg {
+				return detailMsg{reply: r, id: "caller:group:developers:60", countersOK: true, countersTruncated: true,
+					counters: []client.Counter{{Key: "rl:caller:user:alice:60", Count: 12, WindowSeconds: 60, ExpiresAt: clock.Add(30 * time.Second)}}}
+			})),
+			check: func(t *testing.T, m Model, _ tea.Cmd) {
+				wantScreen(t, m, "live counters: 1 or more (the server stopped looking)")
+			},
+		},
+		{
 			name:  "esc closes the detail pane",
 			steps: typed("<enter><esc>"),
 			check: func(t *testing.T, m Model, _ tea.Cmd) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/rlctl/rlctl/pkg/wire"
 )
@@ -71,11 +72,20 @@ type (
 )
 
 // ListCounters returns the live counters of one subject, sorted by key then
-// window: at most the server's limit (10000).
-func (c *Client) ListCounters(ctx context.Context, sel CounterSelector) ([]Counter, error) {
+// window: at most limit of them (1 to 10000; 0 asks for the server's limit,
+// 10000). When the list's Truncated is set it is not the whole answer: more
+// counters matched than the limit, or (counters on Redis) the server's
+// bounded scan stopped early.
+func (c *Client) ListCounters(ctx context.Context, sel CounterSelector, limit int) (CounterList, error) {
 	q, err := sel.query()
 	if err != nil {
-		return nil, err
+		return CounterList{}, err
+	}
+	if limit < 0 || limit > 10000 {
+		return CounterList{}, fmt.Errorf("list counters %s: limit %d: must be between 1 and 10000, or 0 for the server's limit", sel, limit)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
 	}
 	var body CounterList
 	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/api/rate-limit-counters", query: q})
@@ -85,39 +95,42 @@ func (c *Client) ListCounters(ctx context.Context, sel CounterSelector) ([]Count
 	if body.Counters == nil && err == nil {
 		body.Counters = []Counter{}
 	}
-	return body.Counters, wrap(err, "list counters %s", sel)
+	return body, wrap(err, "list counters %s", sel)
 }
 
 // ResetCounters sets the live counters of one subject back to zero and
-// returns how many it reset. With WriteOptions.DryRun nothing changes and
-// removed is how many would be reset. IfVersion does not apply.
-func (c *Client) ResetCounters(ctx context.Context, sel CounterSelector, o WriteOptions) (removed int64, err error) {
+// says how many it reset (Removed). With WriteOptions.DryRun nothing
+// changes and Removed is how many would be reset. Truncated says the
+// server stopped looking before it had seen every counter (a bounded scan
+// on Redis): some may remain, and a second reset takes them. IfVersion
+// does not apply.
+func (c *Client) ResetCounters(ctx context.Context, sel CounterSelector, o WriteOptions) (CountersReset, error) {
 	q, err := sel.query()
 	if err != nil {
-		return 0, err
+		return CountersReset{}, err
 	}
 	r := request{method: http.MethodDelete, path: "/api/rate-limit-counters", query: q}
 	o.IfVersion = 0
 	o.apply(&r)
 	resp, err := c.do(ctx, r)
 	if err != nil {
-		return 0, wrap(err, "reset counters %s", sel)
+		return CountersReset{}, wrap(err, "reset counters %s", sel)
 	}
 	if o.DryRun {
 		rep, err := decodeReport(resp)
 		if err != nil {
-			return 0, wrap(err, "reset counters %s", sel)
+			return CountersReset{}, wrap(err, "reset counters %s", sel)
 		}
 		if rep.Before == nil {
-			return 0, nil
+			return CountersReset{}, nil
 		}
 		var before CounterList
 		if err := json.Unmarshal(rep.Before, &before); err != nil {
-			return 0, fmt.Errorf("reset counters %s: decode dry-run report: %w", sel, err)
+			return CountersReset{}, fmt.Errorf("reset counters %s: decode dry-run report: %w", sel, err)
 		}
-		return int64(len(before.Counters)), nil
+		return CountersReset{Removed: int64(len(before.Counters)), Truncated: before.Truncated}, nil
 	}
 	var body CountersReset
 	err = resp.decode(&body)
-	return body.Removed, wrap(err, "reset counters %s", sel)
+	return body, wrap(err, "reset counters %s", sel)
 }

@@ -36,7 +36,7 @@ func TestListCountersSendsOneSelector(t *testing.T) {
 					 "definition_id":"target:server_group:fragile:60"},
 					{"key":"x|odd","window_index":3,"count":1,"expires_at":"2026-02-11T10:47:00Z"}]}`)
 			}), Options{Token: "t"})
-			got, err := c.ListCounters(context.Background(), tt.sel)
+			got, err := c.ListCounters(context.Background(), tt.sel, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,8 +46,11 @@ func TestListCountersSendsOneSelector(t *testing.T) {
 			want := Counter{Key: "t|target:server_group:fragile:60|mcpgw", WindowIndex: 29513445, WindowSeconds: 60,
 				WindowStart: time.Date(2026, 2, 11, 10, 45, 0, 0, time.UTC), Count: 7,
 				ExpiresAt: time.Date(2026, 2, 11, 10, 47, 0, 0, time.UTC), DefinitionID: "target:server_group:fragile:60"}
-			if len(got) != 2 || got[0] != want || got[1].WindowSeconds != 0 || !got[1].WindowStart.IsZero() {
-				t.Errorf("counters = %+v, want [%+v, a key of unknown shape]", got, want)
+			if len(got.Counters) != 2 || got.Counters[0] != want || got.Counters[1].WindowSeconds != 0 || !got.Counters[1].WindowStart.IsZero() {
+				t.Errorf("counters = %+v, want [%+v, a key of unknown shape]", got.Counters, want)
+			}
+			if got.Truncated {
+				t.Error("a whole list reads as truncated")
 			}
 		})
 	}
@@ -61,7 +64,7 @@ func TestCounterSelectorMustNameOneSubject(t *testing.T) {
 		writeJSON(t, w, http.StatusOK, map[string]any{"counters": []any{}})
 	}), Options{Token: "t"})
 	for _, sel := range []CounterSelector{{}, {Caller: "user:a", Target: "mcp_server:b"}, {Target: "mcp_server:b", Definition: "target:mcp_server:b:60"}} {
-		if _, err := c.ListCounters(context.Background(), sel); err == nil {
+		if _, err := c.ListCounters(context.Background(), sel, 0); err == nil {
 			t.Errorf("ListCounters(%+v) succeeded", sel)
 		}
 		if _, err := c.ResetCounters(context.Background(), sel, WriteOptions{}); err == nil {
@@ -72,9 +75,35 @@ func TestCounterSelectorMustNameOneSubject(t *testing.T) {
 		t.Errorf("%d requests sent for selectors that name no single subject", n)
 	}
 	// An empty list is empty, not nil.
-	got, err := c.ListCounters(context.Background(), CounterSelector{Caller: "user:nobody"})
-	if err != nil || got == nil || len(got) != 0 {
+	got, err := c.ListCounters(context.Background(), CounterSelector{Caller: "user:nobody"}, 0)
+	if err != nil || got.Counters == nil || len(got.Counters) != 0 {
 		t.Errorf("empty list = %#v, %v", got, err)
+	}
+}
+
+// A list or reset the server could not finish says so: a caller that
+// read it as the whole answer would miss counters (Redis's bounded scan).
+func TestCountersSayTruncated(t *testing.T) {
+	t.Parallel()
+	c, _, _ := newTestClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet:
+			writeJSON(t, w, http.StatusOK, map[string]any{"counters": []any{map[string]any{"key": "c|60|user:a", "count": 1}}, "truncated": true})
+		case r.URL.Query().Get("dry_run") == "true":
+			writeJSON(t, w, http.StatusOK, map[string]any{"dry_run": true, "action": "reset", "resource_type": "counters", "id": "caller=user:a",
+				"before": map[string]any{"counters": []any{map[string]any{"key": "c|60|user:a", "count": 1}}, "truncated": true}})
+		default:
+			writeJSON(t, w, http.StatusOK, map[string]any{"reset": true, "removed": 1, "truncated": true})
+		}
+	}), Options{Token: "t"})
+	sel := CounterSelector{Caller: "user:a"}
+	if list, err := c.ListCounters(context.Background(), sel, 0); err != nil || !list.Truncated || len(list.Counters) != 1 {
+		t.Errorf("ListCounters = %+v, %v; want one counter, truncated", list, err)
+	}
+	for _, dry := range []bool{false, true} {
+		if res, err := c.ResetCounters(context.Background(), sel, WriteOptions{DryRun: dry}); err != nil || !res.Truncated || res.Removed != 1 {
+			t.Errorf("ResetCounters(dry run %v) = %+v, %v; want 1 removed, truncated", dry, res, err)
+		}
 	}
 }
 
@@ -110,8 +139,8 @@ func TestResetCounters(t *testing.T) {
 				_, _ = io.WriteString(w, tt.body)
 			}), Options{Token: "t"})
 			got, err := c.ResetCounters(context.Background(), CounterSelector{Caller: "user:alice"}, tt.opts)
-			if err != nil || got != tt.want {
-				t.Errorf("ResetCounters = %d, %v; want %d", got, err, tt.want)
+			if err != nil || got.Removed != tt.want || got.Truncated {
+				t.Errorf("ResetCounters = %+v, %v; want %d removed, not truncated", got, err, tt.want)
 			}
 			if query != tt.query || ifMatch != "" {
 				t.Errorf("sent ?%s If-Match %q, want ?%s and no If-Match", query, ifMatch, tt.query)

@@ -136,6 +136,7 @@ func describe(sel client.CounterSelector) string {
 type GetOptions struct {
 	Factory  *cmdutil.Factory
 	Selector client.CounterSelector
+	Limit    int
 }
 
 // NewCmdGet builds `counters get`.
@@ -147,11 +148,15 @@ func NewCmdGet(f *cmdutil.Factory, runF func(*GetOptions) error) *cobra.Command 
 		Short:   "Show the live counters of a caller, target or definition",
 		Example: `  rlctl counters get --caller user:alice
   rlctl counters get --target mcp_server:mcpgw -o wide
-  rlctl counters get --definition target:mcp_server:mcpgw:60 -o json`,
+  rlctl counters get --definition target:mcp_server:mcpgw:60 -o json
+  rlctl counters get --definition caller:group:developers:60 --limit 20`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkSelector(cmd); err != nil {
 				return err
+			}
+			if opts.Limit < 1 || opts.Limit > 10000 {
+				return cmdutil.FlagErrorf("--limit must be between 1 and 10000 (got %d)", opts.Limit)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -160,12 +165,8 @@ func NewCmdGet(f *cmdutil.Factory, runF func(*GetOptions) error) *cobra.Command 
 		},
 	}
 	addSelectorFlags(cmd, &opts.Selector)
+	cmd.Flags().IntVar(&opts.Limit, "limit", 10000, "at most this many counters (a warning says when more matched)")
 	return cmd
-}
-
-// counterList is what -o json and -o yaml print: the API's envelope.
-type counterList struct {
-	Counters []client.Counter `json:"counters"`
 }
 
 func getRun(ctx context.Context, opts *GetOptions) error {
@@ -174,15 +175,32 @@ func getRun(ctx context.Context, opts *GetOptions) error {
 	if err != nil {
 		return err
 	}
-	list, err := c.ListCounters(ctx, opts.Selector)
+	list, err := c.ListCounters(ctx, opts.Selector, opts.Limit)
 	if err != nil {
 		return err
 	}
-	if len(list) == 0 && (f.Global.Output == printer.Table || f.Global.Output == printer.Wide) {
+	table := f.Global.Output == printer.Table || f.Global.Output == printer.Wide
+	if len(list.Counters) == 0 && !list.Truncated && table {
 		_, err := fmt.Fprintf(f.IOStreams.ErrOut, "No live counters for %s\n", describe(opts.Selector))
 		return err
 	}
-	return printer.List(f.IOStreams, f.Global.Output, list, Columns, counterList{list}, "counter", keyOf)
+	// -o json and -o yaml print the API's envelope, truncated included.
+	if err := printer.List(f.IOStreams, f.Global.Output, list.Counters, Columns, list, "counter", keyOf); err != nil {
+		return err
+	}
+	if list.Truncated && table {
+		return warnTruncated(f, "the list may be incomplete")
+	}
+	return nil
+}
+
+// warnTruncated tells the user on stderr that the server's answer is not
+// the whole answer: more counters matched than the server lists, or its
+// bounded scan of a Redis store stopped before it had seen every key.
+// Tables only; -o json and -o yaml carry "truncated" in the document.
+func warnTruncated(f *cmdutil.Factory, consequence string) error {
+	_, err := fmt.Fprintf(f.IOStreams.ErrOut, "Warning: the server stopped before it had seen every counter (more than it lists, or a bounded scan of Redis); %s\n", consequence)
+	return err
 }
 
 // ResetOptions are the inputs of `counters reset`.
@@ -234,15 +252,18 @@ func resetRun(ctx context.Context, opts *ResetOptions) error {
 	if err != nil {
 		return err
 	}
-	removed, err := c.ResetCounters(ctx, opts.Selector, client.WriteOptions{DryRun: opts.DryRun})
+	res, err := c.ResetCounters(ctx, opts.Selector, client.WriteOptions{DryRun: opts.DryRun})
 	if err != nil {
 		return err
 	}
 	switch f.Global.Output {
 	case printer.JSON, printer.YAML:
-		doc := map[string]any{"reset": !opts.DryRun, "removed": removed}
+		doc := map[string]any{"reset": !opts.DryRun, "removed": res.Removed}
 		if opts.DryRun {
 			doc["dry_run"] = true
+		}
+		if res.Truncated {
+			doc["truncated"] = true
 		}
 		return printer.Document(f.IOStreams, f.Global.Output, doc, nil)
 	}
@@ -250,8 +271,16 @@ func resetRun(ctx context.Context, opts *ResetOptions) error {
 	if opts.DryRun {
 		verb = "would be reset"
 	}
-	_, err = fmt.Fprintf(f.IOStreams.Out, "%s: %d %s %s\n", what, removed, plural(removed, "counter"), verb)
-	return err
+	if _, err := fmt.Fprintf(f.IOStreams.Out, "%s: %d %s %s\n", what, res.Removed, plural(res.Removed, "counter"), verb); err != nil {
+		return err
+	}
+	if res.Truncated {
+		if opts.DryRun {
+			return warnTruncated(f, "more may be reset than this count")
+		}
+		return warnTruncated(f, "some counters may remain; run the reset again")
+	}
+	return nil
 }
 
 func plural(n int64, word string) string {

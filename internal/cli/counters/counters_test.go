@@ -176,6 +176,34 @@ func TestGet(t *testing.T) {
 	}
 }
 
+// A list cut short by --limit (or by the server's own bound) says so: on
+// stderr for a table, as "truncated" in a document; a whole list does not.
+func TestGetSaysTruncated(t *testing.T) {
+	h := start(t)
+	def := []string{"counters", "get", "--definition", "caller:group:developers:60"}
+	r := h.RunWith(clitest.Opts{TTY: true}, append(def, "--limit", "1")...)
+	if r.Code != 0 || strings.Count(strings.TrimSpace(r.Out), "\n") != 1 || !strings.Contains(r.ErrOut, "Warning: the server stopped before it had seen every counter") {
+		t.Errorf("--limit 1 of 2 buckets: exit %d, stdout %q, stderr %q; want one row and a warning", r.Code, r.Out, r.ErrOut)
+	}
+	var doc struct {
+		Counters  []client.Counter `json:"counters"`
+		Truncated bool             `json:"truncated"`
+	}
+	if err := json.Unmarshal([]byte(h.Must(append(def, "--limit", "1", "-o", "json")...)), &doc); err != nil || len(doc.Counters) != 1 || !doc.Truncated {
+		t.Errorf("--limit 1 -o json = %+v, %v; want one counter, truncated", doc, err)
+	}
+	r = h.RunWith(clitest.Opts{TTY: true}, append(def, "--limit", "2")...)
+	if r.Code != 0 || strings.Count(strings.TrimSpace(r.Out), "\n") != 2 || r.ErrOut != "" {
+		t.Errorf("--limit 2 of 2 buckets: exit %d, stdout %q, stderr %q; want two rows, no warning", r.Code, r.Out, r.ErrOut)
+	}
+	for _, bad := range []string{"0", "10001"} {
+		r = h.Run(append(def, "--limit", bad)...)
+		if r.Code != cmdutil.ExitUsage || !strings.Contains(r.ErrOut, "--limit must be between 1 and 10000") {
+			t.Errorf("--limit %s: exit %d, stderr %q; want a usage error", bad, r.Code, r.ErrOut)
+		}
+	}
+}
+
 func TestReset(t *testing.T) {
 	h := start(t)
 	alice := map[string]int64{"c|60|user:alice": 3}
