@@ -460,7 +460,7 @@ func statusCall(q url.Values, withCaller bool) (call *enforce.Call, named *store
 			if et == ratelimit.EntityA2ASkill {
 				c.TargetType = ratelimit.EntityA2AAgent
 			}
-			c.TargetName, c.Tool = splitToolName(n)
+			c.TargetName, c.Tool = ratelimit.SplitToolName(n)
 		default:
 			named = &store.DefinitionFilter{Axis: ratelimit.AxisTarget, EntityType: et, Name: n}
 		}
@@ -473,27 +473,6 @@ func statusCall(q url.Values, withCaller bool) (call *enforce.Call, named *store
 		return nil, nil, err
 	}
 	return &norm, named, nil
-}
-
-// splitToolName splits a tool or skill name, <target>:<tool>, into the
-// call's target and tool. A resource's tool is a URI (<server>:file:///x):
-// the target ends before its scheme. The split only chooses which target
-// the plan's target limits are read for; tool definitions match on the
-// whole name either way.
-func splitToolName(name string) (target, tool string) {
-	if i := strings.Index(name, "://"); i >= 0 {
-		j := i
-		for j > 0 && strings.IndexByte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.", name[j-1]) >= 0 {
-			j--
-		}
-		if j > 0 && name[j-1] == ':' {
-			return name[:j-1], name[j:]
-		}
-	}
-	if i := strings.LastIndexByte(name, ':'); i >= 0 {
-		return name[:i], name[i+1:]
-	}
-	return name, ""
 }
 
 // orNotFound words a store ErrNotFound for the user.

@@ -234,6 +234,22 @@ func mcpToolName(field, raw string) (string, *NameError) {
 	return full, NameProblem(field, full)
 }
 
+// SplitToolName splits a normalized mcp_tool or a2a_skill name into its
+// parent (the server or agent) and its leaf (the tool, skill or resource
+// URI), by the rule the names were normalized by: at the last ':' when
+// the leaf is a tool or skill (which holds no ':' or '/'), else before the
+// resource URI's scheme (srv:file:///docs/x is server srv). A name with
+// neither shape is all parent.
+func SplitToolName(name string) (parent, leaf string) {
+	if i := strings.LastIndexByte(name, ':'); i >= 0 && !strings.ContainsRune(name[i+1:], '/') {
+		return name[:i], name[i+1:]
+	}
+	if server, uri, ok := splitResourceURI(name); ok {
+		return server, uri
+	}
+	return name, ""
+}
+
 // toolName is the <server>:<tool> rule of mcp_tool names.
 var toolName = leafName(ServerName, "<server>:<tool>", "tool")
 
