@@ -1,3 +1,10 @@
+// Package auththrottle is the failed-credential throttle: it counts
+// failed authentications per client address in any enforce.CounterStore
+// and locks an address out, on every replica sharing the store. rlapi
+// uses it for its own tokens and for the authentications gateways report
+// (POST /api/auth-events); a gateway embedding pkg/enforce builds one and
+// hands it to enforce.New as Options.Guard, so that a locked address is
+// refused auth-locked before anything else of a decision.
 package auththrottle
 
 import (

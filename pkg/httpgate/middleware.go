@@ -159,13 +159,13 @@ func writeDenial(w http.ResponseWriter, status int, kind, title, detail string) 
 func AuthMiddleware(th *auththrottle.Throttle, resolver *clientip.Resolver) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			a := clientip.Peer(r)
-			if resolver != nil {
-				a = resolver.FromRequest(r)
-			}
 			if th == nil {
 				next.ServeHTTP(w, r)
 				return
+			}
+			a := clientip.Peer(r)
+			if resolver != nil {
+				a = resolver.FromRequest(r)
 			}
 			if st, err := th.CheckRequest(r.Context(), a, r.URL.Path); err == nil && st.Locked {
 				w.Header().Set(HeaderRetryAfter, strconv.FormatInt(max(ceilSeconds(st.RetryAfter), 1), 10))
