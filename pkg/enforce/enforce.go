@@ -222,15 +222,17 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		opts.ViolationFlushInterval = DefaultViolationFlushInterval
 	}
 	m.backendTimeout.Set(opts.BackendTimeout.Seconds())
-	if err := e.bindGuard(); err != nil {
-		return nil, err
-	}
 	if opts.Escalation != nil {
 		if err := CheckEscalation(*opts.Escalation); err != nil {
 			return nil, fmt.Errorf("enforce: Options.Escalation: %w", err)
 		}
 	}
 	if err := e.refresh(ctx); err != nil {
+		return nil, err
+	}
+	// Bound last, once nothing else can fail: a New that fails leaves the
+	// guard free for the next attempt.
+	if err := e.bindGuard(); err != nil {
 		return nil, err
 	}
 	bg, cancel := context.WithCancel(context.Background())
@@ -796,9 +798,9 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 		return e.backendFailed(c, gates, rep.err)
 	}
 	if rep.err != nil {
-		// The lockout went unanswered too: it is asked on its own (the
-		// round may have failed over the call's own gates), and only an
-		// address not locked is left to the fail policy.
+		// The Guard's question went unanswered too: it is asked on its
+		// own (the round may have failed over the call's own gates), and
+		// only a call the guard lets through is left to the fail policy.
 		if d, refused := e.settle(ctx, q); refused {
 			return d, nil
 		}

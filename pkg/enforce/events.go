@@ -193,7 +193,8 @@ func (l *eventLog) writeLocked() {
 		}
 	}
 	reasons := []string{eventThrottled, eventQuarantined, eventShadow, eventBackend, EventLockoutStarted, eventLockedOut}
-	for _, reason := range slices.Sorted(maps.Keys(dropped)) { // a Guard's
+	// Then a Guard's reasons, in a stable order.
+	for _, reason := range slices.Sorted(maps.Keys(dropped)) {
 		if !slices.Contains(reasons, reason) {
 			reasons = append(reasons, reason)
 		}

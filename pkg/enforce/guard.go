@@ -2,7 +2,7 @@ package enforce
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 )
@@ -124,7 +124,7 @@ func (e *Enforcer) bindGuard() error {
 		return nil
 	}
 	if err := e.opts.Guard.Bind(guardHost{e}); err != nil {
-		return errors.Join(errors.New("enforce: Options.Guard"), err)
+		return fmt.Errorf("enforce: Options.Guard: %w", err)
 	}
 	return nil
 }
