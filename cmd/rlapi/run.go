@@ -26,6 +26,7 @@ import (
 	"github.com/rlctl/rlctl/internal/token"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/internal/version"
+	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
@@ -523,10 +524,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			*v.d = v.def
 		}
 	}
-	if err := enforce.CheckAuthThrottle(*authFailures, *authWindow, *authLockout); err != nil {
+	if err := auththrottle.CheckSettings(*authFailures, *authWindow, *authLockout); err != nil {
 		return fmt.Errorf("%w: --auth-max-failures, --auth-window, --auth-lockout: %v", errUsage, err)
 	}
-	if err := enforce.CheckAuthThrottle(*gatewayFailures, *gatewayWindow, *gatewayLockout); err != nil {
+	if err := auththrottle.CheckSettings(*gatewayFailures, *gatewayWindow, *gatewayLockout); err != nil {
 		return fmt.Errorf("%w: --gateway-auth-max-failures, --gateway-auth-window, --gateway-auth-lockout: %v", errUsage, err)
 	}
 	var escalation *enforce.EscalationOptions
@@ -604,9 +605,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Registerer: registry, ViolationLog: violationLog, ViolationBuffer: *rowsPerFlush, ViolationRowsPerMinute: *rowsPerMinute,
 		FailClosed: *failClosed, QuarantineFailClosed: *quarantineFailClosed,
 		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log, IPv6Prefix: *ipv6Prefix,
-		AuthThrottle: &enforce.AuthThrottleOptions{MaxFailures: *gatewayFailures, Window: *gatewayWindow, Lockout: *gatewayLockout},
-		Escalation:   escalation,
-		Leases:       leases,
+		Escalation: escalation,
+		Leases:     leases,
 	}
 	if leases != nil {
 		log.Info("leases for hot keys on", "lease_time", leases.Time, "replicas", leases.Replicas, "hot_rate", leases.HotRate, "all_keys", leases.All)
@@ -634,7 +634,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		log.Info("counters in Redis", "url", redisstore.Redact(countersURL.s))
 	}
 	enfOpts.Counters = counters
-	enf, err := postgres.New(ctx, decisions.Pool(), enfOpts)
+	// The gateways' failed-credential throttle (POST /api/auth-events)
+	// guards the decisions: an address it locks is refused auth-locked
+	// before anything else.
+	gatewayThrottle, err := auththrottle.New(counters, auththrottle.Options{MaxFailures: *gatewayFailures, Window: *gatewayWindow,
+		Lockout: *gatewayLockout, IPv6Prefix: *ipv6Prefix, BackendTimeout: *backendTimeout, Registerer: registry})
+	if err == nil {
+		enfOpts.Guard = gatewayThrottle
+	}
+	var enf *enforce.Enforcer
+	if err == nil {
+		enf, err = postgres.New(ctx, decisions.Pool(), enfOpts)
+	}
 	if err != nil {
 		if enfOpts.OnClose != nil {
 			enfOpts.OnClose()
@@ -648,7 +659,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		AuthMaxFailures: *authFailures, AuthWindow: *authWindow, AuthLockout: *authLockout,
 		BackendTimeout: *backendTimeout, TokenCacheTTL: *tokenCacheTTL, MaxClientConns: maxConns,
 		EventsRetention: *eventsRetention, AccessLogDecisions: *accessLogDecisions,
-	}, api.Opts{Logger: log, Enforcer: enf, Registry: registry, AuthStore: decisions,
+	}, api.Opts{Logger: log, Enforcer: enf, AuthThrottle: gatewayThrottle, Registry: registry, AuthStore: decisions,
 		Counters: counters, CounterAdmin: counters})
 	// The cap protects the file descriptors only if they outnumber it: the
 	// pool, the listener and the log need some too.

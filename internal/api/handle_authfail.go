@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/httpgate"
 	"github.com/rlctl/rlctl/pkg/wire"
 )
@@ -17,13 +17,14 @@ import (
 // credentials"): POST /api/auth-events reports an authentication the
 // gateway made, GET /api/auth-lockout asks whether an address is locked
 // before the gateway verifies its credentials. Both need an enforcer (or
-// admin) token; the count and the lockout are the Enforcer's
-// (pkg/enforce/authfail.go), shared by every replica. POST /api/check and
-// GET /api/validate refuse a locked address on their own.
+// admin) token; the count and the lockout are the gateways' throttle's
+// (Opts.AuthThrottle, pkg/auththrottle, the Enforcer's guard), shared by
+// every replica. POST /api/check and GET /api/validate refuse a locked
+// address on their own.
 
-func (s *Server) authStatusOf(w http.ResponseWriter, ip string, st enforce.AuthStatus) wire.AuthStatus {
+func (s *Server) authStatusOf(w http.ResponseWriter, ip string, st auththrottle.Status) wire.AuthStatus {
 	res := wire.AuthStatus{ClientIP: ip, Locked: st.Locked, Started: st.Started}
-	if t := s.enforcer.AuthThrottle(); t != nil {
+	if t := s.gatewayThrottle; t != nil {
 		res.Address = t.Key(netip.MustParseAddr(ip))
 	}
 	if st.Locked {
@@ -54,12 +55,15 @@ func (s *Server) handleReportAuth() http.Handler {
 			s.writeProblem(w, r, err)
 			return
 		}
-		rep, err := enforce.NormalizeAuthReport(enforce.AuthReport{ClientIP: req.ClientIP, Identity: req.Identity, Outcome: enforce.AuthOutcome(req.Outcome)})
+		rep, err := auththrottle.NormalizeReport(auththrottle.Report{ClientIP: req.ClientIP, Identity: req.Identity, Outcome: auththrottle.Outcome(req.Outcome)})
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
 		}
-		st, err := s.enforcer.ReportAuth(r.Context(), rep)
+		var st auththrottle.Status
+		if s.gatewayThrottle != nil {
+			st, err = s.gatewayThrottle.ReportAuth(r.Context(), rep)
+		}
 		if err != nil {
 			s.writeProblem(w, r, errAuthUnknown(err))
 			return
@@ -75,12 +79,15 @@ func (s *Server) handleAuthLockout() http.Handler {
 			return
 		}
 		// routes.go declares client_ip the only parameter.
-		rep, err := enforce.NormalizeAuthReport(enforce.AuthReport{ClientIP: r.URL.Query().Get("client_ip"), Outcome: enforce.AuthExpired})
+		rep, err := auththrottle.NormalizeReport(auththrottle.Report{ClientIP: r.URL.Query().Get("client_ip"), Outcome: auththrottle.Expired})
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
 		}
-		st, err := s.enforcer.AuthLocked(r.Context(), rep.ClientIP)
+		var st auththrottle.Status
+		if s.gatewayThrottle != nil {
+			st, err = s.gatewayThrottle.Locked(r.Context(), rep.ClientIP)
+		}
 		if err != nil {
 			s.writeProblem(w, r, errAuthUnknown(err))
 			return

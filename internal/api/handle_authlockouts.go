@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/wire"
 )
@@ -21,7 +22,7 @@ import (
 // gateway); DELETE /api/auth-lockouts/{address} deletes an address's
 // counters in one audited transaction whose NOTIFY makes every replica
 // forget what it cached, so the lift holds everywhere at once. The state
-// shown is read through each scope's AuthThrottle (Peek: the gates a
+// shown is read through each scope's throttle (Peek: the gates a
 // decision takes), never recomputed here.
 
 // Scopes of the failed-credential throttles rlapi knows.
@@ -33,7 +34,7 @@ const (
 // authThrottleOf is the throttle of scope, nil when this API lists and
 // lifts none for it here (off, no Enforcer, or the throttles counting
 // outside the database's rl_counters).
-func (s *Server) authThrottleOf(scope string) *enforce.AuthThrottle {
+func (s *Server) authThrottleOf(scope string) *auththrottle.Throttle {
 	if s.authCountersElsewhere() != "" {
 		return nil
 	}
@@ -44,7 +45,7 @@ func (s *Server) authThrottleOf(scope string) *enforce.AuthThrottle {
 		if s.enforcer == nil {
 			return nil
 		}
-		return s.enforcer.AuthThrottle()
+		return s.gatewayThrottle
 	}
 	return nil
 }
@@ -202,7 +203,7 @@ func ParseLockoutAddress(raw string) (LockoutAddress, error) {
 }
 
 // Key is the address's key for a throttle that keys addresses by keyOf
-// (AuthThrottle.Key): the network as given, else the address's.
+// (auththrottle.Throttle.Key): the network as given, else the address's.
 func (l LockoutAddress) Key(keyOf func(netip.Addr) string) string {
 	if l.Network.IsValid() {
 		return l.Network.String()

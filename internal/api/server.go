@@ -17,6 +17,7 @@ import (
 	"github.com/rlctl/rlctl/internal/connlimit"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
+	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/httpgate"
@@ -141,6 +142,10 @@ type Server struct {
 	// enforcer answers the decision endpoints; nil when rlapi serves only
 	// the management API (they then answer 503).
 	enforcer *enforce.Enforcer
+	// gatewayThrottle counts the authentications gateways report (POST
+	// /api/auth-events): the throttle the Enforcer was built with as its
+	// guard (nil: none, reports then lock nothing).
+	gatewayThrottle *auththrottle.Throttle
 	// counterAdmin lists and resets the decisions' counters; nil when
 	// rlapi was given none (the counters API then answers 503).
 	counterAdmin enforce.CounterAdmin
@@ -162,6 +167,11 @@ type Opts struct {
 	Now    func() time.Time
 	// Enforcer serves POST /api/check and GET /api/validate.
 	Enforcer *enforce.Enforcer
+	// AuthThrottle is the gateways' failed-credential throttle (scope
+	// gateway): the one Enforcer was built with as its Options.Guard, so
+	// that the addresses POST /api/auth-events locks are refused by the
+	// decisions. nil: reports count nothing.
+	AuthThrottle *auththrottle.Throttle
 	// AuthStore is where tokens are looked up (nil: the management store).
 	AuthStore *store.Store
 	// Registry is where /metrics' series live; pass the one the Enforcer
@@ -185,7 +195,8 @@ func New(st *store.Store, cfg Config, opts Opts) *Server {
 		// without anyone having turned it off.
 		panic("api: New: Opts.Counters is required unless Config.AuthMaxFailures < 0 (the auth lockout off)")
 	}
-	s := &Server{store: st, cfg: cfg, log: opts.Logger, now: opts.Now, enforcer: opts.Enforcer, counterAdmin: opts.CounterAdmin}
+	s := &Server{store: st, cfg: cfg, log: opts.Logger, now: opts.Now, enforcer: opts.Enforcer, counterAdmin: opts.CounterAdmin,
+		gatewayThrottle: opts.AuthThrottle}
 	if opts.Counters != nil {
 		s.countersBackend = opts.Counters.BackendName()
 	}

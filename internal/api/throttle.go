@@ -8,13 +8,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // authThrottle locks out a client address after repeated failed
 // authentications (the brute-force defence docs/operations.md describes): MaxFailures unknown tokens within
-// Window lock it out for Lockout. It is pkg/enforce's AuthThrottle
+// Window lock it out for Lockout. It is pkg/auththrottle's Throttle
 // (scope "rlapi") over the counter store of the decisions' pool, so every
 // replica sharing the database shares the count and the lockout: N
 // replicas do not give N times the attempts (docs/operations.md, "Failed
@@ -27,7 +28,7 @@ import (
 // touched least recently is forgotten; an active lockout is never dropped
 // (and the database holds it anyway).
 type authThrottle struct {
-	t        *enforce.AuthThrottle // nil: off
+	t        *auththrottle.Throttle // nil: off
 	log      *slog.Logger
 	lockouts prometheus.Counter
 	active   prometheus.Collector
@@ -77,20 +78,20 @@ func newAuthThrottle(counters enforce.CounterStore, maxFailures int, window, loc
 	if maxFailures < 0 {
 		return a
 	}
-	t, err := enforce.NewAuthThrottle(counters, enforce.AuthThrottleOptions{Scope: authThrottleScope, MaxFailures: maxFailures,
+	t, err := auththrottle.New(counters, auththrottle.Options{Scope: authThrottleScope, MaxFailures: maxFailures,
 		Window: window, Lockout: lockout, MaxTracked: capacity, Now: now, OnEvent: a.event})
 	if err != nil {
 		// rlapi checks its flags before New; a Config built in code with
 		// settings the throttle refuses takes the defaults.
 		log.Error("auth lockout settings refused; using 5 failures in 1m for 5m", "err", err)
-		t, _ = enforce.NewAuthThrottle(counters, enforce.AuthThrottleOptions{Scope: authThrottleScope, MaxTracked: capacity, Now: now, OnEvent: a.event})
+		t, _ = auththrottle.New(counters, auththrottle.Options{Scope: authThrottleScope, MaxTracked: capacity, Now: now, OnEvent: a.event})
 	}
 	a.t = t
 	return a
 }
 
-func (a *authThrottle) event(ev enforce.AuthEvent) {
-	if ev.Kind == enforce.EventAuthLockoutStarted {
+func (a *authThrottle) event(ev auththrottle.Event) {
+	if ev.Kind == auththrottle.EventLockoutStarted {
 		a.lockouts.Inc()
 		if a.record != nil {
 			subject := enforce.CallerIP + ":" + ev.Address
@@ -98,7 +99,7 @@ func (a *authThrottle) event(ev enforce.AuthEvent) {
 				ClientIP: ev.ClientIP, Target: authThrottleScope, Limit: int64(ev.Failures)})
 		}
 	}
-	enforce.LogAuthEvent(a.log, ev)
+	auththrottle.LogEvent(a.log, ev)
 }
 
 // lockedFor is how long ip stays locked out (0: not locked, or the
@@ -121,16 +122,16 @@ func (a *authThrottle) lockedFor(ctx context.Context, ip netip.Addr) time.Durati
 // succeeded forgets ip's failures: a client that authenticates is not
 // guessing, and its earlier typos must not add up with later ones.
 func (a *authThrottle) succeeded(ctx context.Context, ip netip.Addr) {
-	a.report(ctx, ip, enforce.AuthSuccess)
+	a.report(ctx, ip, auththrottle.Success)
 }
 
 // fail counts one failed authentication from ip and locks it out at
 // MaxFailures within the window.
 func (a *authThrottle) fail(ctx context.Context, ip netip.Addr) {
-	a.report(ctx, ip, enforce.AuthFailure)
+	a.report(ctx, ip, auththrottle.Failure)
 }
 
-func (a *authThrottle) report(ctx context.Context, ip netip.Addr, outcome enforce.AuthOutcome) {
+func (a *authThrottle) report(ctx context.Context, ip netip.Addr, outcome auththrottle.Outcome) {
 	if a.t == nil {
 		return
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/rlctl/rlctl/internal/poolmetrics"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/token"
+	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 )
@@ -138,15 +139,18 @@ func serve(t testing.TB, st *store.Store, cfg api.Config, o Options) *Env {
 	if counters == nil {
 		counters = postgres.NewCounterStore(st.Pool())
 	}
+	// Failed-credential throttling as rlapi runs it (5 failures in 60 s, 300 s).
+	throttle, err := auththrottle.New(counters, auththrottle.Options{IPv6Prefix: cfg.IPv6Prefix, Registerer: registry})
+	if err != nil {
+		t.Fatal(err)
+	}
 	enf, err := postgres.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry, IPv6Prefix: cfg.IPv6Prefix,
-		Counters: counters,
-		// Failed-credential throttling as rlapi runs it (5 failures in 60 s, 300 s).
-		AuthThrottle: &enforce.AuthThrottleOptions{}, Escalation: o.Escalation})
+		Counters: counters, Guard: throttle, Escalation: o.Escalation})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(enf.Close)
-	srv := api.New(st, cfg, api.Opts{Logger: log, Enforcer: enf, Registry: registry, Counters: counters, CounterAdmin: counters})
+	srv := api.New(st, cfg, api.Opts{Logger: log, Enforcer: enf, AuthThrottle: throttle, Registry: registry, Counters: counters, CounterAdmin: counters})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()

@@ -158,6 +158,21 @@ var rules = []rule{
 		forbid: prefixed("google.golang.org/grpc", "github.com/envoyproxy", module+"/pkg/envoyrls"),
 	},
 	{
+		name: "enforce-no-auththrottle",
+		want: "the core and the counter stores link no failed-credential throttle (pkg/auththrottle): it is a layer around them, reaching the core through enforce.Guard only",
+		from: func(path string) bool {
+			// The conformance suite runs the throttle over every store.
+			return under("pkg/enforce")(path) && !under("pkg/enforce/enforcetest")(path)
+		},
+		forbid: prefixed(module + "/pkg/auththrottle"),
+	},
+	{
+		name:   "auththrottle-no-adapter",
+		want:   "pkg/auththrottle links no protocol adapter and no rlapi code (pkg/httpgate, pkg/envoyrls, internal/...): a gateway links it beside the core",
+		from:   under("pkg/auththrottle"),
+		forbid: prefixed(module+"/pkg/httpgate", module+"/pkg/envoyrls", module+"/internal"),
+	},
+	{
 		name:   "api-no-backend",
 		want:   "internal/api links no counter store backend (pkg/enforce/postgres, pkg/enforce/redis, rueidis): cmd/rlapi builds them and hands them in",
 		from:   under("internal/api"),

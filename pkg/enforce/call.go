@@ -196,6 +196,11 @@ const (
 	// ReasonEnforcementOff: the master switch is off; the call was allowed
 	// without looking at any limit or quarantine.
 	ReasonEnforcementOff = "enforcement-off"
+	// ReasonAuthLocked: the client address is locked out for repeated
+	// failed authentications (pkg/auththrottle, the Options.Guard that
+	// refuses it); RetryAfter says for how long. Gateways answer it 429
+	// with Retry-After, before verifying credentials.
+	ReasonAuthLocked = "auth-locked"
 )
 
 // Gate is one limit a call was checked against.

@@ -68,12 +68,6 @@ func TestNewRefusesWhatTheSeamsCannotDo(t *testing.T) {
 			enforce.Options{Leases: &enforce.LeaseOptions{}}, []string{"Options.Leases", "GiveBack", "lacking"}},
 		{"leases over a store that gives back", lacking{memory.New(), true, false}, static,
 			enforce.Options{Leases: &enforce.LeaseOptions{}}, nil},
-		{"the failed-credential throttle over a store that cannot reset", lacking{memory.New(), true, false}, static,
-			enforce.Options{AuthThrottle: &enforce.AuthThrottleOptions{}}, []string{"Options.AuthThrottle", "Reset", "lacking"}},
-		{"the failed-credential throttle turned off over a store that cannot reset", lacking{memory.New(), true, false}, static,
-			enforce.Options{AuthThrottle: &enforce.AuthThrottleOptions{MaxFailures: -1}}, nil},
-		{"the failed-credential throttle over a store that resets", lacking{memory.New(), false, true}, static,
-			enforce.Options{AuthThrottle: &enforce.AuthThrottleOptions{}}, nil},
 		{"escalation over a store that cannot reset", lacking{memory.New(), true, false}, pgSource,
 			enforce.Options{Escalation: escalation}, []string{"Options.Escalation", "Reset", "lacking"}},
 		{"escalation over a source that cannot write lockouts", memory.New(), static,
@@ -103,19 +97,6 @@ func TestNewRefusesWhatTheSeamsCannotDo(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// NewAuthThrottle (rlapi builds one over any counter store) refuses a
-// store that cannot reset as New does.
-func TestNewAuthThrottleNeedsReset(t *testing.T) {
-	t.Parallel()
-	_, err := enforce.NewAuthThrottle(lacking{memory.New(), true, false}, enforce.AuthThrottleOptions{})
-	if err == nil || !strings.Contains(err.Error(), "Reset") {
-		t.Fatalf("NewAuthThrottle over a store that cannot reset: %v, want an error naming Reset", err)
-	}
-	if _, err := enforce.NewAuthThrottle(lacking{memory.New(), true, false}, enforce.AuthThrottleOptions{MaxFailures: -1}); err != nil {
-		t.Fatalf("NewAuthThrottle turned off over a store that cannot reset: %v, want it built (nothing counts)", err)
 	}
 }
 

@@ -57,3 +57,22 @@ func TestCoreHoldsNoProtocol(t *testing.T) {
 		}
 	}
 }
+
+// TestCoreLinksNoThrottle: the failed-credential throttle
+// (pkg/auththrottle) is a layer around the core, reaching it through
+// enforce.Guard only: the core, and each counter store, link none of it.
+func TestCoreLinksNoThrottle(t *testing.T) {
+	t.Parallel()
+	const module = "github.com/rlctl/rlctl/"
+	for _, pkg := range []string{"pkg/enforce", "pkg/enforce/memory", "pkg/enforce/postgres", "pkg/enforce/redis"} {
+		out, err := exec.Command("go", "list", "-deps", module+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == module+"pkg/auththrottle" {
+				t.Errorf("%s links %s", pkg, dep)
+			}
+		}
+	}
+}

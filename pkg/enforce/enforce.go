@@ -109,13 +109,10 @@ type Options struct {
 	// DefaultViolationFlushInterval).
 	ViolationFlushInterval time.Duration
 
-	// AuthThrottle, when set, turns on failed-credential throttling
-	// (authfail.go) over Counters: gateways report authentications
-	// (Enforcer.ReportAuth), and Check answers a locked-out client
-	// address ReasonAuthLocked before anything else. Its Now, IPv6Prefix
-	// and BackendTimeout default to the Enforcer's. Counters must declare
-	// Reset (a success resets the failures).
-	AuthThrottle *AuthThrottleOptions
+	// Guard, when set, screens every call before anything else
+	// (guard.go): pkg/auththrottle's Throttle refuses an address locked
+	// out for failed authentications, administrators included.
+	Guard Guard
 
 	// Escalation, when set, turns on escalation lockouts (lockout.go):
 	// a caller throttled Escalation.After times within Escalation.Within
@@ -168,12 +165,10 @@ type Enforcer struct {
 	reloads        atomic.Uint64
 	// violations aggregates the record of violations (violations.go).
 	violations *violationRecorder
-	// auth is the failed-credential throttle (nil: off; authfail.go).
-	auth *AuthThrottle
 	// leases decide hot keys locally (nil: off; lease.go).
 	leases *leaser
-	// canGiveBack: counters can give back what a call took (an address found
-	// auth locked in the call's own round trip: authFirst).
+	// canGiveBack: counters can give back what a call took (a call a Guard
+	// refuses in its own round trip: guard.go).
 	canGiveBack bool
 }
 
@@ -227,15 +222,17 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		opts.ViolationFlushInterval = DefaultViolationFlushInterval
 	}
 	m.backendTimeout.Set(opts.BackendTimeout.Seconds())
-	if err := e.startAuthThrottle(); err != nil {
-		return nil, err
-	}
 	if opts.Escalation != nil {
 		if err := CheckEscalation(*opts.Escalation); err != nil {
 			return nil, fmt.Errorf("enforce: Options.Escalation: %w", err)
 		}
 	}
 	if err := e.refresh(ctx); err != nil {
+		return nil, err
+	}
+	// Bound last, once nothing else can fail: a New that fails leaves the
+	// guard free for the next attempt.
+	if err := e.bindGuard(); err != nil {
 		return nil, err
 	}
 	bg, cancel := context.WithCancel(context.Background())
@@ -275,9 +272,6 @@ func checkCapabilities(opts Options) error {
 	}
 	if opts.Leases != nil && !counters.GiveBack {
 		return need("Options.Leases", "GiveBack", "what a lease did not use is given back")
-	}
-	if opts.AuthThrottle != nil && opts.AuthThrottle.MaxFailures >= 0 && !counters.Reset {
-		return need("Options.AuthThrottle", "Reset", "a successful authentication resets the failure count")
 	}
 	if opts.Escalation != nil {
 		// A lockout is written through the source: without that, every
@@ -365,18 +359,17 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		e.metrics.checks.WithLabelValues("enforcement_off").Inc()
 		return Decision{Allowed: true, Reason: ReasonEnforcementOff}, nil
 	}
-	// 0. A client address locked out for failed authentications: refused
-	// before anything else, administrators included (its credentials are
-	// not to be verified while it is locked). What this replica does not
-	// know yet is asked in the round trip of the call's counters
-	// (authFirst).
-	peek, d, locked := e.authFirst(ctx, c, ip)
-	if locked {
+	// 0. The Guard's screening (a client address locked out for failed
+	// authentications): refused before anything else, administrators
+	// included. What it must ask the store rides in the round trip of
+	// the call's counters when there is one (guard.go).
+	q, d, refused := e.screen(ctx, c, ip)
+	if refused {
 		return d, nil
 	}
 	v := e.callView(snap, c, ip, anonymous, routes, now)
 	if stop := e.stopBeforeGates(snap, v, c, anonymous, now); stop != nil {
-		if d, locked := e.settleAuth(ctx, c, peek); locked {
+		if d, refused := e.settle(ctx, q); refused {
 			return d, nil
 		}
 		return stop(), nil
@@ -384,7 +377,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	// 3-5. Caller, caller_target, target, tool, route and descriptor gates.
 	gates := v.gatesAt(now)
 	if len(gates) == 0 {
-		if d, locked := e.settleAuth(ctx, c, peek); locked {
+		if d, refused := e.settle(ctx, q); refused {
 			return d, nil
 		}
 		e.metrics.checks.WithLabelValues("allowed").Inc()
@@ -399,7 +392,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if reps != nil {
 		hints = nil // the view's hints are by position in its unfolded gates
 	}
-	d, err := e.take(ctx, c, gates, hints, cost, consume, now, peek)
+	d, err := e.take(ctx, c, gates, hints, cost, consume, now, q)
 	if reps != nil {
 		d = e.unfold(ctx, d, reps, consume, now)
 	}
@@ -411,7 +404,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 
 // stopBeforeGates applies the quarantines (steps 1 and 2): nil when none
 // applies, else what decides the call (it counts and logs that decision
-// when it is called, so that an auth lockout found meanwhile can decide
+// when it is called, so that a Guard's refusal found meanwhile can decide
 // instead).
 func (e *Enforcer) stopBeforeGates(snap *snapshot, v *callView, c Call, anonymous bool, now time.Time) func() Decision {
 	s := e.stopOf(snap, v, c, anonymous, now)
@@ -779,15 +772,15 @@ func (g *Gate) describe(st GateState, room bool, cost int64, now time.Time) {
 // hints, when not nil, is the call's view: it keeps the leases its gates
 // were decided from last, sparing their lookup.
 //
-// peek, when not empty, is the call's address's auth lockout key, for the
-// store to be asked in the same round trip (authFirst): a lockout it
-// reports decides the call, and what the call took is given back.
-func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time, peek string) (Decision, error) {
+// q, when not nil, is the Guard's question about the call, for the store
+// to answer in the same round trip (guard.go): a refusal it brings
+// decides the call, and what the call took is given back.
+func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time, q *Question) (Decision, error) {
 	// gates are sorted: a call's view keeps them in the order the stores
 	// take them (buildView).
 	if e.leases != nil {
-		// authFirst asks before the call when leases are on: a leased
-		// decision makes no round trip to share.
+		// The Guard's question is asked before the call when leases are
+		// on: a leased decision makes no round trip to share (screen).
 		if d, err, ok := e.takeLeased(ctx, c, gates, hints, cost, consume, now); ok {
 			return d, err
 		}
@@ -797,32 +790,28 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 		req.Gates[i] = g.counterGate()
 	}
 	var pr *TakeRequest
-	var authNow time.Time
-	var authGen uint64
-	if peek != "" {
-		authNow = e.auth.now()
-		p, gen := e.auth.peekRequest(peek, authNow)
-		pr, authGen = &p, gen
+	if q != nil {
+		pr = &q.Request
 	}
 	rep := e.roundTripWith(ctx, req, pr)
 	if errors.Is(rep.err, ErrOverloaded) {
 		return e.backendFailed(c, gates, rep.err)
 	}
 	if rep.err != nil {
-		// The lockout went unanswered too: it is asked on its own (the
-		// round may have failed over the call's own gates), and only an
-		// address not locked is left to the fail policy.
-		if d, locked := e.settleAuth(ctx, c, peek); locked {
+		// The Guard's question went unanswered too: it is asked on its
+		// own (the round may have failed over the call's own gates), and
+		// only a call the guard lets through is left to the fail policy.
+		if d, refused := e.settle(ctx, q); refused {
 			return d, nil
 		}
 		return e.backendFailed(c, gates, rep.err)
 	}
-	if pr != nil {
-		if st := e.auth.learn(peek, rep.peek, authNow, authGen); st.Locked {
+	if q != nil {
+		if r, refused := q.Answer(rep.peek); refused {
 			if consume && rep.res.Allowed {
 				e.giveBack(req, rep.res)
 			}
-			return e.authLockedDecision(c, peek, st), nil
+			return e.refused(r), nil
 		}
 	}
 	if consume {

@@ -3,6 +3,8 @@ package enforce
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,7 +43,12 @@ type event struct {
 	retryAfter time.Duration
 	failClosed bool // backend
 	err        error
-	until      time.Time // auth lockouts: when the lockout ends
+	until      time.Time // escalation lockouts: when the lockout ends
+
+	// message, when set, is a Guard's line (guard.go): written with the
+	// event, its count and the interval, then attrs.
+	message string
+	attrs   []slog.Attr
 }
 
 // eventKey is what one line is kept per.
@@ -156,6 +163,11 @@ func (l *eventLog) writeLocked() {
 	for _, k := range order {
 		c := counts[k]
 		ev := &c.last
+		if ev.message != "" {
+			l.log.LogAttrs(ctx, slog.LevelWarn, ev.message, append([]slog.Attr{slog.String("event", ev.reason), slog.Int64("count", c.count),
+				slog.Float64("period_s", period)}, ev.attrs...)...)
+			continue
+		}
 		switch ev.reason {
 		case eventThrottled:
 			l.log.Info("calls throttled", "count", c.count, "period_s", period, "caller", ev.caller, "username", ev.username, "client_id", ev.clientID,
@@ -175,22 +187,19 @@ func (l *eventLog) writeLocked() {
 			l.log.Warn("calls denied: caller locked out", "event", ev.reason, "count", c.count, "period_s", period, "caller", ev.caller,
 				"username", ev.username, "client_id", ev.clientID, "target_type", ev.targetType, "target", ev.target,
 				"until", ev.until.UTC().Format(time.RFC3339))
-		case eventAuthLocked:
-			l.log.Warn("calls denied: address locked out for failed authentications", "event", ev.reason, "count", c.count, "period_s", period,
-				"caller", ev.caller, "username", ev.username, "client_id", ev.clientID, "target_type", ev.targetType, "target", ev.target,
-				"retry_after_s", ev.retryAfter.Seconds())
-		case eventAuthLockoutStarted:
-			l.log.Warn("auth lockout", "event", ev.reason, "count", c.count, "scope", ev.scope, "caller", ev.caller, "identity", ev.username,
-				"failures", ev.limit, "duration", ev.retryAfter.String(), "until", ev.until.UTC().Format(time.RFC3339))
-		case eventAuthLockoutEnded:
-			l.log.Warn("auth lockout released", "event", ev.reason, "count", c.count, "scope", ev.scope, "caller", ev.caller,
-				"ended", ev.until.UTC().Format(time.RFC3339))
 		case eventBackend:
 			l.log.Warn("counter store failed; applied the fail policy", "count", c.count, "period_s", period,
 				"fail_closed", ev.failClosed, "target", ev.target, "err", ev.err)
 		}
 	}
-	for _, reason := range []string{eventThrottled, eventQuarantined, eventShadow, eventBackend, eventAuthLocked, eventAuthLockoutStarted, eventAuthLockoutEnded, EventLockoutStarted, eventLockedOut} {
+	reasons := []string{eventThrottled, eventQuarantined, eventShadow, eventBackend, EventLockoutStarted, eventLockedOut}
+	// Then a Guard's reasons, in a stable order.
+	for _, reason := range slices.Sorted(maps.Keys(dropped)) {
+		if !slices.Contains(reasons, reason) {
+			reasons = append(reasons, reason)
+		}
+	}
+	for _, reason := range reasons {
 		if n := dropped[reason]; n > 0 {
 			l.log.LogAttrs(ctx, slog.LevelWarn, "more subjects than the log itemizes; counted here",
 				slog.String("reason", reason), slog.Int64("count", n), slog.Float64("period_s", period), slog.Int("max_keys", l.maxKeys))

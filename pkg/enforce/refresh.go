@@ -258,7 +258,7 @@ func (e *Enforcer) listen(ctx context.Context) {
 // notifyDrain, or maxNotifyDrain after its first), so that one reload takes
 // a whole transaction's notices.
 //
-// On a reconnection (again) the auth throttle's cache is dropped too: a
+// On a reconnection (again) the Guard is told to drop what it cached: a
 // lockout lifted while nobody listened is asked of the store again. The
 // first connection has nothing to catch up on that matters as much, and
 // keeps what the first decisions cached.
@@ -276,14 +276,14 @@ func (e *Enforcer) watchOnce(ctx context.Context, again bool, connected func()) 
 		// Changes made while we were not listening are picked up now;
 		// a lockout lifted meanwhile is asked of the store again.
 		if again {
-			e.forgetAuth(Change{Table: TableAuthLockouts, All: true})
+			e.guardChanged(Change{Table: TableAuthLockouts, All: true})
 		}
 		e.reload.noteAll()
 		e.requestRefresh()
 	}, func(ch Change) {
 		e.metrics.notifications.Inc()
 		if ch.Table == TableAuthLockouts {
-			e.forgetAuth(ch)
+			e.guardChanged(ch)
 			return
 		}
 		e.reload.note(ch)
@@ -352,29 +352,5 @@ func (e *Enforcer) sweep(ctx context.Context) {
 	e.metrics.swept.Add(float64(n))
 	if err != nil && ctx.Err() == nil {
 		e.log.Warn("counter sweep failed", "err", err)
-	}
-}
-
-// forgetAuth drops what the AuthThrottle cached of the addresses a
-// lifted-lockout notice names in its scope (ch.All: every address), so
-// that the next call from them asks the counter store, where the lockout
-// is gone: a lift is honoured at once rather than when the lockout would
-// have ended.
-func (e *Enforcer) forgetAuth(ch Change) {
-	if e.auth == nil {
-		return
-	}
-	if ch.All {
-		e.auth.Forget()
-		return
-	}
-	var keys []string
-	for _, id := range ch.IDs {
-		if scope, key, ok := ParseAuthLockoutID(id); ok && scope == e.auth.opts.Scope {
-			keys = append(keys, key)
-		}
-	}
-	if len(keys) > 0 {
-		e.auth.Forget(keys...)
 	}
 }

@@ -271,8 +271,8 @@ const (
 	TableSettings    = "settings"
 	// TableAuthLockouts: failed-credential lockouts were lifted in the
 	// counter store. IDs are <scope>|<address key> (rlapi|203.0.113.7);
-	// the Enforcer forgets what its AuthThrottle cached of them (nothing
-	// is reloaded), All every address.
+	// the Enforcer tells its Guard (Guard.Changed), which forgets what it
+	// cached of them (nothing is reloaded), All every address.
 	TableAuthLockouts = "auth_lockouts"
 )
 

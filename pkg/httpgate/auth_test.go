@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
@@ -16,34 +17,36 @@ import (
 	"github.com/rlctl/rlctl/pkg/httpgate"
 )
 
-// authEnforcer is an Enforcer over a memory store with the default
-// failed-credential throttle (5 failures in 60 s lock for 300 s), or none.
-func authEnforcer(t *testing.T, throttle bool) *enforce.Enforcer {
+// authEnforcer is an Enforcer over a memory store guarded by the default
+// failed-credential throttle (5 failures in 60 s lock for 300 s), and the
+// throttle.
+func authEnforcer(t *testing.T) (*enforce.Enforcer, *auththrottle.Throttle) {
 	t.Helper()
 	clk := &clock{now: startOfDay}
-	opts := enforce.Options{Counters: memory.New(), Source: enforcetest.StaticSource(enforce.State{}),
-		Now: clk.Now, SweepInterval: -1, CacheTTL: 72 * time.Hour}
-	if throttle {
-		opts.AuthThrottle = &enforce.AuthThrottleOptions{}
+	counters := memory.New()
+	th, err := auththrottle.New(counters, auththrottle.Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
 	}
-	e, err := enforce.New(context.Background(), opts)
+	e, err := enforce.New(context.Background(), enforce.Options{Counters: counters, Source: enforcetest.StaticSource(enforce.State{}),
+		Now: clk.Now, SweepInterval: -1, CacheTTL: 72 * time.Hour, Guard: th})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
-	return e
+	return e, th
 }
 
 // lockOut reports five failed authentications from ip: the default
 // throttle locks it for 300 s.
-func lockOut(t *testing.T, e *enforce.Enforcer, ip string) {
+func lockOut(t *testing.T, th *auththrottle.Throttle, ip string) {
 	t.Helper()
 	for range 5 {
-		if _, err := e.ReportAuth(context.Background(), enforce.AuthReport{ClientIP: ip, Outcome: enforce.AuthFailure}); err != nil {
+		if _, err := th.ReportAuth(context.Background(), auththrottle.Report{ClientIP: ip, Outcome: auththrottle.Failure}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if st, err := e.AuthLocked(context.Background(), ip); err != nil || !st.Locked {
+	if st, err := th.Locked(context.Background(), ip); err != nil || !st.Locked {
 		t.Fatalf("%s after five failures: %+v, %v; want locked", ip, st, err)
 	}
 }
@@ -85,11 +88,11 @@ func throughAuth(t *testing.T, h func(http.Handler) http.Handler, peer, forwarde
 // AuthMiddleware refuses a locked-out address before the gateway's
 // authentication sees the request, from the peer's address or (with a
 // resolver) the trusted proxies' header; any other address, and every
-// address while the Enforcer has no throttle, passes.
+// address while the gateway has no throttle, passes.
 func TestAuthMiddleware(t *testing.T) {
 	t.Parallel()
 	const lockedIP, otherIP = "198.51.100.7", "198.51.100.8"
-	e := authEnforcer(t, true)
+	_, e := authEnforcer(t)
 	lockOut(t, e, lockedIP)
 	trusted, err := clientip.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, "")
 	if err != nil {
@@ -100,7 +103,7 @@ func TestAuthMiddleware(t *testing.T) {
 	passed := authAnswer{status: http.StatusOK, reached: true}
 	for _, c := range []struct {
 		name            string
-		e               *enforce.Enforcer
+		e               *auththrottle.Throttle
 		resolver        *clientip.Resolver
 		peer, forwarded string
 		want            authAnswer
@@ -110,7 +113,7 @@ func TestAuthMiddleware(t *testing.T) {
 		{"locked address named by a header no one trusts", e, nil, otherIP, lockedIP, passed},
 		{"locked client behind a trusted proxy", e, trusted, "127.0.0.1", lockedIP, refused},
 		{"another client behind a trusted proxy", e, trusted, "127.0.0.1", otherIP, passed},
-		{"no throttle", authEnforcer(t, false), nil, lockedIP, "", passed},
+		{"no throttle", nil, nil, lockedIP, "", passed},
 	} {
 		if got := throughAuth(t, httpgate.AuthMiddleware(c.e, c.resolver), c.peer, c.forwarded); got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
@@ -124,8 +127,8 @@ func TestAuthMiddleware(t *testing.T) {
 func TestMiddlewareAuthLocked(t *testing.T) {
 	t.Parallel()
 	const ip = "198.51.100.7"
-	e := authEnforcer(t, true)
-	lockOut(t, e, ip)
+	e, th := authEnforcer(t)
+	lockOut(t, th, ip)
 	mw := httpgate.Middleware(e, func(*http.Request) (enforce.Call, bool) {
 		return enforce.Call{Username: "alice", TargetType: "mcp_server", TargetName: "srv"}, true
 	}, httpgate.MiddlewareOptions{ClientIPs: &clientip.Resolver{}})

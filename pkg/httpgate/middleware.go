@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
 )
@@ -59,7 +60,8 @@ type MiddlewareOptions struct {
 //     access decision: retrying will not help);
 //   - locked out by an escalation lockout (enforce.Options.Escalation):
 //     429 with Retry-After and X-Lockout-Remaining;
-//   - locked out for failed authentications (enforce.Options.AuthThrottle):
+//   - locked out for failed authentications (pkg/auththrottle, the
+//     Enforcer's Options.Guard):
 //     429 with Retry-After and a problem body, before classify's
 //     credentials matter (see AuthMiddleware to refuse before verifying
 //     them);
@@ -147,19 +149,25 @@ func writeDenial(w http.ResponseWriter, status int, kind, title, detail string) 
 }
 
 // AuthMiddleware refuses requests from addresses locked out for failed
-// authentications, before next (the gateway's authentication, then
-// Middleware) sees them: 429 with Retry-After and a problem body. The
-// client address is resolver's (nil: the peer's). Requests whose address
-// is unknown, and every request while the Enforcer has no AuthThrottle,
-// pass. The gateway reports each authentication with Enforcer.ReportAuth.
-func AuthMiddleware(e *enforce.Enforcer, resolver *clientip.Resolver) func(http.Handler) http.Handler {
+// authentications (th, the throttle the Enforcer was built with as its
+// Options.Guard, which counts and logs them), before next (the gateway's
+// authentication, then Middleware) sees them: 429 with Retry-After and a
+// problem body. The client address is resolver's (nil: the peer's).
+// Requests whose address is unknown, or whose lockout the counter store
+// cannot say, and every request when th is nil, pass. The gateway reports each authentication with the
+// throttle's ReportAuth.
+func AuthMiddleware(th *auththrottle.Throttle, resolver *clientip.Resolver) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if th == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
 			a := clientip.Peer(r)
 			if resolver != nil {
 				a = resolver.FromRequest(r)
 			}
-			if st, err := e.AuthLockedRequest(r.Context(), a, r.URL.Path); err == nil && st.Locked {
+			if st, err := th.CheckRequest(r.Context(), a, r.URL.Path); err == nil && st.Locked {
 				w.Header().Set(HeaderRetryAfter, strconv.FormatInt(max(ceilSeconds(st.RetryAfter), 1), 10))
 				writeDenial(w, http.StatusTooManyRequests, "too-many-auth-failures", "Too many failed authentications",
 					authLockedDetail(st.RetryAfter))

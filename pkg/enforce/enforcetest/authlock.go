@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // TestAuthLockout checks the failed-credential lockout of a client address
-// across two Enforcers (replicas) sharing a store built by newStore, for
+// (pkg/auththrottle, each Enforcer's Options.Guard) across two Enforcers
+// (replicas) sharing a store built by newStore, for
 // every algorithm of the call's gate: replica A counts the failures that
 // lock the address; replica B, which has never seen it, refuses its next
 // call (auth-locked) and that call holds nothing of any gate afterwards
@@ -70,17 +72,18 @@ func (takeOnly) ReturnUnused(context.Context, []enforce.Return, time.Time) error
 
 func authLockout(t *testing.T, algo enforce.Algorithm, store enforce.CounterStore, build BuildEnforcer) {
 	clock := newLeaseClock()
-	opts := enforce.Options{Now: clock.now, BackendTimeout: 5 * time.Second, SweepInterval: -1, CacheTTL: 24 * time.Hour,
-		AuthThrottle: &enforce.AuthThrottleOptions{MaxFailures: 3, Window: time.Minute, Lockout: 5 * time.Minute}}
+	opts := enforce.Options{Now: clock.now, BackendTimeout: 5 * time.Second, SweepInterval: -1, CacheTTL: 24 * time.Hour}
 	src := StaticSource(policyState(algo, false))
-	a, b := build(t, opts, store, src), build(t, opts, store, src)
+	throttle := auththrottle.Options{MaxFailures: 3, Window: time.Minute, Lockout: 5 * time.Minute, Now: clock.now, BackendTimeout: 5 * time.Second}
+	_, ta := guarded(t, build, opts, throttle, store, src) // replica A counts through its throttle
+	b, _ := guarded(t, build, opts, throttle, store, src)
 	ctx := context.Background()
 	const locked, other, third = "198.51.100.7", "198.51.100.8", "198.51.100.9"
 	call := func(ip string) enforce.Call {
 		return enforce.Call{ClientIP: ip, TargetType: ratelimit.EntityMCPServer, TargetName: "s"}
 	}
 	for i := range 3 {
-		st, err := a.ReportAuth(ctx, enforce.AuthReport{ClientIP: locked, Outcome: enforce.AuthFailure})
+		st, err := ta.ReportAuth(ctx, auththrottle.Report{ClientIP: locked, Outcome: auththrottle.Failure})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,46 +124,61 @@ func authLockout(t *testing.T, algo enforce.Algorithm, store enforce.CounterStor
 // and the lockout; a success on one resets what both counted.
 func authSuccessResets(t *testing.T, store enforce.CounterStore, build BuildEnforcer) {
 	clock := newLeaseClock()
-	opts := enforce.Options{Now: clock.now, BackendTimeout: 5 * time.Second, SweepInterval: -1, CacheTTL: 24 * time.Hour,
-		AuthThrottle: &enforce.AuthThrottleOptions{}} // 5 failures in 60 s lock for 300 s
+	opts := enforce.Options{Now: clock.now, BackendTimeout: 5 * time.Second, SweepInterval: -1, CacheTTL: 24 * time.Hour}
+	throttle := auththrottle.Options{Now: clock.now, BackendTimeout: 5 * time.Second} // 5 failures in 60 s lock for 300 s
 	src := StaticSource(enforce.State{Definitions: Sentinels()})
-	replicas := []*enforce.Enforcer{build(t, opts, store, src), build(t, opts, store, src)}
+	a, ta := guarded(t, build, opts, throttle, store, src)
+	b, tb := guarded(t, build, opts, throttle, store, src)
+	replicas, throttles := []*enforce.Enforcer{a, b}, []*auththrottle.Throttle{ta, tb}
 	ctx := context.Background()
 	const ip = "2001:db8:aa:bb::1"
-	report := func(e *enforce.Enforcer, outcome enforce.AuthOutcome) enforce.AuthStatus {
+	report := func(th *auththrottle.Throttle, outcome auththrottle.Outcome) auththrottle.Status {
 		t.Helper()
-		st, err := e.ReportAuth(ctx, enforce.AuthReport{ClientIP: ip, Outcome: outcome, Identity: "alice"})
+		st, err := th.ReportAuth(ctx, auththrottle.Report{ClientIP: ip, Outcome: outcome, Identity: "alice"})
 		if err != nil {
 			t.Fatalf("report %s: %v", outcome, err)
 		}
 		return st
 	}
 	for i := range 4 {
-		if st := report(replicas[i%2], enforce.AuthFailure); st.Locked {
+		if st := report(throttles[i%2], auththrottle.Failure); st.Locked {
 			t.Fatalf("locked after %d failures, want 5", i+1)
 		}
 	}
 	// A success on one replica resets what both counted.
-	report(replicas[1], enforce.AuthSuccess)
+	report(throttles[1], auththrottle.Success)
 	for i := range 4 {
-		if st := report(replicas[i%2], enforce.AuthFailure); st.Locked {
+		if st := report(throttles[i%2], auththrottle.Failure); st.Locked {
 			t.Fatalf("after the success, locked at failure %d: the failures before it still counted", i+1)
 		}
 	}
-	if st, err := replicas[0].AuthLocked(ctx, ip); err != nil || st.Locked {
+	if st, err := throttles[0].Locked(ctx, ip); err != nil || st.Locked {
 		t.Fatalf("after the success and 4 failures: %+v, %v; want not locked", st, err)
 	}
-	if st := report(replicas[1], enforce.AuthFailure); !st.Locked || !st.Started {
+	if st := report(throttles[1], auththrottle.Failure); !st.Locked || !st.Started {
 		t.Fatalf("5th failure since the success: %+v, want locked", st)
 	}
 	// The other replica answered "not locked" less than RecheckAfter ago;
 	// once that has passed it asks the store and refuses the whole /64.
 	clock.advance(time.Second)
-	if st, err := replicas[0].AuthLocked(ctx, "2001:db8:aa:bb::ffff"); err != nil || !st.Locked || st.RetryAfter != 299*time.Second {
+	if st, err := throttles[0].Locked(ctx, "2001:db8:aa:bb::ffff"); err != nil || !st.Locked || st.RetryAfter != 299*time.Second {
 		t.Fatalf("the other replica: %+v, %v; want locked for 299s more", st, err)
 	}
 	d, _ := replicas[0].Check(ctx, enforce.Call{TargetType: ratelimit.EntityMCPServer, TargetName: "x", ClientIP: ip})
 	if d.Reason != enforce.ReasonAuthLocked {
 		t.Errorf("the other replica's Check: %s, want auth-locked", d.Reason)
 	}
+}
+
+// guarded builds an Enforcer with build over store and src, guarded by a
+// failed-credential throttle of its own counting in store.
+func guarded(t *testing.T, build BuildEnforcer, opts enforce.Options, throttle auththrottle.Options, store enforce.CounterStore,
+	src enforce.Source) (*enforce.Enforcer, *auththrottle.Throttle) {
+	t.Helper()
+	th, err := auththrottle.New(store, throttle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Guard = th
+	return build(t, opts, store, src), th
 }

@@ -1,4 +1,4 @@
-package enforce_test
+package auththrottle_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
 )
@@ -30,18 +31,18 @@ func (s *liftingStore) Take(ctx context.Context, reqs []enforce.TakeRequest, dea
 // A lifted lockout is not refused again from memory: Forget drops what a
 // replica learned, and a store answer read before the lift is not cached
 // after it (the next check asks the store, which no longer holds it).
-func TestAuthThrottleForgetsALiftedLockout(t *testing.T) {
+func TestThrottleForgetsALiftedLockout(t *testing.T) {
 	t.Parallel()
 	clk := &clock{now: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)}
 	st := &liftingStore{Store: memory.New()}
-	th, err := enforce.NewAuthThrottle(st, enforce.AuthThrottleOptions{Now: clk.Now})
+	th, err := auththrottle.New(st, auththrottle.Options{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	ip := netip.MustParseAddr("203.0.113.7")
 	for range 5 {
-		if _, err := th.Report(ctx, ip, "", enforce.AuthFailure); err != nil {
+		if _, err := th.Report(ctx, ip, "", auththrottle.Failure); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,7 +69,7 @@ func TestAuthThrottleForgetsALiftedLockout(t *testing.T) {
 	// Locked again; this time the lift lands while the store answers.
 	clk.Advance(2 * time.Second)
 	for range 5 {
-		th.Report(ctx, ip, "", enforce.AuthFailure)
+		th.Report(ctx, ip, "", auththrottle.Failure)
 	}
 	th.Forget() // every address: the next check asks the store
 	st.lift = func() { st.lift = nil; lift(); th.Forget(th.Key(ip)) }

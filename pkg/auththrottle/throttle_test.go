@@ -1,4 +1,4 @@
-package enforce_test
+package auththrottle_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
@@ -31,28 +32,39 @@ func (s *countingStore) Take(ctx context.Context, reqs []enforce.TakeRequest, de
 // authEnforcer is an Enforcer over a memory store with the default
 // throttle (5 failures in 60 s lock for 300 s) on clk, and the events it
 // reported.
-func authEnforcer(t *testing.T, clk *clock, counters enforce.CounterStore, o enforce.AuthThrottleOptions) (*enforce.Enforcer, *authEvents) {
+func authEnforcer(t *testing.T, clk *clock, counters enforce.CounterStore, o auththrottle.Options) (guarded, *authEvents) {
 	t.Helper()
 	ev := &authEvents{}
 	o.OnEvent = ev.add
+	o.Now = clk.Now
+	// A deadline that only bounds a hang: the flood test runs 400,000
+	// round trips on a busy machine under the race detector.
+	o.BackendTimeout = time.Minute
+	th, err := auththrottle.New(counters, o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e, err := enforce.New(context.Background(), enforce.Options{Counters: counters, Source: enforcetest.StaticSource(enforce.State{}),
-		Now: clk.Now, SweepInterval: -1, CacheTTL: 72 * time.Hour, AuthThrottle: &o,
-		// A deadline that only bounds a hang: the flood test runs 400,000
-		// round trips on a busy machine under the race detector.
-		BackendTimeout: time.Minute})
+		Now: clk.Now, SweepInterval: -1, CacheTTL: 72 * time.Hour, Guard: th, BackendTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
-	return e, ev
+	return guarded{e, th}, ev
+}
+
+// guarded is an Enforcer and the throttle it was built with.
+type guarded struct {
+	*enforce.Enforcer
+	th *auththrottle.Throttle
 }
 
 type authEvents struct {
 	mu  sync.Mutex
-	evs []enforce.AuthEvent
+	evs []auththrottle.Event
 }
 
-func (a *authEvents) add(ev enforce.AuthEvent) {
+func (a *authEvents) add(ev auththrottle.Event) {
 	a.mu.Lock()
 	a.evs = append(a.evs, ev)
 	a.mu.Unlock()
@@ -68,18 +80,18 @@ func (a *authEvents) kinds() []string {
 	return k
 }
 
-func report(t *testing.T, e *enforce.Enforcer, ip string, outcome enforce.AuthOutcome) enforce.AuthStatus {
+func report(t *testing.T, e guarded, ip string, outcome auththrottle.Outcome) auththrottle.Status {
 	t.Helper()
-	st, err := e.ReportAuth(context.Background(), enforce.AuthReport{ClientIP: ip, Outcome: outcome, Identity: "alice"})
+	st, err := e.th.ReportAuth(context.Background(), auththrottle.Report{ClientIP: ip, Outcome: outcome, Identity: "alice"})
 	if err != nil {
 		t.Fatalf("report %s from %s: %v", outcome, ip, err)
 	}
 	return st
 }
 
-func locked(t *testing.T, e *enforce.Enforcer, ip string) enforce.AuthStatus {
+func locked(t *testing.T, e guarded, ip string) auththrottle.Status {
 	t.Helper()
-	st, err := e.AuthLocked(context.Background(), ip)
+	st, err := e.th.Locked(context.Background(), ip)
 	if err != nil {
 		t.Fatalf("check %s: %v", ip, err)
 	}
@@ -88,21 +100,21 @@ func locked(t *testing.T, e *enforce.Enforcer, ip string) enforce.AuthStatus {
 
 func authClock() *clock { return &clock{now: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)} }
 
-// Reference 002's scenario: 5 failures in 60 s lock the address for
+// The basic scenario: 5 failures in 60 s lock the address for
 // 300 s, answered 429 with Retry-After before credentials are verified;
 // the lockout ends on time.
-func TestAuthThrottleSeed002Scenario(t *testing.T) {
+func TestThrottleLocksAndReleases(t *testing.T) {
 	t.Parallel()
 	clk := authClock()
-	e, events := authEnforcer(t, clk, memory.New(), enforce.AuthThrottleOptions{})
+	e, events := authEnforcer(t, clk, memory.New(), auththrottle.Options{})
 	const ip = "198.51.100.7"
 	for i := range 4 {
-		if st := report(t, e, ip, enforce.AuthFailure); st.Locked {
+		if st := report(t, e, ip, auththrottle.Failure); st.Locked {
 			t.Fatalf("locked after %d failures, want 5", i+1)
 		}
 		clk.Advance(10 * time.Second)
 	}
-	st := report(t, e, ip, enforce.AuthFailure)
+	st := report(t, e, ip, auththrottle.Failure)
 	if !st.Locked || !st.Started || st.RetryAfter != 300*time.Second {
 		t.Fatalf("5th failure within 60 s: %+v, want locked for 300s", st)
 	}
@@ -118,7 +130,7 @@ func TestAuthThrottleSeed002Scenario(t *testing.T) {
 	}
 	// Through the middlewares: 429 + Retry-After before authentication.
 	authenticated := 0
-	h := httpgate.AuthMiddleware(e, nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { authenticated++ }))
+	h := httpgate.AuthMiddleware(e.th, nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { authenticated++ }))
 	r := httptest.NewRequest("GET", "/mcp/mcpgw", nil)
 	r.RemoteAddr = ip + ":4711"
 	rec := httptest.NewRecorder()
@@ -126,7 +138,7 @@ func TestAuthThrottleSeed002Scenario(t *testing.T) {
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "300" || authenticated != 0 {
 		t.Fatalf("AuthMiddleware: %d Retry-After %q, authenticated %d; want 429, 300, 0", rec.Code, rec.Header().Get("Retry-After"), authenticated)
 	}
-	mw := httpgate.Middleware(e, func(*http.Request) (enforce.Call, bool) { return c, true }, httpgate.MiddlewareOptions{})(http.NotFoundHandler())
+	mw := httpgate.Middleware(e.Enforcer, func(*http.Request) (enforce.Call, bool) { return c, true }, httpgate.MiddlewareOptions{})(http.NotFoundHandler())
 	rec = httptest.NewRecorder()
 	mw.ServeHTTP(rec, r)
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "300" {
@@ -145,47 +157,47 @@ func TestAuthThrottleSeed002Scenario(t *testing.T) {
 		t.Errorf("events = %q, want auth_lockout_started then auth_lockout_ended", got)
 	}
 	// Released, it starts afresh: one failure does not lock it again.
-	if st := report(t, e, ip, enforce.AuthFailure); st.Locked {
+	if st := report(t, e, ip, auththrottle.Failure); st.Locked {
 		t.Fatal("one failure after the lockout locked again")
 	}
 }
 
-func TestAuthThrottleSuccessResetsExpiredDoesNotCount(t *testing.T) {
+func TestThrottleSuccessResetsExpiredDoesNotCount(t *testing.T) {
 	t.Parallel()
 	clk := authClock()
-	e, _ := authEnforcer(t, clk, memory.New(), enforce.AuthThrottleOptions{})
+	e, _ := authEnforcer(t, clk, memory.New(), auththrottle.Options{})
 	const ip = "192.0.2.10"
 	for range 4 {
-		report(t, e, ip, enforce.AuthFailure)
+		report(t, e, ip, auththrottle.Failure)
 	}
-	report(t, e, ip, enforce.AuthSuccess)
+	report(t, e, ip, auththrottle.Success)
 	for range 4 {
-		report(t, e, ip, enforce.AuthFailure)
+		report(t, e, ip, auththrottle.Failure)
 	}
 	if st := locked(t, e, ip); st.Locked {
 		t.Fatal("failures before a success still counted")
 	}
 	for range 20 {
-		report(t, e, ip, enforce.AuthExpired)
+		report(t, e, ip, auththrottle.Expired)
 	}
 	if st := locked(t, e, ip); st.Locked {
 		t.Fatal("expired tokens counted as failures")
 	}
-	if st := report(t, e, ip, enforce.AuthFailure); !st.Locked {
+	if st := report(t, e, ip, auththrottle.Failure); !st.Locked {
 		t.Fatal("the 5th failure since the success did not lock")
 	}
 	// A success cannot lift a lockout.
-	if st := report(t, e, ip, enforce.AuthSuccess); !st.Locked {
+	if st := report(t, e, ip, auththrottle.Success); !st.Locked {
 		t.Fatal("a success released an active lockout")
 	}
 }
 
-func TestAuthThrottleIPv6ByPrefix(t *testing.T) {
+func TestThrottleIPv6ByPrefix(t *testing.T) {
 	t.Parallel()
 	clk := authClock()
-	e, _ := authEnforcer(t, clk, memory.New(), enforce.AuthThrottleOptions{})
+	e, _ := authEnforcer(t, clk, memory.New(), auththrottle.Options{})
 	for i := range 5 {
-		report(t, e, "2001:db8:1:2::"+strconv.Itoa(i+1), enforce.AuthFailure)
+		report(t, e, "2001:db8:1:2::"+strconv.Itoa(i+1), auththrottle.Failure)
 	}
 	if st := locked(t, e, "2001:db8:1:2:abcd::7"); !st.Locked {
 		t.Error("5 failures from one /64 did not lock a second address of it")
@@ -193,9 +205,9 @@ func TestAuthThrottleIPv6ByPrefix(t *testing.T) {
 	if st := locked(t, e, "2001:db8:1:3::1"); st.Locked {
 		t.Error("the next /64 was locked too")
 	}
-	report(t, e, "::ffff:10.0.0.1", enforce.AuthFailure)
+	report(t, e, "::ffff:10.0.0.1", auththrottle.Failure)
 	for range 4 {
-		report(t, e, "10.0.0.1", enforce.AuthFailure)
+		report(t, e, "10.0.0.1", auththrottle.Failure)
 	}
 	if st := locked(t, e, "10.0.0.1"); !st.Locked {
 		t.Error("an IPv4-mapped address counted apart from its IPv4 address")
@@ -208,23 +220,23 @@ func TestAuthThrottleIPv6ByPrefix(t *testing.T) {
 // The window slides: failures on both sides of a window boundary (epoch
 // aligned or anchored at the first failure) add up when they are within
 // 60 s of each other.
-func TestAuthThrottleWindowSlides(t *testing.T) {
+func TestThrottleWindowSlides(t *testing.T) {
 	t.Parallel()
 	clk := authClock()
 	clk.Advance(55 * time.Second)
-	e, _ := authEnforcer(t, clk, memory.New(), enforce.AuthThrottleOptions{})
+	e, _ := authEnforcer(t, clk, memory.New(), auththrottle.Options{})
 	const ip = "203.0.113.50"
 	for range 4 {
-		report(t, e, ip, enforce.AuthFailure)
+		report(t, e, ip, auththrottle.Failure)
 	}
 	clk.Advance(10 * time.Second) // 00:01:05, in the next minute
-	if st := report(t, e, ip, enforce.AuthFailure); !st.Locked {
+	if st := report(t, e, ip, auththrottle.Failure); !st.Locked {
 		t.Fatal("5 failures within 10 s across a minute boundary did not lock")
 	}
 	// Spread out, failures age out of the window.
 	const other = "203.0.113.51"
 	for range 5 {
-		if st := report(t, e, other, enforce.AuthFailure); st.Locked {
+		if st := report(t, e, other, auththrottle.Failure); st.Locked {
 			t.Fatal("one failure every 61 s locked the address")
 		}
 		clk.Advance(61 * time.Second)
@@ -234,19 +246,19 @@ func TestAuthThrottleWindowSlides(t *testing.T) {
 // 200,000 failures from fresh addresses leave an existing lockout in
 // place, answered from memory, and memory stays bounded. Not parallel: its
 // 400,000 round trips would starve the parallel tests' tight deadlines.
-func TestAuthThrottleFloodKeepsLockout(t *testing.T) {
+func TestThrottleFloodKeepsLockout(t *testing.T) {
 	clk := authClock()
 	counters := &countingStore{Store: memory.New()}
-	e, _ := authEnforcer(t, clk, counters, enforce.AuthThrottleOptions{})
+	e, _ := authEnforcer(t, clk, counters, auththrottle.Options{})
 	const victim = "198.51.100.99"
 	for range 5 {
-		report(t, e, victim, enforce.AuthFailure)
+		report(t, e, victim, auththrottle.Failure)
 	}
 	for i := range 200_000 {
 		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		report(t, e, a.String(), enforce.AuthFailure)
+		report(t, e, a.String(), auththrottle.Failure)
 	}
-	entries, lockouts := e.AuthThrottle().Tracked()
+	entries, lockouts := e.th.Tracked()
 	if entries > 100_000 || lockouts != 1 {
 		t.Errorf("cache holds %d entries (%d lockouts); want at most 100000, the victim's lockout among them", entries, lockouts)
 	}
@@ -261,14 +273,14 @@ func TestAuthThrottleFloodKeepsLockout(t *testing.T) {
 
 // A full cache of lockouts admits no newcomer, drops none, and the store
 // still answers for addresses it could not cache.
-func TestAuthThrottleCacheFullOfLockouts(t *testing.T) {
+func TestThrottleCacheFullOfLockouts(t *testing.T) {
 	t.Parallel()
 	clk := authClock()
-	e, _ := authEnforcer(t, clk, memory.New(), enforce.AuthThrottleOptions{MaxFailures: 1, MaxTracked: 3})
+	e, _ := authEnforcer(t, clk, memory.New(), auththrottle.Options{MaxFailures: 1, MaxTracked: 3})
 	for i := range 4 {
-		report(t, e, "198.51.100."+strconv.Itoa(i), enforce.AuthFailure)
+		report(t, e, "198.51.100."+strconv.Itoa(i), auththrottle.Failure)
 	}
-	entries, lockouts := e.AuthThrottle().Tracked()
+	entries, lockouts := e.th.Tracked()
 	if entries != 3 || lockouts != 3 {
 		t.Errorf("cache holds %d entries, %d lockouts; want 3, 3", entries, lockouts)
 	}
@@ -279,25 +291,25 @@ func TestAuthThrottleCacheFullOfLockouts(t *testing.T) {
 	}
 }
 
-func TestNormalizeAuthReport(t *testing.T) {
+func TestNormalizeReport(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		r     enforce.AuthReport
+		r     auththrottle.Report
 		field string
 	}{
-		{enforce.AuthReport{Outcome: "failure"}, "client_ip"},
-		{enforce.AuthReport{ClientIP: "not-an-ip", Outcome: "failure"}, "client_ip"},
-		{enforce.AuthReport{ClientIP: "192.0.2.1"}, "outcome"},
-		{enforce.AuthReport{ClientIP: "192.0.2.1", Outcome: "maybe"}, "outcome"},
-		{enforce.AuthReport{ClientIP: "192.0.2.1", Outcome: "failure", Identity: string(make([]byte, 257))}, "identity"},
+		{auththrottle.Report{Outcome: "failure"}, "client_ip"},
+		{auththrottle.Report{ClientIP: "not-an-ip", Outcome: "failure"}, "client_ip"},
+		{auththrottle.Report{ClientIP: "192.0.2.1"}, "outcome"},
+		{auththrottle.Report{ClientIP: "192.0.2.1", Outcome: "maybe"}, "outcome"},
+		{auththrottle.Report{ClientIP: "192.0.2.1", Outcome: "failure", Identity: string(make([]byte, 257))}, "identity"},
 	} {
-		_, err := enforce.NormalizeAuthReport(tc.r)
+		_, err := auththrottle.NormalizeReport(tc.r)
 		ce, ok := err.(*enforce.CallError)
 		if !ok || len(ce.Fields) != 1 || ce.Fields[0].Field != tc.field {
-			t.Errorf("NormalizeAuthReport(%+v) = %v, want one error naming %s", tc.r, err, tc.field)
+			t.Errorf("NormalizeReport(%+v) = %v, want one error naming %s", tc.r, err, tc.field)
 		}
 	}
-	if r, err := enforce.NormalizeAuthReport(enforce.AuthReport{ClientIP: "::ffff:192.0.2.1", Outcome: "expired"}); err != nil || r.ClientIP != "192.0.2.1" {
+	if r, err := auththrottle.NormalizeReport(auththrottle.Report{ClientIP: "::ffff:192.0.2.1", Outcome: "expired"}); err != nil || r.ClientIP != "192.0.2.1" {
 		t.Errorf("a mapped address: %+v, %v", r, err)
 	}
 }
@@ -310,8 +322,12 @@ func TestAuthLockoutAskedInTheCallsRoundTrip(t *testing.T) {
 	t.Parallel()
 	clk := authClock()
 	counters := &countingStore{Store: memory.New()}
+	th, err := auththrottle.New(counters, auththrottle.Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
 	e, err := enforce.New(context.Background(), enforce.Options{Counters: counters, Source: enforcetest.StaticSource(enforcetest.PolicyState(false)),
-		Now: clk.Now, SweepInterval: -1, CacheTTL: 72 * time.Hour, AuthThrottle: &enforce.AuthThrottleOptions{}})
+		Now: clk.Now, SweepInterval: -1, CacheTTL: 72 * time.Hour, Guard: th})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,4 +346,22 @@ func TestAuthLockoutAskedInTheCallsRoundTrip(t *testing.T) {
 			t.Errorf("call %d made %d round trips, want 1", i+1, got)
 		}
 	}
+}
+
+// clock is a clock tests advance by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
 }

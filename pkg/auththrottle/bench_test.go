@@ -1,4 +1,4 @@
-package enforce_test
+package auththrottle_test
 
 import (
 	"context"
@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlctl/rlctl/pkg/enforce"
-	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
+	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
 )
 
@@ -16,16 +15,14 @@ import (
 // said "not locked" within RecheckAfter): a map lookup under the
 // throttle's one lock, from every goroutine at once. 1,024 addresses.
 func BenchmarkAuthLockedCached(b *testing.B) {
-	e, err := enforce.New(context.Background(), enforce.Options{Counters: memory.New(), Source: enforcetest.StaticSource(enforce.State{}),
-		SweepInterval: -1, AuthThrottle: &enforce.AuthThrottleOptions{RecheckAfter: time.Hour}})
+	e, err := auththrottle.New(memory.New(), auththrottle.Options{RecheckAfter: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer e.Close()
 	ips := make([]string, 1024)
 	for i := range ips {
 		ips[i] = netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}).String()
-		if _, err := e.AuthLocked(context.Background(), ips[i]); err != nil {
+		if _, err := e.Locked(context.Background(), ips[i]); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -34,7 +31,7 @@ func BenchmarkAuthLockedCached(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		ctx, i := context.Background(), 0
 		for pb.Next() {
-			if st, _ := e.AuthLocked(ctx, ips[i&1023]); st.Locked {
+			if st, _ := e.Locked(ctx, ips[i&1023]); st.Locked {
 				b.Fatal("locked")
 			}
 			i++

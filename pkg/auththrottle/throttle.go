@@ -1,4 +1,11 @@
-package enforce
+// Package auththrottle is the failed-credential throttle: it counts
+// failed authentications per client address in any enforce.CounterStore
+// and locks an address out, on every replica sharing the store. rlapi
+// uses it for its own tokens and for the authentications gateways report
+// (POST /api/auth-events); a gateway embedding pkg/enforce builds one and
+// hands it to enforce.New as Options.Guard, so that a locked address is
+// refused auth-locked before anything else of a decision.
+package auththrottle
 
 import (
 	"container/list"
@@ -8,13 +15,17 @@ import (
 	"log/slog"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/rlctl/rlctl/pkg/clientip"
+	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
 )
 
-// Failed-credential throttling (references 001 and 002): gateways report
+// Failed-credential throttling: gateways report
 // authentication failures and successes per client address; MaxFailures
 // failures within Window (a sliding window: the last Window seconds,
 // whenever the first failure was) lock the address out for Lockout, and
@@ -28,7 +39,7 @@ import (
 // refilled once per Lockout, taken when the count is reached. A taken
 // bucket is a lockout that every replica sees and that ends by itself,
 // exactly Lockout later (its TAT), on every store, with no new table and
-// no clock but the Enforcer's (docs/design/lockouts.md, "Failed-credential
+// no clock but the throttle's (docs/design/lockouts.md, "Failed-credential
 // throttling").
 //
 // What a replica keeps in memory is a cache, bounded by MaxTracked
@@ -40,24 +51,24 @@ import (
 // about every time. The store stays the truth either way, so no flood of
 // fresh addresses can release a lockout.
 
-// AuthOutcome is what a gateway reports of one authentication.
-type AuthOutcome string
+// Outcome is what a gateway reports of one authentication.
+type Outcome string
 
 const (
-	// AuthFailure: a credential that is not valid (an unknown token, a
+	// Failure: a credential that is not valid (an unknown token, a
 	// wrong password). It counts.
-	AuthFailure AuthOutcome = "failure"
-	// AuthSuccess: a valid credential. It resets the address's count.
-	AuthSuccess AuthOutcome = "success"
-	// AuthExpired: a credential that was valid and has expired (or was
+	Failure Outcome = "failure"
+	// Success: a valid credential. It resets the address's count.
+	Success Outcome = "success"
+	// Expired: a credential that was valid and has expired (or was
 	// revoked). It is no guess at a secret: it neither counts nor resets.
-	AuthExpired AuthOutcome = "expired"
+	Expired Outcome = "expired"
 )
 
-// AuthThrottleOptions tune an AuthThrottle; zero values take the
+// Options tune a Throttle; zero values take the
 // defaults (5 failures in 60 s lock an address for 300 s: few enough to stop
 // guessing, many enough for a user's typos).
-type AuthThrottleOptions struct {
+type Options struct {
 	// Scope separates throttles sharing one counter store (rlapi's own
 	// tokens count apart from the gateways' credentials); default
 	// "gateway".
@@ -83,24 +94,27 @@ type AuthThrottleOptions struct {
 	IPv6Prefix int
 	Now        func() time.Time
 	// OnEvent, when set, is told of every lockout this throttle takes and
-	// of every lockout it knew of that ended (AuthLockoutStarted,
-	// AuthLockoutEnded). It runs on the reporting goroutine.
-	OnEvent func(AuthEvent)
+	// of every lockout it knew of that ended (EventLockoutStarted,
+	// EventLockoutEnded). It runs on the reporting goroutine.
+	OnEvent func(Event)
+	// Registerer receives rlctl_enforce_auth_lockouts_total, the lockouts
+	// this throttle took, by scope (nil: not registered).
+	Registerer prometheus.Registerer
 }
 
-// Kinds of AuthEvent.
+// Kinds of Event.
 const (
-	// EventAuthLockoutStarted: an address was locked out for its failed
+	// EventLockoutStarted: an address was locked out for its failed
 	// authentications (by this replica: each lockout is reported once).
-	EventAuthLockoutStarted = "auth_lockout_started"
-	// EventAuthLockoutEnded: a lockout this replica knew of has ended (on
+	EventLockoutStarted = "auth_lockout_started"
+	// EventLockoutEnded: a lockout this replica knew of has ended (on
 	// the first touch after its end; every replica that knew of it says
 	// so).
-	EventAuthLockoutEnded = "auth_lockout_ended"
+	EventLockoutEnded = "auth_lockout_ended"
 )
 
-// AuthEvent is a lockout starting or ending.
-type AuthEvent struct {
+// Event is a lockout starting or ending.
+type Event struct {
 	Kind  string
 	Scope string
 	// Address is the locked key: the IPv4 address or the IPv6 prefix
@@ -118,8 +132,8 @@ type AuthEvent struct {
 	Until    time.Time
 }
 
-// AuthStatus is an address's state after a report or a check.
-type AuthStatus struct {
+// Status is an address's state after a report or a check.
+type Status struct {
 	// Locked: the address is locked out; RetryAfter is how long for
 	// (rounded up to whole seconds, at least one).
 	Locked     bool
@@ -128,17 +142,17 @@ type AuthStatus struct {
 	Started bool
 }
 
-// AuthThrottle counts failed authentications and locks addresses out. It
-// is safe for concurrent use. An Enforcer built with Options.AuthThrottle
-// has one (Enforcer.AuthThrottle); NewAuthThrottle builds one over any
-// counter store (rlapi does, for its own tokens).
-type AuthThrottle struct {
-	counters CounterStore
-	opts     AuthThrottleOptions
+// Throttle counts failed authentications and locks addresses out. It
+// is safe for concurrent use. It is an enforce.Guard: an Enforcer built
+// with it as Options.Guard refuses a locked address auth-locked before
+// anything else (guard.go). rlapi builds one for its own tokens too.
+type Throttle struct {
+	counters enforce.CounterStore
+	opts     Options
 	now      func() time.Time
 
 	mu      sync.Mutex
-	entries map[string]*authEntry
+	entries map[string]*entry
 	// quiet holds the entries that are not locked, least recently touched
 	// first; locked entries are in entries only.
 	quiet *list.List
@@ -151,9 +165,15 @@ type AuthThrottle struct {
 	// lift and arriving after its notice is not cached (it may predate
 	// the lift).
 	gen uint64
+
+	// lockouts counts the lockouts this throttle took
+	// (rlctl_enforce_auth_lockouts_total).
+	lockouts *prometheus.CounterVec
+	// host is the Enforcer this throttle guards (Bind; nil: none).
+	host atomic.Pointer[hostOf]
 }
 
-type authEntry struct {
+type entry struct {
 	key string
 	// until is the end of the lockout this replica knows of (zero: none).
 	until time.Time
@@ -163,10 +183,10 @@ type authEntry struct {
 	elem           *list.Element // in quiet; nil while locked
 }
 
-// NewAuthThrottle builds a throttle counting in counters.
-func NewAuthThrottle(counters CounterStore, opts AuthThrottleOptions) (*AuthThrottle, error) {
+// New builds a throttle counting in counters.
+func New(counters enforce.CounterStore, opts Options) (*Throttle, error) {
 	if counters == nil {
-		return nil, errors.New("enforce: NewAuthThrottle needs a counter store")
+		return nil, errors.New("auththrottle: New needs a counter store")
 	}
 	if opts.Scope == "" {
 		opts.Scope = "gateway"
@@ -180,13 +200,13 @@ func NewAuthThrottle(counters CounterStore, opts AuthThrottleOptions) (*AuthThro
 	if opts.Lockout == 0 {
 		opts.Lockout = 5 * time.Minute
 	}
-	if err := CheckAuthThrottle(opts.MaxFailures, opts.Window, opts.Lockout); err != nil {
+	if err := CheckSettings(opts.MaxFailures, opts.Window, opts.Lockout); err != nil {
 		return nil, err
 	}
 	// A successful authentication resets the address's failures: over a
 	// store that cannot reset, every success would silently reset nothing.
 	if opts.MaxFailures >= 0 && !counters.Capabilities().Reset {
-		return nil, fmt.Errorf("enforce: the failed-credential throttle needs a counter store with the Reset capability (a success resets the failure count); %s does not declare it", backendName(counters))
+		return nil, fmt.Errorf("auththrottle: the failed-credential throttle needs a counter store with the Reset capability (a success resets the failure count); %s does not declare it", backendName(counters))
 	}
 	if opts.MaxTracked <= 0 {
 		opts.MaxTracked = 100_000
@@ -200,17 +220,39 @@ func NewAuthThrottle(counters CounterStore, opts AuthThrottleOptions) (*AuthThro
 	if !clientip.ValidIPv6Prefix(opts.IPv6Prefix) {
 		opts.IPv6Prefix = clientip.DefaultIPv6Prefix
 	}
-	t := &AuthThrottle{counters: counters, opts: opts, now: opts.Now, entries: map[string]*authEntry{}, quiet: list.New()}
+	t := &Throttle{counters: counters, opts: opts, now: opts.Now, entries: map[string]*entry{}, quiet: list.New()}
 	if t.now == nil {
 		t.now = time.Now
+	}
+	t.lockouts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_auth_lockouts_total",
+		Help: "Client addresses (IPv6: prefixes) this replica locked out for failed authentications, by scope."}, []string{"scope"})
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(t.lockouts); err != nil {
+			return nil, fmt.Errorf("auththrottle: register metrics: %w", err)
+		}
 	}
 	return t, nil
 }
 
-// CheckAuthThrottle checks a throttle's settings (after defaults): a
+// backendName names counters in errors.
+func backendName(counters enforce.CounterStore) string {
+	if n := counters.BackendName(); n != "" {
+		return n
+	}
+	return fmt.Sprintf("%T", counters)
+}
+
+// retryAfter rounds a wait up to whole seconds, at least one, as
+// decisions' Retry-After is.
+func retryAfter(wait time.Duration) time.Duration {
+	secs := (wait + time.Second - 1) / time.Second
+	return max(secs*time.Second, time.Second)
+}
+
+// CheckSettings checks a throttle's settings (after defaults): a
 // positive count (or a negative one, off), and windows of whole seconds,
 // at least one second and at most a day. Its errors name the setting.
-func CheckAuthThrottle(maxFailures int, window, lockout time.Duration) error {
+func CheckSettings(maxFailures int, window, lockout time.Duration) error {
 	if maxFailures < 0 {
 		return nil
 	}
@@ -229,14 +271,14 @@ func CheckAuthThrottle(maxFailures int, window, lockout time.Duration) error {
 }
 
 // Options are the throttle's settings, defaults filled in.
-func (t *AuthThrottle) Options() AuthThrottleOptions { return t.opts }
+func (t *Throttle) Options() Options { return t.opts }
 
 // Off reports whether the throttle is turned off (MaxFailures < 0).
-func (t *AuthThrottle) Off() bool { return t.opts.MaxFailures < 0 }
+func (t *Throttle) Off() bool { return t.opts.MaxFailures < 0 }
 
 // Key is the key addr is counted by: the IPv4 address, the IPv6 prefix
 // (empty for an address that is not valid).
-func (t *AuthThrottle) Key(addr netip.Addr) string {
+func (t *Throttle) Key(addr netip.Addr) string {
 	if !addr.IsValid() {
 		return ""
 	}
@@ -244,48 +286,48 @@ func (t *AuthThrottle) Key(addr netip.Addr) string {
 }
 
 // failureGate counts key's failures: limit MaxFailures per sliding
-// Window. Keys: AuthFailuresCounter and AuthLockoutCounter
+// Window. Keys: FailuresCounter and AuthLockoutCounter
 // (docs/design/counters.md, "Counter keys"), kinds no definition's
 // counter has.
-func (t *AuthThrottle) failureGate(key string) CounterGate {
-	return CounterGate{Key: AuthFailuresCounter(t.opts.Scope, int(t.opts.Window/time.Second), key).String(),
-		Algorithm: AlgorithmSlidingWindow, Window: t.opts.Window, Limit: int64(t.opts.MaxFailures), Enforce: true}
+func (t *Throttle) failureGate(key string) enforce.CounterGate {
+	return enforce.CounterGate{Key: enforce.AuthFailuresCounter(t.opts.Scope, int(t.opts.Window/time.Second), key).String(),
+		Algorithm: enforce.AlgorithmSlidingWindow, Window: t.opts.Window, Limit: int64(t.opts.MaxFailures), Enforce: true}
 }
 
 // lockGate is key's lockout: a bucket of one token refilled once per
 // Lockout.
-func (t *AuthThrottle) lockGate(key string) CounterGate {
-	return CounterGate{Key: AuthLockoutCounter(t.opts.Scope, key).String(),
-		Algorithm: AlgorithmTokenBucket, Window: t.opts.Lockout, Limit: 1, Burst: 1, Enforce: true}
+func (t *Throttle) lockGate(key string) enforce.CounterGate {
+	return enforce.CounterGate{Key: enforce.AuthLockoutCounter(t.opts.Scope, key).String(),
+		Algorithm: enforce.AlgorithmTokenBucket, Window: t.opts.Lockout, Limit: 1, Burst: 1, Enforce: true}
 }
 
-func (t *AuthThrottle) take(ctx context.Context, g CounterGate, consume bool, now time.Time) (TakeResult, error) {
+func (t *Throttle) take(ctx context.Context, g enforce.CounterGate, consume bool, now time.Time) (enforce.TakeResult, error) {
 	deadline := time.Now().Add(t.opts.BackendTimeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	res, err := t.counters.Take(ctx, []TakeRequest{{Gates: []CounterGate{g}, Cost: 1, Consume: consume, Now: now}}, deadline)
+	res, err := t.counters.Take(ctx, []enforce.TakeRequest{{Gates: []enforce.CounterGate{g}, Cost: 1, Consume: consume, Now: now}}, deadline)
 	if err != nil {
-		return TakeResult{}, err
+		return enforce.TakeResult{}, err
 	}
 	if len(res) != 1 || len(res[0].Room) != 1 || len(res[0].States) != 1 {
-		return TakeResult{}, fmt.Errorf("counter store answered %d results for one request", len(res))
+		return enforce.TakeResult{}, fmt.Errorf("counter store answered %d results for one request", len(res))
 	}
 	return res[0], nil
 }
 
 // lockedStatus is the status of a lockout ending at until.
-func lockedStatus(until, now time.Time) AuthStatus {
-	return AuthStatus{Locked: true, RetryAfter: retryAfter(until.Sub(now))}
+func lockedStatus(until, now time.Time) Status {
+	return Status{Locked: true, RetryAfter: retryAfter(until.Sub(now))}
 }
 
 // Check reports whether addr is locked out: from the cache when it knows,
 // else from the store. An invalid address is never locked. An error means
 // the store could not say; the status is then "not locked" (a gateway
 // that prefers to refuse can).
-func (t *AuthThrottle) Check(ctx context.Context, addr netip.Addr) (AuthStatus, error) {
+func (t *Throttle) Check(ctx context.Context, addr netip.Addr) (Status, error) {
 	key := t.Key(addr)
 	if key == "" || t.Off() {
-		return AuthStatus{}, nil
+		return Status{}, nil
 	}
 	now := t.now()
 	if st, known := t.cached(key, now); known {
@@ -296,11 +338,11 @@ func (t *AuthThrottle) Check(ctx context.Context, addr netip.Addr) (AuthStatus, 
 
 // cached answers from memory when it can: a known lockout still running,
 // or "not locked" asked about within RecheckAfter.
-func (t *AuthThrottle) cached(key string, now time.Time) (AuthStatus, bool) {
-	var ended *AuthEvent
+func (t *Throttle) cached(key string, now time.Time) (Status, bool) {
+	var ended *Event
 	t.mu.Lock()
 	e := t.entries[key]
-	var st AuthStatus
+	var st Status
 	known := false
 	switch {
 	case e == nil:
@@ -309,7 +351,7 @@ func (t *AuthThrottle) cached(key string, now time.Time) (AuthStatus, bool) {
 	case !e.until.IsZero():
 		// Ended: say so, and ask the store (another replica may have
 		// locked it again).
-		ended = &AuthEvent{Kind: EventAuthLockoutEnded, Scope: t.opts.Scope, Address: key, Until: e.until,
+		ended = &Event{Kind: EventLockoutEnded, Scope: t.opts.Scope, Address: key, Until: e.until,
 			Window: t.opts.Window, Lockout: t.opts.Lockout}
 		t.unlockLocked(e)
 	case t.opts.RecheckAfter > 0 && !e.checked.IsZero() && now.Sub(e.checked) < t.opts.RecheckAfter && !now.Before(e.checked):
@@ -317,24 +359,24 @@ func (t *AuthThrottle) cached(key string, now time.Time) (AuthStatus, bool) {
 		known = true
 	}
 	t.mu.Unlock()
-	if ended != nil && t.opts.OnEvent != nil {
-		t.opts.OnEvent(*ended)
+	if ended != nil {
+		t.emit(*ended)
 	}
 	return st, known
 }
 
 // ask peeks key's lockout in the store and caches the answer.
-func (t *AuthThrottle) ask(ctx context.Context, key string, now time.Time) (AuthStatus, error) {
+func (t *Throttle) ask(ctx context.Context, key string, now time.Time) (Status, error) {
 	gen := t.generation()
 	res, err := t.take(ctx, t.lockGate(key), false, now)
 	if err != nil {
-		return AuthStatus{}, fmt.Errorf("check auth lockout: %w", err)
+		return Status{}, fmt.Errorf("check auth lockout: %w", err)
 	}
 	return t.learn(key, res, now, gen), nil
 }
 
 // generation is the count of Forget calls so far.
-func (t *AuthThrottle) generation() uint64 {
+func (t *Throttle) generation() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.gen
@@ -342,10 +384,10 @@ func (t *AuthThrottle) generation() uint64 {
 
 // cachedCheck is Check from memory only: known is false when the store
 // must be asked, with peekRequest(key), whose answer learn takes.
-func (t *AuthThrottle) cachedCheck(addr netip.Addr, now time.Time) (st AuthStatus, key string, known bool) {
+func (t *Throttle) cachedCheck(addr netip.Addr, now time.Time) (st Status, key string, known bool) {
 	key = t.Key(addr)
 	if key == "" || t.Off() {
-		return AuthStatus{}, "", true
+		return Status{}, "", true
 	}
 	st, known = t.cached(key, now)
 	return st, key, known
@@ -353,38 +395,38 @@ func (t *AuthThrottle) cachedCheck(addr netip.Addr, now time.Time) (st AuthStatu
 
 // peekRequest is the store's question ask asks about key, and the
 // generation learn takes with its answer.
-func (t *AuthThrottle) peekRequest(key string, now time.Time) (TakeRequest, uint64) {
-	return TakeRequest{Gates: []CounterGate{t.lockGate(key)}, Cost: 1, Now: now}, t.generation()
+func (t *Throttle) peekRequest(key string, now time.Time) (enforce.TakeRequest, uint64) {
+	return enforce.TakeRequest{Gates: []enforce.CounterGate{t.lockGate(key)}, Cost: 1, Now: now}, t.generation()
 }
 
 // learn caches the store's answer to peekRequest(key) (asked at
 // generation gen) and says what it is.
-func (t *AuthThrottle) learn(key string, res TakeResult, now time.Time, gen uint64) AuthStatus {
+func (t *Throttle) learn(key string, res enforce.TakeResult, now time.Time, gen uint64) Status {
 	if !res.Room[0] && res.States[0].TAT.After(now) {
 		t.remember(key, res.States[0].TAT, now, gen)
 		return lockedStatus(res.States[0].TAT, now)
 	}
-	t.touch(key, now, func(e *authEntry) { e.checked = now })
-	return AuthStatus{}
+	t.touch(key, now, func(e *entry) { e.checked = now })
+	return Status{}
 }
 
 // Report records one authentication from addr (identity is what it
 // claimed to be, for the event; it may be empty). A failure from an
 // address already locked is not counted again. The status says whether
 // addr is locked now.
-func (t *AuthThrottle) Report(ctx context.Context, addr netip.Addr, identity string, outcome AuthOutcome) (AuthStatus, error) {
+func (t *Throttle) Report(ctx context.Context, addr netip.Addr, identity string, outcome Outcome) (Status, error) {
 	key := t.Key(addr)
 	if key == "" || t.Off() {
-		return AuthStatus{}, nil
+		return Status{}, nil
 	}
 	switch outcome {
-	case AuthExpired:
+	case Expired:
 		return t.Check(ctx, addr)
-	case AuthSuccess:
+	case Success:
 		return t.succeeded(ctx, key)
-	case AuthFailure:
+	case Failure:
 	default:
-		return AuthStatus{}, fmt.Errorf("outcome %q: want failure, success or expired", outcome)
+		return Status{}, fmt.Errorf("outcome %q: want failure, success or expired", outcome)
 	}
 	st, err := t.Check(ctx, addr)
 	if err != nil || st.Locked {
@@ -395,19 +437,19 @@ func (t *AuthThrottle) Report(ctx context.Context, addr netip.Addr, identity str
 	fg := t.failureGate(key)
 	res, err := t.take(ctx, fg, true, now)
 	if err != nil {
-		return AuthStatus{}, fmt.Errorf("count auth failure: %w", err)
+		return Status{}, fmt.Errorf("count auth failure: %w", err)
 	}
 	s := res.States[0]
 	remaining, _ := algorithm.Describe(algorithm.Gate{Algorithm: string(fg.Algorithm), Window: fg.Window, Limit: fg.Limit},
 		algorithm.State{Count: s.Count, Previous: s.Previous}, now)
 	if res.Room[0] && remaining > 0 {
-		return AuthStatus{}, nil
+		return Status{}, nil
 	}
 	// The count is reached: lock. A bucket already taken is a lockout
 	// another replica took meanwhile.
 	lr, err := t.take(ctx, t.lockGate(key), true, now)
 	if err != nil {
-		return AuthStatus{}, fmt.Errorf("take auth lockout: %w", err)
+		return Status{}, fmt.Errorf("take auth lockout: %w", err)
 	}
 	until := now.Add(t.opts.Lockout)
 	started := lr.Room[0]
@@ -419,10 +461,8 @@ func (t *AuthThrottle) Report(ctx context.Context, addr netip.Addr, identity str
 		// The failures that locked it are spent: after the lockout the
 		// address starts afresh.
 		_ = t.reset(ctx, fg, now)
-		if t.opts.OnEvent != nil {
-			t.opts.OnEvent(AuthEvent{Kind: EventAuthLockoutStarted, Scope: t.opts.Scope, Address: key, ClientIP: addr.Unmap().WithZone("").String(),
-				Identity: identity, Failures: t.opts.MaxFailures, Window: t.opts.Window, Lockout: t.opts.Lockout, Until: until})
-		}
+		t.emit(Event{Kind: EventLockoutStarted, Scope: t.opts.Scope, Address: key, ClientIP: addr.Unmap().WithZone("").String(),
+			Identity: identity, Failures: t.opts.MaxFailures, Window: t.opts.Window, Lockout: t.opts.Lockout, Until: until})
 	}
 	st = lockedStatus(until, now)
 	st.Started = started
@@ -433,7 +473,7 @@ func (t *AuthThrottle) Report(ctx context.Context, addr netip.Addr, identity str
 // this replica (a reset skipped counts failures longer: stricter, never
 // looser), and reports whether it is locked (a lockout is not lifted by a
 // success: while locked, no credential is verified).
-func (t *AuthThrottle) succeeded(ctx context.Context, key string) (AuthStatus, error) {
+func (t *Throttle) succeeded(ctx context.Context, key string) (Status, error) {
 	now := t.now()
 	if st, known := t.cached(key, now); known && st.Locked {
 		return st, nil
@@ -446,21 +486,21 @@ func (t *AuthThrottle) succeeded(ctx context.Context, key string) (AuthStatus, e
 	}
 	t.mu.Unlock()
 	if !due {
-		return AuthStatus{}, nil
+		return Status{}, nil
 	}
 	if err := t.reset(ctx, t.failureGate(key), now); err != nil {
-		return AuthStatus{}, err
+		return Status{}, err
 	}
-	t.touch(key, now, func(e *authEntry) { e.reset = now })
-	return AuthStatus{}, nil
+	t.touch(key, now, func(e *entry) { e.reset = now })
+	return Status{}, nil
 }
 
 // reset forgets g's counter (an address's failures) as of now.
-func (t *AuthThrottle) reset(ctx context.Context, g CounterGate, now time.Time) error {
+func (t *Throttle) reset(ctx context.Context, g enforce.CounterGate, now time.Time) error {
 	deadline := time.Now().Add(t.opts.BackendTimeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	if err := t.counters.Reset(ctx, []CounterGate{g}, now, deadline); err != nil {
+	if err := t.counters.Reset(ctx, []enforce.CounterGate{g}, now, deadline); err != nil {
 		return fmt.Errorf("reset auth failures: %w", err)
 	}
 	return nil
@@ -469,7 +509,7 @@ func (t *AuthThrottle) reset(ctx context.Context, g CounterGate, now time.Time) 
 // remember caches key's lockout until until, learned from the store at
 // generation gen (a Forget since: not cached, the store answers). With
 // the cache full of lockouts it is not cached either.
-func (t *AuthThrottle) remember(key string, until, now time.Time, gen uint64) {
+func (t *Throttle) remember(key string, until, now time.Time, gen uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if gen != t.gen {
@@ -480,7 +520,7 @@ func (t *AuthThrottle) remember(key string, until, now time.Time, gen uint64) {
 		if !t.makeRoomLocked(now) {
 			return
 		}
-		e = &authEntry{key: key}
+		e = &entry{key: key}
 		t.entries[key] = e
 	} else if e.elem != nil {
 		t.quiet.Remove(e.elem)
@@ -494,7 +534,7 @@ func (t *AuthThrottle) remember(key string, until, now time.Time, gen uint64) {
 
 // touch updates key's quiet entry (creating it when there is room) with
 // set, and marks it the most recently touched.
-func (t *AuthThrottle) touch(key string, now time.Time, set func(*authEntry)) {
+func (t *Throttle) touch(key string, now time.Time, set func(*entry)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.entries[key]
@@ -505,7 +545,7 @@ func (t *AuthThrottle) touch(key string, now time.Time, set func(*authEntry)) {
 		if !t.makeRoomLocked(now) {
 			return
 		}
-		e = &authEntry{key: key}
+		e = &entry{key: key}
 		e.elem = t.quiet.PushBack(e)
 		t.entries[key] = e
 	} else {
@@ -515,7 +555,7 @@ func (t *AuthThrottle) touch(key string, now time.Time, set func(*authEntry)) {
 }
 
 // unlockLocked forgets an ended lockout's entry.
-func (t *AuthThrottle) unlockLocked(e *authEntry) {
+func (t *Throttle) unlockLocked(e *entry) {
 	delete(t.entries, e.key)
 	t.locked--
 }
@@ -523,13 +563,13 @@ func (t *AuthThrottle) unlockLocked(e *authEntry) {
 // makeRoomLocked frees one entry when the cache is full: the quiet entry
 // touched least recently, else (every entry a lockout) the ended ones. It
 // reports false when every entry is a running lockout.
-func (t *AuthThrottle) makeRoomLocked(now time.Time) bool {
+func (t *Throttle) makeRoomLocked(now time.Time) bool {
 	if len(t.entries) < t.opts.MaxTracked {
 		return true
 	}
 	if f := t.quiet.Front(); f != nil {
 		t.quiet.Remove(f)
-		delete(t.entries, f.Value.(*authEntry).key)
+		delete(t.entries, f.Value.(*entry).key)
 		return true
 	}
 	// Only lockouts: drop those that ended (their end is logged at the
@@ -558,12 +598,12 @@ func (t *AuthThrottle) makeRoomLocked(now time.Time) bool {
 // rlapi calls it on every replica when an administrator lifts a lockout
 // (DELETE /api/auth-lockouts), and for every address when its change
 // stream reconnects, since notices sent meanwhile are lost.
-func (t *AuthThrottle) Forget(keys ...string) {
+func (t *Throttle) Forget(keys ...string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.gen++
 	if len(keys) == 0 {
-		t.entries, t.locked = map[string]*authEntry{}, 0
+		t.entries, t.locked = map[string]*entry{}, 0
 		t.quiet.Init()
 		return
 	}
@@ -581,9 +621,9 @@ func (t *AuthThrottle) Forget(keys ...string) {
 	}
 }
 
-// AuthState is what the store holds of one address: its lockout and the
+// State is what the store holds of one address: its lockout and the
 // failures its window counts now.
-type AuthState struct {
+type State struct {
 	Key        string
 	Locked     bool
 	RetryAfter time.Duration
@@ -595,14 +635,14 @@ type AuthState struct {
 // Peek reads keys' lockouts and failure counts from the store, taking
 // nothing, in one round trip, as a decision would find them: the same
 // gates, the same algorithms. It caches nothing.
-func (t *AuthThrottle) Peek(ctx context.Context, keys []string) ([]AuthState, error) {
+func (t *Throttle) Peek(ctx context.Context, keys []string) ([]State, error) {
 	if len(keys) == 0 || t.Off() {
 		return nil, nil
 	}
 	now := t.now()
-	reqs := make([]TakeRequest, len(keys))
+	reqs := make([]enforce.TakeRequest, len(keys))
 	for i, k := range keys {
-		reqs[i] = TakeRequest{Gates: []CounterGate{t.lockGate(k), t.failureGate(k)}, Cost: 1, Now: now}
+		reqs[i] = enforce.TakeRequest{Gates: []enforce.CounterGate{t.lockGate(k), t.failureGate(k)}, Cost: 1, Now: now}
 	}
 	deadline := time.Now().Add(t.opts.BackendTimeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
@@ -614,7 +654,7 @@ func (t *AuthThrottle) Peek(ctx context.Context, keys []string) ([]AuthState, er
 	if len(res) != len(keys) {
 		return nil, fmt.Errorf("peek auth lockouts: counter store answered %d results for %d requests", len(res), len(keys))
 	}
-	out := make([]AuthState, len(keys))
+	out := make([]State, len(keys))
 	for i, r := range res {
 		if len(r.States) != 2 {
 			return nil, fmt.Errorf("peek auth lockouts: counter store answered %d states for 2 gates", len(r.States))
@@ -634,25 +674,25 @@ func (t *AuthThrottle) Peek(ctx context.Context, keys []string) ([]AuthState, er
 
 // Tracked is how many addresses the cache holds, and how many of them are
 // lockouts.
-func (t *AuthThrottle) Tracked() (entries, lockouts int) {
+func (t *Throttle) Tracked() (entries, lockouts int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.entries), t.locked
 }
 
-// logAuthEvent is the WARN line of an AuthEvent.
-func logAuthEvent(log *slog.Logger, ev AuthEvent) {
+// logEvent is the WARN line of an Event.
+func logEvent(log *slog.Logger, ev Event) {
 	switch ev.Kind {
-	case EventAuthLockoutStarted:
+	case EventLockoutStarted:
 		log.Warn("auth lockout", "event", ev.Kind, "scope", ev.Scope, "address", ev.Address, "client_ip", ev.ClientIP,
 			"identity", ev.Identity, "failures", ev.Failures, "window", ev.Window.String(), "duration", ev.Lockout.String(),
 			"until", ev.Until.UTC().Format(time.RFC3339))
-	case EventAuthLockoutEnded:
+	case EventLockoutEnded:
 		log.Warn("auth lockout released", "event", ev.Kind, "scope", ev.Scope, "address", ev.Address,
 			"ended", ev.Until.UTC().Format(time.RFC3339))
 	}
 }
 
-// LogAuthEvent writes ev as the WARN line rlapi and the Enforcer write:
+// LogEvent writes ev as the WARN line rlapi writes of its own lockouts:
 // "auth lockout" and "auth lockout released".
-func LogAuthEvent(log *slog.Logger, ev AuthEvent) { logAuthEvent(log, ev) }
+func LogEvent(log *slog.Logger, ev Event) { logEvent(log, ev) }
