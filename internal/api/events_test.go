@@ -41,7 +41,7 @@ func TestRateLimitEventsRecordThrottles(t *testing.T) {
 	if throttled == 0 {
 		t.Fatal("no call was throttled")
 	}
-	env.Enforcer.FlushEvents(context.Background())
+	env.Violations.Flush(context.Background())
 
 	ctx := context.Background()
 	page, err := viewer.ListEvents(ctx, client.EventFilter{})
@@ -84,11 +84,11 @@ func TestRateLimitEventsRecordThrottles(t *testing.T) {
 
 	// Paging and following over rows recorded directly.
 	for _, s := range []string{"user:a", "user:b", "user:c"} {
-		if err := env.Enforcer.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: s}); err != nil {
+		if err := env.Violations.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: s}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	env.Enforcer.FlushEvents(ctx)
+	env.Violations.Flush(ctx)
 	first, err := viewer.ListEvents(ctx, client.EventFilter{Limit: 2})
 	if err != nil || len(first.Events) != 2 || first.NextCursor == "" {
 		t.Fatalf("first page: %+v %v", first, err)
@@ -194,7 +194,7 @@ func TestRlapiTokenLockoutsAreRecorded(t *testing.T) {
 			t.Fatalf("locked /64: %d, want 429", a.status)
 		}
 	}
-	env.Enforcer.FlushEvents(context.Background())
+	env.Violations.Flush(context.Background())
 	viewer := clientFor(t, env, env.Token(t, "viewer", "viewer"))
 	page, err := viewer.ListEvents(context.Background(), client.EventFilter{Kind: ratelimit.EventAuthLockoutStarted})
 	if err != nil {

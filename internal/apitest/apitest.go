@@ -21,7 +21,9 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/token"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/escalation"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
+	"github.com/rlctl/rlctl/pkg/enforce/violations"
 )
 
 // Env is one running rlapi.
@@ -31,6 +33,9 @@ type Env struct {
 	Store      *store.Store
 	// Enforcer answers the decision endpoints.
 	Enforcer *enforce.Enforcer
+	// Violations is the record of violations observing the Enforcer
+	// (rl_events): tests flush it (Flush) and add to it (RecordEvent).
+	Violations *violations.Recorder
 	// Server is the rlapi served.
 	Server *api.Server
 }
@@ -82,7 +87,7 @@ func startReplica(t testing.TB, e *Env, cfg api.Config, o Options) *Env {
 // (rlapi's flags build them in cmd/rlapi).
 type Options struct {
 	// Escalation turns on escalation lockouts (rlapi --lockout-*).
-	Escalation *enforce.EscalationOptions
+	Escalation *escalation.Policy
 	// Logger receives rlapi's and the Enforcer's logs (nil: discarded,
 	// or stderr when RLAPI_TEST_LOG is set).
 	Logger *slog.Logger
@@ -138,15 +143,33 @@ func serve(t testing.TB, st *store.Store, cfg api.Config, o Options) *Env {
 	if counters == nil {
 		counters = postgres.NewCounterStore(st.Pool())
 	}
-	enf, err := postgres.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry, IPv6Prefix: cfg.IPv6Prefix,
-		Counters: counters,
-		// Failed-credential throttling as rlapi runs it (5 failures in 60 s, 300 s).
-		AuthThrottle: &enforce.AuthThrottleOptions{}, Escalation: o.Escalation})
+	// Wired as cmd/rlapi wires them: the record of violations and
+	// escalation observe the decisions.
+	rec, err := violations.New(postgres.NewEventSink(st.Pool()), violations.Opts{Logger: log, Registerer: registry})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(enf.Close)
-	srv := api.New(st, cfg, api.Opts{Logger: log, Enforcer: enf, Registry: registry, Counters: counters, CounterAdmin: counters})
+	source := postgres.NewSource(st.Pool())
+	observers := []enforce.Observer{rec}
+	if o.Escalation != nil {
+		esc, err := escalation.New(source, counters, *o.Escalation, escalation.Opts{Record: rec, Logger: log})
+		if err != nil {
+			rec.Close()
+			t.Fatal(err)
+		}
+		observers = append(observers, esc)
+	}
+	enf, err := postgres.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry, IPv6Prefix: cfg.IPv6Prefix,
+		Counters: counters, Source: source, Observers: observers,
+		// Failed-credential throttling as rlapi runs it (5 failures in 60 s, 300 s).
+		AuthThrottle: &enforce.AuthThrottleOptions{OnEvent: rec.AuthEvent}})
+	if err != nil {
+		rec.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { enf.Close(); rec.Close() })
+	srv := api.New(st, cfg, api.Opts{Logger: log, Enforcer: enf, Registry: registry, Counters: counters, CounterAdmin: counters,
+		Violations: rec})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
@@ -165,7 +188,7 @@ func serve(t testing.TB, st *store.Store, cfg api.Config, o Options) *Env {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	return &Env{URL: "http://" + ln.Addr().String(), Store: st, Enforcer: enf, Server: srv}
+	return &Env{URL: "http://" + ln.Addr().String(), Store: st, Enforcer: enf, Violations: rec, Server: srv}
 }
 
 // Token creates a token of role directly in the store and returns it.

@@ -57,7 +57,7 @@ type MiddlewareOptions struct {
 //     application/problem+json body; next is not called;
 //   - quarantined: 403 with a problem body and no rate-limit headers (an
 //     access decision: retrying will not help);
-//   - locked out by an escalation lockout (enforce.Options.Escalation):
+//   - locked out by an escalation lockout (pkg/enforce/escalation):
 //     429 with Retry-After and X-Lockout-Remaining;
 //   - locked out for failed authentications (enforce.Options.AuthThrottle):
 //     429 with Retry-After and a problem body, before classify's
