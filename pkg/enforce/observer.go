@@ -151,22 +151,17 @@ func (e *Enforcer) observed(ctx context.Context, c Call, d Decision, v *callView
 		if vd.Err != nil {
 			e.metrics.errors.WithLabelValues(ob.Name()).Inc()
 		}
-		if vd.Lockout != nil {
-			e.lockoutWritten(c, o, *vd.Lockout)
+		if l := vd.Lockout; l != nil {
+			// Refused until the snapshot holds it (lockout_recent.go),
+			// logged and counted as the core's own lockouts are.
+			e.recentLockouts.add(ratelimit.MembershipID(l.SubjectType, l.Subject), l.Until, now, e.reloads.Load())
+			e.metrics.checks.WithLabelValues("lockout_started").Inc()
+			e.events.record(event{reason: EventLockoutStarted, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
+				target: c.TargetName, caller: o.Caller, gate: l.Definition, limit: int64(l.Count), retryAfter: l.Until.Sub(l.Now), until: l.Until})
 		}
 		if vd.Decision != nil {
 			out = *vd.Decision
 		}
 	}
 	return out
-}
-
-// lockoutWritten takes note of a lockout an observer wrote: the core
-// refuses its subject until the snapshot holds it (lockout_recent.go),
-// and logs and counts it.
-func (e *Enforcer) lockoutWritten(c Call, o Observation, l Lockout) {
-	e.recentLockouts.add(ratelimit.MembershipID(l.SubjectType, l.Subject), l.Until, o.Now, e.reloads.Load())
-	e.metrics.checks.WithLabelValues("lockout_started").Inc()
-	e.events.record(event{reason: EventLockoutStarted, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-		target: c.TargetName, caller: o.Caller, gate: l.Definition, limit: int64(l.Count), retryAfter: l.Until.Sub(l.Now), until: l.Until})
 }
