@@ -209,3 +209,30 @@ func TestRlapiTokenLockoutsAreRecorded(t *testing.T) {
 		t.Errorf("event %+v; want high, subject ip:2001:db8:5:6::/64, client_ip 2001:db8:5:6::2, target rlapi, limit 2, count 1", ev)
 	}
 }
+
+// The failed-credential lockouts gateways report (POST /api/auth-events)
+// are in the record of violations too: kind auth_lockout_started,
+// severity high, subject ip:<address or /64>, the failures that locked
+// it; one row per lockout.
+func TestGatewayAuthLockoutsAreRecorded(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, api.Config{})
+	gw := clientFor(t, env, env.Token(t, "gateway", ratelimit.RoleEnforcer))
+	for i := range 6 {
+		if _, err := gw.ReportAuth(t.Context(), client.AuthEvent{ClientIP: "203.0.113.9", Identity: "alice", Outcome: client.AuthFailure}); err != nil {
+			t.Fatalf("failure %d: %v", i+1, err)
+		}
+	}
+	env.Violations.Flush(context.Background())
+	viewer := clientFor(t, env, env.Token(t, "viewer", "viewer"))
+	page, err := viewer.ListEvents(context.Background(), client.EventFilter{Kind: ratelimit.EventAuthLockoutStarted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Events) != 1 {
+		t.Fatalf("events %+v, want one auth_lockout_started row", page.Events)
+	}
+	if ev := page.Events[0]; ev.Severity != ratelimit.SeverityHigh || ev.Subject != "ip:203.0.113.9" || ev.Limit != 5 || ev.Count != 1 {
+		t.Errorf("event %+v; want high, subject ip:203.0.113.9, limit 5, count 1", ev)
+	}
+}
