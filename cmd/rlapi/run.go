@@ -29,8 +29,10 @@ import (
 	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/escalation"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	redisstore "github.com/rlctl/rlctl/pkg/enforce/redis"
+	"github.com/rlctl/rlctl/pkg/enforce/violations"
 	"github.com/rlctl/rlctl/pkg/httpgate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -418,11 +420,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	eventsRetention := fs.Duration("events-retention", eventsRetentionDef,
 		"how long the record of violations (GET /api/rate-limit-events) keeps a minute's rows; this replica deletes older ones (RLAPI_EVENTS_RETENTION)")
-	rowsPerFlushDef, err := envInt(getenv, "RLAPI_EVENTS_ROWS_PER_FLUSH", enforce.DefaultViolationBuffer)
+	rowsPerFlushDef, err := envInt(getenv, "RLAPI_EVENTS_ROWS_PER_FLUSH", violations.DefaultBuffer)
 	if err != nil {
 		return err
 	}
-	rowsPerMinuteDef, err := envInt(getenv, "RLAPI_EVENTS_ROWS_PER_MINUTE", enforce.DefaultViolationRowsPerMinute)
+	rowsPerMinuteDef, err := envInt(getenv, "RLAPI_EVENTS_ROWS_PER_MINUTE", violations.DefaultRowsPerMinute)
 	if err != nil {
 		return err
 	}
@@ -530,13 +532,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := auththrottle.CheckSettings(*gatewayFailures, *gatewayWindow, *gatewayLockout); err != nil {
 		return fmt.Errorf("%w: --gateway-auth-max-failures, --gateway-auth-window, --gateway-auth-lockout: %v", errUsage, err)
 	}
-	var escalation *enforce.EscalationOptions
+	var lockouts *escalation.Policy
 	switch {
 	case *lockoutAfter < 0:
 		return fmt.Errorf("%w: --lockout-after: must be 0 (off) or a number of violations (got %d)", errUsage, *lockoutAfter)
 	case *lockoutAfter > 0:
-		escalation = &enforce.EscalationOptions{After: *lockoutAfter, Within: *lockoutWithin, Lockout: *lockoutDuration}
-		if err := enforce.CheckEscalation(*escalation); err != nil {
+		lockouts = &escalation.Policy{After: *lockoutAfter, Within: *lockoutWithin, Lockout: *lockoutDuration}
+		if err := lockouts.Check(); err != nil {
 			return fmt.Errorf("%w: --lockout-after, --lockout-within, --lockout-duration: %v", errUsage, err)
 		}
 	}
@@ -601,12 +603,22 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	registry := prometheus.NewRegistry()
 	// The management pool's statistics (rlapi_db_pool_*).
 	registry.MustRegister(poolmetrics.New(st.Pool()))
+	// The record of violations observes the decisions and keeps the
+	// lockouts (escalation's, the gateways' and rlapi's own failed
+	// credentials) in rl_events and the SIEM log; closed after the
+	// Enforcer, so that it writes what the last decisions added.
+	rec, err := violations.New(postgres.NewEventSink(decisions.Pool()), violations.Opts{Log: violationLog, Buffer: *rowsPerFlush,
+		RowsPerMinute: *rowsPerMinute, Logger: log, Registerer: registry})
+	if err != nil {
+		return fmt.Errorf("start the record of violations: %w", err)
+	}
+	defer rec.Close()
+	source := postgres.NewSource(decisions.Pool())
 	enfOpts := enforce.Options{
-		Registerer: registry, ViolationLog: violationLog, ViolationBuffer: *rowsPerFlush, ViolationRowsPerMinute: *rowsPerMinute,
+		Registerer: registry, Source: source, Observers: []enforce.Observer{rec},
 		FailClosed: *failClosed, QuarantineFailClosed: *quarantineFailClosed,
 		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log, IPv6Prefix: *ipv6Prefix,
-		Escalation: escalation,
-		Leases:     leases,
+		Leases: leases,
 	}
 	if leases != nil {
 		log.Info("leases for hot keys on", "lease_time", leases.Time, "replicas", leases.Replicas, "hot_rate", leases.HotRate, "all_keys", leases.All)
@@ -636,11 +648,21 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	enfOpts.Counters = counters
 	// The gateways' failed-credential throttle (POST /api/auth-events)
 	// guards the decisions: an address it locks is refused auth-locked
-	// before anything else.
+	// before anything else. Its lockouts join the record of violations.
 	gatewayThrottle, err := auththrottle.New(counters, auththrottle.Options{MaxFailures: *gatewayFailures, Window: *gatewayWindow,
-		Lockout: *gatewayLockout, IPv6Prefix: *ipv6Prefix, BackendTimeout: *backendTimeout, Registerer: registry})
+		Lockout: *gatewayLockout, IPv6Prefix: *ipv6Prefix, BackendTimeout: *backendTimeout, Registerer: registry, OnEvent: rec.AuthEvent})
 	if err == nil {
 		enfOpts.Guard = gatewayThrottle
+	}
+	if err == nil && lockouts != nil {
+		// Escalation observes the decisions too: it counts a caller's
+		// throttles where the decisions count and writes its lockouts
+		// through the source, recording each in the record of violations.
+		var esc *escalation.Escalator
+		esc, err = escalation.New(source, counters, *lockouts, escalation.Opts{Record: rec, BackendTimeout: *backendTimeout, Logger: log})
+		if err == nil {
+			enfOpts.Observers = append(enfOpts.Observers, esc)
+		}
 	}
 	var enf *enforce.Enforcer
 	if err == nil {
@@ -660,7 +682,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		BackendTimeout: *backendTimeout, TokenCacheTTL: *tokenCacheTTL, MaxClientConns: maxConns,
 		EventsRetention: *eventsRetention, AccessLogDecisions: *accessLogDecisions,
 	}, api.Opts{Logger: log, Enforcer: enf, AuthThrottle: gatewayThrottle, Registry: registry, AuthStore: decisions,
-		Counters: counters, CounterAdmin: counters})
+		Counters: counters, CounterAdmin: counters, Violations: rec})
 	// The cap protects the file descriptors only if they outnumber it: the
 	// pool, the listener and the log need some too.
 	// With gRPC on, both listeners' caps must fit.

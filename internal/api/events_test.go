@@ -41,7 +41,7 @@ func TestRateLimitEventsRecordThrottles(t *testing.T) {
 	if throttled == 0 {
 		t.Fatal("no call was throttled")
 	}
-	env.Enforcer.FlushEvents(context.Background())
+	env.Violations.Flush(context.Background())
 
 	ctx := context.Background()
 	page, err := viewer.ListEvents(ctx, client.EventFilter{})
@@ -84,11 +84,11 @@ func TestRateLimitEventsRecordThrottles(t *testing.T) {
 
 	// Paging and following over rows recorded directly.
 	for _, s := range []string{"user:a", "user:b", "user:c"} {
-		if err := env.Enforcer.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: s}); err != nil {
+		if err := env.Violations.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: s}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	env.Enforcer.FlushEvents(ctx)
+	env.Violations.Flush(ctx)
 	first, err := viewer.ListEvents(ctx, client.EventFilter{Limit: 2})
 	if err != nil || len(first.Events) != 2 || first.NextCursor == "" {
 		t.Fatalf("first page: %+v %v", first, err)
@@ -194,7 +194,7 @@ func TestRlapiTokenLockoutsAreRecorded(t *testing.T) {
 			t.Fatalf("locked /64: %d, want 429", a.status)
 		}
 	}
-	env.Enforcer.FlushEvents(context.Background())
+	env.Violations.Flush(context.Background())
 	viewer := clientFor(t, env, env.Token(t, "viewer", "viewer"))
 	page, err := viewer.ListEvents(context.Background(), client.EventFilter{Kind: ratelimit.EventAuthLockoutStarted})
 	if err != nil {
@@ -207,5 +207,32 @@ func TestRlapiTokenLockoutsAreRecorded(t *testing.T) {
 	if ev.Severity != ratelimit.SeverityHigh || ev.Subject != "ip:2001:db8:5:6::/64" || ev.Caller != "ip:2001:db8:5:6::/64" ||
 		ev.ClientIP != "2001:db8:5:6::2" || ev.Target != "rlapi" || ev.Limit != 2 || ev.Count != 1 {
 		t.Errorf("event %+v; want high, subject ip:2001:db8:5:6::/64, client_ip 2001:db8:5:6::2, target rlapi, limit 2, count 1", ev)
+	}
+}
+
+// The failed-credential lockouts gateways report (POST /api/auth-events)
+// are in the record of violations too: kind auth_lockout_started,
+// severity high, subject ip:<address or /64>, the failures that locked
+// it; one row per lockout.
+func TestGatewayAuthLockoutsAreRecorded(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, api.Config{})
+	gw := clientFor(t, env, env.Token(t, "gateway", ratelimit.RoleEnforcer))
+	for i := range 6 {
+		if _, err := gw.ReportAuth(t.Context(), client.AuthEvent{ClientIP: "203.0.113.9", Identity: "alice", Outcome: client.AuthFailure}); err != nil {
+			t.Fatalf("failure %d: %v", i+1, err)
+		}
+	}
+	env.Violations.Flush(context.Background())
+	viewer := clientFor(t, env, env.Token(t, "viewer", "viewer"))
+	page, err := viewer.ListEvents(context.Background(), client.EventFilter{Kind: ratelimit.EventAuthLockoutStarted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Events) != 1 {
+		t.Fatalf("events %+v, want one auth_lockout_started row", page.Events)
+	}
+	if ev := page.Events[0]; ev.Severity != ratelimit.SeverityHigh || ev.Subject != "ip:203.0.113.9" || ev.Limit != 5 || ev.Count != 1 {
+		t.Errorf("event %+v; want high, subject ip:203.0.113.9, limit 5, count 1", ev)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/pkg/client"
-	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/violations"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -20,14 +20,14 @@ func TestEventsFilterTakesEverySubjectTheRecordWrites(t *testing.T) {
 	t.Parallel()
 	env := apitest.Start(t, api.Config{})
 	ctx := context.Background()
-	for _, typ := range enforce.EventSubjectTypes() {
-		if err := env.Enforcer.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: typ + ":x"}); err != nil {
+	for _, typ := range violations.SubjectTypes() {
+		if err := env.Violations.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: typ + ":x"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	env.Enforcer.FlushEvents(ctx)
+	env.Violations.Flush(ctx)
 	c := clientFor(t, env, env.AdminToken)
-	for _, typ := range enforce.EventSubjectTypes() {
+	for _, typ := range violations.SubjectTypes() {
 		page, err := c.ListEvents(ctx, client.EventFilter{Subject: typ + ":x"})
 		if err != nil || len(page.Events) != 1 || page.Events[0].Subject != typ+":x" {
 			t.Errorf("subject %s:x: %+v %v, want its one row", typ, page.Events, err)

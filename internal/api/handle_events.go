@@ -11,15 +11,15 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
-	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/violations"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // eventSubjectTypes are the types an event's subject has, every one the
-// record writes (enforce.EventSubjectTypes), with client as another name
+// record writes (violations.SubjectTypes), with client as another name
 // for agent: a membership calls the caller with a client id a client.
-var eventSubjectTypes = append(enforce.EventSubjectTypes(), ratelimit.SubjectClient)
+var eventSubjectTypes = append(violations.SubjectTypes(), ratelimit.SubjectClient)
 
 // defaultEventPage keeps an unbounded query from reading the whole record.
 const defaultEventPage = 100

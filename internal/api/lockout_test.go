@@ -11,6 +11,7 @@ import (
 	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/escalation"
 	"github.com/rlctl/rlctl/pkg/httpgate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -21,7 +22,7 @@ import (
 // administrator.
 func escalationEnvs(t *testing.T, lockout time.Duration) (a, b *apitest.Env, admin *client.Client) {
 	t.Helper()
-	o := apitest.Options{Escalation: &enforce.EscalationOptions{After: 5, Within: 5 * time.Minute, Lockout: lockout}}
+	o := apitest.Options{Escalation: &escalation.Policy{After: 5, Within: 5 * time.Minute, Lockout: lockout}}
 	a = apitest.StartWith(t, api.Config{}, o)
 	b = apitest.StartReplicaWith(t, a, api.Config{}, o)
 	admin = clientFor(t, a, a.AdminToken)

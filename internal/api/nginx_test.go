@@ -24,7 +24,7 @@ import (
 	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/internal/testenv"
 	"github.com/rlctl/rlctl/pkg/client"
-	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/escalation"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 	"sigs.k8s.io/yaml"
 )
@@ -546,7 +546,7 @@ func TestNginxEscalationLockout(t *testing.T) {
 	bin := nginxBinary(t)
 	const secret = "nginx-test-secret-escalation"
 	env := apitest.StartWith(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.0/8"), GatewaySecret: secret},
-		apitest.Options{Escalation: &enforce.EscalationOptions{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
+		apitest.Options{Escalation: &escalation.Policy{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
 	admin := clientFor(t, env, env.AdminToken)
 	if _, err := admin.PutMembership(t.Context(), ratelimit.Membership{SubjectType: "user", Subject: "alice", Groups: []string{"hourly"}}, client.WriteOptions{}); err != nil {
 		t.Fatal(err)
@@ -738,7 +738,7 @@ func TestNginxAnonymousEscalationLockout(t *testing.T) {
 	bin := nginxBinary(t)
 	const secret = "nginx-test-secret-anonlock"
 	env := apitest.StartWith(t, api.Config{TrustedProxies: mustPrefixes("127.0.0.0/8"), GatewaySecret: secret},
-		apitest.Options{Escalation: &enforce.EscalationOptions{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
+		apitest.Options{Escalation: &escalation.Policy{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
 	admin := clientFor(t, env, env.AdminToken)
 	if _, err := admin.PutMembership(t.Context(), ratelimit.Membership{SubjectType: ratelimit.SubjectNetwork, Subject: "198.51.100.0/24",
 		Groups: []string{"hourly"}}, client.WriteOptions{}); err != nil {

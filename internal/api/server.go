@@ -21,6 +21,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/httpgate"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // Config is what an operator tunes; zero values take the defaults.
@@ -185,6 +186,15 @@ type Opts struct {
 	// CounterAdmin lists and resets the decisions' counters (GET and
 	// DELETE /api/rate-limit-counters); nil: those answer 503.
 	CounterAdmin enforce.CounterAdmin
+	// Violations is the record of violations rlapi's own failed-credential
+	// lockouts are added to (pkg/enforce/violations' Recorder, the one
+	// observing the Enforcer's decisions); nil: they are not recorded.
+	Violations EventRecorder
+}
+
+// EventRecorder adds an event to the record of violations.
+type EventRecorder interface {
+	RecordEvent(ev ratelimit.Event) error
 }
 
 // New returns a server over st.
@@ -222,8 +232,8 @@ func New(st *store.Store, cfg Config, opts Opts) *Server {
 	s.authThrottle = newAuthThrottle(opts.Counters, cfg.AuthMaxFailures, cfg.AuthWindow, cfg.AuthLockout,
 		maxTracked, s.now, s.log)
 	s.metrics.registry.MustRegister(s.authThrottle.lockouts, s.authThrottle.active)
-	if s.enforcer != nil {
-		s.authThrottle.recordTo(s.enforcer)
+	if opts.Violations != nil {
+		s.authThrottle.recordTo(opts.Violations)
 	}
 	s.tokens = newTokenCache(cfg.TokenCacheTTL, maxCachedTokens)
 	return s

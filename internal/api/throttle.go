@@ -32,18 +32,18 @@ type authThrottle struct {
 	log      *slog.Logger
 	lockouts prometheus.Counter
 	active   prometheus.Collector
-	// record, when set, adds a lockout to the record of violations (the
-	// Enforcer's: rl_events, the SIEM log), as gateways' lockouts are.
+	// record, when set, adds a lockout to the record of violations
+	// (rl_events, the SIEM log), as gateways' lockouts are.
 	record func(ratelimit.Event)
 }
 
-// recordTo records this throttle's lockouts through e (RecordEvent):
+// recordTo records this throttle's lockouts in the record of violations:
 // kind auth_lockout_started, severity high, subject ip:<address or
 // prefix>, the client address, the failures that locked it, and target
 // "rlapi" (the management API was the endpoint, not a gateway's).
-func (a *authThrottle) recordTo(e *enforce.Enforcer) {
+func (a *authThrottle) recordTo(rec EventRecorder) {
 	a.record = func(ev ratelimit.Event) {
-		if err := e.RecordEvent(ev); err != nil {
+		if err := rec.RecordEvent(ev); err != nil {
 			a.log.Warn("auth lockout: could not record the event", "err", err)
 		}
 	}

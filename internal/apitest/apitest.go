@@ -22,7 +22,9 @@ import (
 	"github.com/rlctl/rlctl/internal/token"
 	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/escalation"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
+	"github.com/rlctl/rlctl/pkg/enforce/violations"
 )
 
 // Env is one running rlapi.
@@ -32,6 +34,9 @@ type Env struct {
 	Store      *store.Store
 	// Enforcer answers the decision endpoints.
 	Enforcer *enforce.Enforcer
+	// Violations is the record of violations observing the Enforcer
+	// (rl_events): tests flush it (Flush) and add to it (RecordEvent).
+	Violations *violations.Recorder
 	// Server is the rlapi served.
 	Server *api.Server
 }
@@ -83,7 +88,7 @@ func startReplica(t testing.TB, e *Env, cfg api.Config, o Options) *Env {
 // (rlapi's flags build them in cmd/rlapi).
 type Options struct {
 	// Escalation turns on escalation lockouts (rlapi --lockout-*).
-	Escalation *enforce.EscalationOptions
+	Escalation *escalation.Policy
 	// Logger receives rlapi's and the Enforcer's logs (nil: discarded,
 	// or stderr when RLAPI_TEST_LOG is set).
 	Logger *slog.Logger
@@ -139,18 +144,38 @@ func serve(t testing.TB, st *store.Store, cfg api.Config, o Options) *Env {
 	if counters == nil {
 		counters = postgres.NewCounterStore(st.Pool())
 	}
-	// Failed-credential throttling as rlapi runs it (5 failures in 60 s, 300 s).
-	throttle, err := auththrottle.New(counters, auththrottle.Options{IPv6Prefix: cfg.IPv6Prefix, Registerer: registry})
+	// Wired as cmd/rlapi wires them: the record of violations and
+	// escalation observe the decisions, and the failed-credential
+	// throttle (5 failures in 60 s, 300 s, as rlapi runs it) guards them
+	// and reports its lockouts to the record.
+	rec, err := violations.New(postgres.NewEventSink(st.Pool()), violations.Opts{Logger: log, Registerer: registry})
 	if err != nil {
 		t.Fatal(err)
+	}
+	throttle, err := auththrottle.New(counters, auththrottle.Options{IPv6Prefix: cfg.IPv6Prefix, Registerer: registry, OnEvent: rec.AuthEvent})
+	if err != nil {
+		rec.Close()
+		t.Fatal(err)
+	}
+	source := postgres.NewSource(st.Pool())
+	observers := []enforce.Observer{rec}
+	if o.Escalation != nil {
+		esc, err := escalation.New(source, counters, *o.Escalation, escalation.Opts{Record: rec, Logger: log})
+		if err != nil {
+			rec.Close()
+			t.Fatal(err)
+		}
+		observers = append(observers, esc)
 	}
 	enf, err := postgres.New(context.Background(), st.Pool(), enforce.Options{SweepInterval: -1, Logger: log, Registerer: registry, IPv6Prefix: cfg.IPv6Prefix,
-		Counters: counters, Guard: throttle, Escalation: o.Escalation})
+		Counters: counters, Source: source, Observers: observers, Guard: throttle})
 	if err != nil {
+		rec.Close()
 		t.Fatal(err)
 	}
-	t.Cleanup(enf.Close)
-	srv := api.New(st, cfg, api.Opts{Logger: log, Enforcer: enf, AuthThrottle: throttle, Registry: registry, Counters: counters, CounterAdmin: counters})
+	t.Cleanup(func() { enf.Close(); rec.Close() })
+	srv := api.New(st, cfg, api.Opts{Logger: log, Enforcer: enf, AuthThrottle: throttle, Registry: registry, Counters: counters, CounterAdmin: counters,
+		Violations: rec})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
@@ -169,7 +194,7 @@ func serve(t testing.TB, st *store.Store, cfg api.Config, o Options) *Env {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	return &Env{URL: "http://" + ln.Addr().String(), Store: st, Enforcer: enf, Server: srv}
+	return &Env{URL: "http://" + ln.Addr().String(), Store: st, Enforcer: enf, Violations: rec, Server: srv}
 }
 
 // Token creates a token of role directly in the store and returns it.

@@ -44,16 +44,16 @@ func TestDashboardIncidents(t *testing.T) {
 	if throttled == 0 {
 		t.Fatal("no call was throttled")
 	}
-	if err := env.Enforcer.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:e2e-flooder",
+	if err := env.Violations.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:e2e-flooder",
 		DefinitionID: "caller:group:e2e-tier:60", Count: 7}); err != nil {
 		t.Fatal(err)
 	}
 	// An anonymous caller, keyed by its client address.
-	if err := env.Enforcer.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: "ip:203.0.113.7",
+	if err := env.Violations.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: "ip:203.0.113.7",
 		DefinitionID: "caller:group:anonymous:60", Count: 5}); err != nil {
 		t.Fatal(err)
 	}
-	env.Enforcer.FlushEvents(ctx)
+	env.Violations.Flush(ctx)
 
 	home := t.TempDir()
 	cmd := exec.CommandContext(ctx, bin, "dashboard", "--server", env.URL, "--token", env.AdminToken, "--refresh", "500ms")

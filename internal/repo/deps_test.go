@@ -152,6 +152,12 @@ var rules = []rule{
 		),
 	},
 	{
+		name:   "enforce-core-no-observers",
+		want:   "the core of pkg/enforce imports no observer of its decisions (pkg/enforce/violations, pkg/enforce/escalation): they implement enforce.Observer and are wired by who builds the Enforcer",
+		from:   exactly("pkg/enforce"),
+		forbid: prefixed(module+"/pkg/enforce/violations", module+"/pkg/enforce/escalation"),
+	},
+	{
 		name:   "enforce-no-grpc",
 		want:   "pkg/enforce and its packages link no gRPC or Envoy code (grpc, go-control-plane, pkg/envoyrls): the Envoy protocol is an adapter over them",
 		from:   under("pkg/enforce"),

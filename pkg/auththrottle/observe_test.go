@@ -17,6 +17,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
+	"github.com/rlctl/rlctl/pkg/enforce/violations"
 	"github.com/rlctl/rlctl/pkg/httpgate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -89,12 +90,16 @@ func TestLockoutsAreCountedLoggedAndRecorded(t *testing.T) {
 	logs := &syncBuffer{}
 	record := &sink{}
 	counters := memory.New()
-	th, err := auththrottle.New(counters, auththrottle.Options{Now: clk.Now, Registerer: reg})
+	violated, err := violations.New(record, violations.Opts{Now: clk.Now, FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := auththrottle.New(counters, auththrottle.Options{Now: clk.Now, Registerer: reg, OnEvent: violated.AuthEvent})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e, err := enforce.New(context.Background(), enforce.Options{Counters: counters, Source: enforcetest.StaticSource(enforce.State{}),
-		Now: clk.Now, SweepInterval: -1, CacheTTL: 72 * time.Hour, Guard: th, Registerer: reg, Violations: record,
+		Now: clk.Now, SweepInterval: -1, CacheTTL: 72 * time.Hour, Guard: th, Registerer: reg, Observers: []enforce.Observer{violated},
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +130,8 @@ func TestLockoutsAreCountedLoggedAndRecorded(t *testing.T) {
 	if n := counterValue(t, reg, "rlctl_enforce_checks_total", "outcome", "auth_locked"); n != 3 {
 		t.Errorf(`rlctl_enforce_checks_total{outcome="auth_locked"} = %v, want 3 (two Checks, one AuthMiddleware request)`, n)
 	}
-	e.Close() // writes the aggregated lines and the record
+	e.Close()        // writes the aggregated lines
+	violated.Close() // and the record
 	out := logs.String()
 	for _, want := range []string{
 		`msg="auth lockout" event=auth_lockout_started count=1`, "scope=gateway caller=ip:198.51.100.7 identity=alice failures=5 duration=5m0s",

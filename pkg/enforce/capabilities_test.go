@@ -2,20 +2,14 @@ package enforce_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
-	"github.com/rlctl/rlctl/pkg/enforce/filesource"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
-	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 )
 
 // lacking is a counter store that declares some capabilities missing (and
@@ -46,14 +40,13 @@ func (s lacking) Reset(ctx context.Context, gates []enforce.CounterGate, now, de
 
 func (lacking) BackendName() string { return "lacking" }
 
-// New refuses every option that needs a capability its counter store or
-// source does not declare, with a message naming the option and the
-// capability, instead of running with the feature silently off; the same
-// options over stores that declare it start.
+// New refuses every option that needs a capability its counter store
+// does not declare, with a message naming the option and the capability,
+// instead of running with the feature silently off; the same options over
+// stores that declare it start. (Escalation, an observer, is refused by
+// its own constructor: pkg/enforce/escalation's tests.)
 func TestNewRefusesWhatTheSeamsCannotDo(t *testing.T) {
 	t.Parallel()
-	escalation := &enforce.EscalationOptions{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute}
-	pgSource := func(t *testing.T) enforce.Source { return postgres.NewSource(pgtest.NewStore(t).Pool()) }
 	static := func(*testing.T) enforce.Source {
 		return enforcetest.StaticSource(enforce.State{Definitions: enforcetest.Sentinels()})
 	}
@@ -68,12 +61,6 @@ func TestNewRefusesWhatTheSeamsCannotDo(t *testing.T) {
 			enforce.Options{Leases: &enforce.LeaseOptions{}}, []string{"Options.Leases", "GiveBack", "lacking"}},
 		{"leases over a store that gives back", lacking{memory.New(), true, false}, static,
 			enforce.Options{Leases: &enforce.LeaseOptions{}}, nil},
-		{"escalation over a store that cannot reset", lacking{memory.New(), true, false}, pgSource,
-			enforce.Options{Escalation: escalation}, []string{"Options.Escalation", "Reset", "lacking"}},
-		{"escalation over a source that cannot write lockouts", memory.New(), static,
-			enforce.Options{Escalation: escalation}, []string{"Options.Escalation", "LockOut"}},
-		{"escalation over a store that resets and a source that writes lockouts", lacking{memory.New(), false, true}, pgSource,
-			enforce.Options{Escalation: escalation}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -97,32 +84,6 @@ func TestNewRefusesWhatTheSeamsCannotDo(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// The file source cannot write lockouts and says so: New refuses
-// escalation over it, naming the capability, and its LockOut answers
-// enforce.ErrNotImplemented.
-func TestEscalationRefusedOverAFileSource(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "rlctl.yaml")
-	if err := os.WriteFile(path, []byte("definitions:\n  - {axis: target, entity_type: mcp_server, name: s, window_seconds: 60, max_requests: 5}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	src, err := filesource.New(path, filesource.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if src.Capabilities().LockOut {
-		t.Fatal("the file source declares it writes lockouts")
-	}
-	if _, err := src.LockOut(t.Context(), enforce.Lockout{SubjectType: "user", Subject: "alice", Until: time.Now().Add(time.Hour)}); !errors.Is(err, enforce.ErrNotImplemented) {
-		t.Errorf("LockOut: %v, want enforce.ErrNotImplemented", err)
-	}
-	_, err = enforce.New(t.Context(), enforce.Options{Counters: memory.New(), Source: src, SweepInterval: -1,
-		Escalation: &enforce.EscalationOptions{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
-	if err == nil || !strings.Contains(err.Error(), "LockOut") || !strings.Contains(err.Error(), "filesource") {
-		t.Fatalf("New with escalation over a file source: %v, want a refusal naming LockOut and the source", err)
 	}
 }
 

@@ -27,6 +27,26 @@ func TestCoreLinksNoBackend(t *testing.T) {
 	}
 }
 
+// TestCoreImportsNoObserver: the record of violations and escalation are
+// observers of the core's decisions (observer.go), in packages of their
+// own that import the core; the core links neither, so a gateway that
+// wants neither links neither.
+func TestCoreImportsNoObserver(t *testing.T) {
+	t.Parallel()
+	const module = "github.com/rlctl/rlctl/"
+	out, err := exec.Command("go", "list", "-deps", module+"pkg/enforce").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, observer := range []string{module + "pkg/enforce/violations", module + "pkg/enforce/escalation"} {
+			if dep == observer {
+				t.Errorf("pkg/enforce links the observer %s", dep)
+			}
+		}
+	}
+}
+
 // TestCoreHoldsNoProtocol: the protocols are adapters around the core
 // (pkg/httpgate builds a Call from an HTTP request and renders the
 // Decision as status, problem and headers; pkg/envoyrls does the same for

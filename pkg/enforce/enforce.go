@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -89,40 +88,19 @@ type Options struct {
 	Logger     *slog.Logger
 	// Registerer receives the metrics (nil: not registered).
 	Registerer prometheus.Registerer
-	// Violations keeps the record of violations (violations.go): throttles
-	// and quarantine denials aggregated per minute, subject and definition.
-	// pkg/enforce/postgres's Open and New default it to the rl_events table;
-	// nil keeps no record (the metric and ViolationLog still count).
-	Violations ViolationSink
-	// ViolationLog receives one JSON line per aggregated event per flush,
-	// for SIEMs (nil: none).
-	ViolationLog io.Writer
-	// ViolationBuffer bounds the subjects' rows one flush writes (default
-	// DefaultViolationBuffer), and ViolationRowsPerMinute those a minute
-	// gets (default DefaultViolationRowsPerMinute): the calls of further
-	// subjects are folded into one summary row per kind, definition and
-	// minute (violations.go) and counted in
-	// rlctl_enforce_violations_summarized_total.
-	ViolationBuffer        int
-	ViolationRowsPerMinute int
-	// ViolationFlushInterval is how often the entries are written (default
-	// DefaultViolationFlushInterval).
-	ViolationFlushInterval time.Duration
+	// Observers are told of every decision that refuses a call by a rule
+	// of the core (a throttle of Check, a quarantine denial), in order, and
+	// may replace it (observer.go): the record of violations
+	// (pkg/enforce/violations) and escalation lockouts
+	// (pkg/enforce/escalation) are observers. pkg/enforce/postgres's Open
+	// and New, given none (nil), add a record of violations on the
+	// rl_events table.
+	Observers []Observer
 
 	// Guard, when set, screens every call before anything else
 	// (guard.go): pkg/auththrottle's Throttle refuses an address locked
 	// out for failed authentications, administrators included.
 	Guard Guard
-
-	// Escalation, when set, turns on escalation lockouts (lockout.go):
-	// a caller throttled Escalation.After times within Escalation.Within
-	// is quarantined for Escalation.Lockout through Source.LockOut. The
-	// Source must declare LockOut, Counters Reset (the violation count is
-	// cleared once a lockout starts).
-	Escalation *EscalationOptions
-	// OnLockout, when set, is told of every escalation lockout this
-	// Enforcer wrote (event lockout_started).
-	OnLockout func(Lockout)
 
 	// Leases, when set, turns on leases for hot keys (lease.go,
 	// docs/design/leases.md): a block of a hot gate's
@@ -158,13 +136,11 @@ type Enforcer struct {
 	// exhausted remembers the gates this replica saw used up, for the
 	// fail policy (exhausted.go).
 	exhausted *exhaustedKeys
-	// recentLockouts are the escalation lockouts this replica wrote, until
-	// its snapshot holds them (lockout_recent.go); reloads counts the
-	// snapshot reloads started.
+	// recentLockouts are the escalation lockouts this replica's observers
+	// wrote, until its snapshot holds them (lockout_recent.go); reloads
+	// counts the snapshot reloads started.
 	recentLockouts recentLockouts
 	reloads        atomic.Uint64
-	// violations aggregates the record of violations (violations.go).
-	violations *violationRecorder
 	// leases decide hot keys locally (nil: off; lease.go).
 	leases *leaser
 	// canGiveBack: counters can give back what a call took (a call a Guard
@@ -216,17 +192,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		return nil, err
 	}
 	e.metrics = m
-	e.violations = newViolationRecorder(opts, e.log, e.now, m)
-	e.events.onRecord = e.recordLogged
-	if opts.ViolationFlushInterval <= 0 {
-		opts.ViolationFlushInterval = DefaultViolationFlushInterval
-	}
 	m.backendTimeout.Set(opts.BackendTimeout.Seconds())
-	if opts.Escalation != nil {
-		if err := CheckEscalation(*opts.Escalation); err != nil {
-			return nil, fmt.Errorf("enforce: Options.Escalation: %w", err)
-		}
-	}
 	if err := e.refresh(ctx); err != nil {
 		return nil, err
 	}
@@ -249,11 +215,10 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		e.wg.Add(1)
 		go e.every(bg, min(max(e.leases.opts.Time/4, 10*time.Millisecond), 100*time.Millisecond), func(context.Context) { e.leases.reap(e.now()) })
 	}
-	e.wg.Add(4)
+	e.wg.Add(3)
 	go e.listen(bg)
 	go e.refreshLoop(bg)
 	go e.every(bg, e.events.interval, e.flush)
-	go e.every(bg, opts.ViolationFlushInterval, e.flushViolations)
 	if opts.SweepInterval > 0 {
 		e.wg.Add(1)
 		go e.every(bg, e.opts.SweepInterval, e.sweep)
@@ -265,7 +230,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 // store or the source does not declare, naming it: running with the
 // feature silently off (or half working) is never the answer.
 func checkCapabilities(opts Options) error {
-	counters, source := opts.Counters.Capabilities(), opts.Source.Capabilities()
+	counters := opts.Counters.Capabilities()
 	need := func(option, capability, why string) error {
 		return fmt.Errorf("enforce: %s needs a counter store with the %s capability (%s); %s does not declare it",
 			option, capability, why, backendName(opts.Counters))
@@ -273,21 +238,11 @@ func checkCapabilities(opts Options) error {
 	if opts.Leases != nil && !counters.GiveBack {
 		return need("Options.Leases", "GiveBack", "what a lease did not use is given back")
 	}
-	if opts.Escalation != nil {
-		// A lockout is written through the source: without that, every
-		// lockout would silently not happen.
-		if !source.LockOut {
-			return fmt.Errorf("enforce: Options.Escalation needs a Source with the LockOut capability (it writes the lockouts, as pkg/enforce/postgres's Source does); %T does not declare it", opts.Source)
-		}
-		if !counters.Reset {
-			return need("Options.Escalation", "Reset", "an ended lockout's violation count is cleared")
-		}
-	}
 	return nil
 }
 
-// Close stops the background work, writes the log lines and the
-// violation events still aggregated, then runs Options.OnClose.
+// Close stops the background work, writes the log lines still
+// aggregated, then runs Options.OnClose.
 func (e *Enforcer) Close() {
 	e.cancel()
 	e.wg.Wait()
@@ -296,7 +251,6 @@ func (e *Enforcer) Close() {
 		e.leases.close()
 	}
 	e.events.flush()
-	e.violations.flush(context.Background())
 	if e.opts.OnClose != nil {
 		e.opts.OnClose()
 	}
@@ -372,7 +326,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		if d, refused := e.settle(ctx, q); refused {
 			return d, nil
 		}
-		return stop(), nil
+		return e.observed(ctx, c, stop(), v, consume, now), nil
 	}
 	// 3-5. Caller, caller_target, target, tool, route and descriptor gates.
 	gates := v.gatesAt(now)
@@ -396,8 +350,8 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if reps != nil {
 		d = e.unfold(ctx, d, reps, consume, now)
 	}
-	if consume && err == nil && d.Reason == ReasonThrottled && !v.admin && e.opts.Escalation != nil {
-		d, _ = e.escalate(ctx, c, d, now)
+	if err == nil {
+		d = e.observed(ctx, c, d, v, consume, now)
 	}
 	return d, err
 }
@@ -493,10 +447,8 @@ func targetSubject(targetType, name string) string {
 func (e *Enforcer) quarantined(scope, entityType string, c Call, target string) Decision {
 	e.metrics.checks.WithLabelValues("quarantined").Inc()
 	e.metrics.quarantineDenied.WithLabelValues(scope, entityType).Inc()
-	caller := e.eventCaller(c)
 	e.events.record(event{reason: eventQuarantined, scope: scope, username: c.Username, clientID: c.ClientID,
-		targetType: c.TargetType, target: target, caller: caller})
-	e.recordQuarantine(c, scope, target, caller)
+		targetType: c.TargetType, target: target, caller: e.eventCaller(c)})
 	return Decision{Allowed: false, Reason: ReasonQuarantined, QuarantineScope: scope}
 }
 
@@ -870,10 +822,8 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 		d.RetryAfter = retryAfter(latest.wait(now))
 		e.metrics.checks.WithLabelValues("throttled").Inc()
 		if consume {
-			caller := e.eventCaller(c)
 			e.events.record(event{reason: eventThrottled, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-				target: c.TargetName, gate: latest.DefinitionID, limit: latest.Limit, retryAfter: d.RetryAfter, caller: caller})
-			e.recordThrottle(c, latest, caller)
+				target: c.TargetName, gate: latest.DefinitionID, limit: latest.Limit, retryAfter: d.RetryAfter, caller: e.eventCaller(c)})
 		}
 	} else {
 		e.metrics.checks.WithLabelValues("allowed").Inc()

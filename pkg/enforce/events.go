@@ -84,10 +84,6 @@ type eventLog struct {
 	interval time.Duration
 	maxKeys  int
 
-	// onRecord, when set, sees every event recorded (the record of
-	// violations takes the kinds it keeps from here: violations.go).
-	onRecord func(event)
-
 	mu      sync.Mutex
 	since   time.Time // start of the current interval
 	counts  map[eventKey]*eventCount
@@ -109,9 +105,6 @@ func newEventLog(log *slog.Logger, now func() time.Time, opts eventLogOpts) *eve
 // record counts ev, and writes the lines of the interval that ended if
 // one did.
 func (l *eventLog) record(ev event) {
-	if l.onRecord != nil {
-		l.onRecord(ev)
-	}
 	k := ev.key()
 	l.mu.Lock()
 	if c, ok := l.counts[k]; ok {

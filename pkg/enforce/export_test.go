@@ -41,9 +41,3 @@ func ReloadAfter(ctx context.Context, src Source, prev Snapshot, ch *Change, now
 	_, n, err := loadChanges(ctx, src, prev.s, c, now)
 	return n.definitions + n.memberships + n.admins, err
 }
-
-// LogEvent writes an event to the aggregated log as a detection inside the
-// package would (TestLoggedLockoutsAreRecorded).
-func (e *Enforcer) LogEvent(reason, caller, gate string) {
-	e.events.record(event{reason: reason, caller: caller, gate: gate})
-}

@@ -13,8 +13,9 @@ import (
 // pass on this replica. The bound only matters when that notice is lost.
 const recentLockoutMemory = 5 * time.Second
 
-// recentLockouts are the escalation lockouts this replica wrote, by the
-// locked caller's membership id, until its snapshot holds them.
+// recentLockouts are the escalation lockouts this replica's observers
+// wrote (Verdict.Lockout), by the locked caller's membership id, until its
+// snapshot holds them.
 type recentLockouts struct {
 	n     atomic.Int32 // entries: the hot path looks no further while 0
 	mu    sync.RWMutex

@@ -30,12 +30,6 @@ type metrics struct {
 	swept            prometheus.Counter
 	reloads          *prometheus.CounterVec // kind
 	rowsRead         *prometheus.CounterVec // table
-	// violations counts the calls the record of violations stands for;
-	// violationsDropped those it could not keep.
-	violations        *prometheus.CounterVec // kind, severity, axis
-	violationsDropped *prometheus.CounterVec // reason
-	// violationsSummarized counts the calls folded into summary rows.
-	violationsSummarized *prometheus.CounterVec // reason
 
 	// backendName is the counter store's backend label (backendName).
 	backendName string
@@ -103,15 +97,6 @@ func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() ti
 			Help: "Snapshot reloads by kind: full (everything read), partial (only the rows change notifications named)."}, []string{"kind"}),
 		rowsRead: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_snapshot_rows_read_total",
 			Help: "Rows read by snapshot reloads, by table (definitions, memberships, admins)."}, []string{"table"}),
-		violations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_violations_total",
-			Help: "Calls recorded as violation events, by kind (rate_limit_exceeded, quarantine_denied, lockout_started, auth_lockout_started), severity and axis (clr, ctg, tgt, quarantine_caller, quarantine_target, none)."},
-			[]string{"kind", "severity", "axis"}),
-		violationsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_violations_dropped_total",
-			Help: "Calls the record of violations could not keep, by reason: buffer_full (more summary rows than Options.ViolationBuffer between flushes: that many definitions refusing past the caps), write_failed (the store refused and the retry buffer was full)."},
-			[]string{"reason"}),
-		violationsSummarized: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_violations_summarized_total",
-			Help: "Calls the record of violations folded into a summary row (subject overflow:subjects, one per kind, definition and minute) instead of a row of their subject, by the cap that was full: per_flush (Options.ViolationBuffer subjects in one flush) or per_minute (Options.ViolationRowsPerMinute subjects in one minute)."},
-			[]string{"reason"}),
 	}
 	m.cacheHit = m.cache.WithLabelValues("hit")
 	if reg == nil {
@@ -119,7 +104,7 @@ func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() ti
 	}
 	for _, c := range []prometheus.Collector{flushingCollector{m, []prometheus.Collector{m.checks, m.gateChecks}}, m.throttled, m.shadowDenied, m.quarantineDenied,
 		m.errors, m.cache, m.backend, m.snapshotLoad, m.notifications, m.swept, m.reloads, m.rowsRead, m.backendTimeout, m.enabled,
-		m.violations, m.violationsDropped, m.violationsSummarized, newQuarantineCollector(count, now)} {
+		newQuarantineCollector(count, now)} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

@@ -154,8 +154,9 @@ type GateState struct {
 // (Reset), it declares in Capabilities, and when it declares one missing
 // the method returns an error wrapping ErrNotImplemented. New refuses the
 // options that need a capability the store lacks (leases need GiveBack;
-// the failed-credential throttle and escalation need Reset). Every store
-// in this module declares both.
+// the failed-credential throttle needs Reset), and so does
+// pkg/enforce/escalation's New (Reset). Every store in this module
+// declares both.
 type CounterStore interface {
 	// Take decides a batch of calls in one round trip where the store
 	// can: each call all or nothing, calls sharing a counter seeing each
@@ -307,8 +308,8 @@ type TablesRequest struct {
 // Source says what to count. Every method is mandatory; writing lockouts
 // and counting quarantines are capabilities a source declares
 // (Capabilities), answering ErrNotImplemented (wrapped) from the method
-// when it lacks one. New refuses escalation over a source that does not
-// declare LockOut.
+// when it lacks one. pkg/enforce/escalation's New refuses a source that
+// does not declare LockOut.
 type Source interface {
 	// Load reads everything, consistently (one snapshot of the source).
 	Load(ctx context.Context) (State, error)

@@ -31,6 +31,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
+	"github.com/rlctl/rlctl/pkg/enforce/violations"
 	"github.com/rlctl/rlctl/pkg/envoyrls"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -43,6 +44,7 @@ type harness struct {
 	env   *apitest.Env
 	admin *client.Client
 	enf   *enforce.Enforcer
+	rec   *violations.Recorder
 	rls   rlsv3.RateLimitServiceClient
 }
 
@@ -59,12 +61,16 @@ func startOn(t *testing.T, env *apitest.Env, mut func(*envoyrls.Options)) *harne
 	// A backend timeout no loaded test machine reaches: a decision the
 	// fail-open policy answered would count nothing, and the counts below
 	// are exact.
-	enf, err := postgres.New(context.Background(), env.Store.Pool(), enforce.Options{SweepInterval: -1, BackendTimeout: time.Minute,
-		Now: func() time.Time { return testNow }})
+	rec, err := violations.New(postgres.NewEventSink(env.Store.Pool()), violations.Opts{Now: func() time.Time { return testNow }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(enf.Close)
+	enf, err := postgres.New(context.Background(), env.Store.Pool(), enforce.Options{SweepInterval: -1, BackendTimeout: time.Minute,
+		Now: func() time.Time { return testNow }, Observers: []enforce.Observer{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { enf.Close(); rec.Close() })
 	opts := envoyrls.Options{Enforcer: enf, Now: func() time.Time { return testNow }}
 	if mut != nil {
 		mut(&opts)
@@ -74,7 +80,7 @@ func startOn(t *testing.T, env *apitest.Env, mut func(*envoyrls.Options)) *harne
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{env: env, admin: admin, enf: enf, rls: rlsv3.NewRateLimitServiceClient(conn)}
+	return &harness{env: env, admin: admin, enf: enf, rec: rec, rls: rlsv3.NewRateLimitServiceClient(conn)}
 }
 
 // serve serves a Service of opts on a gRPC server of its own, built with
@@ -556,7 +562,7 @@ func TestDescriptorThrottlesNameTheCaller(t *testing.T) {
 	if got := codesOf(h.ask(t, "edge", rd("path", "/api"))); got != "OVER_LIMIT OVER_LIMIT" {
 		t.Fatalf("the second anonymous request: %s, want OVER_LIMIT", got)
 	}
-	h.enf.FlushEvents(t.Context())
+	h.rec.Flush(t.Context())
 	for subject, def := range map[string]string{"user:bob": "target:descriptor:edge/user:60", "descriptor:edge": "target:descriptor:edge/path=%2Fapi:60"} {
 		page, err := h.admin.ListEvents(t.Context(), client.EventFilter{Subject: subject})
 		if err != nil || len(page.Events) != 1 || page.Events[0].DefinitionID != def || page.Events[0].Count != 1 {

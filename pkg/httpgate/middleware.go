@@ -58,7 +58,7 @@ type MiddlewareOptions struct {
 //     application/problem+json body; next is not called;
 //   - quarantined: 403 with a problem body and no rate-limit headers (an
 //     access decision: retrying will not help);
-//   - locked out by an escalation lockout (enforce.Options.Escalation):
+//   - locked out by an escalation lockout (pkg/enforce/escalation):
 //     429 with Retry-After and X-Lockout-Remaining;
 //   - locked out for failed authentications (pkg/auththrottle, the
 //     Enforcer's Options.Guard):

@@ -387,7 +387,7 @@ const (
 
 // Lockout says whether the definition's throttles count toward a caller's
 // escalation lockout: its CountsTowardLockout when set, else by its
-// buckets, as enforcers decide (pkg/enforce, Gate.countsTowardLockout):
+// buckets, as enforcers decide (pkg/enforce/escalation, countsTowardLockout):
 // buckets kept for the caller alone count, buckets other callers share
 // do not. "" for the quarantine axis, which throttles nothing.
 func (d Definition) Lockout() string {

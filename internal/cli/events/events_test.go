@@ -21,11 +21,11 @@ import (
 func record(h *clitest.Rlctl, evs ...rl.Event) {
 	h.T.Helper()
 	for _, ev := range evs {
-		if err := h.Env.Enforcer.RecordEvent(ev); err != nil {
+		if err := h.Env.Violations.RecordEvent(ev); err != nil {
 			h.T.Fatal(err)
 		}
 	}
-	h.Env.Enforcer.FlushEvents(context.Background())
+	h.Env.Violations.Flush(context.Background())
 }
 
 func rows(out string) [][]string {

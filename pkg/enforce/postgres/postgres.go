@@ -20,14 +20,17 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/violations"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // Open connects to the rlctl database at url (a pool of opts.MaxConns
 // connections, default 12) and starts an Enforcer on it. The Enforcer's
-// Close closes the pool. opts.Counters, opts.Source and opts.Violations,
-// when set, are kept (say, counters elsewhere, definitions from here);
-// unset, the record of violations goes to rl_events (EventSink).
+// Close closes the pool. opts.Counters and opts.Source, when set, are kept
+// (say, counters elsewhere, definitions from here). opts.Observers, when
+// nil, gets a record of violations on rl_events (EventSink), which the
+// Enforcer's Close flushes and stops; any other list (an empty one: no
+// record) is kept as given.
 func Open(ctx context.Context, url string, opts enforce.Options) (*enforce.Enforcer, error) {
 	maxConns := opts.MaxConns
 	if maxConns <= 0 {
@@ -54,7 +57,8 @@ func Open(ctx context.Context, url string, opts enforce.Options) (*enforce.Enfor
 
 // New starts an Enforcer on a pool the caller owns (and closes after the
 // Enforcer): rlapi embeds one on its decisions pool. Keep the pool one
-// connection larger than opts.Workers: the source listens on one.
+// connection larger than opts.Workers: the source listens on one. Its
+// defaults are Open's.
 func New(ctx context.Context, pool *pgxpool.Pool, opts enforce.Options) (*enforce.Enforcer, error) {
 	return newEnforcer(ctx, store.New(pool), opts)
 }
@@ -66,13 +70,32 @@ func newEnforcer(ctx context.Context, st *store.Store, opts enforce.Options) (*e
 	if opts.Source == nil {
 		opts.Source = NewSource(st.Pool())
 	}
-	if opts.Violations == nil {
-		opts.Violations = NewEventSink(st.Pool())
+	if opts.Observers == nil {
+		rec, err := violations.New(NewEventSink(st.Pool()), violations.Opts{Now: opts.Now, Logger: opts.Logger,
+			Registerer: opts.Registerer})
+		if err != nil {
+			return nil, err
+		}
+		opts.Observers = []enforce.Observer{rec}
+		onClose := opts.OnClose
+		opts.OnClose = func() {
+			rec.Close()
+			if onClose != nil {
+				onClose()
+			}
+		}
+		e, err := enforce.New(ctx, opts)
+		if err != nil {
+			rec.Close()
+			return nil, err
+		}
+		return e, nil
 	}
 	return enforce.New(ctx, opts)
 }
 
-// EventSink is an enforce.ViolationSink on the rl_events table (migration
+// EventSink is a violations.Sink (the record of violations) on the
+// rl_events table (migration
 // 017): each flush is one upsert, so every replica's events for the same
 // minute, kind, subject and definition add up in one row. rlapi deletes
 // rows past its retention (--events-retention).
@@ -85,7 +108,7 @@ func NewEventSink(pool *pgxpool.Pool) *EventSink {
 	return &EventSink{st: store.New(pool)}
 }
 
-var _ enforce.ViolationSink = (*EventSink)(nil)
+var _ violations.Sink = (*EventSink)(nil)
 
 // WriteEvents upserts evs (distinct keys) in one statement.
 func (s *EventSink) WriteEvents(ctx context.Context, evs []ratelimit.Event) error {

@@ -1,4 +1,14 @@
-package enforce
+// Package violations is the record of violations: an observer of the
+// enforcement core's decisions (enforce.Observer) that counts every
+// throttle and quarantine denial, and every lockout reported to it
+// (RecordEvent), into one entry per (minute, kind, subject, definition),
+// written in the background to a Sink (pkg/enforce/postgres's EventSink:
+// the rl_events table) and as JSON lines to a log for SIEMs.
+//
+//	rec, err := violations.New(postgres.NewEventSink(pool), violations.Opts{Registerer: reg})
+//	defer rec.Close() // after the Enforcer's Close
+//	e, err := postgres.New(ctx, pool, enforce.Options{Observers: []enforce.Observer{rec}})
+package violations
 
 import (
 	"context"
@@ -16,46 +26,48 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rlctl/rlctl/pkg/auththrottle"
+	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // The record of violations. Every throttle and quarantine denial an
-// Enforcer decides (and every lockout a caller reports through
-// RecordEvent) is counted into one entry per (minute, kind, subject,
-// definition); a background flush writes the entries to the ViolationSink
-// in one batch (pkg/enforce/postgres upserts them into rl_events, where a
-// row's count grows while its minute lasts) and one JSON line per entry to
-// the ViolationLog. So a flood of any size from one subject writes one row
+// Enforcer decides (the Recorder observes its decisions) and every lockout
+// reported through RecordEvent is counted into one entry per (minute,
+// kind, subject, definition); a background flush writes the entries to the
+// Sink in one batch (pkg/enforce/postgres upserts them into rl_events,
+// where a row's count grows while its minute lasts) and one JSON line per
+// entry to Opts.Log. So a flood of any size from one subject writes one row
 // a minute, and one log line per flush.
 //
 // A flood from many subjects is bounded too: one flush writes the rows of
-// at most Options.ViolationBuffer subjects' keys, and one minute gets at
-// most Options.ViolationRowsPerMinute new keys. The calls of the keys past
+// at most Opts.Buffer subjects' keys, and one minute gets at
+// most Opts.RowsPerMinute new keys. The calls of the keys past
 // either cap are not dropped: they are folded into one summary row per
 // (minute, kind, definition), subject ratelimit.EventSubjectOverflow, whose
 // count is their calls and MoreSubjects how many distinct subjects they
 // came from ("N more subjects"; exact up to overflowTrack subjects a
 // minute, a lower bound past that), and counted in
 // rlctl_enforce_violations_summarized_total by the cap that was full. So
-// a replica writes at most ViolationRowsPerMinute rows a minute plus one
+// a replica writes at most Opts.RowsPerMinute rows a minute plus one
 // per (kind, definition) that refused past the caps, whatever the flood
 // (docs/operations.md, "The record of violations", has the arithmetic).
 // Recording never blocks a decision; only a summary row that finds
-// ViolationBuffer summary rows already pending is dropped, counted in
+// Opts.Buffer summary rows already pending is dropped, counted in
 // rlctl_enforce_violations_dropped_total{reason="buffer_full"}.
 
-// ViolationSink keeps aggregated violation events. WriteEvents gets
+// Sink keeps aggregated violation events. WriteEvents gets
 // entries with distinct (Minute, Kind, Subject, DefinitionID) keys and
 // adds their counts to what it holds for those keys.
-type ViolationSink interface {
+type Sink interface {
 	WriteEvents(ctx context.Context, evs []ratelimit.Event) error
 }
 
-// Defaults of the violation recorder (Options.Violation*).
+// Defaults of the Recorder (Opts).
 const (
-	DefaultViolationBuffer        = 500
-	DefaultViolationRowsPerMinute = 1_000
-	DefaultViolationFlushInterval = 5 * time.Second
+	DefaultBuffer        = 500
+	DefaultRowsPerMinute = 1_000
+	DefaultFlushInterval = 5 * time.Second
 	// violationWriteTimeout bounds one flush's write to the sink.
 	violationWriteTimeout = 10 * time.Second
 	// overflowTrack bounds the subjects a minute's summary rows tell
@@ -66,7 +78,7 @@ const (
 
 // ErrUnknownEventKind: RecordEvent was given a kind pkg/ratelimit does not
 // know (ratelimit.EventKinds).
-var ErrUnknownEventKind = errors.New("enforce: unknown event kind")
+var ErrUnknownEventKind = errors.New("violations: unknown event kind")
 
 type violationKey struct {
 	minute                    int64
@@ -83,13 +95,39 @@ type summaryKey struct {
 	kind, definition string
 }
 
-type violationRecorder struct {
-	sink       ViolationSink
+// Opts tune a Recorder; zero values take the defaults.
+type Opts struct {
+	// Log receives one JSON line per aggregated event per flush, for
+	// SIEMs (nil: none).
+	Log io.Writer
+	// Buffer bounds the subjects' rows one flush writes (default
+	// DefaultBuffer), and RowsPerMinute those a minute gets (default
+	// DefaultRowsPerMinute): the calls of further subjects are folded into
+	// one summary row per kind, definition and minute and counted in
+	// rlctl_enforce_violations_summarized_total.
+	Buffer        int
+	RowsPerMinute int
+	// FlushInterval is how often the entries are written (default
+	// DefaultFlushInterval).
+	FlushInterval time.Duration
+	// Now is the clock of the entries' minutes and times (default
+	// time.Now): give it the Enforcer's.
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Registerer receives the metrics (nil: not registered).
+	Registerer prometheus.Registerer
+}
+
+// Recorder is the record of violations: an enforce.Observer, and where
+// lockouts detected outside the decisions are reported (RecordEvent). It
+// is safe for concurrent use.
+type Recorder struct {
+	sink       Sink
 	out        io.Writer // JSON lines; nil: none
 	log        *slog.Logger
 	now        func() time.Time
-	max        int // subjects' keys per flush (Options.ViolationBuffer)
-	perMinute  int // new keys per minute (Options.ViolationRowsPerMinute)
+	max        int // subjects' keys per flush (Opts.Buffer)
+	perMinute  int // new keys per minute (Opts.RowsPerMinute)
 	seed       maphash.Seed
 	total      *prometheus.CounterVec // kind, severity, axis
 	dropped    *prometheus.CounterVec // reason
@@ -110,25 +148,114 @@ type violationRecorder struct {
 	// refused last time, retried with the next flush, bounded by max.
 	flushMu sync.Mutex
 	unsent  map[violationKey]unsentEvent
+
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
-func newViolationRecorder(opts Options, log *slog.Logger, now func() time.Time, m *metrics) *violationRecorder {
-	if opts.ViolationBuffer <= 0 {
-		opts.ViolationBuffer = DefaultViolationBuffer
+// New starts a Recorder writing to sink (nil: none; the metrics and the
+// JSON lines still count), flushing every opts.FlushInterval until Close.
+func New(sink Sink, opts Opts) (*Recorder, error) {
+	if opts.Buffer <= 0 {
+		opts.Buffer = DefaultBuffer
 	}
-	if opts.ViolationRowsPerMinute <= 0 {
-		opts.ViolationRowsPerMinute = DefaultViolationRowsPerMinute
+	if opts.RowsPerMinute <= 0 {
+		opts.RowsPerMinute = DefaultRowsPerMinute
 	}
-	return &violationRecorder{sink: opts.Violations, out: opts.ViolationLog, log: log, now: now, max: opts.ViolationBuffer,
-		perMinute: opts.ViolationRowsPerMinute, seed: maphash.MakeSeed(),
-		total: m.violations, dropped: m.violationsDropped, summarized: m.violationsSummarized,
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultFlushInterval
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &Recorder{sink: sink, out: opts.Log, log: opts.Logger, now: opts.Now, max: opts.Buffer,
+		perMinute: opts.RowsPerMinute, seed: maphash.MakeSeed(),
 		pending: map[violationKey]*ratelimit.Event{}, summaries: map[summaryKey]*ratelimit.Event{},
 		keyed: map[violationKey]struct{}{}, folded: map[uint64]struct{}{}, unsent: map[violationKey]unsentEvent{}}
+	if err := r.metrics(opts.Registerer); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.done = cancel, make(chan struct{})
+	go r.loop(ctx, opts.FlushInterval)
+	return r, nil
+}
+
+// metrics builds the Recorder's metrics and registers them on reg; a
+// series registered already (another Recorder on the same registry) is
+// shared.
+func (r *Recorder) metrics(reg prometheus.Registerer) error {
+	vecs := []**prometheus.CounterVec{&r.total, &r.dropped, &r.summarized}
+	r.total = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_violations_total",
+		Help: "Calls recorded as violation events, by kind (rate_limit_exceeded, quarantine_denied, lockout_started, auth_lockout_started), severity and axis (clr, ctg, tgt, quarantine_caller, quarantine_target, none)."},
+		[]string{"kind", "severity", "axis"})
+	r.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_violations_dropped_total",
+		Help: "Calls the record of violations could not keep, by reason: buffer_full (more summary rows than its buffer (rlapi --events-rows-per-flush) between flushes: that many definitions refusing past the caps), write_failed (the store refused and the retry buffer was full)."},
+		[]string{"reason"})
+	r.summarized = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_violations_summarized_total",
+		Help: "Calls the record of violations folded into a summary row (subject overflow:subjects, one per kind, definition and minute) instead of a row of their subject, by the cap that was full: per_flush (--events-rows-per-flush subjects in one flush) or per_minute (--events-rows-per-minute subjects in one minute)."},
+		[]string{"reason"})
+	if reg == nil {
+		return nil
+	}
+	for _, v := range vecs {
+		if err := reg.Register(*v); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return fmt.Errorf("violations: register metrics: %w", err)
+			}
+			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				*v = existing
+			}
+		}
+	}
+	return nil
+}
+
+// loop flushes every interval until ctx ends.
+func (r *Recorder) loop(ctx context.Context, interval time.Duration) {
+	defer close(r.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.Flush(ctx)
+		}
+	}
+}
+
+// Close stops the background flush and writes what is still aggregated.
+// Close it after the Enforcer whose decisions it observes.
+func (r *Recorder) Close() {
+	r.cancel()
+	<-r.done
+	r.Flush(context.Background())
+}
+
+// Name is the Recorder's name as an enforce.Observer.
+func (r *Recorder) Name() string { return "violations" }
+
+// Observe records a throttle or a quarantine denial (enforce.Observer).
+// It never changes the decision.
+func (r *Recorder) Observe(_ context.Context, o enforce.Observation) enforce.Verdict {
+	switch o.Decision.Reason {
+	case enforce.ReasonThrottled:
+		r.recordThrottle(o)
+	case enforce.ReasonQuarantined:
+		r.recordQuarantine(o)
+	}
+	return enforce.Verdict{}
 }
 
 // record counts ev (Kind and Subject set, Count >= 1), under the axis
 // label axis (a metric label only).
-func (r *violationRecorder) record(ev ratelimit.Event, axis string) {
+func (r *Recorder) record(ev ratelimit.Event, axis string) {
 	now := r.now().UTC()
 	if ev.Count <= 0 {
 		ev.Count = 1
@@ -188,8 +315,8 @@ func merge(p, ev *ratelimit.Event) {
 // fold adds ev, past the caps, to its summary row (under r.mu), as one
 // more subject if another (ev's subject has no row of its own this minute
 // and was not folded yet). It reports whether ev was dropped instead:
-// ViolationBuffer summary rows are pending already.
-func (r *violationRecorder) fold(ev *ratelimit.Event, another bool) bool {
+// Opts.Buffer summary rows are pending already.
+func (r *Recorder) fold(ev *ratelimit.Event, another bool) bool {
 	sk := summaryKey{ev.Minute.Unix(), ev.Kind, ev.DefinitionID}
 	p, ok := r.summaries[sk]
 	if !ok {
@@ -228,9 +355,10 @@ func (r *violationRecorder) fold(ev *ratelimit.Event, another bool) bool {
 // must not hold the retry buffer forever.
 const maxWriteTries = 12
 
-// flush writes what was counted since the last flush: its JSON lines, then
+// Flush writes what was counted since the last flush (Close does too;
+// tests, and programs that stop without Close, call it): its JSON lines, then
 // the sink (with what the sink refused before).
-func (r *violationRecorder) flush(ctx context.Context) {
+func (r *Recorder) Flush(ctx context.Context) {
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
 	r.mu.Lock()
@@ -375,7 +503,7 @@ type eventLine struct {
 	ratelimit.Event
 }
 
-func (r *violationRecorder) writeLines(evs []ratelimit.Event) {
+func (r *Recorder) writeLines(evs []ratelimit.Event) {
 	if r.out == nil || len(evs) == 0 {
 		return
 	}
@@ -419,7 +547,7 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// EventSubjectTypes are the types of the subjects (type:name) the record of
+// SubjectTypes are the types of the subjects (type:name) the record of
 // violations writes: callers (user; agent, a caller with a client id; ip,
 // an anonymous caller by its address), the shared buckets of a team (team)
 // and of a route tier (route), targets (mcp_server, a2a_agent), an Envoy
@@ -427,30 +555,30 @@ func minTime(a, b time.Time) time.Time {
 // and the summary rows of what the caps left out (overflow:subjects).
 // RecordEvent refuses any other, so every subject recorded can be
 // selected by its type.
-func EventSubjectTypes() []string {
+func SubjectTypes() []string {
 	overflow, _, _ := strings.Cut(ratelimit.EventSubjectOverflow, ":")
-	return []string{ratelimit.SubjectUser, "agent", CallerIP, CallerTeam, ratelimit.EntityRoute,
+	return []string{ratelimit.SubjectUser, "agent", enforce.CallerIP, enforce.CallerTeam, ratelimit.EntityRoute,
 		ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent, ratelimit.EntityDescriptor, overflow}
 }
 
 // RecordEvent adds ev to the record of violations, aggregated with the
-// Enforcer's own throttles and quarantine denials: a lockout or a
-// failed-credential lockout detected outside the Enforcer's decisions is
-// recorded so. ev.Kind must be one of ratelimit.EventKinds and ev.Subject
-// set; Count 0 means 1; Severity, one of ratelimit.EventSeverities,
-// defaults to the kind's; Minute and the times are the Enforcer's clock's.
-func (e *Enforcer) RecordEvent(ev ratelimit.Event) error {
+// throttles and quarantine denials the Recorder observes: a lockout or a
+// failed-credential lockout detected outside the decisions is recorded
+// so. ev.Kind must be one of ratelimit.EventKinds and ev.Subject set;
+// Count 0 means 1; Severity, one of ratelimit.EventSeverities, defaults to
+// the kind's; Minute and the times are the Recorder's clock's.
+func (r *Recorder) RecordEvent(ev ratelimit.Event) error {
 	if _, ok := ratelimit.EventSeverity(ev.Kind); !ok {
 		return fmt.Errorf("%w %q", ErrUnknownEventKind, ev.Kind)
 	}
 	if ev.Subject == "" {
-		return errors.New("enforce: an event needs a subject")
+		return errors.New("violations: an event needs a subject")
 	}
-	if typ, name, ok := strings.Cut(ev.Subject, ":"); !ok || name == "" || !slices.Contains(EventSubjectTypes(), typ) {
-		return fmt.Errorf("enforce: event subject %q: must be <type>:<name> with type %s", ev.Subject, strings.Join(EventSubjectTypes(), ", "))
+	if typ, name, ok := strings.Cut(ev.Subject, ":"); !ok || name == "" || !slices.Contains(SubjectTypes(), typ) {
+		return fmt.Errorf("violations: event subject %q: must be <type>:<name> with type %s", ev.Subject, strings.Join(SubjectTypes(), ", "))
 	}
 	if ev.Severity != "" && !slices.Contains(ratelimit.EventSeverities(), ev.Severity) {
-		return fmt.Errorf("enforce: unknown event severity %q", ev.Severity)
+		return fmt.Errorf("violations: unknown event severity %q", ev.Severity)
 	}
 	axis := "none"
 	if ev.DefinitionID != "" {
@@ -458,19 +586,28 @@ func (e *Enforcer) RecordEvent(ev ratelimit.Event) error {
 			axis = axisLabel(a)
 		}
 	}
-	e.violations.record(ev, axis)
+	r.record(ev, axis)
 	return nil
 }
 
-// FlushEvents writes the aggregated events now (Close does too): tests,
-// and gateways that stop without Close.
-func (e *Enforcer) FlushEvents(ctx context.Context) { e.violations.flush(ctx) }
+// AuthEvent records a failed-credential lockout that started
+// (auththrottle.Options.OnEvent: give it this method): kind
+// auth_lockout_started, subject ip:<address or prefix>, the failures that
+// locked it. Other kinds are not part of the record.
+func (r *Recorder) AuthEvent(ev auththrottle.Event) {
+	if ev.Kind != ratelimit.EventAuthLockoutStarted || ev.Address == "" {
+		return
+	}
+	caller := enforce.CallerIP + ":" + ev.Address
+	_ = r.RecordEvent(ratelimit.Event{Kind: ev.Kind, Subject: caller, Caller: caller, Limit: int64(ev.Failures)})
+}
 
-// recordThrottle records a throttle by the denying gate g. The subject
-// is whom the refusing bucket is kept for: the caller for its own buckets
-// (a per-caller tool scope and a descriptor call's identity among them),
-// the team, route tier or target for the buckets they share.
-func (e *Enforcer) recordThrottle(c Call, g Gate, caller string) {
+// recordThrottle records a throttle by the denying gate o.Gate. The
+// subject is whom the refusing bucket is kept for: the caller for its own
+// buckets (a per-caller tool scope and a descriptor call's identity among
+// them), the team, route tier or target for the buckets they share.
+func (r *Recorder) recordThrottle(o enforce.Observation) {
+	c, g, caller := o.Call, o.Gate, o.Caller
 	ev := ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, DefinitionID: g.DefinitionID, Caller: caller,
 		ClientIP: c.ClientIP, TargetType: c.TargetType, Target: c.TargetName, Limit: g.Limit, Subject: caller,
 		Team: c.Team, Path: c.Path}
@@ -497,15 +634,15 @@ func (e *Enforcer) recordThrottle(c Call, g Gate, caller string) {
 		// refusing bucket is kept for, the tier is the route's name.
 		ev.Tier = definitionName(g.DefinitionID)
 		switch g.Dimension {
-		case DimensionAll:
+		case enforce.DimensionAll:
 			ev.Subject = ratelimit.EntityRoute + ":" + ev.Tier
-		case DimensionIP:
-			if key := e.routeIPKey(c); key != "" {
-				ev.Subject = CallerIP + ":" + key
+		case enforce.DimensionIP:
+			if o.IPKey != "" {
+				ev.Subject = enforce.CallerIP + ":" + o.IPKey
 			}
-		case DimensionTeam:
+		case enforce.DimensionTeam:
 			if c.Team != "" {
-				ev.Subject = CallerTeam + ":" + c.Team
+				ev.Subject = enforce.CallerTeam + ":" + c.Team
 			}
 		}
 	case g.Axis == ratelimit.AxisTarget:
@@ -516,7 +653,7 @@ func (e *Enforcer) recordThrottle(c Call, g Gate, caller string) {
 	if typ, name, _ := strings.Cut(ev.Subject, ":"); typ == "" || name == "" {
 		return
 	}
-	e.violations.record(ev, axisLabel(g.Axis))
+	r.record(ev, axisLabel(g.Axis))
 }
 
 // definitionName is the name in a definition id, or "" if it is none.
@@ -527,8 +664,10 @@ func definitionName(id string) string {
 	return ""
 }
 
-// recordQuarantine records a quarantine denial of scope (caller, target).
-func (e *Enforcer) recordQuarantine(c Call, scope, target, caller string) {
+// recordQuarantine records a quarantine denial of its scope (caller,
+// target).
+func (r *Recorder) recordQuarantine(o enforce.Observation) {
+	c, scope, target, caller := o.Call, o.Decision.QuarantineScope, o.Target, o.Caller
 	ev := ratelimit.Event{Kind: ratelimit.EventQuarantineDenied, Caller: caller, ClientIP: c.ClientIP,
 		TargetType: c.TargetType, Target: target, Subject: caller, Team: c.Team, Path: c.Path}
 	if scope == "target" {
@@ -537,40 +676,18 @@ func (e *Enforcer) recordQuarantine(c Call, scope, target, caller string) {
 	if ev.Subject == "" {
 		return
 	}
-	e.violations.record(ev, "quarantine_"+scope)
+	r.record(ev, "quarantine_"+scope)
 }
 
-// loggedKinds maps the reasons of the aggregated log (events.go) that the
-// record keeps, besides the throttles and quarantine denials the decision
-// path records itself, to their event kind: a detection that logs its
-// events there with one of these reasons is recorded with no further
-// plumbing.
-var loggedKinds = map[string]string{
-	ratelimit.EventLockoutStarted:     ratelimit.EventLockoutStarted,
-	ratelimit.EventAuthLockoutStarted: ratelimit.EventAuthLockoutStarted,
-}
-
-// recordLogged records a logged event whose reason the record keeps.
-func (e *Enforcer) recordLogged(ev event) {
-	kind, ok := loggedKinds[ev.reason]
-	if !ok {
-		return
-	}
-	subject := ev.caller
-	switch {
-	case subject != "":
-	case ev.clientID != "":
-		subject = "agent:" + ev.clientID
-	case ev.username != "":
-		subject = ratelimit.SubjectUser + ":" + ev.username
-	case ev.target != "":
-		subject = ev.targetType + ":" + ev.target
+// axisLabel is the axis label of the metrics (as pkg/enforce's): clr,
+// ctg, tgt.
+func axisLabel(axis string) string {
+	switch axis {
+	case ratelimit.AxisCaller:
+		return "clr"
+	case ratelimit.AxisCallerTarget:
+		return "ctg"
 	default:
-		return
+		return "tgt"
 	}
-	_ = e.RecordEvent(ratelimit.Event{Kind: kind, Subject: subject, DefinitionID: ev.gate, Caller: ev.caller,
-		TargetType: ev.targetType, Target: ev.target, Limit: ev.limit})
 }
-
-// flushViolations is the background flush (run by every).
-func (e *Enforcer) flushViolations(ctx context.Context) { e.violations.flush(ctx) }

@@ -1,11 +1,9 @@
-package enforce
+package violations
 
 import (
 	"context"
-	"log/slog"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -15,13 +13,13 @@ import (
 // background). One key: a flood of one subject; many keys: 1,000
 // subjects in turn.
 func BenchmarkRecordViolation(b *testing.B) {
-	m, err := newMetrics(nil, nil, time.Now, "memory")
-	if err != nil {
-		b.Fatal(err)
-	}
 	for _, keys := range []int{1, 1000} {
 		b.Run("keys="+strconv.Itoa(keys), func(b *testing.B) {
-			r := newViolationRecorder(Options{}, slog.New(slog.DiscardHandler), time.Now, m)
+			r, err := New(nil, Opts{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
 			evs := make([]ratelimit.Event, keys)
 			for i := range evs {
 				evs[i] = ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:u" + strconv.Itoa(i),
@@ -32,7 +30,7 @@ func BenchmarkRecordViolation(b *testing.B) {
 				r.record(evs[i%keys], "clr")
 				i++
 			}
-			r.flush(context.Background())
+			r.Flush(context.Background())
 		})
 	}
 }

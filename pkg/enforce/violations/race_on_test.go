@@ -1,6 +1,6 @@
 //go:build race
 
-package enforce_test
+package violations_test
 
 // raceEnabled: the race detector slows the decision path about tenfold.
 const raceEnabled = true

@@ -1,4 +1,4 @@
-package enforce_test
+package escalation_test
 
 import (
 	"strings"
@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
-	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
-	"github.com/rlctl/rlctl/pkg/enforce/memory"
+	"github.com/rlctl/rlctl/pkg/enforce/escalation"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// Reference 004's lockout on a controllable clock: 5 violations within 5
+// The lockout on a controllable clock: 5 violations within 5
 // minutes lock the caller for 15 minutes, answered locked-out with
 // Retry-After and the remaining time; it ends exactly on time. Violations
 // spread wider than the window do not add up.
@@ -20,8 +19,8 @@ func TestEscalationLockoutSeed004(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var lockouts []enforce.Lockout
-	f := newFixture(t, enforce.Options{Escalation: &enforce.EscalationOptions{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute},
-		OnLockout: func(l enforce.Lockout) { mu.Lock(); lockouts = append(lockouts, l); mu.Unlock() }})
+	f := newFixture(t, escalation.Policy{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute},
+		escalation.Opts{OnLockout: func(l enforce.Lockout) { mu.Lock(); lockouts = append(lockouts, l); mu.Unlock() }})
 	f.def(callerGroup("hourly", 3600, ptr(1), nil))
 	f.member("user", "alice", "hourly")
 	f.member("user", "carol", "hourly")
@@ -67,19 +66,19 @@ func TestEscalationLockoutSeed004(t *testing.T) {
 	}
 }
 
-func TestCheckEscalation(t *testing.T) {
+func TestPolicyCheck(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		o    enforce.EscalationOptions
+		o    escalation.Policy
 		want string
 	}{
-		{enforce.EscalationOptions{After: 0, Within: time.Minute, Lockout: time.Minute}, "after:"},
-		{enforce.EscalationOptions{After: 5, Within: -time.Minute, Lockout: time.Minute}, "within:"},
-		{enforce.EscalationOptions{After: 5, Within: time.Minute, Lockout: -time.Minute}, "lockout:"},
-		{enforce.EscalationOptions{After: 5, Within: 1500 * time.Millisecond, Lockout: time.Minute}, "within:"},
+		{escalation.Policy{After: 0, Within: time.Minute, Lockout: time.Minute}, "after:"},
+		{escalation.Policy{After: 5, Within: -time.Minute, Lockout: time.Minute}, "within:"},
+		{escalation.Policy{After: 5, Within: time.Minute, Lockout: -time.Minute}, "lockout:"},
+		{escalation.Policy{After: 5, Within: 1500 * time.Millisecond, Lockout: time.Minute}, "within:"},
 	} {
-		if err := enforce.CheckEscalation(c.o); err == nil || !strings.HasPrefix(err.Error(), c.want) {
-			t.Errorf("CheckEscalation(%+v) = %v, want an error naming %s", c.o, err, c.want)
+		if err := c.o.Check(); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%+v.Check() = %v, want an error naming %s", c.o, err, c.want)
 		}
 	}
 }
@@ -95,8 +94,8 @@ func TestEscalationLockoutAnonymousIP(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var lockouts []enforce.Lockout
-	f := newFixture(t, enforce.Options{Escalation: &enforce.EscalationOptions{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute},
-		OnLockout: func(l enforce.Lockout) { mu.Lock(); lockouts = append(lockouts, l); mu.Unlock() }})
+	f := newFixture(t, escalation.Policy{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute},
+		escalation.Opts{OnLockout: func(l enforce.Lockout) { mu.Lock(); lockouts = append(lockouts, l); mu.Unlock() }})
 	f.def(callerGroup("anon", 3600, ptr(1), nil))
 	f.member(ratelimit.SubjectNetwork, "198.51.100.0/24", "anon")
 	f.member(ratelimit.SubjectNetwork, "2001:db8::/32", "anon")
@@ -164,7 +163,7 @@ func TestEscalationLockoutAnonymousIP(t *testing.T) {
 // counts) or out (a caller limit that does not).
 func TestEscalationCountsOnlyTheCallersOwnLimits(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, enforce.Options{Escalation: &enforce.EscalationOptions{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
+	f := newFixture(t, escalation.Policy{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute}, escalation.Opts{})
 	strict := target("mcp_server", "strict", 3600, 1)
 	strict.CountsTowardLockout = ptr(true)
 	lenient := callerGroup("lenient", 3600, ptr(1), nil)
@@ -212,7 +211,7 @@ func TestEscalationCountsOnlyTheCallersOwnLimits(t *testing.T) {
 // server right after its lockout.
 func TestEscalationLockoutRefusesTheNextCallAtOnce(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, enforce.Options{Escalation: &enforce.EscalationOptions{After: 2, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
+	f := newFixture(t, escalation.Policy{After: 2, Within: 5 * time.Minute, Lockout: 15 * time.Minute}, escalation.Opts{})
 	// Per caller and target: the lockout is all that stops the call to
 	// another server.
 	perTarget := callerGroup("hourly", 3600, ptr(1), nil)
@@ -260,12 +259,12 @@ func TestDefinitionLockoutMatchesTheEnforcer(t *testing.T) {
 		{perTeam, enforce.Call{Username: "alice", Team: "acme", TargetType: "mcp_server", TargetName: "mcpgw"}},
 		{shared, user("alice", "mcpgw")},
 		{target("mcp_server", "mcpgw", 3600, 1), user("alice", "mcpgw")},
-		{toolDef("github:*", 3600, 1, ratelimit.ToolScopeGlobal), toolCall("alice", "search", "")},
-		{toolDef("github:*", 3600, 1, ratelimit.ToolScopePrincipalTool), toolCall("alice", "search", "")},
+		{toolDef("github:*", 3600, 1, ratelimit.ToolScopeGlobal), toolCall("alice", "search")},
+		{toolDef("github:*", 3600, 1, ratelimit.ToolScopePrincipalTool), toolCall("alice", "search")},
 	} {
 		t.Run(c.def.Key()+"/"+c.call.Username, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, enforce.Options{Escalation: &enforce.EscalationOptions{After: 1, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
+			f := newFixture(t, escalation.Policy{After: 1, Within: 5 * time.Minute, Lockout: 15 * time.Minute}, escalation.Opts{})
 			f.def(c.def)
 			f.check(c.call)
 			d := f.check(c.call)
@@ -287,7 +286,7 @@ func TestDefinitionLockoutMatchesTheEnforcer(t *testing.T) {
 // while a manual caller quarantine no longer does.
 func TestEscalationLockoutIndependentOfCallerSentinel(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, enforce.Options{Escalation: &enforce.EscalationOptions{After: 2, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
+	f := newFixture(t, escalation.Policy{After: 2, Within: 5 * time.Minute, Lockout: 15 * time.Minute}, escalation.Opts{})
 	f.def(callerGroup("hourly", 3600, ptr(1), nil))
 	f.member(ratelimit.SubjectUser, "alice", "hourly")
 	f.member(ratelimit.SubjectNetwork, "198.51.100.0/24", "hourly")
@@ -311,17 +310,5 @@ func TestEscalationLockoutIndependentOfCallerSentinel(t *testing.T) {
 	}
 	if d := f.check(user("mallory", "srv")); !d.Allowed {
 		t.Errorf("manual caller quarantine with the sentinel off: %+v, want allowed", d)
-	}
-}
-
-// Escalation lockouts are written through the Source: New refuses them
-// over a Source that cannot write one, naming what is missing, instead of
-// running with lockouts silently off.
-func TestEscalationNeedsALockWriter(t *testing.T) {
-	t.Parallel()
-	_, err := enforce.New(t.Context(), enforce.Options{Counters: memory.New(), Source: enforcetest.StaticSource(enforce.State{Definitions: enforcetest.Sentinels()}),
-		Escalation: &enforce.EscalationOptions{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute}})
-	if err == nil || !strings.Contains(err.Error(), "LockOut capability") {
-		t.Fatalf("New with escalation over a source that cannot write lockouts: %v, want an error naming the LockOut capability", err)
 	}
 }

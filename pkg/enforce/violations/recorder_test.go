@@ -1,10 +1,7 @@
-package enforce_test
+package violations_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -18,48 +15,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
+	"github.com/rlctl/rlctl/pkg/enforce/violations"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the flush goroutine.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// lines decodes the JSON lines written so far.
-func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("violation log line %q: %v", sc.Text(), err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-func listEvents(t *testing.T, st *store.Store, f store.EventFilter) []ratelimit.Event {
-	t.Helper()
-	evs, err := st.ListEvents(context.Background(), f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return evs
-}
 
 // TestThrottlesAndQuarantineDenialsAreRecorded: a caller over its tier's
 // limit, a target over its own and a quarantined caller each leave one
@@ -69,7 +30,7 @@ func TestThrottlesAndQuarantineDenialsAreRecorded(t *testing.T) {
 	t.Parallel()
 	var log lockedBuffer
 	reg := prometheus.NewRegistry()
-	f := newFixture(t, enforce.Options{ViolationLog: &log, Registerer: reg})
+	f := newFixture(t, violations.Opts{Log: &log, Registerer: reg})
 	f.def(callerGroup("free", 60, ptr(2), nil), target("mcp_server", "busy", 60, 1))
 	f.member("user", "alice", "free")
 	f.member("user", "mallory", ratelimit.GroupQuarantineCallers)
@@ -80,7 +41,7 @@ func TestThrottlesAndQuarantineDenialsAreRecorded(t *testing.T) {
 	}
 	f.burst(user("bob", "busy"), 4) // 3 throttled by the target's limit
 	f.burst(user("mallory", "srv"), 2)
-	f.e.FlushEvents(context.Background())
+	f.rec.Flush(context.Background())
 
 	evs := listEvents(t, f.st, store.EventFilter{})
 	minute := f.clock.Now().UTC()
@@ -107,10 +68,10 @@ func TestThrottlesAndQuarantineDenialsAreRecorded(t *testing.T) {
 
 	// The same minute adds to the rows; the next starts new ones.
 	f.burst(alice, 1)
-	f.e.FlushEvents(context.Background())
+	f.rec.Flush(context.Background())
 	f.clock.Advance(time.Minute)
 	f.burst(alice, 3) // a new window: 2 allowed, 1 throttled
-	f.e.FlushEvents(context.Background())
+	f.rec.Flush(context.Background())
 	rows := listEvents(t, f.st, store.EventFilter{Subject: "user:alice"})
 	if len(rows) != 2 || rows[0].Count != 1 || rows[1].Count != 4 || !rows[0].Minute.Equal(minute.Add(time.Minute)) {
 		t.Errorf("alice's rows, newest first: %+v, want counts 1 (the next minute) and 4", rows)
@@ -141,7 +102,7 @@ func TestThrottlesAndQuarantineDenialsAreRecorded(t *testing.T) {
 func TestViolationFloodWritesBoundedRows(t *testing.T) {
 	t.Parallel()
 	var log lockedBuffer
-	f := newFixture(t, enforce.Options{ViolationLog: &log, ViolationFlushInterval: time.Hour})
+	f := newFixture(t, violations.Opts{Log: &log, FlushInterval: time.Hour})
 	const (
 		n     = 1_000_000
 		span  = 10 * time.Minute
@@ -151,16 +112,16 @@ func TestViolationFloodWritesBoundedRows(t *testing.T) {
 	next := f.clock.Now().Add(every)
 	ev := ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:flood", DefinitionID: "caller:group:free:60", Limit: 5}
 	for range n {
-		if err := f.e.RecordEvent(ev); err != nil {
+		if err := f.rec.RecordEvent(ev); err != nil {
 			t.Fatal(err)
 		}
 		f.clock.Advance(step)
 		if !f.clock.Now().Before(next) {
-			f.e.FlushEvents(context.Background())
+			f.rec.Flush(context.Background())
 			next = next.Add(every)
 		}
 	}
-	f.e.FlushEvents(context.Background())
+	f.rec.Flush(context.Background())
 	rows := listEvents(t, f.st, store.EventFilter{})
 	var total int64
 	for _, r := range rows {
@@ -182,16 +143,16 @@ func TestViolationFloodWritesBoundedRows(t *testing.T) {
 func TestViolationBufferIsBounded(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	f := newFixture(t, enforce.Options{Registerer: reg, ViolationBuffer: 3, ViolationFlushInterval: time.Hour})
+	f := newFixture(t, violations.Opts{Registerer: reg, Buffer: 3, FlushInterval: time.Hour})
 	for i := range 5 {
 		for range 2 {
-			if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: fmt.Sprintf("user:u%d", i),
+			if err := f.rec.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: fmt.Sprintf("user:u%d", i),
 				DefinitionID: "caller:group:free:60"}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	f.e.FlushEvents(context.Background())
+	f.rec.Flush(context.Background())
 	rows := listEvents(t, f.st, store.EventFilter{})
 	if len(rows) != 4 {
 		t.Fatalf("%d rows %+v, want 3 (the buffer's size) and a summary", len(rows), rows)
@@ -207,10 +168,10 @@ func TestViolationBufferIsBounded(t *testing.T) {
 	if got := series(t, reg, "rlctl_enforce_violations_dropped_total"); len(got) != 0 {
 		t.Errorf("dropped: %v, want nothing", got)
 	}
-	if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: "user:u4"}); err != nil {
+	if err := f.rec.RecordEvent(ratelimit.Event{Kind: ratelimit.EventLockoutStarted, Subject: "user:u4"}); err != nil {
 		t.Fatal(err)
 	}
-	f.e.FlushEvents(context.Background())
+	f.rec.Flush(context.Background())
 	if rows := listEvents(t, f.st, store.EventFilter{Subject: "user:u4"}); len(rows) != 1 || rows[0].Severity != "high" {
 		t.Errorf("after a flush: %+v, want u4's lockout recorded", rows)
 	}
@@ -225,15 +186,15 @@ func TestViolationBufferIsBounded(t *testing.T) {
 func TestViolationRowsPerMinuteCap(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	f := newFixture(t, enforce.Options{Registerer: reg, ViolationBuffer: 3, ViolationRowsPerMinute: 4, ViolationFlushInterval: time.Hour})
+	f := newFixture(t, violations.Opts{Registerer: reg, Buffer: 3, RowsPerMinute: 4, FlushInterval: time.Hour})
 	rec := func(subjects ...string) {
 		t.Helper()
 		for _, s := range subjects {
-			if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: s, DefinitionID: "caller:group:free:60"}); err != nil {
+			if err := f.rec.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: s, DefinitionID: "caller:group:free:60"}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		f.e.FlushEvents(context.Background())
+		f.rec.Flush(context.Background())
 	}
 	minute := f.clock.Now().UTC().Truncate(time.Minute)
 	rec("user:a", "user:b", "user:c")           // three rows
@@ -269,32 +230,32 @@ func TestViolationRowsPerMinuteCap(t *testing.T) {
 func TestViolationFloodOfDistinctCallersIsCapped(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	f := newFixture(t, enforce.Options{Registerer: reg, ViolationFlushInterval: time.Hour})
+	f := newFixture(t, violations.Opts{Registerer: reg, FlushInterval: time.Hour})
 	f.clock.Advance(time.Duration(60-f.clock.Now().Second()) * time.Second) // all within one minute
 	const n = 100_000
 	step := 25 * time.Second / n
 	next := f.clock.Now().Add(5 * time.Second)
 	for i := range n {
-		if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: fmt.Sprintf("ip:10.%d.%d.%d", i>>16, i>>8&255, i&255),
+		if err := f.rec.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: fmt.Sprintf("ip:10.%d.%d.%d", i>>16, i>>8&255, i&255),
 			DefinitionID: "caller:group:anon:60", Limit: 5}); err != nil {
 			t.Fatal(err)
 		}
 		f.clock.Advance(step)
 		if !f.clock.Now().Before(next) {
-			f.e.FlushEvents(context.Background())
+			f.rec.Flush(context.Background())
 			next = next.Add(5 * time.Second)
 		}
 	}
-	f.e.FlushEvents(context.Background())
+	f.rec.Flush(context.Background())
 	rows := listEvents(t, f.st, store.EventFilter{Limit: n})
 	var calls, subjects int64
 	for _, r := range rows {
 		calls += r.Count
 		subjects += max(r.MoreSubjects, 1)
 	}
-	if len(rows) != enforce.DefaultViolationRowsPerMinute+1 || calls != n || subjects != n {
+	if len(rows) != violations.DefaultRowsPerMinute+1 || calls != n || subjects != n {
 		t.Errorf("%d callers wrote %d rows for %d calls of %d subjects, want %d rows (the cap and a summary) for all of them",
-			n, len(rows), calls, subjects, enforce.DefaultViolationRowsPerMinute+1)
+			n, len(rows), calls, subjects, violations.DefaultRowsPerMinute+1)
 	}
 	if got := series(t, reg, "rlctl_enforce_violations_dropped_total"); len(got) != 0 {
 		t.Errorf("dropped: %v, want nothing", got)
@@ -307,35 +268,35 @@ func TestViolationFloodOfDistinctCallersIsCapped(t *testing.T) {
 // bounded and the table's constraints hold.
 func TestRecordEventRefusesUnknownKinds(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, enforce.Options{})
+	f := newFixture(t, violations.Opts{})
 	for _, ev := range []ratelimit.Event{{Kind: "made_up", Subject: "user:a"}, {Kind: ratelimit.EventLockoutStarted},
 		{Kind: ratelimit.EventLockoutStarted, Subject: "user:a", Severity: "urgent"},
 		{Kind: ratelimit.EventLockoutStarted, Subject: "alice"}, {Kind: ratelimit.EventLockoutStarted, Subject: ":"},
 		{Kind: ratelimit.EventLockoutStarted, Subject: "person:alice"}} {
-		if err := f.e.RecordEvent(ev); err == nil {
+		if err := f.rec.RecordEvent(ev); err == nil {
 			t.Errorf("RecordEvent(%+v) accepted", ev)
 		}
 	}
 }
 
-// TestLoggedLockoutsAreRecorded: a detection that logs its events through
-// the aggregated log with a kind the record keeps (lockout_started,
-// auth_lockout_started) is recorded without plumbing of its own; other
-// reasons are not.
-func TestLoggedLockoutsAreRecorded(t *testing.T) {
+// TestAuthLockoutsAreRecorded: a failed-credential lockout that started,
+// reported to AuthEvent (a throttle's OnEvent), is recorded (kind
+// auth_lockout_started, severity high, subject ip:<address>); the kinds
+// the record does not keep (a lockout that ended) are not. Escalation's
+// lockout_started rows are its own test (pkg/enforce/escalation).
+func TestAuthLockoutsAreRecorded(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, enforce.Options{})
-	f.e.LogEvent(ratelimit.EventLockoutStarted, "user:alice", "caller:group:free:60")
-	f.e.LogEvent(ratelimit.EventAuthLockoutStarted, "ip:203.0.113.7", "")
-	f.e.LogEvent("something_else", "user:bob", "")
-	f.e.FlushEvents(context.Background())
+	f := newFixture(t, violations.Opts{})
+	f.rec.AuthEvent(auththrottle.Event{Kind: ratelimit.EventAuthLockoutStarted, Scope: "gateway", Address: "203.0.113.7", Failures: 5})
+	f.rec.AuthEvent(auththrottle.Event{Kind: auththrottle.EventLockoutEnded, Scope: "gateway", Address: "198.51.100.1"})
+	f.rec.Flush(context.Background())
 	rows := listEvents(t, f.st, store.EventFilter{})
 	got := map[string]string{}
 	for _, r := range rows {
 		got[r.Subject] = r.Kind + " " + r.Severity + " " + r.DefinitionID
 	}
-	want := map[string]string{"user:alice": "lockout_started high caller:group:free:60", "ip:203.0.113.7": "auth_lockout_started high "}
-	if len(got) != len(want) || got["user:alice"] != want["user:alice"] || got["ip:203.0.113.7"] != want["ip:203.0.113.7"] {
+	want := map[string]string{"ip:203.0.113.7": "auth_lockout_started high "}
+	if len(got) != len(want) || got["ip:203.0.113.7"] != want["ip:203.0.113.7"] {
 		t.Errorf("recorded %v, want %v", got, want)
 	}
 }
@@ -344,7 +305,7 @@ func TestLoggedLockoutsAreRecorded(t *testing.T) {
 type flakySink struct {
 	mu      sync.Mutex
 	failing bool
-	next    enforce.ViolationSink
+	next    violations.Sink
 }
 
 func (s *flakySink) set(failing bool) {
@@ -371,30 +332,30 @@ func TestViolationWritesRetryThenGiveUp(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	sink := &flakySink{failing: true}
-	f := newFixture(t, enforce.Options{Registerer: reg, Violations: sink, ViolationFlushInterval: time.Hour})
+	f := newFixture(t, violations.Opts{Registerer: reg, FlushInterval: time.Hour}, sink)
 	sink.next = postgres.NewEventSink(f.st.Pool())
 	rec := func(subject string, n int) {
 		for range n {
-			if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: subject}); err != nil {
+			if err := f.rec.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: subject}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	rec("user:a", 3)
-	f.e.FlushEvents(context.Background()) // refused: kept
+	f.rec.Flush(context.Background()) // refused: kept
 	rec("user:a", 2)
 	sink.set(false)
-	f.e.FlushEvents(context.Background())
+	f.rec.Flush(context.Background())
 	if rows := listEvents(t, f.st, store.EventFilter{}); len(rows) != 1 || rows[0].Count != 5 {
 		t.Fatalf("after the outage: %+v, want user:a counting 5", rows)
 	}
 	sink.set(true)
 	rec("user:b", 4)
 	for range 12 {
-		f.e.FlushEvents(context.Background())
+		f.rec.Flush(context.Background())
 	}
 	sink.set(false)
-	f.e.FlushEvents(context.Background())
+	f.rec.Flush(context.Background())
 	if rows := listEvents(t, f.st, store.EventFilter{Subject: "user:b"}); len(rows) != 0 {
 		t.Errorf("user:b written after 12 refusals: %+v", rows)
 	}
@@ -408,18 +369,18 @@ func TestViolationWritesRetryThenGiveUp(t *testing.T) {
 // is cleaned rather than failing the batch that carries it.
 func TestViolationTextIsMadeStorable(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, enforce.Options{ViolationFlushInterval: time.Hour})
+	f := newFixture(t, violations.Opts{FlushInterval: time.Hour})
 	long := strings.Repeat("x", 5000)
 	for _, ev := range []ratelimit.Event{
 		{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:nul\x00byte", Target: "t\xffarget"},
 		{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:" + long, Target: long, ClientIP: long, Tier: long},
 		{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:fine"},
 	} {
-		if err := f.e.RecordEvent(ev); err != nil {
+		if err := f.rec.RecordEvent(ev); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.e.FlushEvents(context.Background())
+	f.rec.Flush(context.Background())
 	rows := listEvents(t, f.st, store.EventFilter{})
 	if len(rows) != 3 {
 		t.Fatalf("%d rows, want all 3: %+v", len(rows), rows)
@@ -437,25 +398,25 @@ func TestViolationTextIsMadeStorable(t *testing.T) {
 func TestViolationFlushWhileRecording(t *testing.T) {
 	t.Parallel()
 	sink := &flakySink{failing: true}
-	f := newFixture(t, enforce.Options{Violations: sink, ViolationFlushInterval: time.Hour})
+	f := newFixture(t, violations.Opts{FlushInterval: time.Hour}, sink)
 	sink.next = postgres.NewEventSink(f.st.Pool())
-	if err := f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:first"}); err != nil {
+	if err := f.rec.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:first"}); err != nil {
 		t.Fatal(err)
 	}
-	f.e.FlushEvents(context.Background()) // refused: user:first waits in the retry buffer
+	f.rec.Flush(context.Background()) // refused: user:first waits in the retry buffer
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := range 2000 {
-			_ = f.e.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: fmt.Sprintf("user:u%d", i%50)})
+			_ = f.rec.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: fmt.Sprintf("user:u%d", i%50)})
 		}
 	}()
 	for range 5 {
-		f.e.FlushEvents(context.Background())
+		f.rec.Flush(context.Background())
 	}
 	<-done
 	sink.set(false)
-	f.e.FlushEvents(context.Background())
+	f.rec.Flush(context.Background())
 	var total int64
 	for _, r := range listEvents(t, f.st, store.EventFilter{}) {
 		total += r.Count
@@ -471,7 +432,7 @@ func TestViolationFlushWhileRecording(t *testing.T) {
 // for the per-user one), with the tier, not against an empty target.
 func TestRouteThrottlesNameTheirDimension(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, enforce.Options{})
+	f := newFixture(t, violations.Opts{})
 	perIP := route("login", 60, "/auth/*")
 	perIP.IPMaxRequests = ptr(1)
 	shared := route("docs", 60, "/docs/*")
@@ -482,7 +443,7 @@ func TestRouteThrottlesNameTheirDimension(t *testing.T) {
 	f.burst(routeCall("POST", "/auth/login", "alice", "203.0.113.7"), 3)
 	f.burst(routeCall("GET", "/docs/a", "bob", "198.51.100.1"), 2)
 	f.burst(routeCall("POST", "/tokens/new", "carol", "198.51.100.2"), 2)
-	f.e.FlushEvents(context.Background())
+	f.rec.Flush(context.Background())
 
 	got := map[string]ratelimit.Event{}
 	for _, ev := range listEvents(t, f.st, store.EventFilter{}) {
@@ -517,7 +478,7 @@ func TestRouteThrottlesNameTheirDimension(t *testing.T) {
 // never ":". Each subject selects its rows.
 func TestViolationsNameWhoDidIt(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, enforce.Options{})
+	f := newFixture(t, violations.Opts{})
 	login := route("login", 60, "/auth/*")
 	login.UserMaxRequests = ptr(1)
 	teams := route("reports", 60, "/reports/*")
@@ -536,15 +497,15 @@ func TestViolationsNameWhoDidIt(t *testing.T) {
 	report := routeCall("GET", "/reports/q3", "carol", "198.51.100.9")
 	report.Team = "umbrella"
 	f.burst(report, 2)
-	f.burst(toolCall("dave", "hot", ""), 2)
-	f.burst(toolCall("erin", "cold", ""), 3)
+	f.burst(toolCall("dave", "hot"), 2)
+	f.burst(toolCall("erin", "cold"), 3)
 	envoy := func(username string) enforce.Call {
 		return enforce.Call{Username: username, Descriptors: &enforce.DescriptorRequest{Domain: "edge",
 			Descriptors: []enforce.Descriptor{{Entries: desc.Descriptor}}}}
 	}
 	f.burst(envoy("bob"), 2)
 	f.burst(envoy(""), 3) // the descriptor's bucket is bob's too: both throttled
-	f.e.FlushEvents(context.Background())
+	f.rec.Flush(context.Background())
 
 	got := map[string]ratelimit.Event{}
 	for _, ev := range listEvents(t, f.st, store.EventFilter{}) {
@@ -581,8 +542,8 @@ func TestViolationsNameWhoDidIt(t *testing.T) {
 			t.Errorf("subject %s selects %d rows, want 1", subject, len(rows))
 		}
 		typ, _, _ := strings.Cut(subject, ":")
-		if !slices.Contains(enforce.EventSubjectTypes(), typ) {
-			t.Errorf("subject %s: type %q is not one the events filter takes (%v)", subject, typ, enforce.EventSubjectTypes())
+		if !slices.Contains(violations.SubjectTypes(), typ) {
+			t.Errorf("subject %s: type %q is not one the events filter takes (%v)", subject, typ, violations.SubjectTypes())
 		}
 	}
 }
