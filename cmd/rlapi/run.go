@@ -650,7 +650,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// guards the decisions: an address it locks is refused auth-locked
 	// before anything else. Its lockouts join the record of violations.
 	gatewayThrottle, err := auththrottle.New(counters, auththrottle.Options{MaxFailures: *gatewayFailures, Window: *gatewayWindow,
-		Lockout: *gatewayLockout, IPv6Prefix: *ipv6Prefix, BackendTimeout: *backendTimeout, Registerer: registry, OnEvent: rec.AuthEvent})
+		Lockout: *gatewayLockout, IPv6Prefix: *ipv6Prefix, BackendTimeout: *backendTimeout, Registerer: registry, Record: rec.RecordEvent})
 	if err == nil {
 		enfOpts.Guard = gatewayThrottle
 	}

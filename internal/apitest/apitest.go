@@ -152,7 +152,7 @@ func serve(t testing.TB, st *store.Store, cfg api.Config, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	throttle, err := auththrottle.New(counters, auththrottle.Options{IPv6Prefix: cfg.IPv6Prefix, Registerer: registry, OnEvent: rec.AuthEvent})
+	throttle, err := auththrottle.New(counters, auththrottle.Options{IPv6Prefix: cfg.IPv6Prefix, Registerer: registry, Record: rec.RecordEvent})
 	if err != nil {
 		rec.Close()
 		t.Fatal(err)

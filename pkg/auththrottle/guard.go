@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // The throttle as an enforce.Guard: an Enforcer built with it as
@@ -148,12 +149,18 @@ func (t *Throttle) CheckRequest(ctx context.Context, addr netip.Addr, path strin
 	return st, nil
 }
 
-// emit tells of ev: the lockouts metric, the Enforcer t guards (its
-// aggregated log, and its record of violations for a lockout started),
-// then Options.OnEvent.
+// emit tells of ev: the lockouts metric, the record of violations
+// (Options.Record) for a lockout started, the Enforcer t guards (its
+// aggregated log), then Options.OnEvent.
 func (t *Throttle) emit(ev Event) {
 	if ev.Kind == EventLockoutStarted {
 		t.lockouts.WithLabelValues(ev.Scope).Inc()
+		if t.opts.Record != nil && ev.Address != "" {
+			caller := enforce.CallerIP + ":" + ev.Address
+			// A refusal would be a bug of ours (the kind and subject are
+			// valid); the lockout itself holds either way.
+			_ = t.opts.Record(ratelimit.Event{Kind: ratelimit.EventAuthLockoutStarted, Subject: caller, Caller: caller, Limit: int64(ev.Failures)})
+		}
 	}
 	if h := t.bound(); h != nil {
 		h.Log(guardEvent(ev))
@@ -164,8 +171,7 @@ func (t *Throttle) emit(ev Event) {
 }
 
 // guardEvent is ev's line in the Enforcer's aggregated log: kinds
-// auth_lockout_started (which the record of violations keeps, subject
-// ip:<address key>) and auth_lockout_ended.
+// auth_lockout_started and auth_lockout_ended.
 func guardEvent(ev Event) enforce.GuardEvent {
 	caller := enforce.CallerIP + ":" + ev.Address
 	g := enforce.GuardEvent{Kind: ev.Kind, Caller: caller, Username: ev.Identity, Limit: int64(ev.Failures)}

@@ -82,7 +82,8 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value str
 // Check and by AuthMiddleware) in rlctl_enforce_checks_total
 // {outcome="auth_locked"}; the aggregated log has the lockout's line and
 // one line for the refused calls; the record of violations has the
-// lockout (auth_lockout_started, subject ip:<address>) and not the calls.
+// lockout (auth_lockout_started, subject ip:<address>), not the calls
+// and not its end.
 func TestLockoutsAreCountedLoggedAndRecorded(t *testing.T) {
 	t.Parallel()
 	clk := authClock()
@@ -94,7 +95,7 @@ func TestLockoutsAreCountedLoggedAndRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	th, err := auththrottle.New(counters, auththrottle.Options{Now: clk.Now, Registerer: reg, OnEvent: violated.AuthEvent})
+	th, err := auththrottle.New(counters, auththrottle.Options{Now: clk.Now, Registerer: reg, Record: violated.RecordEvent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +130,12 @@ func TestLockoutsAreCountedLoggedAndRecorded(t *testing.T) {
 	}
 	if n := counterValue(t, reg, "rlctl_enforce_checks_total", "outcome", "auth_locked"); n != 3 {
 		t.Errorf(`rlctl_enforce_checks_total{outcome="auth_locked"} = %v, want 3 (two Checks, one AuthMiddleware request)`, n)
+	}
+	// The lockout ends; the throttle says so on its next touch of the
+	// address, and the record keeps only the start.
+	clk.Advance(6 * time.Minute)
+	if st, err := th.Locked(context.Background(), ip); err != nil || st.Locked {
+		t.Fatalf("after the lockout: %+v, %v; want unlocked", st, err)
 	}
 	e.Close()        // writes the aggregated lines
 	violated.Close() // and the record

@@ -23,6 +23,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // Failed-credential throttling: gateways report
@@ -97,6 +98,13 @@ type Options struct {
 	// of every lockout it knew of that ended (EventLockoutStarted,
 	// EventLockoutEnded). It runs on the reporting goroutine.
 	OnEvent func(Event)
+	// Record, when set, keeps every lockout this throttle takes in the
+	// record of violations (give it violations.Recorder.RecordEvent): kind
+	// auth_lockout_started, subject ip:<address or prefix>, limit the
+	// failures that locked it. An ended lockout is not a violation and is
+	// not recorded. The record's own vocabulary (ratelimit.Event) is the
+	// whole contract, so neither package links the other.
+	Record func(ratelimit.Event) error
 	// Registerer receives rlctl_enforce_auth_lockouts_total, the lockouts
 	// this throttle took, by scope (nil: not registered).
 	Registerer prometheus.Registerer

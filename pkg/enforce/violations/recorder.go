@@ -26,7 +26,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -588,18 +587,6 @@ func (r *Recorder) RecordEvent(ev ratelimit.Event) error {
 	}
 	r.record(ev, axis)
 	return nil
-}
-
-// AuthEvent records a failed-credential lockout that started
-// (auththrottle.Options.OnEvent: give it this method): kind
-// auth_lockout_started, subject ip:<address or prefix>, the failures that
-// locked it. Other kinds are not part of the record.
-func (r *Recorder) AuthEvent(ev auththrottle.Event) {
-	if ev.Kind != ratelimit.EventAuthLockoutStarted || ev.Address == "" {
-		return
-	}
-	caller := enforce.CallerIP + ":" + ev.Address
-	_ = r.RecordEvent(ratelimit.Event{Kind: ev.Kind, Subject: caller, Caller: caller, Limit: int64(ev.Failures)})
 }
 
 // recordThrottle records a throttle by the denying gate o.Gate. The

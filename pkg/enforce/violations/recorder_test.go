@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rlctl/rlctl/internal/store"
-	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/enforce/violations"
@@ -280,15 +279,17 @@ func TestRecordEventRefusesUnknownKinds(t *testing.T) {
 }
 
 // TestAuthLockoutsAreRecorded: a failed-credential lockout that started,
-// reported to AuthEvent (a throttle's OnEvent), is recorded (kind
-// auth_lockout_started, severity high, subject ip:<address>); the kinds
-// the record does not keep (a lockout that ended) are not. Escalation's
-// lockout_started rows are its own test (pkg/enforce/escalation).
+// as a failed-credential throttle reports it (auththrottle.Options.Record),
+// is recorded with its kind's severity, high, under its subject
+// ip:<address>. That the throttle reports started lockouts and no ended
+// ones is pkg/auththrottle's test; escalation's lockout_started rows are
+// pkg/enforce/escalation's.
 func TestAuthLockoutsAreRecorded(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, violations.Opts{})
-	f.rec.AuthEvent(auththrottle.Event{Kind: ratelimit.EventAuthLockoutStarted, Scope: "gateway", Address: "203.0.113.7", Failures: 5})
-	f.rec.AuthEvent(auththrottle.Event{Kind: auththrottle.EventLockoutEnded, Scope: "gateway", Address: "198.51.100.1"})
+	if err := f.rec.RecordEvent(ratelimit.Event{Kind: ratelimit.EventAuthLockoutStarted, Subject: "ip:203.0.113.7", Caller: "ip:203.0.113.7", Limit: 5}); err != nil {
+		t.Fatal(err)
+	}
 	f.rec.Flush(context.Background())
 	rows := listEvents(t, f.st, store.EventFilter{})
 	got := map[string]string{}
