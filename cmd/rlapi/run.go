@@ -28,6 +28,7 @@ import (
 	"github.com/rlctl/rlctl/internal/version"
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/lease"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	redisstore "github.com/rlctl/rlctl/pkg/enforce/redis"
 	"github.com/rlctl/rlctl/pkg/httpgate"
@@ -606,10 +607,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log, IPv6Prefix: *ipv6Prefix,
 		AuthThrottle: &enforce.AuthThrottleOptions{MaxFailures: *gatewayFailures, Window: *gatewayWindow, Lockout: *gatewayLockout},
 		Escalation:   escalation,
-		Leases:       leases,
-	}
-	if leases != nil {
-		log.Info("leases for hot keys on", "lease_time", leases.Time, "replicas", leases.Replicas, "hot_rate", leases.HotRate, "all_keys", leases.All)
 	}
 	// counters is where the decisions count, and with them rlapi's own
 	// failed-credential lockout and the counters API: the decisions'
@@ -634,6 +631,29 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		log.Info("counters in Redis", "url", redisstore.Redact(countersURL.s))
 	}
 	enfOpts.Counters = counters
+	if leases != nil {
+		// The decisions count through a lease layer over the counters
+		// (rlapi's own lockout and the counters API do not: they read and
+		// reset the shared counters themselves). It closes, giving back
+		// every block, once the Enforcer has stopped and before the
+		// counter store does.
+		leases.Timeout, leases.Logger, leases.Registerer = *backendTimeout, log, registry
+		layer, err := lease.New(counters, *leases)
+		if err != nil {
+			if enfOpts.OnClose != nil {
+				enfOpts.OnClose()
+			}
+			return fmt.Errorf("start leases: %w", err)
+		}
+		closeCounters := enfOpts.OnClose
+		enfOpts.Counters, enfOpts.OnClose = layer, func() {
+			layer.Close()
+			if closeCounters != nil {
+				closeCounters()
+			}
+		}
+		log.Info("leases for hot keys on", "lease_time", leases.Time, "replicas", leases.Replicas, "hot_rate", leases.HotRate, "all_keys", leases.All)
+	}
 	enf, err := postgres.New(ctx, decisions.Pool(), enfOpts)
 	if err != nil {
 		if enfOpts.OnClose != nil {

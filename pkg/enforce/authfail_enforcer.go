@@ -110,9 +110,9 @@ func (e *Enforcer) AuthLocked(ctx context.Context, clientIP string) (AuthStatus,
 // what it took (giveBack), so the only cost of asking late is that
 // another call may, for that round trip, see counts a refused call holds:
 // it may be refused, never admitted past a limit (docs/design/lockouts.md,
-// "Asked in the call's round trip"). With leases (a decision may make no round
-// trip) or a store that cannot give back, the store is asked first, on
-// its own.
+// "Asked in the call's round trip"). Over a store that decides calls in
+// memory (CounterCapabilities.Local: a decision may make no round trip)
+// or one that cannot give back, the store is asked first, on its own.
 func (e *Enforcer) authFirst(ctx context.Context, c Call, ip netip.Addr) (peek string, d Decision, locked bool) {
 	if e.auth == nil || !ip.IsValid() {
 		return "", Decision{}, false
@@ -123,7 +123,7 @@ func (e *Enforcer) authFirst(ctx context.Context, c Call, ip netip.Addr) (peek s
 		return "", e.authLockedDecision(c, key, st), true
 	case known:
 		return "", Decision{}, false
-	case e.leases == nil && e.canGiveBack:
+	case !e.local && e.canGiveBack:
 		return key, Decision{}, false
 	}
 	d, locked = e.settleAuth(ctx, c, key)

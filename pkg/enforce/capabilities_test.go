@@ -64,10 +64,6 @@ func TestNewRefusesWhatTheSeamsCannotDo(t *testing.T) {
 		opts     enforce.Options
 		want     []string // in the error; none: New starts
 	}{
-		{"leases over a store that cannot give back", lacking{memory.New(), false, true}, static,
-			enforce.Options{Leases: &enforce.LeaseOptions{}}, []string{"Options.Leases", "GiveBack", "lacking"}},
-		{"leases over a store that gives back", lacking{memory.New(), true, false}, static,
-			enforce.Options{Leases: &enforce.LeaseOptions{}}, nil},
 		{"the failed-credential throttle over a store that cannot reset", lacking{memory.New(), true, false}, static,
 			enforce.Options{AuthThrottle: &enforce.AuthThrottleOptions{}}, []string{"Options.AuthThrottle", "Reset", "lacking"}},
 		{"the failed-credential throttle turned off over a store that cannot reset", lacking{memory.New(), true, false}, static,

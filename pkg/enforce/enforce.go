@@ -126,13 +126,6 @@ type Options struct {
 	// OnLockout, when set, is told of every escalation lockout this
 	// Enforcer wrote (event lockout_started).
 	OnLockout func(Lockout)
-
-	// Leases, when set, turns on leases for hot keys (lease.go,
-	// docs/design/leases.md): a block of a hot gate's
-	// capacity is taken from the shared counter in one step and later
-	// calls on that key are decided in memory until it runs out. Counters
-	// must declare GiveBack (what a block did not use is given back).
-	Leases *LeaseOptions
 }
 
 // Enforcer decides calls. It is safe for concurrent use.
@@ -170,8 +163,9 @@ type Enforcer struct {
 	violations *violationRecorder
 	// auth is the failed-credential throttle (nil: off; authfail.go).
 	auth *AuthThrottle
-	// leases decide hot keys locally (nil: off; lease.go).
-	leases *leaser
+	// local: counters decide some calls in memory and take each call
+	// directly (CounterCapabilities.Local; local.go).
+	local bool
 	// canGiveBack: counters can give back what a call took (an address found
 	// auth locked in the call's own round trip: authFirst).
 	canGiveBack bool
@@ -209,6 +203,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now, exhausted: newExhaustedKeys(),
 		kick: make(chan struct{}, 1)}
 	e.canGiveBack = opts.Counters.Capabilities().GiveBack
+	e.local = opts.Counters.Capabilities().Local
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -244,14 +239,6 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	for range opts.Workers {
 		e.wg.Go(func() { e.batcher.work(bg) })
 	}
-	if opts.Leases != nil {
-		e.leases = newLeaser(*opts.Leases, e.counters, opts.BackendTimeout, e.now, m)
-		flush := e.leases.flushMetrics
-		m.beforeCollect.Store(&flush)
-		e.leases.log = e.log
-		e.wg.Add(1)
-		go e.every(bg, min(max(e.leases.opts.Time/4, 10*time.Millisecond), 100*time.Millisecond), func(context.Context) { e.leases.reap(e.now()) })
-	}
 	e.wg.Add(4)
 	go e.listen(bg)
 	go e.refreshLoop(bg)
@@ -272,9 +259,6 @@ func checkCapabilities(opts Options) error {
 	need := func(option, capability, why string) error {
 		return fmt.Errorf("enforce: %s needs a counter store with the %s capability (%s); %s does not declare it",
 			option, capability, why, backendName(opts.Counters))
-	}
-	if opts.Leases != nil && !counters.GiveBack {
-		return need("Options.Leases", "GiveBack", "what a lease did not use is given back")
 	}
 	if opts.AuthThrottle != nil && opts.AuthThrottle.MaxFailures >= 0 && !counters.Reset {
 		return need("Options.AuthThrottle", "Reset", "a successful authentication resets the failure count")
@@ -298,9 +282,6 @@ func (e *Enforcer) Close() {
 	e.cancel()
 	e.wg.Wait()
 	e.batcher.stop()
-	if e.leases != nil {
-		e.leases.close()
-	}
 	e.events.flush()
 	e.violations.flush(context.Background())
 	if e.opts.OnClose != nil {
@@ -394,12 +375,8 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if cost <= 0 {
 		cost = 1
 	}
-	hints := v
 	gates, reps := foldRepeats(gates, cost)
-	if reps != nil {
-		hints = nil // the view's hints are by position in its unfolded gates
-	}
-	d, err := e.take(ctx, c, gates, hints, cost, consume, now, peek)
+	d, err := e.take(ctx, c, gates, cost, consume, now, peek)
 	if reps != nil {
 		d = e.unfold(ctx, d, reps, consume, now)
 	}
@@ -743,7 +720,7 @@ func newGate(d ratelimit.Definition, key string, limit int64, burst *int, shadow
 // counterGate is what the counter store sees of a gate.
 func (g Gate) counterGate() CounterGate {
 	return CounterGate{Key: g.key, Algorithm: g.Algorithm, Window: time.Duration(g.WindowSeconds) * time.Second,
-		Limit: g.Limit, Burst: g.Burst, Enforce: !g.Shadow}
+		Limit: g.Limit, Burst: g.Burst, Enforce: !g.Shadow, Lease: g.lease}
 }
 
 // arith is the gate as pkg/enforce/algorithm sees it.
@@ -776,21 +753,16 @@ func (g *Gate) describe(st GateState, room bool, cost int64, now time.Time) {
 
 // take runs the counter round trip and turns its answer into a decision.
 //
-// hints, when not nil, is the call's view: it keeps the leases its gates
-// were decided from last, sparing their lookup.
-//
 // peek, when not empty, is the call's address's auth lockout key, for the
 // store to be asked in the same round trip (authFirst): a lockout it
 // reports decides the call, and what the call took is given back.
-func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time, peek string) (Decision, error) {
+func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, consume bool, now time.Time, peek string) (Decision, error) {
 	// gates are sorted: a call's view keeps them in the order the stores
 	// take them (buildView).
-	if e.leases != nil {
-		// authFirst asks before the call when leases are on: a leased
-		// decision makes no round trip to share.
-		if d, err, ok := e.takeLeased(ctx, c, gates, hints, cost, consume, now); ok {
-			return d, err
-		}
+	if e.local {
+		// authFirst asks before the call over such a store: a decision
+		// made in memory makes no round trip to share.
+		return e.takeLocal(ctx, c, gates, cost, consume, now)
 	}
 	req := TakeRequest{Cost: cost, Consume: consume, Now: now, Gates: make([]CounterGate, len(gates))}
 	for i, g := range gates {
@@ -841,8 +813,7 @@ func sortGates(gates []Gate) {
 	})
 }
 
-// decision turns the counters' answer for gates into a decision (for a
-// gate decided from a lease, res holds its local state: lease.go).
+// decision turns the counters' answer for gates into a decision.
 func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, consume bool, now time.Time) Decision {
 	d := Decision{Allowed: res.Allowed, Reason: ReasonAllowed, Gates: gates}
 	tightest := -1

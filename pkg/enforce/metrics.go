@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/netip"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,30 +42,6 @@ type metrics struct {
 	// cacheHit is cache{result="hit"}, resolved once: every decision adds
 	// to it.
 	cacheHit prometheus.Counter
-	// beforeCollect, when set, runs before checks and gateChecks are
-	// collected: the leases add what they counted locally (lease.go).
-	beforeCollect atomic.Pointer[func()]
-}
-
-// flushingCollector collects its collectors after m.beforeCollect.
-type flushingCollector struct {
-	m          *metrics
-	collectors []prometheus.Collector
-}
-
-func (f flushingCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range f.collectors {
-		c.Describe(ch)
-	}
-}
-
-func (f flushingCollector) Collect(ch chan<- prometheus.Metric) {
-	if fn := f.m.beforeCollect.Load(); fn != nil {
-		(*fn)()
-	}
-	for _, c := range f.collectors {
-		c.Collect(ch)
-	}
 }
 
 func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() time.Time, backend string) (*metrics, error) {
@@ -117,7 +92,7 @@ func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() ti
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{flushingCollector{m, []prometheus.Collector{m.checks, m.gateChecks}}, m.throttled, m.shadowDenied, m.quarantineDenied,
+	for _, c := range []prometheus.Collector{m.checks, m.gateChecks, m.throttled, m.shadowDenied, m.quarantineDenied,
 		m.errors, m.cache, m.backend, m.snapshotLoad, m.notifications, m.swept, m.reloads, m.rowsRead, m.backendTimeout, m.enabled,
 		m.violations, m.violationsDropped, m.violationsSummarized, newQuarantineCollector(count, now)} {
 		if err := reg.Register(c); err != nil {

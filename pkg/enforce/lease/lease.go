@@ -1,31 +1,52 @@
-package enforce
+// Package lease is a counter-store layer that decides hot keys' calls in
+// memory (docs/design/leases.md). A Store wraps any enforce.CounterStore
+// and is one itself, the way Envoy's ratelimit puts its local cache in
+// front of its Redis cache; the enforcement core does not know it exists:
+//
+//	counters, err := lease.New(store, lease.Options{Time: time.Second, Replicas: 4})
+//	e, err := enforce.New(ctx, enforce.Options{Counters: counters, OnClose: counters.Close, ...})
+//
+// For a gate it leases, the layer takes a block of the gate's capacity
+// from the shared counter in one ordinary Take (cost = the block, that
+// gate alone: the shared count includes it at once, so replicas together
+// never admit past the limit), then decides later calls on that key in
+// memory until the block or its lease time runs out, and gives back what
+// it did not use (CounterStore.ReturnUnused: the inner store must declare
+// GiveBack). Which gates are leased: hot keys (or every key, Options.All),
+// unless the gate's definition says otherwise (CounterGate.Lease: never or
+// always).
+//
+// The Store declares enforce.CounterCapabilities.Local: the Enforcer asks
+// it for each call through TakeLocal, directly, and the Store sends what
+// it cannot decide from its blocks through the function the Enforcer
+// passes, batched with every other call. Take, ReturnUnused, Reset and
+// Sweep pass through to the inner store.
+//
+// Lifetime: the Store's reaper runs from New until Close, and Close gives
+// back every block. Close it once the Enforcer over it has stopped and
+// before the inner store closes: Options.OnClose of the Enforcer is the
+// place (the Enforcer runs it once its own work has stopped), chaining
+// the inner store's close after it.
+package lease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
-	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// Leases (docs/design/leases.md). An Enforcer with
-// Options.Leases takes a block of a hot gate's capacity from the shared
-// counter in one ordinary Take (cost = the block, that gate alone: the
-// shared count includes it at once, so replicas together never admit past
-// the limit), then decides later calls on that key in memory until the
-// block or its lease time runs out, and gives back what it did not use.
-// Which gates are leased: hot keys (or every key, LeaseOptions.All),
-// unless the gate's definition says otherwise (lease never or always:
-// leaseMode, get).
-
-// LeaseOptions turn leases on (Options.Leases).
-type LeaseOptions struct {
+// Options tune a Store; zero values take the defaults.
+type Options struct {
 	// Time is how long a block may be used (default 1 s). A fixed or
 	// sliding window's block also ends with the window it was taken in.
 	// What a replica holds unused is unavailable to the others for at most
@@ -38,7 +59,7 @@ type LeaseOptions struct {
 	Replicas int
 	// All leases every gate whose block is at least 1; otherwise only hot
 	// keys are leased. A definition has the last word
-	// (ratelimit.Definition.Lease): never is not leased even with All,
+	// (enforce.CounterGate.Lease): never is not leased even with All,
 	// always is leased from the first call without it.
 	All bool
 	// HotRate: a key this process sees more than HotRate times within one
@@ -51,17 +72,29 @@ type LeaseOptions struct {
 	// MaxLeases bounds the leases held at once (default 10,000); a key
 	// past it is decided by the store.
 	MaxLeases int
+	// Timeout bounds each block's Take and each give-back (default 250
+	// ms): the Enforcer's BackendTimeout is the usual value.
+	Timeout time.Duration
+	// Now is the layer's clock for retiring leases (default time.Now);
+	// calls are decided at their TakeRequest.Now. Give it the Enforcer's.
+	Now func() time.Time
+	// Logger receives the give-backs that failed (default: none).
+	Logger *slog.Logger
+	// Registerer receives the layer's metrics (nil: not registered):
+	// rlctl_enforce_leases, rlctl_enforce_lease_blocks_total,
+	// rlctl_enforce_lease_returned_units_total and
+	// rlctl_enforce_lease_local_decisions_total.
+	Registerer prometheus.Registerer
 }
 
-// leaser holds an Enforcer's leases.
-type leaser struct {
-	opts LeaseOptions
-	// store gives back what a lease did not use (New refuses leases over
-	// a store without CounterCapabilities.GiveBack).
-	store   CounterStore
+// Store is a counter store that leases blocks of hot keys' capacity from
+// the store it wraps (New). It is safe for concurrent use.
+type Store struct {
+	inner   enforce.CounterStore
+	opts    Options
 	timeout time.Duration
 	now     func() time.Time
-	log     interface{ Warn(string, ...any) }
+	log     *slog.Logger
 
 	leases sync.Map // key string -> *lease
 	n      atomic.Int64
@@ -69,32 +102,37 @@ type leaser struct {
 	seed maphash.Seed
 	hot  []atomic.Uint64 // per slot: second<<24 | count (count saturates)
 
-	allowed  prometheus.Counter
+	// decided counts the calls decided wholly from blocks, flushed from
+	// the leases' own counts (lease.decidedN).
+	decided  atomic.Int64
 	returned atomic.Int64
 	refills  atomic.Int64
+
+	cancel    context.CancelFunc
+	reaper    sync.WaitGroup
+	closed    atomic.Bool
+	closeOnce sync.Once
 }
 
 // lease is one key's block. units is the part left; view says until when
 // it may be used and what the shared counter held when it was taken.
 type lease struct {
-	gate  CounterGate // fixed for the lease's life
+	gate  enforce.CounterGate // fixed for the lease's life; Lease zero
 	block int64
 	units atomic.Int64
-	// allowN and decidedN are the gate checks and the decisions decided
-	// from the block not yet added to allow and to the leaser's allowed.
-	// They sit beside units, whose cache line every local decision writes
-	// anyway: two cores adding to shared Prometheus counters on each call
-	// cost an eighth of a local decision. flushMetrics adds them, at
-	// every scrape and every reap.
-	allowN, decidedN atomic.Int64
-	view             atomic.Pointer[leaseView]
-	// allow is the gate's rlctl_enforce_gate_checks_total{outcome=allow}.
-	allow prometheus.Counter
+	// decidedN counts the calls decided wholly from blocks, this lease
+	// the first of their gates, not yet added to the Store's decided. It
+	// sits beside units, whose cache line every local decision writes
+	// anyway: two cores adding to one shared counter on each call cost an
+	// eighth of a local decision. flushMetrics adds it, at every scrape
+	// and every reap.
+	decidedN atomic.Int64
+	view     atomic.Pointer[leaseView]
 
 	mu   sync.Mutex // held to refill or retire
 	dead bool       // retired and out of the map (under mu)
-	// retired is dead, readable without mu: a gate cache entry's hint
-	// (gatecache.go) is dropped once its lease is retired.
+	// retired is dead, readable without mu: a decision that took from a
+	// retired lease flushes its own count (decide).
 	retired atomic.Bool
 	// refilling is closed when the refill in progress ends: the calls
 	// that found the block short meanwhile wait for it all at once,
@@ -110,13 +148,22 @@ type lease struct {
 }
 
 type leaseView struct {
-	until int64     // ns: the lease's end
-	taken time.Time // the block's TakeRequest.Now
-	st    GateState // the counter after the block was taken
-	block int64     // the units taken
+	until int64             // ns: the lease's end
+	taken time.Time         // the block's TakeRequest.Now
+	st    enforce.GateState // the counter after the block was taken
+	block int64             // the units taken
 }
 
-func newLeaser(opts LeaseOptions, store CounterStore, timeout time.Duration, now func() time.Time, m *metrics) *leaser {
+// New wraps inner in a Store and starts its reaper (until Close). inner
+// must declare GiveBack: what a block did not use is given back.
+func New(inner enforce.CounterStore, opts Options) (*Store, error) {
+	if inner == nil {
+		return nil, errors.New("lease: the inner counter store is required")
+	}
+	if !inner.Capabilities().GiveBack {
+		return nil, fmt.Errorf("lease: leases need a counter store with the GiveBack capability (what a lease did not use is given back); %s does not declare it",
+			backendName(inner))
+	}
 	if opts.Time <= 0 {
 		opts.Time = time.Second
 	}
@@ -132,18 +179,120 @@ func newLeaser(opts LeaseOptions, store CounterStore, timeout time.Duration, now
 	if opts.MaxLeases <= 0 {
 		opts.MaxLeases = 10_000
 	}
-	l := &leaser{opts: opts, store: store, timeout: timeout, now: now, seed: maphash.MakeSeed(),
-		hot: make([]atomic.Uint64, opts.TrackerSize), allowed: m.checks.WithLabelValues("allowed")}
-	return l
+	s := &Store{inner: inner, opts: opts, timeout: opts.Timeout, now: opts.Now, log: opts.Logger,
+		seed: maphash.MakeSeed(), hot: make([]atomic.Uint64, opts.TrackerSize)}
+	if s.timeout <= 0 {
+		s.timeout = 250 * time.Millisecond
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(newCollector(s)); err != nil {
+			return nil, fmt.Errorf("lease: register the metrics: %w", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	every := min(max(opts.Time/4, 10*time.Millisecond), 100*time.Millisecond)
+	s.reaper.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s.reap(s.now())
+			}
+		}
+	})
+	return s, nil
 }
 
-// BlockSize is the block an enforcer leases of g: clamp(rate × leaseTime,
+// backendName is the backend label of a store: its BackendName, or its
+// Go type when it names none (as the Enforcer labels it).
+func backendName(s enforce.CounterStore) string {
+	if n := s.BackendName(); n != "" {
+		return n
+	}
+	return fmt.Sprintf("%T", s)
+}
+
+// Close stops the reaper and gives back every block. Call it once the
+// Enforcer over the Store has closed (Options.OnClose) and before the
+// inner store closes; later calls pass through to the inner store.
+func (s *Store) Close() {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.cancel()
+		s.reaper.Wait()
+		s.leases.Range(func(_, v any) bool {
+			s.retire(v.(*lease))
+			return true
+		})
+	})
+}
+
+// Take passes through to the inner store: leases apply to the calls the
+// Enforcer sends through TakeLocal (the Enforcer's batcher sends their
+// misses here).
+func (s *Store) Take(ctx context.Context, reqs []enforce.TakeRequest, deadline time.Time) ([]enforce.TakeResult, error) {
+	return s.inner.Take(ctx, reqs, deadline)
+}
+
+// ReturnUnused passes through to the inner store.
+func (s *Store) ReturnUnused(ctx context.Context, rs []enforce.Return, deadline time.Time) error {
+	return s.inner.ReturnUnused(ctx, rs, deadline)
+}
+
+// Reset passes through to the inner store.
+func (s *Store) Reset(ctx context.Context, gates []enforce.CounterGate, now, deadline time.Time) error {
+	return s.inner.Reset(ctx, gates, now, deadline)
+}
+
+// Sweep passes through to the inner store.
+func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
+	return s.inner.Sweep(ctx, now)
+}
+
+// BackendName is the inner store's (its Go type when it names none), so
+// the Enforcer's metrics keep their backend label.
+func (s *Store) BackendName() string { return backendName(s.inner) }
+
+// Capabilities are the inner store's, and Local: TakeLocal decides calls
+// on leased keys from memory.
+func (s *Store) Capabilities() enforce.CounterCapabilities {
+	c := s.inner.Capabilities()
+	c.Local = true
+	return c
+}
+
+// Stats is what a Store's leases did (Store.Stats).
+type Stats struct {
+	// Leases held now.
+	Leases int64
+	// Refills is how many blocks were taken from the store.
+	Refills int64
+	// Returned is how many unused units were given back.
+	Returned int64
+}
+
+// Stats reports the Store's leases.
+func (s *Store) Stats() Stats {
+	return Stats{Leases: s.n.Load(), Refills: s.refills.Load(), Returned: s.returned.Load()}
+}
+
+// BlockSize is the block a Store leases of g: clamp(rate × leaseTime,
 // 1, capacity / (2 × replicas)), rate = Limit / Window, capacity = Limit
 // (a token bucket's Burst). 0 when the capacity is below 2 × replicas: a
 // gate that small is decided by the store.
-func BlockSize(g CounterGate, leaseTime time.Duration, replicas int) int64 {
+func BlockSize(g enforce.CounterGate, leaseTime time.Duration, replicas int) int64 {
 	capacity := g.Limit
-	if g.KnownAlgorithm() == AlgorithmTokenBucket && g.Burst > 0 {
+	if g.KnownAlgorithm() == enforce.AlgorithmTokenBucket && g.Burst > 0 {
 		capacity = g.Burst
 	}
 	if replicas < 1 {
@@ -165,7 +314,7 @@ func BlockSize(g CounterGate, leaseTime time.Duration, replicas int) int64 {
 
 // seen counts one call on key in the hot-key tracker and says whether the
 // key is hot.
-func (l *leaser) seen(key string, now time.Time) bool {
+func (l *Store) seen(key string, now time.Time) bool {
 	if l.opts.All {
 		return true
 	}
@@ -188,39 +337,17 @@ func (l *leaser) seen(key string, now time.Time) bool {
 	}
 }
 
-// leaseMode is a gate's definition's say in leases
-// (ratelimit.Definition.Lease). The values are ordered by precedence: of
-// a bucket several definitions share (buildGates), the greatest applies,
-// so never on any of them wins over always, which wins over auto.
-type leaseMode uint8
-
-const (
-	leaseAuto   leaseMode = iota // the enforcer decides: hot keys, or All
-	leaseAlways                  // leased from the first call
-	leaseNever                   // never leased
-)
-
-// leaseModeOf is d's lease mode; an unknown value (validation refuses
-// it) is auto.
-func leaseModeOf(d ratelimit.Definition) leaseMode {
-	switch d.Lease {
-	case ratelimit.LeaseNever:
-		return leaseNever
-	case ratelimit.LeaseAlways:
-		return leaseAlways
-	}
-	return leaseAuto
-}
-
-// get is the lease of g's key for a call of cost, creating an empty one
+// get is the lease of cg's key for a call of cost, creating an empty one
 // for a hot key (any key with All, or a gate whose definition says lease
 // always); nil when the gate is not leased (its definition says never, its
 // block would be 0, or the key is not hot).
-func (l *leaser) get(g *Gate, cg CounterGate, cost int64, now time.Time, m *metrics) *lease {
+func (l *Store) get(cg enforce.CounterGate, cost int64, now time.Time) *lease {
+	mode := cg.Lease
+	cg.Lease = 0 // a hint, not part of the counter: a lease's gate leaves it out
 	v, ok := l.leases.Load(cg.Key)
 	if ok {
 		ls := v.(*lease)
-		if ls.gate == cg && g.lease != leaseNever {
+		if ls.gate == cg && mode != enforce.LeaseNever {
 			if cost > ls.block {
 				return nil
 			}
@@ -230,10 +357,10 @@ func (l *leaser) get(g *Gate, cg CounterGate, cost int64, now time.Time, m *metr
 		// old block is given back, the key starts again.
 		l.retire(ls)
 	}
-	switch g.lease {
-	case leaseNever:
+	switch mode {
+	case enforce.LeaseNever:
 		return nil
-	case leaseAuto:
+	case enforce.LeaseAuto:
 		if !l.seen(cg.Key, now) {
 			return nil
 		}
@@ -245,8 +372,7 @@ func (l *leaser) get(g *Gate, cg CounterGate, cost int64, now time.Time, m *metr
 	if l.n.Load() >= int64(l.opts.MaxLeases) {
 		return nil
 	}
-	ls := &lease{gate: cg, block: block, created: now.UnixNano(),
-		allow: m.gateChecks.WithLabelValues(axisLabel(g.Axis), g.EntityType, "allow")}
+	ls := &lease{gate: cg, block: block, created: now.UnixNano()}
 	if v, loaded := l.leases.LoadOrStore(cg.Key, ls); loaded {
 		ls = v.(*lease)
 		if ls.gate != cg || cost > ls.block {
@@ -289,7 +415,7 @@ func (ls *lease) putBack(cost int64) { ls.units.Add(cost) }
 // a call of three expired gates waits two round trips, not six. When the
 // shared counter cannot give a whole block, a second Take asks for what
 // its answer says is left, if the call fits in it.
-func (l *leaser) refill(ctx context.Context, need []*lease, got []bool, cost int64, now time.Time) error {
+func (l *Store) refill(ctx context.Context, need []*lease, got []bool, cost int64, now time.Time) error {
 	var ownBuf, waitBuf [maxLeasedGates]int
 	own, wait := ownBuf[:0], waitBuf[:0]
 	var chans [maxLeasedGates]chan struct{}
@@ -334,8 +460,8 @@ func (l *leaser) refill(ctx context.Context, need []*lease, got []bool, cost int
 }
 
 // refillOwned refills need[k] for k in own (their locks held).
-func (l *leaser) refillOwned(ctx context.Context, need []*lease, own []int, got []bool, cost int64, now time.Time) error {
-	var rsBuf [maxLeasedGates]Return
+func (l *Store) refillOwned(ctx context.Context, need []*lease, own []int, got []bool, cost int64, now time.Time) error {
+	var rsBuf [maxLeasedGates]enforce.Return
 	rs := rsBuf[:0]
 	for _, k := range own {
 		if r, ok := l.unused(need[k], now); ok {
@@ -350,23 +476,23 @@ func (l *leaser) refillOwned(ctx context.Context, need []*lease, own []int, got 
 		want[k] = need[k].block
 	}
 	for try := 0; try < 2 && len(todo) > 0; try++ {
-		reqs := make([]TakeRequest, len(todo))
+		reqs := make([]enforce.TakeRequest, len(todo))
 		for j, k := range todo {
-			reqs[j] = TakeRequest{Gates: []CounterGate{need[k].gate}, Cost: want[k], Consume: true, Now: now}
+			reqs[j] = enforce.TakeRequest{Gates: []enforce.CounterGate{need[k].gate}, Cost: want[k], Consume: true, Now: now}
 		}
 		deadline := time.Now().Add(l.timeout)
 		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 			deadline = d
 		}
 		tctx, cancel := context.WithDeadline(ctx, deadline.Add(answerGrace))
-		res, err := l.store.Take(tctx, reqs, deadline)
+		res, err := l.inner.Take(tctx, reqs, deadline)
 		cancel()
 		if err == nil && len(res) != len(reqs) {
-			err = fmt.Errorf("counter store answered %d of %d calls: %w", len(res), len(reqs), ErrOutcomeUnknown)
+			err = fmt.Errorf("counter store answered %d of %d calls: %w", len(res), len(reqs), enforce.ErrOutcomeUnknown)
 		}
 		for j := 0; err == nil && j < len(res); j++ {
 			if len(res[j].States) != 1 || len(res[j].Room) != 1 {
-				err = fmt.Errorf("counter store answered %d states for one gate: %w", len(res[j].States), ErrOutcomeUnknown)
+				err = fmt.Errorf("counter store answered %d states for one gate: %w", len(res[j].States), enforce.ErrOutcomeUnknown)
 			}
 		}
 		if err != nil {
@@ -378,7 +504,7 @@ func (l *leaser) refillOwned(ctx context.Context, need []*lease, own []int, got 
 			ls, r := need[k], res[j]
 			if r.Allowed && r.Room[0] {
 				until := now.Add(l.opts.Time).UnixNano()
-				if ls.gate.KnownAlgorithm() != AlgorithmTokenBucket {
+				if ls.gate.KnownAlgorithm() != enforce.AlgorithmTokenBucket {
 					until = min(until, (algorithm.WindowIndex(now, ls.gate.Window)+1)*int64(ls.gate.Window))
 				}
 				ls.view.Store(&leaseView{until: until, taken: now, st: r.States[0], block: want[k]})
@@ -406,33 +532,33 @@ func (l *leaser) refillOwned(ctx context.Context, need []*lease, own []int, got 
 // back: the units left, and for a token bucket no more of them than are
 // still ahead in the bucket's TAT (tokens that have dripped back since the
 // block was taken are not given back twice).
-func (l *leaser) unused(ls *lease, now time.Time) (Return, bool) {
+func (l *Store) unused(ls *lease, now time.Time) (enforce.Return, bool) {
 	v := ls.view.Load()
 	left := ls.units.Swap(0)
 	if v == nil || left <= 0 {
-		return Return{}, false
+		return enforce.Return{}, false
 	}
-	if ls.gate.KnownAlgorithm() == AlgorithmTokenBucket {
+	if ls.gate.KnownAlgorithm() == enforce.AlgorithmTokenBucket {
 		T := algorithm.Interval(ls.gate.Window, ls.gate.Limit)
 		end := v.st.TAT.UnixNano()
 		start := end - v.block*T
 		left = min(left, max(end-max(now.UnixNano(), start), 0)/T)
 		if left <= 0 {
-			return Return{}, false
+			return enforce.Return{}, false
 		}
 	}
-	return Return{Gate: ls.gate, Units: left, Taken: v.taken, Now: now}, true
+	return enforce.Return{Gate: ls.gate, Units: left, Taken: v.taken, Now: now}, true
 }
 
 // giveBack returns rs to the store in one call.
-func (l *leaser) giveBack(ctx context.Context, rs []Return) {
+func (l *Store) giveBack(ctx context.Context, rs []enforce.Return) {
 	if len(rs) == 0 {
 		return
 	}
 	deadline := time.Now().Add(l.timeout)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout+answerGrace)
 	defer cancel()
-	if err := l.store.ReturnUnused(rctx, rs, deadline); err != nil {
+	if err := l.inner.ReturnUnused(rctx, rs, deadline); err != nil {
 		// It stays counted: errs toward refusing, never admitting.
 		l.log.Warn("lease give back failed", "key", rs[0].Gate.Key, "leases", len(rs), "err", err)
 		return
@@ -443,14 +569,14 @@ func (l *leaser) giveBack(ctx context.Context, rs []Return) {
 }
 
 // retire gives back ls's block and drops it from the map.
-func (l *leaser) retire(ls *lease) {
+func (l *Store) retire(ls *lease) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	l.retireLocked(ls)
 }
 
 // retireLocked is retire with ls.mu held.
-func (l *leaser) retireLocked(ls *lease) {
+func (l *Store) retireLocked(ls *lease) {
 	if ls.dead {
 		return
 	}
@@ -458,7 +584,7 @@ func (l *leaser) retireLocked(ls *lease) {
 	ls.retired.Store(true)
 	ls.flushMetrics(l)
 	if r, ok := l.unused(ls, l.now()); ok {
-		l.giveBack(context.Background(), []Return{r})
+		l.giveBack(context.Background(), []enforce.Return{r})
 	}
 	if l.leases.CompareAndDelete(ls.gate.Key, ls) {
 		l.n.Add(-1)
@@ -467,7 +593,7 @@ func (l *leaser) retireLocked(ls *lease) {
 
 // ended says whether ls's lease ended by t (ns): its block's lease time
 // passed, or it never got a block within a lease time of being made.
-func (l *leaser) ended(ls *lease, t int64) bool {
+func (l *Store) ended(ls *lease, t int64) bool {
 	view := ls.view.Load()
 	return (view == nil && t >= ls.created+int64(l.opts.Time)) || (view != nil && t >= view.until)
 }
@@ -476,7 +602,7 @@ func (l *leaser) ended(ls *lease, t int64) bool {
 // is being refilled (or retired) and is left to the next pass: waiting
 // for that lock would retire the block the refill just took, given back
 // and dropped the moment it came.
-func (l *leaser) reap(now time.Time) {
+func (l *Store) reap(now time.Time) {
 	t := now.UnixNano()
 	l.leases.Range(func(_, v any) bool {
 		ls := v.(*lease)
@@ -492,29 +618,18 @@ func (l *leaser) reap(now time.Time) {
 	})
 }
 
-// flushMetrics adds what ls decided since the last flush to the
-// Prometheus counters.
-func (ls *lease) flushMetrics(l *leaser) {
-	if n := ls.allowN.Swap(0); n > 0 {
-		ls.allow.Add(float64(n))
-	}
+// flushMetrics adds what ls decided since the last flush to the Store's
+// count.
+func (ls *lease) flushMetrics(l *Store) {
 	if n := ls.decidedN.Swap(0); n > 0 {
-		l.allowed.Add(float64(n))
+		l.decided.Add(n)
 	}
 }
 
 // flushMetrics flushes every lease's counts (before a scrape).
-func (l *leaser) flushMetrics() {
+func (l *Store) flushMetrics() {
 	l.leases.Range(func(_, v any) bool {
 		v.(*lease).flushMetrics(l)
-		return true
-	})
-}
-
-// close retires every lease (Enforcer.Close).
-func (l *leaser) close() {
-	l.leases.Range(func(_, v any) bool {
-		l.retire(v.(*lease))
 		return true
 	})
 }
@@ -523,76 +638,66 @@ func (l *leaser) close() {
 // as the block's take left it, less what this replica has not used yet of
 // the block (so Remaining counts the block's rest as available). Other
 // replicas' calls since the block was taken are not in it.
-func (ls *lease) localState() (GateState, int64) {
+func (ls *lease) localState() enforce.GateState {
 	v := ls.view.Load()
-	left := ls.units.Load()
 	if v == nil {
-		return GateState{}, left
+		return enforce.GateState{}
 	}
+	left := ls.units.Load()
 	st := v.st
-	if ls.gate.KnownAlgorithm() == AlgorithmTokenBucket {
+	if ls.gate.KnownAlgorithm() == enforce.AlgorithmTokenBucket {
 		if !st.TAT.IsZero() {
 			st.TAT = st.TAT.Add(-time.Duration(left * algorithm.Interval(ls.gate.Window, ls.gate.Limit)))
 		}
 	} else {
 		st.Count = max(st.Count-left, 0)
 	}
-	return st, left
+	return st
 }
 
-// LeaseStats is what an Enforcer's leases did (Enforcer.LeaseStats).
-type LeaseStats struct {
-	// Leases held now.
-	Leases int64
-	// Refills is how many blocks were taken from the store.
-	Refills int64
-	// Returned is how many unused units were given back.
-	Returned int64
-}
-
-// LeaseStats reports the Enforcer's leases (zero when leases are off).
-func (e *Enforcer) LeaseStats() LeaseStats {
-	if e.leases == nil {
-		return LeaseStats{}
+// countLocal counts a call decided wholly from blocks, ls the lease of
+// its first gate.
+func (l *Store) countLocal(ls *lease) {
+	ls.decidedN.Add(1)
+	if ls.retired.Load() {
+		// Retired since this call took from it: the retirement flushed
+		// its count already, and no reap or scrape sees it again, so
+		// this call's is flushed here (retireLocked sets retired before
+		// it flushes: one of the two sees it).
+		ls.flushMetrics(l)
 	}
-	return LeaseStats{Leases: e.leases.n.Load(), Refills: e.leases.refills.Load(), Returned: e.leases.returned.Load()}
 }
 
 // maxLeasedGates bounds the gates of a call the lease path handles (more
 // go to the store as before).
 const maxLeasedGates = 8
 
-// takeLeased decides a call some of whose gates are leased: those are
-// decided from their blocks, the rest by one take from the store; if the
-// store denies, the local part is put back. ok is false when no gate of
-// the call is leased (the caller takes the usual path).
-func (e *Enforcer) takeLeased(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time) (d Decision, err error, ok bool) {
-	if len(gates) > maxLeasedGates {
-		return Decision{}, nil, false
+// answerGrace is how long past its deadline a block's Take or a
+// give-back waits for the store's own answer, as the Enforcer's batcher
+// waits for a decision's: the store is given the deadline and aborts at
+// it, and the grace covers that abort's way back.
+const answerGrace = 200 * time.Millisecond
+
+// TakeLocal decides a call some of whose gates are leased: those are
+// decided from their blocks, the rest by one take through next (the
+// Enforcer's batcher); if that denies, the local part is put back. A call
+// none of whose gates is leased goes through next whole; so does every
+// call once the Store is closed.
+func (l *Store) TakeLocal(ctx context.Context, req enforce.TakeRequest, next enforce.TakeFunc) (enforce.TakeResult, error) {
+	gates, cost, consume, now := req.Gates, req.Cost, req.Consume, req.Now
+	if len(gates) > maxLeasedGates || cost < 1 || l.closed.Load() {
+		return next(ctx, req)
 	}
 	var ls [maxLeasedGates]*lease
 	var local [maxLeasedGates]bool
-	any := false
+	leased := false
 	for i := range gates {
-		// A hint is a lease of this very gate (the view's gates are
-		// this call's, and a changed definition is a new snapshot with
-		// new views): usable until it is retired.
-		if hints != nil {
-			if h := hints.leases[i].Load(); h != nil && !h.retired.Load() && cost <= h.block {
-				ls[i], any = h, true
-				continue
-			}
-		}
-		cg := gates[i].counterGate()
-		if ls[i] = e.leases.get(&gates[i], cg, cost, now, e.metrics); ls[i] != nil {
-			any = true
-			if hints != nil {
-				hints.leases[i].Store(ls[i])
-			}
+		if ls[i] = l.get(gates[i], cost, now); ls[i] != nil {
+			leased = true
 		}
 	}
-	if !any {
-		return Decision{}, nil, false
+	if !leased {
+		return next(ctx, req)
 	}
 	putBack := func() {
 		for i := range gates {
@@ -607,115 +712,87 @@ func (e *Enforcer) takeLeased(ctx context.Context, c Call, gates []Gate, hints *
 	var needAt [maxLeasedGates]int
 	need := needBuf[:0]
 	for i := range gates {
-		l := ls[i]
-		if l == nil {
+		ls := ls[i]
+		if ls == nil {
 			all = false
 			continue
 		}
 		if !consume {
 			// A peek never takes a block: it reports the block's view if
 			// it has room, else asks the store.
-			v := l.view.Load()
-			local[i] = v != nil && now.UnixNano() < v.until && l.units.Load() >= cost
+			v := ls.view.Load()
+			local[i] = v != nil && now.UnixNano() < v.until && ls.units.Load() >= cost
 			all = all && local[i]
 			continue
 		}
-		if l.tryTake(cost, now) {
+		if ls.tryTake(cost, now) {
 			local[i] = true
 			continue
 		}
-		if now.UnixNano() < l.dryUntil.Load() {
+		if now.UnixNano() < ls.dryUntil.Load() {
 			all = false // the store decides it, as without leases
 			continue
 		}
 		needAt[len(need)] = i
-		need = append(need, l)
+		need = append(need, ls)
 	}
 	if len(need) > 0 {
 		var gotBuf [maxLeasedGates]bool
 		got := gotBuf[:len(need)]
-		if rerr := e.leases.refill(ctx, need, got, cost, now); rerr != nil {
+		if err := l.refill(ctx, need, got, cost, now); err != nil {
 			for k, ok := range got {
 				if ok {
 					local[needAt[k]] = true // put back below with the rest
 				}
 			}
 			putBack()
-			d, err := e.backendFailed(c, gates, rerr)
-			return d, err, true
+			return enforce.TakeResult{}, err
 		}
 		for k, ok := range got {
 			local[needAt[k]] = ok
 			all = all && ok
 		}
 	}
+	res := enforce.TakeResult{Allowed: true, Room: make([]bool, len(gates)), States: make([]enforce.GateState, len(gates))}
 	if all {
-		return e.localDecision(gates, ls[:len(gates)], cost, now), nil, true
+		for i := range gates {
+			res.Room[i], res.States[i] = true, ls[i].localState()
+		}
+		l.countLocal(ls[0])
+		return res, nil
 	}
-	// The rest in one take from the store.
+	// The rest in one take through the Enforcer's batcher.
 	var idx [maxLeasedGates]int
 	rest := idx[:0]
-	req := TakeRequest{Cost: cost, Consume: consume, Now: now}
+	sub := enforce.TakeRequest{Cost: cost, Consume: consume, Now: now}
 	for i := range gates {
 		if !local[i] {
 			rest = append(rest, i)
-			req.Gates = append(req.Gates, gates[i].counterGate())
+			sub.Gates = append(sub.Gates, gates[i]) // a subset of sorted gates: sorted
 		}
 	}
-	res, err := e.roundTrip(ctx, req)
+	r, err := next(ctx, sub)
+	if err == nil && (len(r.Room) != len(rest) || len(r.States) != len(rest)) {
+		err = fmt.Errorf("counter store answered %d states for %d gates: %w", len(r.States), len(rest), enforce.ErrOutcomeUnknown)
+	}
 	if err != nil {
 		if consume {
 			putBack()
 		}
-		d, err := e.backendFailed(c, gates, err)
-		return d, err, true
+		return enforce.TakeResult{}, err
 	}
 	decidedHere := local
-	if !res.Allowed && consume {
+	if !r.Allowed && consume {
 		putBack()
 	}
-	full := TakeResult{Allowed: res.Allowed, Room: make([]bool, len(gates)), States: make([]GateState, len(gates))}
+	res.Allowed = r.Allowed
 	for j, i := range rest {
-		full.Room[i], full.States[i] = res.Room[j], res.States[j]
+		res.Room[i], res.States[i] = r.Room[j], r.States[j]
 	}
 	for i := range gates {
 		if decidedHere[i] {
-			full.Room[i] = true
-			full.States[i], _ = ls[i].localState()
+			res.Room[i], res.States[i] = true, ls[i].localState()
 		}
 	}
-	if consume {
-		e.countOver(ctx, c, gates, &full, cost, now)
-	}
-	return e.decision(c, gates, full, cost, consume, now), nil, true
-}
-
-// localDecision is an allowed decision whose every gate was decided from
-// its block: no I/O, and nothing allocated but the decision's gates.
-func (e *Enforcer) localDecision(gates []Gate, ls []*lease, cost int64, now time.Time) Decision {
-	d := Decision{Allowed: true, Reason: ReasonAllowed, Gates: gates}
-	tightest := -1
-	for i := range gates {
-		g := &gates[i]
-		st, _ := ls[i].localState()
-		g.describe(st, true, cost, now)
-		ls[i].allowN.Add(1)
-		if !g.Shadow && (tightest < 0 || g.Remaining < gates[tightest].Remaining) {
-			tightest = i
-		}
-	}
-	if tightest >= 0 {
-		d.Limit, d.Remaining, d.Reset = gates[tightest].Limit, gates[tightest].Remaining, gates[tightest].Reset
-	}
-	ls[0].decidedN.Add(1)
-	// A lease retired since this call took from it flushed its counts
-	// already, and no reap or scrape will see it again: this call's are
-	// flushed here (retireLocked sets retired before it flushes, so one of
-	// the two flushes sees them).
-	for _, l := range ls {
-		if l.retired.Load() {
-			l.flushMetrics(e.leases)
-		}
-	}
-	return d
+	return res, nil
 }
