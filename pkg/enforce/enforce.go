@@ -164,8 +164,13 @@ type Enforcer struct {
 	// auth is the failed-credential throttle (nil: off; authfail.go).
 	auth *AuthThrottle
 	// local: counters decide some calls in memory and take each call
-	// directly (CounterCapabilities.Local; local.go).
-	local bool
+	// directly (CounterCapabilities.Local; local.go); localNext is
+	// roundTrip, bound once rather than per call.
+	local     bool
+	localNext TakeFunc
+	// answers are the answers of calls taken through TakeLocal, reused
+	// (local.go).
+	answers sync.Pool
 	// canGiveBack: counters can give back what a call took (an address found
 	// auth locked in the call's own round trip: authFirst).
 	canGiveBack bool
@@ -204,6 +209,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		kick: make(chan struct{}, 1)}
 	e.canGiveBack = opts.Counters.Capabilities().GiveBack
 	e.local = opts.Counters.Capabilities().Local
+	e.localNext = e.roundTrip
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -375,8 +381,12 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if cost <= 0 {
 		cost = 1
 	}
+	hints := v
 	gates, reps := foldRepeats(gates, cost)
-	d, err := e.take(ctx, c, gates, cost, consume, now, peek)
+	if reps != nil {
+		hints = nil // the view's counter gates are its unfolded gates'
+	}
+	d, err := e.take(ctx, c, gates, hints, cost, consume, now, peek)
 	if reps != nil {
 		d = e.unfold(ctx, d, reps, consume, now)
 	}
@@ -753,16 +763,19 @@ func (g *Gate) describe(st GateState, room bool, cost int64, now time.Time) {
 
 // take runs the counter round trip and turns its answer into a decision.
 //
+// hints, when not nil, is the call's view: it keeps its gates' counter
+// gates, sparing building them (local.go).
+//
 // peek, when not empty, is the call's address's auth lockout key, for the
 // store to be asked in the same round trip (authFirst): a lockout it
 // reports decides the call, and what the call took is given back.
-func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, cost int64, consume bool, now time.Time, peek string) (Decision, error) {
+func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time, peek string) (Decision, error) {
 	// gates are sorted: a call's view keeps them in the order the stores
 	// take them (buildView).
 	if e.local {
 		// authFirst asks before the call over such a store: a decision
 		// made in memory makes no round trip to share.
-		return e.takeLocal(ctx, c, gates, cost, consume, now)
+		return e.takeLocal(ctx, c, gates, hints, cost, consume, now)
 	}
 	req := TakeRequest{Cost: cost, Consume: consume, Now: now, Gates: make([]CounterGate, len(gates))}
 	for i, g := range gates {
@@ -820,7 +833,7 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 	for i := range gates {
 		g := &gates[i]
 		g.describe(res.States[i], res.Room[i], cost, now)
-		e.metrics.gateChecks.WithLabelValues(axisLabel(g.Axis), g.EntityType, outcome(res.Room[i])).Inc()
+		e.metrics.gateChecked(g, res.Room[i])
 		if !res.Room[i] {
 			if cost == 1 && !g.Shadow && g.RetryAfter > 0 {
 				// No room for the smallest call: remembered for the
@@ -858,7 +871,7 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 			e.recordThrottle(c, latest, caller)
 		}
 	} else {
-		e.metrics.checks.WithLabelValues("allowed").Inc()
+		e.metrics.allowed.Inc()
 	}
 	if len(d.Shadow) > 0 && consume {
 		e.events.record(event{reason: eventShadow, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,

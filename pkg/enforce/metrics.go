@@ -39,9 +39,34 @@ type metrics struct {
 	// backendName is the counter store's backend label (backendName).
 	backendName string
 
-	// cacheHit is cache{result="hit"}, resolved once: every decision adds
-	// to it.
-	cacheHit prometheus.Counter
+	// cacheHit is cache{result="hit"} and allowed checks{outcome="allowed"},
+	// resolved once: every decision adds to them.
+	cacheHit, allowed prometheus.Counter
+}
+
+// gateCounters are a gate's rlctl_enforce_gate_checks_total series, deny
+// and allow, resolved once for the gates of a cached view (callView): a
+// decision decided in memory (a lease layer's) costs little more than
+// looking the labels up would.
+type gateCounters [2]prometheus.Counter
+
+// gateCounters resolves the series of a gate of axis and entity type.
+func (m *metrics) gateCounters(axis, entityType string) *gateCounters {
+	return &gateCounters{m.gateChecks.WithLabelValues(axisLabel(axis), entityType, outcome(false)),
+		m.gateChecks.WithLabelValues(axisLabel(axis), entityType, outcome(true))}
+}
+
+// gateChecked counts one check of g, with room or not.
+func (m *metrics) gateChecked(g *Gate, room bool) {
+	if g.checks != nil {
+		i := 0
+		if room {
+			i = 1
+		}
+		g.checks[i].Inc()
+		return
+	}
+	m.gateChecks.WithLabelValues(axisLabel(g.Axis), g.EntityType, outcome(room)).Inc()
 }
 
 func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() time.Time, backend string) (*metrics, error) {
@@ -88,7 +113,7 @@ func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() ti
 			Help: "Calls the record of violations folded into a summary row (subject overflow:subjects, one per kind, definition and minute) instead of a row of their subject, by the cap that was full: per_flush (Options.ViolationBuffer subjects in one flush) or per_minute (Options.ViolationRowsPerMinute subjects in one minute)."},
 			[]string{"reason"}),
 	}
-	m.cacheHit = m.cache.WithLabelValues("hit")
+	m.cacheHit, m.allowed = m.cache.WithLabelValues("hit"), m.checks.WithLabelValues("allowed")
 	if reg == nil {
 		return m, nil
 	}

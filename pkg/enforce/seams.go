@@ -225,10 +225,15 @@ type CounterStore interface {
 	// batcher, within its BackendTimeout). The answer is as Take's: all
 	// or nothing over req's gates, one state per gate; an error of next is
 	// returned as it came, after what was decided locally is undone.
+	// into has Room and States of len(req.Gates), zeroed, for the answer:
+	// a store answers in them (or in an answer of its own, next's say).
+	// It keeps no reference to into or req.Gates once it returns: the
+	// Enforcer reuses them, so that a call decided in memory allocates
+	// nothing for its request or its answer.
 	// Capability: Local. The Enforcer calls it for every call instead of
 	// queueing the call for Take, so that a call decided locally pays no
 	// hop through the batcher.
-	TakeLocal(ctx context.Context, req TakeRequest, next TakeFunc) (TakeResult, error)
+	TakeLocal(ctx context.Context, req TakeRequest, into TakeResult, next TakeFunc) (TakeResult, error)
 	// Sweep removes counters whose windows ended before now; stores whose
 	// counters expire on their own return (0, nil).
 	Sweep(ctx context.Context, now time.Time) (removed int64, err error)

@@ -101,7 +101,7 @@ func (downStore) Reset(context.Context, []enforce.CounterGate, time.Time, time.T
 	return errors.New("counters down")
 }
 
-func (downStore) TakeLocal(context.Context, enforce.TakeRequest, enforce.TakeFunc) (enforce.TakeResult, error) {
+func (downStore) TakeLocal(context.Context, enforce.TakeRequest, enforce.TakeResult, enforce.TakeFunc) (enforce.TakeResult, error) {
 	return enforce.TakeResult{}, enforce.ErrNotImplemented
 }
 

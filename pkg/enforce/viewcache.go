@@ -85,6 +85,10 @@ type callView struct {
 	ipLock    memberRef
 
 	gates []Gate // sorted as take sorts them; never modified
+	// counterGates are the gates as a counter store sees them, built once
+	// for a cached view over a store that decides in memory (local.go);
+	// never modified.
+	counterGates []CounterGate
 }
 
 func newViewCache() *viewCache { return &viewCache{seed: maphash.MakeSeed()} }
@@ -109,6 +113,15 @@ func (e *Enforcer) callView(snap *snapshot, c Call, ip netip.Addr, anonymous boo
 	}
 	v := e.buildView(snap, c, ip, anonymous, routes, now, nil)
 	v.key = key
+	for i := range v.gates {
+		v.gates[i].checks = e.metrics.gateCounters(v.gates[i].Axis, v.gates[i].EntityType)
+	}
+	if e.local {
+		v.counterGates = make([]CounterGate, len(v.gates))
+		for i, g := range v.gates {
+			v.counterGates[i] = g.counterGate()
+		}
+	}
 	slot.Store(v)
 	return v
 }

@@ -54,6 +54,11 @@ func capabilities(t *testing.T, s enforce.CounterStore) {
 	localTake(t, s, caps, a, now)
 }
 
+// answer is room for the answer of a call of n gates (TakeLocal's into).
+func answer(n int) enforce.TakeResult {
+	return enforce.TakeResult{Room: make([]bool, n), States: make([]enforce.GateState, n)}
+}
+
 // localTake checks TakeLocal against the Local declaration: a store that
 // declares it decides each call as Take would, its misses reaching the
 // store through next (the check's next is the store's own Take, as the
@@ -72,7 +77,7 @@ func localTake(t *testing.T, s enforce.CounterStore, caps enforce.CounterCapabil
 		return res[0], nil
 	}
 	if !caps.Local {
-		_, err := s.TakeLocal(ctx, call(now, 3, g), next)
+		_, err := s.TakeLocal(ctx, call(now, 3, g), answer(1), next)
 		if !errors.Is(err, enforce.ErrNotImplemented) {
 			t.Errorf("does not declare Local, TakeLocal answered %v, want an error wrapping enforce.ErrNotImplemented", err)
 		}
@@ -87,7 +92,7 @@ func localTake(t *testing.T, s enforce.CounterStore, caps enforce.CounterCapabil
 	// bound is checked here).
 	admitted := 0
 	for range 4 {
-		res, err := s.TakeLocal(ctx, call(now, 2, g), next)
+		res, err := s.TakeLocal(ctx, call(now, 2, g), answer(1), next)
 		if err != nil {
 			t.Fatalf("declares Local, TakeLocal: %v", err)
 		}

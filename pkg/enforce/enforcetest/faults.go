@@ -37,8 +37,8 @@ func (p passThrough) Capabilities() enforce.CounterCapabilities { return p.next.
 
 // TakeLocal passes through: a wrapped store that decides in memory still
 // sends its misses through next, which reaches the wrapper's Take.
-func (p passThrough) TakeLocal(ctx context.Context, req enforce.TakeRequest, next enforce.TakeFunc) (enforce.TakeResult, error) {
-	return p.next.TakeLocal(ctx, req, next)
+func (p passThrough) TakeLocal(ctx context.Context, req enforce.TakeRequest, into enforce.TakeResult, next enforce.TakeFunc) (enforce.TakeResult, error) {
+	return p.next.TakeLocal(ctx, req, into, next)
 }
 
 // FailingStore is a counter store whose Take fails with one error until

@@ -116,7 +116,8 @@ func BenchmarkLeaseLocalPath(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			req := enforce.TakeRequest{Gates: gates, Cost: 1, Consume: true, Now: time.Now()}
-			if res, err := layer.TakeLocal(ctx, req, miss); err != nil || !res.Allowed {
+			into := enforce.TakeResult{Room: make([]bool, len(gates)), States: make([]enforce.GateState, len(gates))}
+			if res, err := layer.TakeLocal(ctx, req, into, miss); err != nil || !res.Allowed {
 				b.Error("not decided locally")
 				return
 			}

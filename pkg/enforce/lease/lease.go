@@ -683,7 +683,7 @@ const answerGrace = 200 * time.Millisecond
 // Enforcer's batcher); if that denies, the local part is put back. A call
 // none of whose gates is leased goes through next whole; so does every
 // call once the Store is closed.
-func (l *Store) TakeLocal(ctx context.Context, req enforce.TakeRequest, next enforce.TakeFunc) (enforce.TakeResult, error) {
+func (l *Store) TakeLocal(ctx context.Context, req enforce.TakeRequest, into enforce.TakeResult, next enforce.TakeFunc) (enforce.TakeResult, error) {
 	gates, cost, consume, now := req.Gates, req.Cost, req.Consume, req.Now
 	if len(gates) > maxLeasedGates || cost < 1 || l.closed.Load() {
 		return next(ctx, req)
@@ -753,7 +753,11 @@ func (l *Store) TakeLocal(ctx context.Context, req enforce.TakeRequest, next enf
 			all = all && ok
 		}
 	}
-	res := enforce.TakeResult{Allowed: true, Room: make([]bool, len(gates)), States: make([]enforce.GateState, len(gates))}
+	res := into
+	if len(res.Room) != len(gates) || len(res.States) != len(gates) {
+		res = enforce.TakeResult{Room: make([]bool, len(gates)), States: make([]enforce.GateState, len(gates))}
+	}
+	res.Allowed = true
 	if all {
 		for i := range gates {
 			res.Room[i], res.States[i] = true, ls[i].localState()

@@ -76,7 +76,7 @@ func (keepStore) ReturnUnused(context.Context, []enforce.Return, time.Time) erro
 func (keepStore) Reset(context.Context, []enforce.CounterGate, time.Time, time.Time) error {
 	return nil
 }
-func (keepStore) TakeLocal(context.Context, enforce.TakeRequest, enforce.TakeFunc) (enforce.TakeResult, error) {
+func (keepStore) TakeLocal(context.Context, enforce.TakeRequest, enforce.TakeResult, enforce.TakeFunc) (enforce.TakeResult, error) {
 	return enforce.TakeResult{}, enforce.ErrNotImplemented
 }
 func (keepStore) Sweep(context.Context, time.Time) (int64, error) { return 0, nil }

@@ -428,7 +428,7 @@ func (s *Store) Capabilities() enforce.CounterCapabilities {
 
 // TakeLocal: the memory store decides nothing apart from Take (it does
 // not declare Local).
-func (s *Store) TakeLocal(context.Context, enforce.TakeRequest, enforce.TakeFunc) (enforce.TakeResult, error) {
+func (s *Store) TakeLocal(context.Context, enforce.TakeRequest, enforce.TakeResult, enforce.TakeFunc) (enforce.TakeResult, error) {
 	return enforce.TakeResult{}, fmt.Errorf("memory: take local: %w", enforce.ErrNotImplemented)
 }
 

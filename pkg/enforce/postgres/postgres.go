@@ -391,7 +391,7 @@ func (c *CounterStore) Capabilities() enforce.CounterCapabilities {
 
 // TakeLocal: every decision is the database's (the store does not
 // declare Local).
-func (c *CounterStore) TakeLocal(context.Context, enforce.TakeRequest, enforce.TakeFunc) (enforce.TakeResult, error) {
+func (c *CounterStore) TakeLocal(context.Context, enforce.TakeRequest, enforce.TakeResult, enforce.TakeFunc) (enforce.TakeResult, error) {
 	return enforce.TakeResult{}, fmt.Errorf("postgres counters: take local: %w", enforce.ErrNotImplemented)
 }
 

@@ -20,7 +20,7 @@ func (s *Store) Capabilities() enforce.CounterCapabilities {
 
 // TakeLocal: every decision is the server's (the store does not declare
 // Local).
-func (s *Store) TakeLocal(context.Context, enforce.TakeRequest, enforce.TakeFunc) (enforce.TakeResult, error) {
+func (s *Store) TakeLocal(context.Context, enforce.TakeRequest, enforce.TakeResult, enforce.TakeFunc) (enforce.TakeResult, error) {
 	return enforce.TakeResult{}, fmt.Errorf("redis: take local: %w", enforce.ErrNotImplemented)
 }
 
