@@ -314,11 +314,11 @@ func BlockSize(g enforce.CounterGate, leaseTime time.Duration, replicas int) int
 
 // seen counts one call on key in the hot-key tracker and says whether the
 // key is hot.
-func (l *Store) seen(key string, now time.Time) bool {
-	if l.opts.All {
+func (s *Store) seen(key string, now time.Time) bool {
+	if s.opts.All {
 		return true
 	}
-	slot := &l.hot[maphash.String(l.seed, key)%uint64(len(l.hot))]
+	slot := &s.hot[maphash.String(s.seed, key)%uint64(len(s.hot))]
 	sec := uint64(now.Unix()) & (1<<40 - 1)
 	for {
 		v := slot.Load()
@@ -332,7 +332,7 @@ func (l *Store) seen(key string, now time.Time) bool {
 			next = v + 1
 		}
 		if slot.CompareAndSwap(v, next) {
-			return int(next&(1<<24-1)) > l.opts.HotRate
+			return int(next&(1<<24-1)) > s.opts.HotRate
 		}
 	}
 }
@@ -341,10 +341,10 @@ func (l *Store) seen(key string, now time.Time) bool {
 // for a hot key (any key with All, or a gate whose definition says lease
 // always); nil when the gate is not leased (its definition says never, its
 // block would be 0, or the key is not hot).
-func (l *Store) get(cg enforce.CounterGate, cost int64, now time.Time) *lease {
+func (s *Store) get(cg enforce.CounterGate, cost int64, now time.Time) *lease {
 	mode := cg.Lease
 	cg.Lease = 0 // a hint, not part of the counter: a lease's gate leaves it out
-	v, ok := l.leases.Load(cg.Key)
+	v, ok := s.leases.Load(cg.Key)
 	if ok {
 		ls := v.(*lease)
 		if ls.gate == cg && mode != enforce.LeaseNever {
@@ -355,32 +355,32 @@ func (l *Store) get(cg enforce.CounterGate, cost int64, now time.Time) *lease {
 		}
 		// The definition changed (a new limit, or lease never, say): the
 		// old block is given back, the key starts again.
-		l.retire(ls)
+		s.retire(ls)
 	}
 	switch mode {
 	case enforce.LeaseNever:
 		return nil
 	case enforce.LeaseAuto:
-		if !l.seen(cg.Key, now) {
+		if !s.seen(cg.Key, now) {
 			return nil
 		}
 	}
-	block := BlockSize(cg, l.opts.Time, l.opts.Replicas)
+	block := BlockSize(cg, s.opts.Time, s.opts.Replicas)
 	if block < 1 || cost > block {
 		return nil
 	}
-	if l.n.Load() >= int64(l.opts.MaxLeases) {
+	if s.n.Load() >= int64(s.opts.MaxLeases) {
 		return nil
 	}
 	ls := &lease{gate: cg, block: block, created: now.UnixNano()}
-	if v, loaded := l.leases.LoadOrStore(cg.Key, ls); loaded {
+	if v, loaded := s.leases.LoadOrStore(cg.Key, ls); loaded {
 		ls = v.(*lease)
 		if ls.gate != cg || cost > ls.block {
 			return nil
 		}
 		return ls
 	}
-	l.n.Add(1)
+	s.n.Add(1)
 	return ls
 }
 
@@ -415,7 +415,7 @@ func (ls *lease) putBack(cost int64) { ls.units.Add(cost) }
 // a call of three expired gates waits two round trips, not six. When the
 // shared counter cannot give a whole block, a second Take asks for what
 // its answer says is left, if the call fits in it.
-func (l *Store) refill(ctx context.Context, need []*lease, got []bool, cost int64, now time.Time) error {
+func (s *Store) refill(ctx context.Context, need []*lease, got []bool, cost int64, now time.Time) error {
 	var ownBuf, waitBuf [maxLeasedGates]int
 	own, wait := ownBuf[:0], waitBuf[:0]
 	var chans [maxLeasedGates]chan struct{}
@@ -435,7 +435,7 @@ func (l *Store) refill(ctx context.Context, need []*lease, got []bool, cost int6
 	}
 	var err error
 	if len(own) > 0 {
-		err = l.refillOwned(ctx, need, own, got, cost, now)
+		err = s.refillOwned(ctx, need, own, got, cost, now)
 	}
 	// Released before waiting on anyone else's refill: a call holding one
 	// lease while waiting for another's could wait for a call doing the
@@ -460,15 +460,15 @@ func (l *Store) refill(ctx context.Context, need []*lease, got []bool, cost int6
 }
 
 // refillOwned refills need[k] for k in own (their locks held).
-func (l *Store) refillOwned(ctx context.Context, need []*lease, own []int, got []bool, cost int64, now time.Time) error {
+func (s *Store) refillOwned(ctx context.Context, need []*lease, own []int, got []bool, cost int64, now time.Time) error {
 	var rsBuf [maxLeasedGates]enforce.Return
 	rs := rsBuf[:0]
 	for _, k := range own {
-		if r, ok := l.unused(need[k], now); ok {
+		if r, ok := s.unused(need[k], now); ok {
 			rs = append(rs, r)
 		}
 	}
-	l.giveBack(ctx, rs)
+	s.giveBack(ctx, rs)
 	var wantBuf [maxLeasedGates]int64
 	want := wantBuf[:len(need)]
 	todo := append([]int(nil), own...)
@@ -480,12 +480,12 @@ func (l *Store) refillOwned(ctx context.Context, need []*lease, own []int, got [
 		for j, k := range todo {
 			reqs[j] = enforce.TakeRequest{Gates: []enforce.CounterGate{need[k].gate}, Cost: want[k], Consume: true, Now: now}
 		}
-		deadline := time.Now().Add(l.timeout)
+		deadline := time.Now().Add(s.timeout)
 		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 			deadline = d
 		}
 		tctx, cancel := context.WithDeadline(ctx, deadline.Add(answerGrace))
-		res, err := l.inner.Take(tctx, reqs, deadline)
+		res, err := s.inner.Take(tctx, reqs, deadline)
 		cancel()
 		if err == nil && len(res) != len(reqs) {
 			err = fmt.Errorf("counter store answered %d of %d calls: %w", len(res), len(reqs), enforce.ErrOutcomeUnknown)
@@ -498,12 +498,12 @@ func (l *Store) refillOwned(ctx context.Context, need []*lease, own []int, got [
 		if err != nil {
 			return fmt.Errorf("lease a block of %q: %w", need[todo[0]].gate.Key, err)
 		}
-		l.refills.Add(int64(len(reqs)))
+		s.refills.Add(int64(len(reqs)))
 		again := todo[:0]
 		for j, k := range todo {
 			ls, r := need[k], res[j]
 			if r.Allowed && r.Room[0] {
-				until := now.Add(l.opts.Time).UnixNano()
+				until := now.Add(s.opts.Time).UnixNano()
 				if ls.gate.KnownAlgorithm() != enforce.AlgorithmTokenBucket {
 					until = min(until, (algorithm.WindowIndex(now, ls.gate.Window)+1)*int64(ls.gate.Window))
 				}
@@ -517,7 +517,7 @@ func (l *Store) refillOwned(ctx context.Context, need []*lease, own []int, got [
 			st := r.States[0]
 			left, _ := algorithm.Describe(a, algorithm.State{Count: st.Count, Previous: st.Previous, TAT: st.TAT}, now)
 			if left < cost || try == 1 {
-				ls.dryUntil.Store(now.Add(min(l.opts.Time/10, 100*time.Millisecond)).UnixNano())
+				ls.dryUntil.Store(now.Add(min(s.opts.Time/10, 100*time.Millisecond)).UnixNano())
 				continue
 			}
 			want[k] = min(left, ls.block)
@@ -532,7 +532,7 @@ func (l *Store) refillOwned(ctx context.Context, need []*lease, own []int, got [
 // back: the units left, and for a token bucket no more of them than are
 // still ahead in the bucket's TAT (tokens that have dripped back since the
 // block was taken are not given back twice).
-func (l *Store) unused(ls *lease, now time.Time) (enforce.Return, bool) {
+func (s *Store) unused(ls *lease, now time.Time) (enforce.Return, bool) {
 	v := ls.view.Load()
 	left := ls.units.Swap(0)
 	if v == nil || left <= 0 {
@@ -551,67 +551,67 @@ func (l *Store) unused(ls *lease, now time.Time) (enforce.Return, bool) {
 }
 
 // giveBack returns rs to the store in one call.
-func (l *Store) giveBack(ctx context.Context, rs []enforce.Return) {
+func (s *Store) giveBack(ctx context.Context, rs []enforce.Return) {
 	if len(rs) == 0 {
 		return
 	}
-	deadline := time.Now().Add(l.timeout)
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout+answerGrace)
+	deadline := time.Now().Add(s.timeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout+answerGrace)
 	defer cancel()
-	if err := l.inner.ReturnUnused(rctx, rs, deadline); err != nil {
+	if err := s.inner.ReturnUnused(rctx, rs, deadline); err != nil {
 		// It stays counted: errs toward refusing, never admitting.
-		l.log.Warn("lease give back failed", "key", rs[0].Gate.Key, "leases", len(rs), "err", err)
+		s.log.Warn("lease give back failed", "key", rs[0].Gate.Key, "leases", len(rs), "err", err)
 		return
 	}
 	for _, r := range rs {
-		l.returned.Add(r.Units)
+		s.returned.Add(r.Units)
 	}
 }
 
 // retire gives back ls's block and drops it from the map.
-func (l *Store) retire(ls *lease) {
+func (s *Store) retire(ls *lease) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	l.retireLocked(ls)
+	s.retireLocked(ls)
 }
 
 // retireLocked is retire with ls.mu held.
-func (l *Store) retireLocked(ls *lease) {
+func (s *Store) retireLocked(ls *lease) {
 	if ls.dead {
 		return
 	}
 	ls.dead = true
 	ls.retired.Store(true)
-	ls.flushMetrics(l)
-	if r, ok := l.unused(ls, l.now()); ok {
-		l.giveBack(context.Background(), []enforce.Return{r})
+	ls.flushMetrics(s)
+	if r, ok := s.unused(ls, s.now()); ok {
+		s.giveBack(context.Background(), []enforce.Return{r})
 	}
-	if l.leases.CompareAndDelete(ls.gate.Key, ls) {
-		l.n.Add(-1)
+	if s.leases.CompareAndDelete(ls.gate.Key, ls) {
+		s.n.Add(-1)
 	}
 }
 
 // ended says whether ls's lease ended by t (ns): its block's lease time
 // passed, or it never got a block within a lease time of being made.
-func (l *Store) ended(ls *lease, t int64) bool {
+func (s *Store) ended(ls *lease, t int64) bool {
 	view := ls.view.Load()
-	return (view == nil && t >= ls.created+int64(l.opts.Time)) || (view != nil && t >= view.until)
+	return (view == nil && t >= ls.created+int64(s.opts.Time)) || (view != nil && t >= view.until)
 }
 
 // reap retires the leases that ended by now. A lease whose lock is held
 // is being refilled (or retired) and is left to the next pass: waiting
 // for that lock would retire the block the refill just took, given back
 // and dropped the moment it came.
-func (l *Store) reap(now time.Time) {
+func (s *Store) reap(now time.Time) {
 	t := now.UnixNano()
-	l.leases.Range(func(_, v any) bool {
+	s.leases.Range(func(_, v any) bool {
 		ls := v.(*lease)
-		ls.flushMetrics(l)
-		if !l.ended(ls, t) || !ls.mu.TryLock() {
+		ls.flushMetrics(s)
+		if !s.ended(ls, t) || !ls.mu.TryLock() {
 			return true
 		}
-		if l.ended(ls, t) { // not refilled meanwhile
-			l.retireLocked(ls)
+		if s.ended(ls, t) { // not refilled meanwhile
+			s.retireLocked(ls)
 		}
 		ls.mu.Unlock()
 		return true
@@ -620,16 +620,16 @@ func (l *Store) reap(now time.Time) {
 
 // flushMetrics adds what ls decided since the last flush to the Store's
 // count.
-func (ls *lease) flushMetrics(l *Store) {
+func (ls *lease) flushMetrics(s *Store) {
 	if n := ls.decidedN.Swap(0); n > 0 {
-		l.decided.Add(n)
+		s.decided.Add(n)
 	}
 }
 
 // flushMetrics flushes every lease's counts (before a scrape).
-func (l *Store) flushMetrics() {
-	l.leases.Range(func(_, v any) bool {
-		v.(*lease).flushMetrics(l)
+func (s *Store) flushMetrics() {
+	s.leases.Range(func(_, v any) bool {
+		v.(*lease).flushMetrics(s)
 		return true
 	})
 }
@@ -657,14 +657,14 @@ func (ls *lease) localState() enforce.GateState {
 
 // countLocal counts a call decided wholly from blocks, ls the lease of
 // its first gate.
-func (l *Store) countLocal(ls *lease) {
+func (s *Store) countLocal(ls *lease) {
 	ls.decidedN.Add(1)
 	if ls.retired.Load() {
 		// Retired since this call took from it: the retirement flushed
 		// its count already, and no reap or scrape sees it again, so
 		// this call's is flushed here (retireLocked sets retired before
 		// it flushes: one of the two sees it).
-		ls.flushMetrics(l)
+		ls.flushMetrics(s)
 	}
 }
 
@@ -683,16 +683,16 @@ const answerGrace = 200 * time.Millisecond
 // Enforcer's batcher); if that denies, the local part is put back. A call
 // none of whose gates is leased goes through next whole; so does every
 // call once the Store is closed.
-func (l *Store) TakeLocal(ctx context.Context, req enforce.TakeRequest, into enforce.TakeResult, next enforce.TakeFunc) (enforce.TakeResult, error) {
+func (s *Store) TakeLocal(ctx context.Context, req enforce.TakeRequest, into enforce.TakeResult, next enforce.TakeFunc) (enforce.TakeResult, error) {
 	gates, cost, consume, now := req.Gates, req.Cost, req.Consume, req.Now
-	if len(gates) > maxLeasedGates || cost < 1 || l.closed.Load() {
+	if len(gates) > maxLeasedGates || cost < 1 || s.closed.Load() {
 		return next(ctx, req)
 	}
 	var ls [maxLeasedGates]*lease
 	var local [maxLeasedGates]bool
 	leased := false
 	for i := range gates {
-		if ls[i] = l.get(gates[i], cost, now); ls[i] != nil {
+		if ls[i] = s.get(gates[i], cost, now); ls[i] != nil {
 			leased = true
 		}
 	}
@@ -739,7 +739,7 @@ func (l *Store) TakeLocal(ctx context.Context, req enforce.TakeRequest, into enf
 	if len(need) > 0 {
 		var gotBuf [maxLeasedGates]bool
 		got := gotBuf[:len(need)]
-		if err := l.refill(ctx, need, got, cost, now); err != nil {
+		if err := s.refill(ctx, need, got, cost, now); err != nil {
 			for k, ok := range got {
 				if ok {
 					local[needAt[k]] = true // put back below with the rest
@@ -762,7 +762,7 @@ func (l *Store) TakeLocal(ctx context.Context, req enforce.TakeRequest, into enf
 		for i := range gates {
 			res.Room[i], res.States[i] = true, ls[i].localState()
 		}
-		l.countLocal(ls[0])
+		s.countLocal(ls[0])
 		return res, nil
 	}
 	// The rest in one take through the Enforcer's batcher.
