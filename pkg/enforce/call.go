@@ -258,9 +258,6 @@ type Gate struct {
 	// layer that leases (CounterGate.Lease); of a bucket several
 	// definitions share, the strongest.
 	lease LeaseMode
-	// checks are the gate's gate_checks series, resolved once for a
-	// cached view's gates (nil: looked up per decision).
-	checks *gateCounters
 }
 
 // Key is the counter the gate counts on (CounterKey.String()).

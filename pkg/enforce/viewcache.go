@@ -113,9 +113,6 @@ func (e *Enforcer) callView(snap *snapshot, c Call, ip netip.Addr, anonymous boo
 	}
 	v := e.buildView(snap, c, ip, anonymous, routes, now, nil)
 	v.key = key
-	for i := range v.gates {
-		v.gates[i].checks = e.metrics.gateCounters(v.gates[i].Axis, v.gates[i].EntityType)
-	}
 	if e.local {
 		v.counterGates = make([]CounterGate, len(v.gates))
 		for i, g := range v.gates {
