@@ -11,9 +11,10 @@ import (
 // blocks of hot keys' capacity). Such a store is asked for each call
 // directly, through TakeLocal, rather than through the batcher: a call it
 // decides from memory then costs no queue and no goroutine hand-off,
-// which on two cores at 64 goroutines would cost more than the decision
-// itself (docs/design/leases.md, "The seam"). What it cannot decide it
-// sends back through roundTrip, batched with every other call.
+// which on two cores at 64 goroutines cost about twice the decision
+// itself (docs/design/leases.md, "The layer and the seam"). What it
+// cannot decide it sends back through roundTrip, batched with every other
+// call.
 
 // answer is room for the answer of a call of up to maxPooledGates gates.
 type answer struct {
@@ -41,10 +42,10 @@ func (e *Enforcer) answerBuf(n int) (*answer, TakeResult) {
 	return buf, TakeResult{Room: buf.room[:n], States: buf.states[:n]}
 }
 
-// takeLocal is take over a store that declares Local.
-// A cached view's counter gates (hints) are shared by its calls: the
-// store reads them and keeps no reference (CounterStore.TakeLocal), and
-// a call decided in memory then allocates nothing for its request.
+// takeLocal is take over a store that declares Local. A cached view's
+// counter gates (hints) are shared by its calls: the store reads them and
+// keeps no reference (CounterStore.TakeLocal), so a call decided in
+// memory allocates nothing for its request.
 func (e *Enforcer) takeLocal(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time) (Decision, error) {
 	req := TakeRequest{Cost: cost, Consume: consume, Now: now}
 	if hints != nil && len(hints.counterGates) == len(gates) {
