@@ -3,6 +3,7 @@ package enforce
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -25,15 +26,15 @@ type answer struct {
 // maxPooledGates bounds the gates of a call whose answer is pooled.
 const maxPooledGates = 8
 
-// answerBuf is into for a call of n gates: from e.answers (buf, to put
-// back once the decision is built: the store keeps no reference once it
+// answerBuf is into for a call of n gates: from pool (buf, to put back
+// once the decision is built: the store keeps no reference once it
 // returns, and the decision copies what it reads of it into its gates)
 // or, past maxPooledGates, allocated (buf nil).
-func (e *Enforcer) answerBuf(n int) (*answer, TakeResult) {
+func answerBuf(pool *sync.Pool, n int) (*answer, TakeResult) {
 	if n > maxPooledGates {
 		return nil, TakeResult{Room: make([]bool, n), States: make([]GateState, n)}
 	}
-	buf, _ := e.answers.Get().(*answer)
+	buf, _ := pool.Get().(*answer)
 	if buf == nil {
 		buf = new(answer)
 	} else {
@@ -56,7 +57,7 @@ func (e *Enforcer) takeLocal(ctx context.Context, c Call, gates []Gate, hints *c
 			req.Gates[i] = g.counterGate()
 		}
 	}
-	buf, into := e.answerBuf(len(gates))
+	buf, into := answerBuf(&e.answers, len(gates))
 	if buf != nil {
 		defer e.answers.Put(buf)
 	}
