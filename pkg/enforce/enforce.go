@@ -39,7 +39,9 @@ type Options struct {
 	// admins and the master switch, with change notices.
 	Source Source
 	// OnClose, when set, runs in Close once the background work has
-	// stopped (postgres.Open closes the pool it opened there).
+	// stopped (postgres.Open closes the pool it opened there; a gateway
+	// closes a counter-store layer there, pkg/enforce/lease's, before the
+	// store it wraps).
 	OnClose func()
 	// FailClosed denies calls when the counter store fails or times out.
 	// The default (false) fails open: rate limiting is an availability

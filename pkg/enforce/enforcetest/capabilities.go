@@ -86,10 +86,8 @@ func localTake(t *testing.T, s enforce.CounterStore, caps enforce.CounterCapabil
 		}
 		return
 	}
-	// The limit in calls of 2: at most 2 admitted, and what was admitted
-	// is in the store once the layer gives back what it holds unused
-	// (nothing is, without a lease; a layer may keep a block, so only the
-	// bound is checked here).
+	// Calls of cost 2 on a limit of 5: exactly 2 admitted, whether the
+	// store decides them in memory or sends them through next.
 	admitted := 0
 	for range 4 {
 		res, err := s.TakeLocal(ctx, call(now, 2, g), answer(1), next)
