@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/lease"
 )
 
 // leaseConfig is the decisions' leases for hot keys (off unless
@@ -45,9 +45,10 @@ func leaseFlags(fs *flag.FlagSet, getenv func(string) string) (leaseConfig, erro
 	}, nil
 }
 
-// options checks the flags and returns the Enforcer's LeaseOptions (nil:
-// leases off).
-func (l leaseConfig) options() (*enforce.LeaseOptions, error) {
+// options checks the flags and returns the lease layer's options (nil:
+// leases off); run completes them (clock, timeout, logger, metrics) and
+// wraps the decisions' counter store in the layer.
+func (l leaseConfig) options() (*lease.Options, error) {
 	switch {
 	case *l.time < 0:
 		return nil, fmt.Errorf("%w: --lease-time (RLAPI_LEASE_TIME): must not be negative (got %s)", errUsage, *l.time)
@@ -61,5 +62,5 @@ func (l leaseConfig) options() (*enforce.LeaseOptions, error) {
 	if *l.time == 0 {
 		return nil, nil
 	}
-	return &enforce.LeaseOptions{Time: *l.time, Replicas: *l.replicas, HotRate: *l.hotRate, All: *l.keys == "all"}, nil
+	return &lease.Options{Time: *l.time, Replicas: *l.replicas, HotRate: *l.hotRate, All: *l.keys == "all"}, nil
 }

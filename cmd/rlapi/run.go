@@ -30,6 +30,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/escalation"
+	"github.com/rlctl/rlctl/pkg/enforce/lease"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	redisstore "github.com/rlctl/rlctl/pkg/enforce/redis"
 	"github.com/rlctl/rlctl/pkg/enforce/violations"
@@ -618,10 +619,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Registerer: registry, Source: source, Observers: []enforce.Observer{rec},
 		FailClosed: *failClosed, QuarantineFailClosed: *quarantineFailClosed,
 		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log, IPv6Prefix: *ipv6Prefix,
-		Leases: leases,
-	}
-	if leases != nil {
-		log.Info("leases for hot keys on", "lease_time", leases.Time, "replicas", leases.Replicas, "hot_rate", leases.HotRate, "all_keys", leases.All)
 	}
 	// counters is where the decisions count, and with them rlapi's own
 	// failed-credential lockout and the counters API: the decisions'
@@ -662,6 +659,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		esc, err = escalation.New(source, counters, *lockouts, escalation.Opts{Record: rec, BackendTimeout: *backendTimeout, Logger: log})
 		if err == nil {
 			enfOpts.Observers = append(enfOpts.Observers, esc)
+		}
+	}
+	if err == nil && leases != nil {
+		// The decisions count through a lease layer over the counters
+		// (the throttle, escalation, rlapi's own lockout and the counters
+		// API do not: they read and reset the shared counters
+		// themselves). It closes, giving back every block, once the
+		// Enforcer has stopped and before the counter store does.
+		leases.Timeout, leases.Logger, leases.Registerer = *backendTimeout, log, registry
+		var layer *lease.Store
+		if layer, err = lease.New(counters, *leases); err == nil {
+			closeCounters := enfOpts.OnClose
+			enfOpts.Counters, enfOpts.OnClose = layer, func() {
+				layer.Close()
+				if closeCounters != nil {
+					closeCounters()
+				}
+			}
+			log.Info("leases for hot keys on", "lease_time", leases.Time, "replicas", leases.Replicas, "hot_rate", leases.HotRate, "all_keys", leases.All)
 		}
 	}
 	var enf *enforce.Enforcer

@@ -76,6 +76,7 @@ import (
 	"github.com/rlctl/rlctl/internal/migrate"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/lease"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	redisstore "github.com/rlctl/rlctl/pkg/enforce/redis"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -132,8 +133,8 @@ func run() error {
 	redisURL := flag.String("redis-url", os.Getenv("REDIS_URL"), "the standalone Redis of -store redis (REDIS_URL)")
 	redisClusterURL := flag.String("redis-cluster-url", os.Getenv("REDIS_CLUSTER_URL"), "the Redis Cluster of -store redis-cluster (REDIS_CLUSTER_URL)")
 	flag.StringVar(&cfg.leases, "leases", "off", "leases for hot keys: off, on (the ours rows lease) or both (each store without and with leases, rows labelled +lease)")
-	leaseTime := flag.Duration("lease-time", time.Second, "with -leases: enforce.LeaseOptions.Time")
-	leaseReplicas := flag.Int("lease-replicas", 4, "with -leases: enforce.LeaseOptions.Replicas (the block's divisor)")
+	leaseTime := flag.Duration("lease-time", time.Second, "with -leases: lease.Options.Time")
+	leaseReplicas := flag.Int("lease-replicas", 4, "with -leases: lease.Options.Replicas (the block's divisor)")
 	leaseKeys := flag.String("lease-keys", "hot", "with -leases: which keys lease, hot (seen more than 100 times a second) or all")
 	cpu := flag.Bool("cpu", false, "after the table, print CPU per decision: this process's (getrusage) and, for the Redis stores, each master's (INFO cpu and commandstats)")
 	flag.Parse()
@@ -143,7 +144,7 @@ func run() error {
 	if *leaseKeys != "hot" && *leaseKeys != "all" {
 		return fmt.Errorf("-lease-keys: %q is not hot or all", *leaseKeys)
 	}
-	leaseOpts := &enforce.LeaseOptions{Time: *leaseTime, Replicas: *leaseReplicas, All: *leaseKeys == "all"}
+	leaseOpts := lease.Options{Time: *leaseTime, Replicas: *leaseReplicas, All: *leaseKeys == "all", Timeout: 5 * time.Second}
 	for _, s := range strings.Split(*stores, ",") {
 		s = strings.TrimSpace(s)
 		if _, ok := storeLabel[s]; !ok {
@@ -212,8 +213,9 @@ func run() error {
 	prefix := "load" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
 	for _, name := range cfg.stores {
 		if cfg.leases != "off" {
-			// The same counters, decided through leases (rows "+lease").
-			var counters enforce.CounterStore
+			// The same counters, decided through a lease layer (rows
+			// "+lease"), closed after its Enforcer.
+			var counters enforce.CounterStore = postgres.NewCounterStore(st.Pool())
 			if name != "postgres" {
 				u := *redisURL
 				if name == "redis-cluster" {
@@ -226,9 +228,14 @@ func run() error {
 				defer rs.Close()
 				counters = rs
 			}
-			e, err := postgres.New(ctx, st.Pool(), enforce.Options{Counters: counters, SweepInterval: -1,
-				BackendTimeout: 5 * time.Second, Workers: *workers, Leases: leaseOpts})
+			layer, err := lease.New(counters, leaseOpts)
 			if err != nil {
+				return fmt.Errorf("-store %s: %w", name, err)
+			}
+			e, err := postgres.New(ctx, st.Pool(), enforce.Options{Counters: layer, SweepInterval: -1,
+				BackendTimeout: 5 * time.Second, Workers: *workers, OnClose: layer.Close})
+			if err != nil {
+				layer.Close()
 				return err
 			}
 			defer e.Close()

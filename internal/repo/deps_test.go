@@ -158,6 +158,12 @@ var rules = []rule{
 		forbid: prefixed(module+"/pkg/enforce/violations", module+"/pkg/enforce/escalation"),
 	},
 	{
+		name:   "enforce-core-no-lease",
+		want:   "the core of pkg/enforce does not import the lease layer (pkg/enforce/lease): leases wrap the counter store, the core knows nothing of them",
+		from:   exactly("pkg/enforce"),
+		forbid: prefixed(module + "/pkg/enforce/lease"),
+	},
+	{
 		name:   "enforce-no-grpc",
 		want:   "pkg/enforce and its packages link no gRPC or Envoy code (grpc, go-control-plane, pkg/envoyrls): the Envoy protocol is an adapter over them",
 		from:   under("pkg/enforce"),

@@ -259,9 +259,10 @@ type Gate struct {
 	// bucket's kind, Gate.countsTowardLockout); of a bucket several
 	// definitions share, that of the definition whose limit applies.
 	lockout *bool
-	// lease is the definition's say in leases (lease.go, leaseModeOf);
-	// of a bucket several definitions share, the strongest.
-	lease leaseMode
+	// lease is the definition's say in leases (leaseModeOf), for a store
+	// layer that leases (CounterGate.Lease); of a bucket several
+	// definitions share, the strongest.
+	lease LeaseMode
 }
 
 // Key is the counter the gate counts on (CounterKey.String()).

@@ -3,13 +3,13 @@ package enforce_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // lacking is a counter store that declares some capabilities missing (and
@@ -40,50 +40,29 @@ func (s lacking) Reset(ctx context.Context, gates []enforce.CounterGate, now, de
 
 func (lacking) BackendName() string { return "lacking" }
 
-// New refuses every option that needs a capability its counter store
-// does not declare, with a message naming the option and the capability,
-// instead of running with the feature silently off; the same options over
-// stores that declare it start. (Escalation, an observer, is refused by
-// its own constructor: pkg/enforce/escalation's tests.)
-func TestNewRefusesWhatTheSeamsCannotDo(t *testing.T) {
+// The core needs no optional capability: every feature that does (leases
+// need GiveBack; the failed-credential throttle and escalation need Reset,
+// escalation a source with LockOut) is built beside it and refused by its
+// own constructor, naming the capability (pkg/enforce/lease,
+// pkg/auththrottle and pkg/enforce/escalation test that). Over a store
+// that declares neither, New starts and decides, and a call over the
+// limit is refused.
+func TestCoreNeedsNoOptionalCapability(t *testing.T) {
 	t.Parallel()
-	static := func(*testing.T) enforce.Source {
-		return enforcetest.StaticSource(enforce.State{Definitions: enforcetest.Sentinels()})
+	limit := 1
+	def := ratelimit.Definition{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityMCPServer, Name: "s", WindowSeconds: 60,
+		MaxRequests: &limit, Enabled: true, Mode: ratelimit.ModeEnforce}
+	e, err := enforce.New(t.Context(), enforce.Options{Counters: lacking{memory.New(), false, false},
+		Source: enforcetest.StaticSource(enforce.State{Definitions: append(enforcetest.Sentinels(), def)}), SweepInterval: -1})
+	if err != nil {
+		t.Fatalf("New over a store that can neither give back nor reset: %v, want it to start", err)
 	}
-	for _, c := range []struct {
-		name     string
-		counters enforce.CounterStore
-		source   func(*testing.T) enforce.Source
-		opts     enforce.Options
-		want     []string // in the error; none: New starts
-	}{
-		{"leases over a store that cannot give back", lacking{memory.New(), false, true}, static,
-			enforce.Options{Leases: &enforce.LeaseOptions{}}, []string{"Options.Leases", "GiveBack", "lacking"}},
-		{"leases over a store that gives back", lacking{memory.New(), true, false}, static,
-			enforce.Options{Leases: &enforce.LeaseOptions{}}, nil},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			opts := c.opts
-			opts.Counters, opts.Source, opts.SweepInterval = c.counters, c.source(t), -1
-			e, err := enforce.New(t.Context(), opts)
-			if len(c.want) == 0 {
-				if err != nil {
-					t.Fatalf("New: %v, want it to start", err)
-				}
-				e.Close()
-				return
-			}
-			if err == nil {
-				e.Close()
-				t.Fatalf("New started; want a refusal naming %q", c.want)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("New: %v; want it to name %q", err, w)
-				}
-			}
-		})
+	defer e.Close()
+	call := enforce.Call{Username: "alice", TargetType: ratelimit.EntityMCPServer, TargetName: "s"}
+	for i, want := range []bool{true, false} {
+		if d, err := e.Check(t.Context(), call); err != nil || d.Allowed != want {
+			t.Errorf("call %d: %+v, %v; want allowed %v", i+1, d, err, want)
+		}
 	}
 }
 

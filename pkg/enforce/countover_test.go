@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/lease"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -13,7 +14,7 @@ import (
 // (DescriptorRequest.CountOver, Envoy's counting) counts a refused hit on
 // a fixed window, past the limit, so that a later smaller call is refused;
 // the decision is the same as without it. Sliding windows and token
-// buckets keep all or nothing. With leases the same.
+// buckets keep all or nothing. Over a lease layer the same.
 func TestCountOver(t *testing.T) {
 	t.Parallel()
 	for _, leases := range []bool{false, true} {
@@ -24,11 +25,10 @@ func TestCountOver(t *testing.T) {
 					MaxRequests: ptr(20), Enabled: true, Algorithm: alg}
 				d.Domain, d.Descriptor = "edge", []ratelimit.DescriptorEntry{{Key: "k"}}
 				d.Name = ratelimit.DescriptorName(d.Domain, d.Descriptor)
-				var opts enforce.Options
+				f := newMemFixtureOpts(t, enforce.Options{}, d)
 				if leases {
-					opts.Leases = &enforce.LeaseOptions{All: true, Time: time.Hour}
+					f, _ = newLeasedFixture(t, lease.Options{All: true, Time: time.Hour}, d)
 				}
-				f := newMemFixtureOpts(t, opts, d)
 				call := func(cost int64) enforce.Call {
 					return enforce.Call{Cost: cost, Descriptors: &enforce.DescriptorRequest{Domain: "edge", CountOver: true,
 						Descriptors: []enforce.Descriptor{{Entries: []ratelimit.DescriptorEntry{{Key: "k", Value: "v"}}}}}}

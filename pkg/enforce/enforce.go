@@ -38,7 +38,9 @@ type Options struct {
 	// admins and the master switch, with change notices.
 	Source Source
 	// OnClose, when set, runs in Close once the background work has
-	// stopped (postgres.Open closes the pool it opened there).
+	// stopped (postgres.Open closes the pool it opened there; a gateway
+	// closes a counter-store layer there, pkg/enforce/lease's, before the
+	// store it wraps).
 	OnClose func()
 	// FailClosed denies calls when the counter store fails or times out.
 	// The default (false) fails open: rate limiting is an availability
@@ -101,13 +103,6 @@ type Options struct {
 	// (guard.go): pkg/auththrottle's Throttle refuses an address locked
 	// out for failed authentications, administrators included.
 	Guard Guard
-
-	// Leases, when set, turns on leases for hot keys (lease.go,
-	// docs/design/leases.md): a block of a hot gate's
-	// capacity is taken from the shared counter in one step and later
-	// calls on that key are decided in memory until it runs out. Counters
-	// must declare GiveBack (what a block did not use is given back).
-	Leases *LeaseOptions
 }
 
 // Enforcer decides calls. It is safe for concurrent use.
@@ -141,8 +136,14 @@ type Enforcer struct {
 	// counts the snapshot reloads started.
 	recentLockouts recentLockouts
 	reloads        atomic.Uint64
-	// leases decide hot keys locally (nil: off; lease.go).
-	leases *leaser
+	// local: counters decide some calls in memory and take each call
+	// directly (CounterCapabilities.Local; local.go); localNext is
+	// roundTrip, bound once rather than per call.
+	local     bool
+	localNext TakeFunc
+	// answers are the answers of calls taken through TakeLocal, reused
+	// (local.go).
+	answers sync.Pool
 	// canGiveBack: counters can give back what a call took (a call a Guard
 	// refuses in its own round trip: guard.go).
 	canGiveBack bool
@@ -155,9 +156,6 @@ type Enforcer struct {
 func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	if opts.Counters == nil || opts.Source == nil {
 		return nil, errors.New("enforce: Options.Counters and Options.Source are required")
-	}
-	if err := checkCapabilities(opts); err != nil {
-		return nil, err
 	}
 	if opts.BackendTimeout <= 0 {
 		opts.BackendTimeout = 250 * time.Millisecond
@@ -180,6 +178,8 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now, exhausted: newExhaustedKeys(),
 		kick: make(chan struct{}, 1)}
 	e.canGiveBack = opts.Counters.Capabilities().GiveBack
+	e.local = opts.Counters.Capabilities().Local
+	e.localNext = e.roundTrip
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -207,14 +207,6 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	for range opts.Workers {
 		e.wg.Go(func() { e.batcher.work(bg) })
 	}
-	if opts.Leases != nil {
-		e.leases = newLeaser(*opts.Leases, e.counters, opts.BackendTimeout, e.now, m)
-		flush := e.leases.flushMetrics
-		m.beforeCollect.Store(&flush)
-		e.leases.log = e.log
-		e.wg.Add(1)
-		go e.every(bg, min(max(e.leases.opts.Time/4, 10*time.Millisecond), 100*time.Millisecond), func(context.Context) { e.leases.reap(e.now()) })
-	}
 	e.wg.Add(3)
 	go e.listen(bg)
 	go e.refreshLoop(bg)
@@ -226,30 +218,12 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	return e, nil
 }
 
-// checkCapabilities refuses options that need a capability the counter
-// store or the source does not declare, naming it: running with the
-// feature silently off (or half working) is never the answer.
-func checkCapabilities(opts Options) error {
-	counters := opts.Counters.Capabilities()
-	need := func(option, capability, why string) error {
-		return fmt.Errorf("enforce: %s needs a counter store with the %s capability (%s); %s does not declare it",
-			option, capability, why, backendName(opts.Counters))
-	}
-	if opts.Leases != nil && !counters.GiveBack {
-		return need("Options.Leases", "GiveBack", "what a lease did not use is given back")
-	}
-	return nil
-}
-
 // Close stops the background work, writes the log lines still
 // aggregated, then runs Options.OnClose.
 func (e *Enforcer) Close() {
 	e.cancel()
 	e.wg.Wait()
 	e.batcher.stop()
-	if e.leases != nil {
-		e.leases.close()
-	}
 	e.events.flush()
 	if e.opts.OnClose != nil {
 		e.opts.OnClose()
@@ -344,7 +318,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	hints := v
 	gates, reps := foldRepeats(gates, cost)
 	if reps != nil {
-		hints = nil // the view's hints are by position in its unfolded gates
+		hints = nil // the view's counter gates are its unfolded gates'
 	}
 	d, err := e.take(ctx, c, gates, hints, cost, consume, now, q)
 	if reps != nil {
@@ -688,7 +662,7 @@ func newGate(d ratelimit.Definition, key string, limit int64, burst *int, shadow
 // counterGate is what the counter store sees of a gate.
 func (g Gate) counterGate() CounterGate {
 	return CounterGate{Key: g.key, Algorithm: g.Algorithm, Window: time.Duration(g.WindowSeconds) * time.Second,
-		Limit: g.Limit, Burst: g.Burst, Enforce: !g.Shadow}
+		Limit: g.Limit, Burst: g.Burst, Enforce: !g.Shadow, Lease: g.lease}
 }
 
 // arith is the gate as pkg/enforce/algorithm sees it.
@@ -721,8 +695,8 @@ func (g *Gate) describe(st GateState, room bool, cost int64, now time.Time) {
 
 // take runs the counter round trip and turns its answer into a decision.
 //
-// hints, when not nil, is the call's view: it keeps the leases its gates
-// were decided from last, sparing their lookup.
+// hints, when not nil, is the call's view: it keeps its gates' counter
+// gates, sparing building them (local.go).
 //
 // q, when not nil, is the Guard's question about the call, for the store
 // to answer in the same round trip (guard.go): a refusal it brings
@@ -730,12 +704,11 @@ func (g *Gate) describe(st GateState, room bool, cost int64, now time.Time) {
 func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time, q *Question) (Decision, error) {
 	// gates are sorted: a call's view keeps them in the order the stores
 	// take them (buildView).
-	if e.leases != nil {
-		// The Guard's question is asked before the call when leases are
-		// on: a leased decision makes no round trip to share (screen).
-		if d, err, ok := e.takeLeased(ctx, c, gates, hints, cost, consume, now); ok {
-			return d, err
-		}
+	if e.local {
+		// The Guard's question is asked before the call over such a
+		// store: a decision made in memory makes no round trip to share
+		// (screen).
+		return e.takeLocal(ctx, c, gates, hints, cost, consume, now)
 	}
 	req := TakeRequest{Cost: cost, Consume: consume, Now: now, Gates: make([]CounterGate, len(gates))}
 	for i, g := range gates {
@@ -782,15 +755,14 @@ func sortGates(gates []Gate) {
 	})
 }
 
-// decision turns the counters' answer for gates into a decision (for a
-// gate decided from a lease, res holds its local state: lease.go).
+// decision turns the counters' answer for gates into a decision.
 func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, consume bool, now time.Time) Decision {
 	d := Decision{Allowed: res.Allowed, Reason: ReasonAllowed, Gates: gates}
 	tightest := -1
 	for i := range gates {
 		g := &gates[i]
 		g.describe(res.States[i], res.Room[i], cost, now)
-		e.metrics.gateChecks.WithLabelValues(axisLabel(g.Axis), g.EntityType, outcome(res.Room[i])).Inc()
+		e.metrics.gateChecked(g, res.Room[i])
 		if !res.Room[i] {
 			if cost == 1 && !g.Shadow && g.RetryAfter > 0 {
 				// No room for the smallest call: remembered for the
@@ -826,7 +798,7 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 				target: c.TargetName, gate: latest.DefinitionID, limit: latest.Limit, retryAfter: d.RetryAfter, caller: e.eventCaller(c)})
 		}
 	} else {
-		e.metrics.checks.WithLabelValues("allowed").Inc()
+		e.metrics.allowed.Inc()
 	}
 	if len(d.Shadow) > 0 && consume {
 		e.events.record(event{reason: eventShadow, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,

@@ -139,8 +139,9 @@ func (e *Enforcer) refused(r Refusal) Decision {
 // screen is the decision's first step: the Guard's screening of c from
 // ip. A refusal decides the call; a question the store must answer is
 // returned to ride in the call's round trip when it can (the round trip
-// can give back what the call took, and no lease decides without one),
-// else it is asked now.
+// can give back what the call took, and the counter store never decides
+// in memory, without one: CounterCapabilities.Local), else it is asked
+// now.
 func (e *Enforcer) screen(ctx context.Context, c Call, ip netip.Addr) (q *Question, d Decision, refused bool) {
 	if e.opts.Guard == nil || !ip.IsValid() {
 		return nil, Decision{}, false
@@ -151,7 +152,7 @@ func (e *Enforcer) screen(ctx context.Context, c Call, ip netip.Addr) (q *Questi
 		return nil, e.refused(s.Refusal), true
 	case s.Question == nil:
 		return nil, Decision{}, false
-	case e.leases == nil && e.canGiveBack:
+	case !e.local && e.canGiveBack:
 		return s.Question, Decision{}, false
 	}
 	d, refused = e.settle(ctx, s.Question)

@@ -6,8 +6,58 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/lease"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
+
+// newLeasedFixture is a memory fixture whose Enforcer counts through a
+// lease layer (opts) over the fixture's recorder, on its clock; the layer
+// closes after the Enforcer when the test ends.
+func newLeasedFixture(t *testing.T, opts lease.Options, defs ...ratelimit.Definition) (*memFixture, *lease.Store) {
+	t.Helper()
+	var layer *lease.Store
+	f := newMemFixtureOver(t, enforce.Options{}, func(inner enforce.CounterStore) enforce.CounterStore {
+		var err error
+		if layer, err = lease.New(inner, opts); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(layer.Close)
+		return layer
+	}, defs...)
+	return f, layer
+}
+
+// The gate builder tells a store layer each gate's lease mode
+// (CounterGate.Lease), the greatest of a shared bucket's definitions.
+func TestGatesCarryTheirLeaseMode(t *testing.T) {
+	t.Parallel()
+	low := ratelimit.Definition{Axis: ratelimit.AxisCaller, EntityType: ratelimit.EntityGroup, Name: "low",
+		WindowSeconds: 3600, UserMaxRequests: ptr(1000), Enabled: true, Mode: ratelimit.ModeEnforce, Everyone: true, Lease: ratelimit.LeaseAlways}
+	high := low
+	high.Name, high.UserMaxRequests, high.Lease = "high", ptr(2000), ratelimit.LeaseNever
+	tgt := ratelimit.Definition{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityMCPServer, Name: "srv",
+		WindowSeconds: 3600, MaxRequests: ptr(1000), Enabled: true, Mode: ratelimit.ModeEnforce, Lease: ratelimit.LeaseAlways}
+	f := newMemFixtureOpts(t, enforce.Options{}, low, high, tgt)
+	if d := f.check(enforce.Call{Username: "alice", TargetType: ratelimit.EntityMCPServer, TargetName: "srv"}); !d.Allowed {
+		t.Fatalf("call: %+v", d)
+	}
+	got := map[string]enforce.LeaseMode{}
+	for _, g := range f.rec.gates() {
+		got[g.Key] = g.Lease
+	}
+	if len(got) != 2 {
+		t.Fatalf("the store was given %d gates, want 2 (the shared caller bucket and the target): %+v", len(got), got)
+	}
+	for key, mode := range got {
+		want := enforce.LeaseNever // never wins over always on the shared bucket
+		if strings.Contains(key, "srv") && !strings.Contains(key, "alice") {
+			want = enforce.LeaseAlways
+		}
+		if mode != want {
+			t.Errorf("gate %s carries lease mode %d, want %d", key, mode, want)
+		}
+	}
+}
 
 // Two tool definitions whose principal_tool buckets are one (the same
 // caller, tool, window and algorithm: github:delete_repo matches both
@@ -20,7 +70,7 @@ func TestLeaseModeOfASharedToolBucket(t *testing.T) {
 	cases := []struct {
 		name         string
 		globs, deles string // lease of github:* and of *:delete_*
-		all          bool   // LeaseOptions.All; otherwise hot keys only, never reached
+		all          bool   // lease.Options.All; otherwise hot keys only, never reached
 		leased       bool
 	}{
 		{"never over always, every key leased", ratelimit.LeaseAlways, ratelimit.LeaseNever, true, false},
@@ -35,7 +85,7 @@ func TestLeaseModeOfASharedToolBucket(t *testing.T) {
 			wide.Lease = tc.globs
 			narrow := toolDef("*:delete_*", 3600, 1000, ratelimit.ToolScopePrincipalTool)
 			narrow.Lease = tc.deles
-			f := newMemFixtureOpts(t, enforce.Options{Leases: &enforce.LeaseOptions{All: tc.all, HotRate: 1000, Time: time.Hour}}, wide, narrow)
+			f, layer := newLeasedFixture(t, lease.Options{All: tc.all, HotRate: 1000, Time: time.Hour}, wide, narrow)
 			var takes int
 			for range 5 {
 				d := f.check(call)
@@ -49,7 +99,7 @@ func TestLeaseModeOfASharedToolBucket(t *testing.T) {
 				f.rec.last = nil
 				f.rec.mu.Unlock()
 			}
-			st := f.e.LeaseStats()
+			st := layer.Stats()
 			if tc.leased && (st.Leases != 1 || st.Refills != 1 || takes != 1) {
 				t.Fatalf("5 calls: %+v and %d takes of the gate from the store, want it leased on the first call (1 lease, 1 block, 1 take)", st, takes)
 			}
@@ -75,7 +125,7 @@ func TestLeaseModeOfADescriptorDefinition(t *testing.T) {
 				MaxRequests: ptr(1000), Enabled: true, Lease: tc.lease}
 			d.Domain, d.Descriptor = "edge", []ratelimit.DescriptorEntry{{Key: "tenant", Value: "acme"}}
 			d.Name = ratelimit.DescriptorName(d.Domain, d.Descriptor)
-			f := newMemFixtureOpts(t, enforce.Options{Leases: &enforce.LeaseOptions{All: true, Time: time.Hour}}, d)
+			f, layer := newLeasedFixture(t, lease.Options{All: true, Time: time.Hour}, d)
 			call := enforce.Call{Username: "alice", Descriptors: &enforce.DescriptorRequest{Domain: "edge",
 				Descriptors: []enforce.Descriptor{{Entries: d.Descriptor}}}}
 			for range 3 {
@@ -83,7 +133,7 @@ func TestLeaseModeOfADescriptorDefinition(t *testing.T) {
 					t.Fatalf("call: %+v, want allowed by the descriptor definition's gate", got)
 				}
 			}
-			if st := f.e.LeaseStats(); (st.Leases == 1 && st.Refills == 1) != tc.leased || (!tc.leased && st.Refills != 0) {
+			if st := layer.Stats(); (st.Leases == 1 && st.Refills == 1) != tc.leased || (!tc.leased && st.Refills != 0) {
 				t.Fatalf("3 calls on a descriptor definition with lease %q: %+v, want leased %v", tc.lease, st, tc.leased)
 			}
 		})

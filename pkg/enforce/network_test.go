@@ -16,6 +16,14 @@ import (
 // newMemFixtureOpts is newMemFixture with the Enforcer's options.
 func newMemFixtureOpts(t *testing.T, opts enforce.Options, defs ...ratelimit.Definition) *memFixture {
 	t.Helper()
+	return newMemFixtureOver(t, opts, nil, defs...)
+}
+
+// newMemFixtureOver is newMemFixtureOpts with the Enforcer's counters
+// built by over from the fixture's recorder (a layer over it; nil: the
+// recorder itself).
+func newMemFixtureOver(t *testing.T, opts enforce.Options, over func(enforce.CounterStore) enforce.CounterStore, defs ...ratelimit.Definition) *memFixture {
+	t.Helper()
 	f := &memFixture{t: t, clock: &clock{now: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)},
 		rec: &recorder{CounterStore: memory.New()}}
 	f.state = enforce.State{Definitions: enforcetest.Sentinels()}
@@ -24,6 +32,9 @@ func newMemFixtureOpts(t *testing.T, opts enforce.Options, defs ...ratelimit.Def
 	}
 	f.src = enforcetest.StaticSource(f.state)
 	opts.Counters, opts.Source, opts.Now = f.rec, f.src, f.clock.Now
+	if over != nil {
+		opts.Counters = over(f.rec)
+	}
 	opts.CacheTTL, opts.SweepInterval = 72*time.Hour, -1
 	e, err := enforce.New(context.Background(), opts)
 	if err != nil {

@@ -22,10 +22,12 @@ import (
 // Every method of a seam is mandatory: there are no optional
 // side-interfaces found by type assertion. What an implementation truly
 // cannot do it declares (CounterStore.Capabilities, Source.Capabilities)
-// and answers from the method with an error wrapping ErrNotImplemented;
-// New refuses a combination of options that needs a capability its store
-// or source does not declare, naming it, so nothing is silently off. The
-// conformance suite checks each store's declarations against its methods.
+// and answers from the method with an error wrapping ErrNotImplemented.
+// The core needs no optional capability; each feature built beside it
+// (the lease layer, the failed-credential throttle, escalation) refuses,
+// in its constructor, a store or source that lacks one it needs, naming
+// it, so nothing is silently off. The conformance suite checks each
+// store's declarations against its methods.
 
 // ErrNotImplemented is wrapped by the error of a seam's method that its
 // implementation declared it cannot do (a capability it does not declare).
@@ -73,6 +75,41 @@ type CounterGate struct {
 	// Enforce is false for shadow gates: they count while they have room
 	// and report when they would deny, never deny.
 	Enforce bool
+	// Lease is the gate's definition's say in leases
+	// (ratelimit.Definition.Lease; of a bucket several definitions share,
+	// the greatest mode). It is a hint for a store layer that leases
+	// blocks of hot keys (pkg/enforce/lease): counting stores ignore it,
+	// and it never changes what a gate counts.
+	Lease LeaseMode
+}
+
+// LeaseMode is a gate's definition's say in leases
+// (ratelimit.Definition.Lease), carried on CounterGate.Lease. The values
+// are ordered by precedence: of a bucket several definitions share, the
+// greatest applies, so never on any of them wins over always, which wins
+// over auto.
+type LeaseMode uint8
+
+const (
+	// LeaseAuto: the layer decides (hot keys, or every key).
+	LeaseAuto LeaseMode = iota
+	// LeaseAlways: leased from the first call.
+	LeaseAlways
+	// LeaseNever: never leased; every call is counted on the shared
+	// counter.
+	LeaseNever
+)
+
+// leaseModeOf is d's lease mode; an unknown value (validation refuses
+// it) is auto.
+func leaseModeOf(d ratelimit.Definition) LeaseMode {
+	switch d.Lease {
+	case ratelimit.LeaseNever:
+		return LeaseNever
+	case ratelimit.LeaseAlways:
+		return LeaseAlways
+	}
+	return LeaseAuto
 }
 
 // TakeRequest is one call for a counter store to decide: all its gates at
@@ -149,14 +186,16 @@ type GateState struct {
 	TAT time.Time
 }
 
-// CounterStore counts. Every method is mandatory; the two that a store
-// may truly be unable to do, giving back (ReturnUnused) and forgetting
-// (Reset), it declares in Capabilities, and when it declares one missing
-// the method returns an error wrapping ErrNotImplemented. New refuses the
-// options that need a capability the store lacks (leases need GiveBack;
-// the failed-credential throttle needs Reset), and so does
-// pkg/enforce/escalation's New (Reset). Every store in this module
-// declares both.
+// CounterStore counts. Every method is mandatory; those a store may truly
+// be unable to do, giving back (ReturnUnused), forgetting (Reset) and
+// deciding in memory (TakeLocal), it declares in Capabilities, and when it
+// declares one missing the method returns an error wrapping
+// ErrNotImplemented. The core needs none of the three; the features built
+// beside it that do refuse a store that lacks one, naming it
+// (pkg/enforce/lease's layer needs GiveBack of the store it wraps;
+// pkg/auththrottle and pkg/enforce/escalation need Reset). Every counting
+// store in this module declares GiveBack and Reset; the lease layer
+// declares Local.
 type CounterStore interface {
 	// Take decides a batch of calls in one round trip where the store
 	// can: each call all or nothing, calls sharing a counter seeing each
@@ -166,7 +205,7 @@ type CounterStore interface {
 	// ErrOutcomeUnknown).
 	Take(ctx context.Context, reqs []TakeRequest, deadline time.Time) ([]TakeResult, error)
 	// ReturnUnused takes back capacity a Take counted and a caller did not
-	// use (a lease's unused block; what a call found auth locked in its
+	// use (a lease's unused block, pkg/enforce/lease; what a call found auth locked in its
 	// own round trip took). A fixed or sliding window's count of Taken's
 	// window goes down by Units (never below zero; a window gone is left
 	// alone); a token bucket's TAT moves back by Units × its emission
@@ -181,6 +220,23 @@ type CounterStore interface {
 	// the key; one that names them by window (Redis) finds them from the
 	// gate's Window and now. deadline bounds it. Capability: Reset.
 	Reset(ctx context.Context, gates []CounterGate, now, deadline time.Time) error
+	// TakeLocal decides one call, in memory where it can: a store layer
+	// that holds part of the counters in this process (pkg/enforce/lease's
+	// blocks of hot keys) decides the gates it holds without I/O and sends
+	// the rest, as one request, through next, which batches it with the
+	// other decisions into a Take of this same store (the Enforcer's
+	// batcher, within its BackendTimeout). The answer is as Take's: all
+	// or nothing over req's gates, one state per gate; an error of next is
+	// returned as it came, after what was decided locally is undone.
+	// into has Room and States of len(req.Gates), zeroed, for the answer:
+	// a store answers in them (or in an answer of its own, next's say).
+	// It keeps no reference to into or req.Gates once it returns: the
+	// Enforcer reuses them, so that a call decided in memory allocates
+	// nothing for its request or its answer.
+	// Capability: Local. The Enforcer calls it for every call instead of
+	// queueing the call for Take, so that a call decided locally pays no
+	// hop through the batcher.
+	TakeLocal(ctx context.Context, req TakeRequest, into TakeResult, next TakeFunc) (TakeResult, error)
 	// Sweep removes counters whose windows ended before now; stores whose
 	// counters expire on their own return (0, nil).
 	Sweep(ctx context.Context, now time.Time) (removed int64, err error)
@@ -198,8 +254,9 @@ type CounterStore interface {
 // CounterCapabilities are what a counter store declares it can do beside
 // Take and Sweep, which every store can.
 type CounterCapabilities struct {
-	// GiveBack: ReturnUnused takes capacity back. Leases need it (without
-	// it, what a replica leased and did not use would stay counted). The
+	// GiveBack: ReturnUnused takes capacity back. The lease layer needs
+	// it of the store it wraps (without it, what a replica leased and did
+	// not use would stay counted). The
 	// failed-credential throttle uses it to ask about an address in the
 	// round trip of the call's own counters; without it the throttle asks
 	// first, in a round trip of its own.
@@ -208,7 +265,21 @@ type CounterCapabilities struct {
 	// it (a successful authentication resets the address's failures) and
 	// so does escalation (an ended lockout's violation count is cleared).
 	Reset bool
+	// Local: TakeLocal may decide some calls without I/O; the Enforcer
+	// calls it directly for each call, and it batches what it cannot
+	// decide through the function it is given. A decision may then make
+	// no round trip, so the failed-credential throttle asks about an
+	// address before the call rather than in its round trip. Counting
+	// stores do not declare it: only a layer over one does
+	// (pkg/enforce/lease).
+	Local bool
 }
+
+// TakeFunc decides one call through the Enforcer's batcher
+// (CounterStore.TakeLocal's next): queued with the other decisions for
+// the store's next Take, bounded by the Enforcer's BackendTimeout and
+// observed in its backend metrics.
+type TakeFunc func(ctx context.Context, req TakeRequest) (TakeResult, error)
 
 // Return is capacity a counter store gives back (ReturnUnused): Units of a
 // block taken from Gate by a Take at Taken, unused at Now.

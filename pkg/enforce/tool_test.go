@@ -101,6 +101,10 @@ func (downStore) Reset(context.Context, []enforce.CounterGate, time.Time, time.T
 	return errors.New("counters down")
 }
 
+func (downStore) TakeLocal(context.Context, enforce.TakeRequest, enforce.TakeResult, enforce.TakeFunc) (enforce.TakeResult, error) {
+	return enforce.TakeResult{}, enforce.ErrNotImplemented
+}
+
 func (downStore) Sweep(context.Context, time.Time) (int64, error) { return 0, nil }
 
 func (downStore) BackendName() string { return "down" }

@@ -26,7 +26,8 @@ const maxViewKeyBytes = 1024
 // (callView), so that the next call of the same caller on the same
 // target copies its gates rather than looking up memberships, walking
 // the caller's groups and concatenating counter keys again: that was
-// two thirds of the CPU of a decision decided from a lease. A view
+// two thirds of the CPU of a decision decided in memory (a lease of
+// pkg/enforce/lease). A view
 // depends only on the snapshot and on the fields of viewKey; a new
 // snapshot starts an empty cache, so a definition, membership or
 // quarantine change is never served stale.
@@ -34,7 +35,7 @@ const maxViewKeyBytes = 1024
 // It is direct-mapped: a call's key hashes to one slot, which holds the
 // last view that hashed there. Memory is bounded by the slot count and
 // the view of one call; a lookup takes no lock; a view, once published,
-// is never written again but for its lease hints.
+// is never written again.
 type viewCache struct {
 	seed  maphash.Seed
 	slots [viewCacheSize]atomic.Pointer[callView]
@@ -84,9 +85,10 @@ type callView struct {
 	ipLock    memberRef
 
 	gates []Gate // sorted as take sorts them; never modified
-	// leases[i] is the lease gates[i] was last decided from (nil: none
-	// yet); takeLeased uses it while it is not retired.
-	leases [maxLeasedGates]atomic.Pointer[lease]
+	// counterGates are the gates as a counter store sees them, built once
+	// for a cached view over a store that decides in memory (local.go);
+	// never modified.
+	counterGates []CounterGate
 }
 
 func newViewCache() *viewCache { return &viewCache{seed: maphash.MakeSeed()} }
@@ -111,6 +113,12 @@ func (e *Enforcer) callView(snap *snapshot, c Call, ip netip.Addr, anonymous boo
 	}
 	v := e.buildView(snap, c, ip, anonymous, routes, now, nil)
 	v.key = key
+	if e.local {
+		v.counterGates = make([]CounterGate, len(v.gates))
+		for i, g := range v.gates {
+			v.counterGates[i] = g.counterGate()
+		}
+	}
 	slot.Store(v)
 	return v
 }

@@ -3,13 +3,10 @@ package enforce_test
 import (
 	"context"
 	"reflect"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
@@ -222,46 +219,5 @@ func TestViewCacheQuarantineAndExpiry(t *testing.T) {
 	clk.Advance(time.Minute)
 	if r := reason(); r != enforce.ReasonAllowed {
 		t.Errorf("after the quarantine expired: %s, want %s", r, enforce.ReasonAllowed)
-	}
-}
-
-// Decisions taken from leases are in the scrape: checks and gate checks
-// count every one of them, though a leased decision counts them beside
-// its block and adds them only when the registry is gathered.
-func TestLeasedDecisionsAreScraped(t *testing.T) {
-	t.Parallel()
-	reg := prometheus.NewRegistry()
-	st := viewCacheState()
-	e, err := enforce.New(context.Background(), enforce.Options{Counters: memory.New(), Source: enforcetest.StaticSource(st),
-		SweepInterval: -1, Registerer: reg, Leases: &enforce.LeaseOptions{All: true, Time: time.Hour, Replicas: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	call := enforce.Call{Username: "carol", TargetType: ratelimit.EntityMCPServer, TargetName: "s"}
-	const n = 25
-	gates := 0
-	for range n {
-		d, err := e.Check(context.Background(), call)
-		if err != nil || !d.Allowed {
-			t.Fatalf("check: %+v, %v", d, err)
-		}
-		gates = len(d.Gates)
-	}
-	if s := e.LeaseStats(); s.Leases == 0 {
-		t.Fatalf("no lease taken: %+v", s)
-	}
-	if got := series(t, reg, "rlctl_enforce_checks_total"); !slices.Contains(got, "outcome=allowed "+strconv.Itoa(n)) {
-		t.Errorf("checks_total: %v, want outcome=allowed %d", got, n)
-	}
-	total := 0
-	for _, s := range series(t, reg, "rlctl_enforce_gate_checks_total") {
-		if strings.Contains(s, "outcome=allow ") {
-			v, _ := strconv.Atoi(s[strings.LastIndexByte(s, ' ')+1:])
-			total += v
-		}
-	}
-	if total != n*gates {
-		t.Errorf("gate checks allowed: %d, want %d (%d calls of %d gates)", total, n*gates, n, gates)
 	}
 }

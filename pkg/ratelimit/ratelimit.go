@@ -111,11 +111,12 @@ func (d Definition) PerOrDefault() string {
 }
 
 // Lease modes of a definition (Definition.Lease): whether an enforcer
-// with leases on (rlapi --lease-time, enforce.Options.Leases) may decide
-// the definition's gates from a block of capacity taken from the shared
-// counter (docs/scaling.md, "Leases"). An empty Lease is LeaseAuto: every
-// definition stored before the field existed keeps its meaning. Without
-// leases on the enforcer, every mode is auto: nothing is leased.
+// with leases on (rlapi --lease-time, the pkg/enforce/lease layer) may
+// decide the definition's gates from a block of capacity taken from the
+// shared counter (docs/scaling.md, "Leases"). An empty Lease is
+// LeaseAuto: every definition stored before the field existed keeps its
+// meaning. Without leases on the enforcer, nothing is leased, whatever
+// the mode.
 const (
 	// LeaseAuto: the enforcer decides (hot keys, or every key with
 	// --lease-keys all).

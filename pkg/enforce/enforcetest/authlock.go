@@ -25,8 +25,9 @@ import (
 // counters and give back what the call took, and over the store declaring
 // no GiveBack, where B asks first, on its own. The answers are the same.
 // The second run builds its Enforcers with Build, whatever build is:
-// leases need GiveBack (New refuses them without it), and with leases the
-// throttle asks first anyway, which the first run then covers.
+// the lease layer needs GiveBack (lease.New refuses a store without it),
+// and over the layer (CounterCapabilities.Local) the throttle asks first
+// anyway, which the first run then covers.
 //
 // Then a successful authentication after four failures, split between
 // the replicas, leaves the failure count at zero on both: four more

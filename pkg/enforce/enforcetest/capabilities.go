@@ -50,6 +50,60 @@ func capabilities(t *testing.T, s enforce.CounterStore) {
 	case !caps.Reset && got != 3:
 		t.Errorf("does not declare Reset, yet Reset changed the count to %d (want 3)", got)
 	}
+
+	localTake(t, s, caps, a, now)
+}
+
+// answer is room for the answer of a call of n gates (TakeLocal's into).
+func answer(n int) enforce.TakeResult {
+	return enforce.TakeResult{Room: make([]bool, n), States: make([]enforce.GateState, n)}
+}
+
+// localTake checks TakeLocal against the Local declaration: a store that
+// declares it decides each call as Take would, its misses reaching the
+// store through next (the check's next is the store's own Take, as the
+// Enforcer's batcher is); one that does not answers an error wrapping
+// enforce.ErrNotImplemented, without calling next or counting.
+func localTake(t *testing.T, s enforce.CounterStore, caps enforce.CounterCapabilities, a algorithm, now time.Time) {
+	ctx := context.Background()
+	g := a.gate("capability-local", 5)
+	nexts := 0
+	next := func(ctx context.Context, req enforce.TakeRequest) (enforce.TakeResult, error) {
+		nexts++
+		res, err := s.Take(ctx, []enforce.TakeRequest{req}, time.Now().Add(hangBound))
+		if err != nil {
+			return enforce.TakeResult{}, err
+		}
+		return res[0], nil
+	}
+	if !caps.Local {
+		_, err := s.TakeLocal(ctx, call(now, 3, g), answer(1), next)
+		if !errors.Is(err, enforce.ErrNotImplemented) {
+			t.Errorf("does not declare Local, TakeLocal answered %v, want an error wrapping enforce.ErrNotImplemented", err)
+		}
+		if nexts != 0 || countOf(t, s, now, g) != 0 {
+			t.Errorf("does not declare Local, yet TakeLocal sent %d calls on or counted %d", nexts, countOf(t, s, now, g))
+		}
+		return
+	}
+	// Calls of cost 2 on a limit of 5: exactly 2 admitted, whether the
+	// store decides them in memory or sends them through next.
+	admitted := 0
+	for range 4 {
+		res, err := s.TakeLocal(ctx, call(now, 2, g), answer(1), next)
+		if err != nil {
+			t.Fatalf("declares Local, TakeLocal: %v", err)
+		}
+		if len(res.Room) != 1 || len(res.States) != 1 {
+			t.Fatalf("declares Local, TakeLocal answered %d rooms and %d states for one gate", len(res.Room), len(res.States))
+		}
+		if res.Allowed {
+			admitted++
+		}
+	}
+	if admitted != 2 {
+		t.Errorf("declares Local: calls of cost 2 on a limit of 5 admitted %d times, want 2", admitted)
+	}
 }
 
 // resets: after a Reset the gate's key counts from zero, in every window

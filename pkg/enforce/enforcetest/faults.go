@@ -35,6 +35,12 @@ func (p passThrough) BackendName() string { return p.next.BackendName() }
 // Capabilities are the wrapped store's.
 func (p passThrough) Capabilities() enforce.CounterCapabilities { return p.next.Capabilities() }
 
+// TakeLocal passes through: a wrapped store that decides in memory still
+// sends its misses through next, which reaches the wrapper's Take.
+func (p passThrough) TakeLocal(ctx context.Context, req enforce.TakeRequest, into enforce.TakeResult, next enforce.TakeFunc) (enforce.TakeResult, error) {
+	return p.next.TakeLocal(ctx, req, into, next)
+}
+
 // FailingStore is a counter store whose Take fails with one error until
 // Repair, then passes every call to the store it wraps. Every other
 // method always passes through.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/lease"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -40,9 +41,10 @@ func leaseState(algo enforce.Algorithm, limit, window, callerLimit int) enforce.
 	return enforce.State{Definitions: defs}
 }
 
-// TestLeases checks an Enforcer with Options.Leases over stores built by
-// newStore (one per subtest, shared by that subtest's Enforcers, as
-// replicas share one), for every algorithm:
+// TestLeases checks Enforcers over pkg/enforce/lease's layer, each
+// replica's layer wrapping a store built by newStore (one per subtest,
+// shared by that subtest's replicas, as replicas share one), for every
+// algorithm:
 //
 //   - exactness: 4 enforcers (replicas) × 32 goroutines on one limit admit
 //     at most the limit and at least the limit less the bound, (replicas -
@@ -50,7 +52,8 @@ func leaseState(algo enforce.Algorithm, limit, window, callerLimit int) enforce.
 //   - cost and refills: when the shared counter cannot give a whole block,
 //     a lease takes what is left, so one replica admits the whole limit;
 //   - give back: what a replica leased and did not use is available to
-//     another once the lease ends (Close, or its lease time passing);
+//     another once the lease ends (the layer's Close, or its lease time
+//     passing);
 //   - all or nothing: a call whose leased gate had room but whose store
 //     gate denied takes nothing from the leased one;
 //   - peek never takes a block;
@@ -61,7 +64,9 @@ func leaseState(algo enforce.Algorithm, limit, window, callerLimit int) enforce.
 // never wins over always and always over auto on a bucket definitions
 // share, and a change from auto to never retires the key's lease.
 //
-// Leases need a store that declares GiveBack (New refuses them otherwise).
+// build builds each Enforcer over its layer (enforcetest.Build does).
+// Leases need a store that declares GiveBack (lease.New refuses it
+// otherwise).
 func TestLeases(t *testing.T, newStore func(t *testing.T) enforce.CounterStore, build BuildEnforcer, opts ...Opts) {
 	t.Helper()
 	for _, algo := range optsOf(opts).algorithms() {
@@ -105,9 +110,29 @@ func TestLeases(t *testing.T, newStore func(t *testing.T) enforce.CounterStore, 
 	})
 }
 
-func leaseOpts(clock *leaseClock, lt time.Duration, replicas int) enforce.Options {
-	return enforce.Options{Now: clock.now, BackendTimeout: 5 * time.Second, SweepInterval: -1, CacheTTL: 24 * time.Hour,
-		Leases: &enforce.LeaseOptions{All: true, Time: lt, Replicas: replicas}}
+// leaseOpts lease every key for lt, blocks for replicas, on clock.
+func leaseOpts(clock *leaseClock, lt time.Duration, replicas int) lease.Options {
+	return lease.Options{All: true, Time: lt, Replicas: replicas, Now: clock.now, Timeout: 5 * time.Second}
+}
+
+// newLayer wraps store in a lease layer, closed when the test ends: after
+// the Enforcers built over it, whose Cleanups were registered later.
+func newLayer(t *testing.T, store enforce.CounterStore, opts lease.Options) *lease.Store {
+	t.Helper()
+	l, err := lease.New(store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+// leased builds one replica with leases: an Enforcer (plainOpts on
+// opts.Now's clock) over a lease layer over store.
+func leased(t *testing.T, build BuildEnforcer, clock *leaseClock, opts lease.Options, store enforce.CounterStore, src enforce.Source) (*enforce.Enforcer, *lease.Store) {
+	t.Helper()
+	l := newLayer(t, store, opts)
+	return build(t, plainOpts(clock), l, src), l
 }
 
 func leaseCheck(t *testing.T, e *enforce.Enforcer, c enforce.Call) enforce.Decision {
@@ -146,7 +171,7 @@ func leaseReplicas(t *testing.T, algo enforce.Algorithm, newStore func(t *testin
 	src := StaticSource(leaseState(algo, limit, window, 0))
 	lt := 2 * time.Second
 	gate := enforce.CounterGate{Algorithm: algo, Window: window * time.Second, Limit: limit, Burst: limit}
-	block := enforce.BlockSize(gate, lt, replicas)
+	block := lease.BlockSize(gate, lt, replicas)
 	if block < 2 {
 		t.Fatalf("block %d: the check needs a real block", block)
 	}
@@ -154,7 +179,7 @@ func leaseReplicas(t *testing.T, algo enforce.Algorithm, newStore func(t *testin
 	var wg sync.WaitGroup
 	es := make([]*enforce.Enforcer, replicas)
 	for r := range replicas {
-		es[r] = build(t, leaseOpts(clock, lt, replicas), store, src)
+		es[r], _ = leased(t, build, clock, leaseOpts(clock, lt, replicas), store, src)
 	}
 	for r := range replicas {
 		for range goroutines {
@@ -188,7 +213,7 @@ func leaseWhatIsLeft(t *testing.T, algo enforce.Algorithm, newStore func(t *test
 	// left) the 40 that are left, and the fourth is denied: 90 admitted.
 	clock := newLeaseClock()
 	store := newStore(t)
-	e := build(t, leaseOpts(clock, time.Hour, 1), store, StaticSource(leaseState(algo, 100, 60, 0)))
+	e, _ := leased(t, build, clock, leaseOpts(clock, time.Hour, 1), store, StaticSource(leaseState(algo, 100, 60, 0)))
 	c := policyCall("s")
 	c.Cost = 30
 	var allowed []bool
@@ -231,8 +256,8 @@ func leaseGiveBack(t *testing.T, algo enforce.Algorithm, newStore func(t *testin
 	// token bucket's block is given back only as far as it is still
 	// ahead of now in the TAT the block's take left: B's 60 first put it
 	// there, as a busy bucket is.)
-	a := build(t, leaseOpts(clock, 30*time.Minute, 2), store, src) // rate × 30 min = 50, at most 25
-	b := build(t, enforce.Options{Now: clock.now, BackendTimeout: 5 * time.Second, SweepInterval: -1, CacheTTL: 24 * time.Hour}, store, src)
+	a, al := leased(t, build, clock, leaseOpts(clock, 30*time.Minute, 2), store, src) // rate × 30 min = 50, at most 25
+	b := build(t, plainOpts(clock), store, src)
 	if n := drain(t, b, c, 60); n != 60 {
 		t.Fatalf("B admitted %d of its first 60", n)
 	}
@@ -245,9 +270,9 @@ func leaseGiveBack(t *testing.T, algo enforce.Algorithm, newStore func(t *testin
 	// A's lease time passes: its reaper gives back the 24 it did not use.
 	clock.advance(31 * time.Minute)
 	deadline := time.Now().Add(hangBound)
-	for a.LeaseStats().Returned < 24 {
+	for al.Stats().Returned < 24 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%v after A's lease ended it had given back %d, want 24", hangBound, a.LeaseStats().Returned)
+			t.Fatalf("%v after A's lease ended it had given back %d, want 24", hangBound, al.Stats().Returned)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -267,12 +292,12 @@ func leaseAllOrNothing(t *testing.T, algo enforce.Algorithm, newStore func(t *te
 	store := newStore(t)
 	clock := newLeaseClock()
 	src := StaticSource(leaseState(algo, 1000, 60, 3))
-	e := build(t, leaseOpts(clock, time.Minute, 2), store, src)
+	e, layer := leased(t, build, clock, leaseOpts(clock, time.Minute, 2), store, src)
 	c := policyCall("s")
 	if n := drain(t, e, c, 10); n != 3 {
 		t.Fatalf("admitted %d calls of a caller limited to 3", n)
 	}
-	e2 := build(t, enforce.Options{Now: clock.now, BackendTimeout: 5 * time.Second, SweepInterval: -1, CacheTTL: 24 * time.Hour}, store, src)
+	e2 := build(t, plainOpts(clock), store, src)
 	d, err := e2.Peek(context.Background(), enforce.Call{Username: "other", TargetType: ratelimit.EntityMCPServer, TargetName: "s"})
 	if err != nil {
 		t.Fatal(err)
@@ -284,8 +309,10 @@ func leaseAllOrNothing(t *testing.T, algo enforce.Algorithm, newStore func(t *te
 			t.Fatalf("the target's shared counter has %d left, want %d (one block taken)", g.Remaining, 1000-250)
 		}
 	}
-	// Closing A gives back the 247 it did not use: 997 left.
+	// Closing A (its Enforcer, then its layer) gives back the 247 it did
+	// not use: 997 left.
 	e.Close()
+	layer.Close()
 	d, err = e2.Peek(context.Background(), enforce.Call{Username: "other", TargetType: ratelimit.EntityMCPServer, TargetName: "s"})
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +328,7 @@ func leasePeek(t *testing.T, algo enforce.Algorithm, newStore func(t *testing.T)
 	store := newStore(t)
 	clock := newLeaseClock()
 	src := StaticSource(leaseState(algo, 1000, 60, 0))
-	e := build(t, leaseOpts(clock, time.Minute, 1), store, src)
+	e, layer := leased(t, build, clock, leaseOpts(clock, time.Minute, 1), store, src)
 	c := policyCall("s")
 	for range 3 {
 		d, err := e.Peek(context.Background(), c)
@@ -309,7 +336,7 @@ func leasePeek(t *testing.T, algo enforce.Algorithm, newStore func(t *testing.T)
 			t.Fatalf("peek: allowed %v, err %v", d.Allowed, err)
 		}
 	}
-	if s := e.LeaseStats(); s.Refills != 0 {
+	if s := layer.Stats(); s.Refills != 0 {
 		t.Fatalf("peeks took %d blocks, want none", s.Refills)
 	}
 	d, _ := e.Peek(context.Background(), c)
@@ -330,8 +357,8 @@ func leaseBucketNotFuller(t *testing.T, newStore func(t *testing.T) enforce.Coun
 	src := StaticSource(leaseState(enforce.AlgorithmTokenBucket, limit, 3600, 0))
 	clock := newLeaseClock()
 	c := policyCall("s")
-	a := build(t, leaseOpts(clock, 30*time.Minute, 2), store, src)
-	b := build(t, enforce.Options{Now: clock.now, BackendTimeout: 5 * time.Second, SweepInterval: -1, CacheTTL: 24 * time.Hour}, store, src)
+	a, al := leased(t, build, clock, leaseOpts(clock, 30*time.Minute, 2), store, src)
+	b := build(t, plainOpts(clock), store, src)
 	if !leaseCheck(t, a, c).Allowed {
 		t.Fatal("A's first call was denied")
 	}
@@ -341,7 +368,7 @@ func leaseBucketNotFuller(t *testing.T, newStore func(t *testing.T) enforce.Coun
 	}
 	clock.advance(11 * time.Minute) // A's lease has ended
 	deadline := time.Now().Add(hangBound)
-	for a.LeaseStats().Leases > 0 {
+	for al.Stats().Leases > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("A's lease was not retired %v after it ended", hangBound)
 		}
@@ -360,8 +387,8 @@ func leaseManyExpire(t *testing.T, algo enforce.Algorithm, newStore func(t *test
 	// refill must not wait on a call doing the reverse).
 	store := newStore(t)
 	src := StaticSource(leaseState(algo, 1_000_000, 3600, 1_000_000))
-	e := build(t, enforce.Options{BackendTimeout: 5 * time.Second, SweepInterval: -1,
-		Leases: &enforce.LeaseOptions{All: true, Time: 5 * time.Millisecond}}, store, src)
+	layer := newLayer(t, store, lease.Options{All: true, Time: 5 * time.Millisecond, Timeout: 5 * time.Second})
+	e := build(t, enforce.Options{BackendTimeout: 5 * time.Second, SweepInterval: -1}, layer, src)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for g := range 32 {

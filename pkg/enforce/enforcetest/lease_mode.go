@@ -53,8 +53,9 @@ func modeState(defs ...ratelimit.Definition) enforce.State {
 	return enforce.State{Definitions: append(Sentinels(), defs...)}
 }
 
-// plainOpts are an Enforcer's options without leases, on clock: one that
-// reads the shared counters as the store holds them.
+// plainOpts are an Enforcer's options on clock; built over the store
+// itself, not a lease layer, the Enforcer reads the shared counters as
+// the store holds them.
 func plainOpts(clock *leaseClock) enforce.Options {
 	return enforce.Options{Now: clock.now, BackendTimeout: 5 * time.Second, SweepInterval: -1, CacheTTL: 24 * time.Hour}
 }
@@ -84,7 +85,7 @@ func leaseNeverNotLeased(t *testing.T, newStore func(t *testing.T) enforce.Count
 	clock := newLeaseClock()
 	never, auto := modeTarget("billing", ratelimit.LeaseNever), modeTarget("s", "")
 	src := StaticSource(modeState(never, auto))
-	e := build(t, leaseOpts(clock, time.Hour, 1), store, src)
+	e, layer := leased(t, build, clock, leaseOpts(clock, time.Hour, 1), store, src)
 	plain := build(t, plainOpts(clock), store, src)
 	c := policyCall("billing")
 	for i := range 5 {
@@ -95,14 +96,14 @@ func leaseNeverNotLeased(t *testing.T, newStore func(t *testing.T) enforce.Count
 			t.Fatalf("after %d calls the never target's shared counter has %d left, want %d: every call counted on it", i+1, got, 1000-i-1)
 		}
 	}
-	if s := e.LeaseStats(); s.Leases != 0 || s.Refills != 0 {
+	if s := layer.Stats(); s.Leases != 0 || s.Refills != 0 {
 		t.Fatalf("calls on the never target leased: %+v, want no lease and no block taken", s)
 	}
 	// The control: the same Enforcer leases the auto target at once.
 	if !leaseCheck(t, e, policyCall("s")).Allowed {
 		t.Fatal("the auto target's first call was denied")
 	}
-	if s := e.LeaseStats(); s.Leases != 1 || s.Refills != 1 {
+	if s := layer.Stats(); s.Leases != 1 || s.Refills != 1 {
 		t.Fatalf("after a call on the auto target %+v, want its lease (1 lease, 1 block)", s)
 	}
 	if got := sharedRemaining(t, plain, policyCall("s"), auto.ID); got != 500 {
@@ -119,21 +120,21 @@ func leaseAlwaysFirstCall(t *testing.T, newStore func(t *testing.T) enforce.Coun
 	always, auto := modeTarget("s", ratelimit.LeaseAlways), modeTarget("cold", "")
 	src := StaticSource(modeState(always, auto))
 	opts := leaseOpts(clock, time.Hour, 1)
-	opts.Leases.All, opts.Leases.HotRate = false, 1000
-	e := build(t, opts, store, src)
+	opts.All, opts.HotRate = false, 1000
+	e, layer := leased(t, build, clock, opts, store, src)
 	plain := build(t, plainOpts(clock), store, src)
 	for range 3 {
 		if !leaseCheck(t, e, policyCall("cold")).Allowed {
 			t.Fatal("a call on the auto target was denied")
 		}
 	}
-	if s := e.LeaseStats(); s.Leases != 0 || s.Refills != 0 {
+	if s := layer.Stats(); s.Leases != 0 || s.Refills != 0 {
 		t.Fatalf("3 calls on a cold auto target leased: %+v", s)
 	}
 	if !leaseCheck(t, e, policyCall("s")).Allowed {
 		t.Fatal("the always target's first call was denied")
 	}
-	if s := e.LeaseStats(); s.Leases != 1 || s.Refills != 1 {
+	if s := layer.Stats(); s.Leases != 1 || s.Refills != 1 {
 		t.Fatalf("after one call on the always target %+v, want its lease (1 lease, 1 block)", s)
 	}
 	if got := sharedRemaining(t, plain, policyCall("s"), always.ID); got != 500 {
@@ -144,7 +145,7 @@ func leaseAlwaysFirstCall(t *testing.T, newStore func(t *testing.T) enforce.Coun
 			t.Fatal("a call decided from the always target's block was denied")
 		}
 	}
-	if s := e.LeaseStats(); s.Refills != 1 {
+	if s := layer.Stats(); s.Refills != 1 {
 		t.Fatalf("10 more calls took %d blocks in all, want the first one only", s.Refills)
 	}
 	if got := sharedRemaining(t, plain, policyCall("cold"), auto.ID); got != 997 {
@@ -164,14 +165,14 @@ func leaseSharedBucket(t *testing.T, newStore func(t *testing.T) enforce.Counter
 		clock := newLeaseClock()
 		low, high := modeGroup("low", 1000, ratelimit.LeaseAlways), modeGroup("high", 2000, ratelimit.LeaseNever)
 		src := StaticSource(modeState(low, high))
-		e := build(t, leaseOpts(clock, time.Hour, 1), store, src) // every key leased
+		e, layer := leased(t, build, clock, leaseOpts(clock, time.Hour, 1), store, src) // every key leased
 		plain := build(t, plainOpts(clock), store, src)
 		for range 3 {
 			if !leaseCheck(t, e, c).Allowed {
 				t.Fatal("a call on the shared bucket was denied")
 			}
 		}
-		if s := e.LeaseStats(); s.Leases != 0 || s.Refills != 0 {
+		if s := layer.Stats(); s.Leases != 0 || s.Refills != 0 {
 			t.Fatalf("the bucket of an always and a never definition was leased: %+v", s)
 		}
 		if got := sharedRemaining(t, plain, c, low.ID); got != 997 {
@@ -185,13 +186,13 @@ func leaseSharedBucket(t *testing.T, newStore func(t *testing.T) enforce.Counter
 		low, high := modeGroup("low", 1000, ""), modeGroup("high", 2000, ratelimit.LeaseAlways)
 		src := StaticSource(modeState(low, high))
 		opts := leaseOpts(clock, time.Hour, 1)
-		opts.Leases.All, opts.Leases.HotRate = false, 1000 // hot keys only: never reached
-		e := build(t, opts, store, src)
+		opts.All, opts.HotRate = false, 1000 // hot keys only: never reached
+		e, layer := leased(t, build, clock, opts, store, src)
 		plain := build(t, plainOpts(clock), store, src)
 		if !leaseCheck(t, e, c).Allowed {
 			t.Fatal("the first call on the shared bucket was denied")
 		}
-		if s := e.LeaseStats(); s.Leases != 1 || s.Refills != 1 {
+		if s := layer.Stats(); s.Leases != 1 || s.Refills != 1 {
 			t.Fatalf("after the first call %+v, want the bucket leased (an always definition shares it)", s)
 		}
 		if got := sharedRemaining(t, plain, c, low.ID); got != 500 {
@@ -205,7 +206,7 @@ func leaseAutoThenNever(t *testing.T, newStore func(t *testing.T) enforce.Counte
 	clock := newLeaseClock()
 	auto := modeTarget("s", "")
 	src := StaticSource(modeState(auto))
-	e := build(t, leaseOpts(clock, time.Hour, 1), store, src)
+	e, layer := leased(t, build, clock, leaseOpts(clock, time.Hour, 1), store, src)
 	plain := build(t, plainOpts(clock), store, src)
 	c := policyCall("s")
 	for range 2 {
@@ -213,7 +214,7 @@ func leaseAutoThenNever(t *testing.T, newStore func(t *testing.T) enforce.Counte
 			t.Fatal("a call on the auto target was denied")
 		}
 	}
-	if s := e.LeaseStats(); s.Leases != 1 || s.Refills != 1 {
+	if s := layer.Stats(); s.Leases != 1 || s.Refills != 1 {
 		t.Fatalf("after 2 calls on the auto target %+v, want its lease", s)
 	}
 	// The definition now says never; the Enforcer reloads it.
@@ -224,13 +225,13 @@ func leaseAutoThenNever(t *testing.T, newStore func(t *testing.T) enforce.Counte
 	if !leaseCheck(t, e, c).Allowed {
 		t.Fatal("the first call after the change was denied")
 	}
-	if s := e.LeaseStats(); s.Leases != 0 || s.Refills != 1 {
+	if s := layer.Stats(); s.Leases != 0 || s.Refills != 1 {
 		t.Fatalf("after the change to never %+v, want the lease retired and no block taken since", s)
 	}
 	// What the block held unused went back (leases run only over a store
 	// that gives back).
 	want := int64(1000 - 3)
-	if s := e.LeaseStats(); s.Returned != 498 {
+	if s := layer.Stats(); s.Returned != 498 {
 		t.Fatalf("retiring the lease gave back %d, want the 498 its block had left", s.Returned)
 	}
 	for i := range 4 {
@@ -241,7 +242,7 @@ func leaseAutoThenNever(t *testing.T, newStore func(t *testing.T) enforce.Counte
 			t.Fatal("a call after the change was denied")
 		}
 	}
-	if s := e.LeaseStats(); s.Leases != 0 || s.Refills != 1 {
+	if s := layer.Stats(); s.Leases != 0 || s.Refills != 1 {
 		t.Fatalf("after 4 more calls %+v, want no lease and no block taken since the change", s)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/lease"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -33,14 +34,14 @@ func Build(t *testing.T, opts enforce.Options, counters enforce.CounterStore, sr
 	return e
 }
 
-// BuildLeasing is Build with leases on for every gate
-// (enforce.LeaseOptions{All: true}) unless opts asks for other leases.
+// BuildLeasing is Build over pkg/enforce/lease's layer wrapping
+// counters, leasing every gate (lease.Options{All: true}) on opts's clock
+// and within its BackendTimeout; the layer is closed after the Enforcer
+// when the test ends.
 func BuildLeasing(t *testing.T, opts enforce.Options, counters enforce.CounterStore, src enforce.Source) *enforce.Enforcer {
 	t.Helper()
-	if opts.Leases == nil {
-		opts.Leases = &enforce.LeaseOptions{All: true}
-	}
-	return Build(t, opts, counters, src)
+	layer := newLayer(t, counters, lease.Options{All: true, Now: opts.Now, Timeout: opts.BackendTimeout})
+	return Build(t, opts, layer, src)
 }
 
 // PolicyState is the state the fail-policy checks enforce: a target

@@ -8,10 +8,11 @@ import (
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
 )
 
-// TestLeases runs the lease checks over the in-memory store.
+// TestLeases runs the lease checks (each replica an Enforcer over
+// pkg/enforce/lease's layer) over the in-memory store.
 func TestLeases(t *testing.T) {
 	t.Parallel()
-	enforcetest.TestLeases(t, func(t *testing.T) enforce.CounterStore { return memory.New() }, enforcetest.BuildLeasing)
+	enforcetest.TestLeases(t, func(t *testing.T) enforce.CounterStore { return memory.New() }, enforcetest.Build)
 }
 
 // TestFailPoliciesWithLeases: the fail policies hold with every gate

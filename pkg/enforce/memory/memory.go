@@ -426,6 +426,12 @@ func (s *Store) Capabilities() enforce.CounterCapabilities {
 	return enforce.CounterCapabilities{GiveBack: true, Reset: true}
 }
 
+// TakeLocal: the memory store decides nothing apart from Take (it does
+// not declare Local).
+func (s *Store) TakeLocal(context.Context, enforce.TakeRequest, enforce.TakeResult, enforce.TakeFunc) (enforce.TakeResult, error) {
+	return enforce.TakeResult{}, fmt.Errorf("memory: take local: %w", enforce.ErrNotImplemented)
+}
+
 // Reset removes every counter of the gates' keys, whatever its window or
 // algorithm (enforce.CounterStore: a successful authentication resets its
 // address's failures). It scans each key's shard.

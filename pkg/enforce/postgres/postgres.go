@@ -412,6 +412,12 @@ func (c *CounterStore) Capabilities() enforce.CounterCapabilities {
 	return enforce.CounterCapabilities{GiveBack: true, Reset: true}
 }
 
+// TakeLocal: every decision is the database's (the store does not
+// declare Local).
+func (c *CounterStore) TakeLocal(context.Context, enforce.TakeRequest, enforce.TakeResult, enforce.TakeFunc) (enforce.TakeResult, error) {
+	return enforce.TakeResult{}, fmt.Errorf("postgres counters: take local: %w", enforce.ErrNotImplemented)
+}
+
 // Reset deletes every counter of the gates' keys, all windows and
 // algorithms (enforce.CounterStore), within deadline.
 func (c *CounterStore) Reset(ctx context.Context, gates []enforce.CounterGate, _, deadline time.Time) error {

@@ -7,12 +7,13 @@ import (
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 )
 
-// TestLeases runs the lease checks over Redis, standalone and cluster: 4
+// TestLeases runs the lease checks (each replica an Enforcer over
+// pkg/enforce/lease's layer) over Redis, standalone and cluster: 4
 // replicas × 32 goroutines on one limit, taking what is left, give back,
 // all or nothing and peek, for every algorithm.
 func TestLeases(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, newStore func(t *testing.T) enforce.CounterStore) {
-		enforcetest.TestLeases(t, newStore, enforcetest.BuildLeasing)
+		enforcetest.TestLeases(t, newStore, enforcetest.Build)
 	})
 }
 

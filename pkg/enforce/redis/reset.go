@@ -18,6 +18,12 @@ func (s *Store) Capabilities() enforce.CounterCapabilities {
 	return enforce.CounterCapabilities{GiveBack: true, Reset: true}
 }
 
+// TakeLocal: every decision is the server's (the store does not declare
+// Local).
+func (s *Store) TakeLocal(context.Context, enforce.TakeRequest, enforce.TakeResult, enforce.TakeFunc) (enforce.TakeResult, error) {
+	return enforce.TakeResult{}, fmt.Errorf("redis: take local: %w", enforce.ErrNotImplemented)
+}
+
 // Reset forgets the counters of the gates' keys as of now
 // (enforce.CounterStore): one DEL per gate, pipelined. A gate's Redis keys
 // are named by its window (prefix{key}:f:<window>:<index>,

@@ -1,4 +1,4 @@
-package enforce_test
+package lease_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
+	"github.com/rlctl/rlctl/pkg/enforce/lease"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -56,7 +57,7 @@ func (s *heldStore) Take(ctx context.Context, reqs []enforce.TakeRequest, deadli
 // return: the deadline only bounds that hang.
 func TestLeaseCallsDuringRefillAreDecidedWhenItEnds(t *testing.T) {
 	t.Parallel()
-	e, store, advance, ctx, call := heldLeaseEnforcer(t)
+	e, _, store, advance, ctx, call := heldLeaseEnforcer(t)
 	// The blocks' lease time ends; the next call refills them, and its
 	// round trip is held.
 	advance(2 * time.Second)
@@ -99,8 +100,8 @@ func TestLeaseCallsDuringRefillAreDecidedWhenItEnds(t *testing.T) {
 // decided from them, without another refill.
 func TestLeaseReaperLeavesARefillAlone(t *testing.T) {
 	t.Parallel()
-	e, store, advance, ctx, call := heldLeaseEnforcer(t)
-	before := e.LeaseStats()
+	e, layer, store, advance, ctx, call := heldLeaseEnforcer(t)
+	before := layer.Stats()
 	advance(2 * time.Second)
 	store.hold()
 	answered := make(chan error, 1)
@@ -118,7 +119,7 @@ func TestLeaseReaperLeavesARefillAlone(t *testing.T) {
 	}
 	reaped := make(chan struct{})
 	go func() {
-		e.ReapLeases(time.Date(2030, 1, 1, 0, 0, 12, 0, time.UTC)) // the clock's time: the old blocks ended
+		layer.Reap(time.Date(2030, 1, 1, 0, 0, 12, 0, time.UTC)) // the clock's time: the old blocks ended
 		close(reaped)
 	}()
 	select {
@@ -131,7 +132,7 @@ func TestLeaseReaperLeavesARefillAlone(t *testing.T) {
 	if err := <-answered; err != nil {
 		t.Fatalf("the refilling call: %v", err)
 	}
-	refilled := e.LeaseStats()
+	refilled := layer.Stats()
 	if refilled.Leases != 3 || refilled.Refills != before.Refills+3 {
 		t.Fatalf("after the refill %+v, want 3 leases and %d refills", refilled, before.Refills+3)
 	}
@@ -140,15 +141,16 @@ func TestLeaseReaperLeavesARefillAlone(t *testing.T) {
 			t.Fatalf("call %d after the refill: allowed %v, err %v", i, d.Allowed, err)
 		}
 	}
-	if after := e.LeaseStats(); after.Leases != 3 || after.Refills != refilled.Refills || after.Returned != refilled.Returned {
+	if after := layer.Stats(); after.Leases != 3 || after.Refills != refilled.Refills || after.Returned != refilled.Returned {
 		t.Fatalf("after 10 more calls %+v, want the refill's 3 leases used as they were (%+v): no block given back, none taken again", after, refilled)
 	}
 }
 
-// heldLeaseEnforcer is an Enforcer leasing three gates of one hot call
-// (limits of 1,000,000 an hour, 1 s leases) over a heldStore, at a clock
-// that moves only by advance, after one call took the first blocks.
-func heldLeaseEnforcer(t *testing.T) (*enforce.Enforcer, *heldStore, func(time.Duration), context.Context, enforce.Call) {
+// heldLeaseEnforcer is an Enforcer over a lease layer leasing three gates
+// of one hot call (limits of 1,000,000 an hour, 1 s leases) over a
+// heldStore, at a clock that moves only by advance, after one call took
+// the first blocks.
+func heldLeaseEnforcer(t *testing.T) (*enforce.Enforcer, *lease.Store, *heldStore, func(time.Duration), context.Context, enforce.Call) {
 	t.Helper()
 	var (
 		clockMu sync.Mutex
@@ -167,10 +169,14 @@ func heldLeaseEnforcer(t *testing.T) (*enforce.Enforcer, *heldStore, func(time.D
 		defs[i].ID = defs[i].Key()
 	}
 	store := &heldStore{Store: memory.New(), entered: make(chan struct{}, 1)}
-	e, err := enforce.New(context.Background(), enforce.Options{Counters: store, Now: clock,
+	layer, err := lease.New(store, lease.Options{All: true, Time: time.Second, Replicas: 4, Now: clock, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(layer.Close)
+	e, err := enforce.New(context.Background(), enforce.Options{Counters: layer, Now: clock,
 		Source:        enforcetest.StaticSource(enforce.State{Definitions: append(enforcetest.Sentinels(), defs...)}),
-		SweepInterval: -1, BackendTimeout: 5 * time.Second, CacheTTL: 24 * time.Hour,
-		Leases: &enforce.LeaseOptions{All: true, Time: time.Second, Replicas: 4}})
+		SweepInterval: -1, BackendTimeout: 5 * time.Second, CacheTTL: 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +187,7 @@ func heldLeaseEnforcer(t *testing.T) (*enforce.Enforcer, *heldStore, func(time.D
 	if d, err := e.Check(ctx, call); err != nil || !d.Allowed {
 		t.Fatalf("first call: allowed %v, err %v", d.Allowed, err)
 	}
-	if st := e.LeaseStats(); st.Leases != 3 {
+	if st := layer.Stats(); st.Leases != 3 {
 		t.Fatalf("after the first call %d leases, want 3 (every gate leased)", st.Leases)
 	}
 
@@ -190,5 +196,5 @@ func heldLeaseEnforcer(t *testing.T) (*enforce.Enforcer, *heldStore, func(time.D
 		now = now.Add(d)
 		clockMu.Unlock()
 	}
-	return e, store, advance, ctx, call
+	return e, layer, store, advance, ctx, call
 }

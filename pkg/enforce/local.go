@@ -1,0 +1,75 @@
+package enforce
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// The seam's hook for a counter store that decides some calls in memory
+// (CounterCapabilities.Local: pkg/enforce/lease's layer, which holds
+// blocks of hot keys' capacity). Such a store is asked for each call
+// directly, through TakeLocal, rather than through the batcher: a call it
+// decides from memory then costs no queue and no goroutine hand-off,
+// which on two cores at 64 goroutines cost about twice the decision
+// itself (docs/design/leases.md, "The layer and the seam"). What it
+// cannot decide it sends back through roundTrip, batched with every other
+// call.
+
+// answer is room for the answer of a call of up to maxPooledGates gates.
+type answer struct {
+	room   [maxPooledGates]bool
+	states [maxPooledGates]GateState
+}
+
+// maxPooledGates bounds the gates of a call whose answer is pooled.
+const maxPooledGates = 8
+
+// answerBuf is into for a call of n gates: from pool (buf, to put back
+// once the decision is built: the store keeps no reference once it
+// returns, and the decision copies what it reads of it into its gates)
+// or, past maxPooledGates, allocated (buf nil).
+func answerBuf(pool *sync.Pool, n int) (*answer, TakeResult) {
+	if n > maxPooledGates {
+		return nil, TakeResult{Room: make([]bool, n), States: make([]GateState, n)}
+	}
+	buf, _ := pool.Get().(*answer)
+	if buf == nil {
+		buf = new(answer)
+	} else {
+		*buf = answer{}
+	}
+	return buf, TakeResult{Room: buf.room[:n], States: buf.states[:n]}
+}
+
+// takeLocal is take over a store that declares Local. A cached view's
+// counter gates (hints) are shared by its calls: the store reads them and
+// keeps no reference (CounterStore.TakeLocal), so a call decided in
+// memory allocates nothing for its request.
+func (e *Enforcer) takeLocal(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time) (Decision, error) {
+	req := TakeRequest{Cost: cost, Consume: consume, Now: now}
+	if hints != nil && len(hints.counterGates) == len(gates) {
+		req.Gates = hints.counterGates
+	} else {
+		req.Gates = make([]CounterGate, len(gates))
+		for i, g := range gates {
+			req.Gates[i] = g.counterGate()
+		}
+	}
+	buf, into := answerBuf(&e.answers, len(gates))
+	if buf != nil {
+		defer e.answers.Put(buf)
+	}
+	res, err := e.counters.TakeLocal(ctx, req, into, e.localNext)
+	if err == nil && (len(res.States) != len(gates) || len(res.Room) != len(gates)) {
+		err = fmt.Errorf("counter store answered %d states and %d rooms for %d gates: %w", len(res.States), len(res.Room), len(gates), ErrOutcomeUnknown)
+	}
+	if err != nil {
+		return e.backendFailed(c, gates, err)
+	}
+	if consume {
+		e.countOver(ctx, c, gates, &res, cost, now)
+	}
+	return e.decision(c, gates, res, cost, consume, now), nil
+}
