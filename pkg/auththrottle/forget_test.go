@@ -33,7 +33,7 @@ func (s *liftingStore) Take(ctx context.Context, reqs []enforce.TakeRequest, dea
 // after it (the next check asks the store, which no longer holds it).
 func TestThrottleForgetsALiftedLockout(t *testing.T) {
 	t.Parallel()
-	clk := &clock{now: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)}
+	clk := authClock()
 	st := &liftingStore{Store: memory.New()}
 	th, err := auththrottle.New(st, auththrottle.Options{Now: clk.Now})
 	if err != nil {

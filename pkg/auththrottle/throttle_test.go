@@ -2,6 +2,7 @@ package auththrottle_test
 
 import (
 	"context"
+	"github.com/rlctl/rlctl/internal/enforcefixture"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -98,7 +99,7 @@ func locked(t *testing.T, e guarded, ip string) auththrottle.Status {
 	return st
 }
 
-func authClock() *clock { return &clock{now: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)} }
+func authClock() *clock { return enforcefixture.NewClock(enforcefixture.StartOfDay) }
 
 // The basic scenario: 5 failures in 60 s lock the address for
 // 300 s, answered 429 with Retry-After before credentials are verified;
@@ -348,20 +349,4 @@ func TestAuthLockoutAskedInTheCallsRoundTrip(t *testing.T) {
 	}
 }
 
-// clock is a clock tests advance by hand.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+type clock = enforcefixture.Clock

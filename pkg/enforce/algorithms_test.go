@@ -2,6 +2,7 @@ package enforce_test
 
 import (
 	"context"
+	"github.com/rlctl/rlctl/internal/enforcefixture"
 	"net/http"
 	"slices"
 	"sync"
@@ -20,30 +21,30 @@ import (
 // tested through the Enforcer until the PostgreSQL store counts them all.
 // Its store records the gates of the last call it was sent.
 type memFixture struct {
-	t     *testing.T
-	e     *enforce.Enforcer
+	T     *testing.T
+	E     *enforce.Enforcer
 	src   *enforcetest.Static
 	rec   *recorder
-	clock *clock
+	Clock *clock
 	state enforce.State
 }
 
 func newMemFixture(t *testing.T, defs ...ratelimit.Definition) *memFixture {
 	t.Helper()
-	f := &memFixture{t: t, clock: &clock{now: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)},
+	f := &memFixture{T: t, Clock: enforcefixture.NewClock(time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)),
 		rec: &recorder{CounterStore: memory.New()}}
 	f.state = enforce.State{Definitions: enforcetest.Sentinels()}
 	for _, d := range defs {
 		f.state.Definitions = append(f.state.Definitions, withID(d))
 	}
 	f.src = enforcetest.StaticSource(f.state)
-	e, err := enforce.New(context.Background(), enforce.Options{Counters: f.rec, Source: f.src, Now: f.clock.Now,
+	e, err := enforce.New(context.Background(), enforce.Options{Counters: f.rec, Source: f.src, Now: f.Clock.Now,
 		CacheTTL: 72 * time.Hour, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
-	f.e = e
+	f.E = e
 	return f
 }
 
@@ -55,20 +56,20 @@ func withID(d ratelimit.Definition) ratelimit.Definition {
 	return d
 }
 
-func (f *memFixture) member(subjectType, subject string, groups ...string) {
-	f.t.Helper()
+func (f *memFixture) Member(subjectType, subject string, groups ...string) {
+	f.T.Helper()
 	f.state.Memberships = append(f.state.Memberships, ratelimit.Membership{SubjectType: subjectType, Subject: subject, Groups: groups})
 	f.src.Set(f.state)
-	if err := f.e.Refresh(context.Background()); err != nil {
-		f.t.Fatal(err)
+	if err := f.E.Refresh(context.Background()); err != nil {
+		f.T.Fatal(err)
 	}
 }
 
-func (f *memFixture) check(c enforce.Call) enforce.Decision {
-	f.t.Helper()
-	d, err := f.e.Check(context.Background(), c)
+func (f *memFixture) Check(c enforce.Call) enforce.Decision {
+	f.T.Helper()
+	d, err := f.E.Check(context.Background(), c)
 	if err != nil {
-		f.t.Fatalf("check %+v: %v", c, err)
+		f.T.Fatalf("check %+v: %v", c, err)
 	}
 	return d
 }
@@ -76,7 +77,7 @@ func (f *memFixture) check(c enforce.Call) enforce.Decision {
 // headers are the rate-limit headers of d at the fixture's now.
 func (f *memFixture) headers(d enforce.Decision) http.Header {
 	h := http.Header{}
-	httpgate.SetHeaders(h, d, f.clock.Now())
+	httpgate.SetHeaders(h, d, f.Clock.Now())
 	return h
 }
 
@@ -138,8 +139,8 @@ func TestTokenBucketDecision(t *testing.T) {
 	t.Parallel()
 	d := tokenBucket(target("mcp_server", "s", 60, 120), ptr(30))
 	f := newMemFixture(t, d)
-	t0 := f.clock.Now()
-	first := f.check(user("alice", "s"))
+	t0 := f.Clock.Now()
+	first := f.Check(user("alice", "s"))
 	if !first.Allowed || first.Limit != 120 || first.Remaining != 29 || !first.Reset.Equal(t0.Add(500*time.Millisecond)) {
 		t.Fatalf("first call: %+v, want allowed, limit 120, remaining 29, reset in 0.5 s", first)
 	}
@@ -155,11 +156,11 @@ func TestTokenBucketDecision(t *testing.T) {
 		"Retry-After":           "",
 	})
 	for i := 2; i <= 30; i++ {
-		if !f.check(user("alice", "s")).Allowed {
+		if !f.Check(user("alice", "s")).Allowed {
 			t.Fatalf("call %d of burst 30 denied", i)
 		}
 	}
-	denied := f.check(user("alice", "s"))
+	denied := f.Check(user("alice", "s"))
 	if denied.Allowed || denied.Reason != enforce.ReasonThrottled || denied.RetryAfter != time.Second {
 		t.Fatalf("call 31: %+v, want throttled with RetryAfter 1s", denied)
 	}
@@ -170,18 +171,18 @@ func TestTokenBucketDecision(t *testing.T) {
 		"RateLimit":   `"target:mcp_server:s:60";r=0;t=15`,
 		"Retry-After": "1",
 	})
-	f.clock.Advance(500*time.Millisecond - time.Nanosecond)
-	if f.check(user("alice", "s")).Allowed {
+	f.Clock.Advance(500*time.Millisecond - time.Nanosecond)
+	if f.Check(user("alice", "s")).Allowed {
 		t.Error("allowed a nanosecond before the token was in")
 	}
-	f.clock.Advance(time.Nanosecond)
-	if !f.check(user("alice", "s")).Allowed {
+	f.Clock.Advance(time.Nanosecond)
+	if !f.Check(user("alice", "s")).Allowed {
 		t.Error("denied when the token was in")
 	}
 	// 1.2 s after the burst, 2.4 - 1 taken = 1.4 tokens are left: a peek
 	// says r=1, and the bucket is full in 15.5 - 1.2 = 14.3 s: t=15.
-	f.clock.Advance(700 * time.Millisecond)
-	d2, err := f.e.Peek(context.Background(), user("alice", "s"))
+	f.Clock.Advance(700 * time.Millisecond)
+	d2, err := f.E.Peek(context.Background(), user("alice", "s"))
 	if err != nil || !d2.Allowed {
 		t.Fatalf("peek 1.2 s on: %+v %v", d2, err)
 	}
@@ -192,7 +193,7 @@ func TestTokenBucketDecision(t *testing.T) {
 	// missing 1.6 take 0.8 s.
 	c := user("alice", "s")
 	c.Cost = 3
-	d3 := f.check(c)
+	d3 := f.Check(c)
 	if d3.Allowed || d3.Denied[0].RetryAfter != 800*time.Millisecond || d3.RetryAfter != time.Second {
 		t.Errorf("cost 3 with 1.4 tokens: %+v, want throttled, gate retry 0.8s, RetryAfter 1s", d3)
 	}
@@ -205,15 +206,15 @@ func TestTokenBucketDecision(t *testing.T) {
 func TestSlidingWindowDecision(t *testing.T) {
 	t.Parallel()
 	f := newMemFixture(t, sliding(target("mcp_server", "s", 10, 3)))
-	t0 := f.clock.Now()
-	f.clock.Advance(9500 * time.Millisecond)
+	t0 := f.Clock.Now()
+	f.Clock.Advance(9500 * time.Millisecond)
 	for i := range 3 {
-		if d := f.check(user("alice", "s")); !d.Allowed || d.Remaining != int64(2-i) {
+		if d := f.Check(user("alice", "s")); !d.Allowed || d.Remaining != int64(2-i) {
 			t.Fatalf("call %d: %+v", i+1, d)
 		}
 	}
-	f.clock.Advance(500 * time.Millisecond)
-	d := f.check(user("alice", "s"))
+	f.Clock.Advance(500 * time.Millisecond)
+	d := f.Check(user("alice", "s"))
 	if d.Allowed || d.RetryAfter != 4*time.Second || d.Denied[0].RetryAfter != 3334*time.Millisecond {
 		t.Fatalf("at the next window: %+v, want throttled, RetryAfter 4s (gate: 3.334s)", d)
 	}
@@ -225,12 +226,12 @@ func TestSlidingWindowDecision(t *testing.T) {
 		"RateLimit":        `"target:mcp_server:s:10";r=0;t=10`,
 		"Retry-After":      "4",
 	})
-	f.clock.Advance(3333 * time.Millisecond)
-	if f.check(user("alice", "s")).Allowed {
+	f.Clock.Advance(3333 * time.Millisecond)
+	if f.Check(user("alice", "s")).Allowed {
 		t.Error("allowed at 3.333 s")
 	}
-	f.clock.Advance(time.Millisecond)
-	if d := f.check(user("alice", "s")); !d.Allowed || d.Gates[0].Count != 1 {
+	f.Clock.Advance(time.Millisecond)
+	if d := f.Check(user("alice", "s")); !d.Allowed || d.Gates[0].Count != 1 {
 		t.Errorf("at 3.334 s: %+v, want allowed, count 1", d)
 	}
 }
@@ -245,13 +246,13 @@ func TestMixedAlgorithmsAllOrNothing(t *testing.T) {
 	bucket := tokenBucket(callerGroup("bursty", 60, ptr(60), nil), ptr(2))
 	win := sliding(target("mcp_server", "s", 60, 50))
 	f := newMemFixture(t, fixed, bucket, win)
-	f.member("user", "alice", "dev", "bursty")
+	f.Member("user", "alice", "dev", "bursty")
 	for i := range 2 {
-		if d := f.check(user("alice", "s")); !d.Allowed || len(d.Gates) != 3 {
+		if d := f.Check(user("alice", "s")); !d.Allowed || len(d.Gates) != 3 {
 			t.Fatalf("call %d: %+v, want allowed over three gates", i+1, d)
 		}
 	}
-	d := f.check(user("alice", "s"))
+	d := f.Check(user("alice", "s"))
 	if d.Allowed || len(d.Denied) != 1 || d.Denied[0].DefinitionID != bucket.Key() {
 		t.Fatalf("call 3: %+v, want throttled by the bucket alone", d)
 	}
@@ -266,11 +267,11 @@ func TestMixedAlgorithmsAllOrNothing(t *testing.T) {
 		"RateLimit":        `"caller:group:bursty:60";r=0;t=2`,
 		"Retry-After":      "1",
 	})
-	f.clock.Advance(time.Second) // one token back
-	if d := f.check(user("alice", "s")); !d.Allowed {
+	f.Clock.Advance(time.Second) // one token back
+	if d := f.Check(user("alice", "s")); !d.Allowed {
 		t.Fatalf("a second later: %+v", d)
 	}
-	peek, _ := f.e.Peek(context.Background(), user("alice", "s"))
+	peek, _ := f.E.Peek(context.Background(), user("alice", "s"))
 	for _, g := range peek.Gates {
 		if g.Algorithm != enforce.AlgorithmTokenBucket && g.Count != 3 {
 			t.Errorf("%s counts %d, want 3 (the throttled call took nothing)", g.DefinitionID, g.Count)
@@ -290,8 +291,8 @@ func TestCallerBucketsPerAlgorithm(t *testing.T) {
 		tokenBucket(callerGroup("d", 60, ptr(50), nil), nil),
 		callerGroup("e", 60, ptr(35), nil),
 	)
-	f.member("user", "alice", "a", "b", "c", "d", "e")
-	d := f.check(user("alice", "s"))
+	f.Member("user", "alice", "a", "b", "c", "d", "e")
+	d := f.Check(user("alice", "s"))
 	if len(d.Gates) != 2 {
 		t.Fatalf("gates %+v, want two (one per algorithm)", d.Gates)
 	}
@@ -337,8 +338,8 @@ func TestCounterKeysPerAlgorithm(t *testing.T) {
 			defs[i].Algorithm = c.algo
 		}
 		f := newMemFixture(t, defs...)
-		f.member("user", "alice", "dev", "trial")
-		f.check(user("alice", "s"))
+		f.Member("user", "alice", "dev", "trial")
+		f.Check(user("alice", "s"))
 		var keys []string
 		for _, g := range f.rec.gates() {
 			keys = append(keys, g.Key)

@@ -33,13 +33,13 @@ func TestCountOver(t *testing.T) {
 					return enforce.Call{Cost: cost, Descriptors: &enforce.DescriptorRequest{Domain: "edge", CountOver: true,
 						Descriptors: []enforce.Descriptor{{Entries: []ratelimit.DescriptorEntry{{Key: "k", Value: "v"}}}}}}
 				}
-				if got := f.check(call(14)); !got.Allowed || got.Remaining != 6 {
+				if got := f.Check(call(14)); !got.Allowed || got.Remaining != 6 {
 					t.Fatalf("14 of 20: %+v, want allowed with 6 left", got)
 				}
-				if got := f.check(call(10)); got.Allowed {
+				if got := f.Check(call(10)); got.Allowed {
 					t.Fatalf("10 more: %+v, want refused", got)
 				}
-				got := f.check(call(1))
+				got := f.Check(call(1))
 				if alg == ratelimit.AlgorithmFixedWindow {
 					if got.Allowed || got.Gates[0].Count != 25 {
 						t.Errorf("1 more after 10 refused: allowed %v count %d, want refused with 25 counted, as Envoy's counter", got.Allowed, got.Gates[0].Count)

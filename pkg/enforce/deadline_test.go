@@ -18,11 +18,11 @@ import (
 func TestTimedOutDecisionsConsumeNothing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{FailClosed: true, BackendTimeout: 100 * time.Millisecond})
-	f.def(target("mcp_server", "s", 60, 1_000_000))
+	f.Def(target("mcp_server", "s", 60, 1_000_000))
 	ctx := context.Background()
 	var allowed, failClosed, other atomic.Int64
 	decide := func() {
-		d, _ := f.e.Check(ctx, user("u", "s"))
+		d, _ := f.E.Check(ctx, user("u", "s"))
 		switch {
 		case d.Allowed && d.Reason == enforce.ReasonAllowed:
 			allowed.Add(1)
@@ -34,7 +34,7 @@ func TestTimedOutDecisionsConsumeNothing(t *testing.T) {
 	}
 	decide() // the counter row exists
 
-	tx, err := f.st.Pool().Begin(ctx)
+	tx, err := f.Store.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestTimedOutDecisionsConsumeNothing(t *testing.T) {
 	// counting (the deadline only bounds a hang).
 	for end := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		var busy int
-		if err := f.st.Pool().QueryRow(ctx, `select count(*) from pg_stat_activity
+		if err := f.Store.Pool().QueryRow(ctx, `select count(*) from pg_stat_activity
 			where datname = current_database() and state <> 'idle' and query like '%rl_take%' and pid <> pg_backend_pid()`).Scan(&busy); err != nil {
 			t.Fatal(err)
 		}

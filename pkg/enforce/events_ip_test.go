@@ -20,19 +20,19 @@ func TestEventLinesNameIPCallers(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	f := newMemFixtureOpts(t, enforce.Options{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}, callerGroup("anon", 60, ptr(1), ptr(1)))
-	f.member(ratelimit.SubjectNetwork, "2001:db8::/32", "anon")
-	f.member(ratelimit.SubjectNetwork, "198.51.100.0/24", "anon")
-	f.member(ratelimit.SubjectNetwork, "203.0.113.0/24", ratelimit.GroupQuarantineCallers)
-	f.member(ratelimit.SubjectUser, "alice", "anon")
+	f.Member(ratelimit.SubjectNetwork, "2001:db8::/32", "anon")
+	f.Member(ratelimit.SubjectNetwork, "198.51.100.0/24", "anon")
+	f.Member(ratelimit.SubjectNetwork, "203.0.113.0/24", ratelimit.GroupQuarantineCallers)
+	f.Member(ratelimit.SubjectUser, "alice", "anon")
 	for _, c := range []enforce.Call{
 		anonymous("2001:db8:1:1::1"), anonymous("2001:db8:1:1::2"), anonymous("2001:db8:1:1::3"), // 2 throttled, one /64
 		anonymous("198.51.100.7"), anonymous("::ffff:198.51.100.7"), // 1 throttled
 		user("alice", "srv"), user("alice", "srv"), // 1 throttled
 		anonymous("203.0.113.9"), anonymous("203.0.113.9"), // 2 quarantined
 	} {
-		f.check(c)
+		f.Check(c)
 	}
-	f.e.Close() // writes what is aggregated
+	f.E.Close() // writes what is aggregated
 	type line struct{ msg, caller, username, clientID string }
 	got := map[line]float64{}
 	sc := bufio.NewScanner(&buf)

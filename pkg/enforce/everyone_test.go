@@ -59,31 +59,31 @@ func TestEveryoneLimits(t *testing.T) {
 	f := newFixture(t, enforce.Options{})
 	perIP := everyone(callerGroup("per-ip", 60, ptr(3), ptr(3)), ratelimit.PerIP)
 	everyUser := everyone(callerGroup("every-user", 60, ptr(5), nil), "")
-	f.def(perIP, everyUser)
+	f.Def(perIP, everyUser)
 
 	for i := range 3 {
-		wantDecision(t, "alice's call from 192.0.2.1", f.check(from(user("alice", "srv"), "192.0.2.1")), true)
+		wantDecision(t, "alice's call from 192.0.2.1", f.Check(from(user("alice", "srv"), "192.0.2.1")), true)
 		_ = i
 	}
-	wantDecision(t, "alice's 4th call from 192.0.2.1", f.check(from(user("alice", "srv"), "192.0.2.1")), false, perIP.Key())
-	wantDecision(t, "bob from the same address", f.check(from(user("bob", "srv"), "192.0.2.1")), false, perIP.Key())
-	wantDecision(t, "an agent from the same address", f.check(from(agent("bot", "srv"), "192.0.2.1")), false, perIP.Key())
-	wantDecision(t, "an anonymous call from the same address", f.check(anonymous("192.0.2.1")), false, perIP.Key())
-	wantDecision(t, "bob from another address", f.check(from(user("bob", "srv"), "192.0.2.2")), true)
+	wantDecision(t, "alice's 4th call from 192.0.2.1", f.Check(from(user("alice", "srv"), "192.0.2.1")), false, perIP.Key())
+	wantDecision(t, "bob from the same address", f.Check(from(user("bob", "srv"), "192.0.2.1")), false, perIP.Key())
+	wantDecision(t, "an agent from the same address", f.Check(from(agent("bot", "srv"), "192.0.2.1")), false, perIP.Key())
+	wantDecision(t, "an anonymous call from the same address", f.Check(anonymous("192.0.2.1")), false, perIP.Key())
+	wantDecision(t, "bob from another address", f.Check(from(user("bob", "srv"), "192.0.2.2")), true)
 	// alice without an address: only her own bucket (3 of 5 used).
-	if got := f.burst(user("alice", "srv"), 3); got != 2 {
+	if got := f.Burst(user("alice", "srv"), 3); got != 2 {
 		t.Errorf("alice without an address: %d of 3 allowed, want 2 (her bucket of 5 held 3)", got)
 	}
-	wantDecision(t, "alice past her own limit", f.check(user("alice", "srv")), false, everyUser.Key())
+	wantDecision(t, "alice past her own limit", f.Check(user("alice", "srv")), false, everyUser.Key())
 
 	// Two addresses of one /64 share the per-IP bucket; the next /64 does not.
-	if got := f.burst(anonymous("2001:db8:1:2::1"), 2) + f.burst(anonymous("2001:db8:1:2:ffff::9"), 2); got != 3 {
+	if got := f.Burst(anonymous("2001:db8:1:2::1"), 2) + f.Burst(anonymous("2001:db8:1:2:ffff::9"), 2); got != 3 {
 		t.Errorf("4 anonymous calls from one /64: %d allowed, want 3", got)
 	}
-	wantDecision(t, "the next /64", f.check(anonymous("2001:db8:1:3::1")), true)
+	wantDecision(t, "the next /64", f.Check(anonymous("2001:db8:1:3::1")), true)
 	// Anonymous callers are users with a bucket per address.
-	wantDecision(t, "anonymous without an address", f.check(enforce.Call{TargetType: "mcp_server", TargetName: "srv"}), true)
-	if d := f.check(enforce.Call{TargetType: "mcp_server", TargetName: "srv"}); len(d.Gates) != 0 {
+	wantDecision(t, "anonymous without an address", f.Check(enforce.Call{TargetType: "mcp_server", TargetName: "srv"}), true)
+	if d := f.Check(enforce.Call{TargetType: "mcp_server", TargetName: "srv"}); len(d.Gates) != 0 {
 		t.Errorf("anonymous call without an address was gated: %+v", d.Gates)
 	}
 	if n := f.counter(perKey(perIP, "ip:2001:db8:1:2::/64")); n != 3 {
@@ -93,7 +93,7 @@ func TestEveryoneLimits(t *testing.T) {
 		t.Errorf("the anonymous /64's own bucket counts %d, want 3", n)
 	}
 	// Administrators bypass caller definitions, for everyone too.
-	wantDecision(t, "an administrator from the spent address", f.check(from(enforce.Call{Username: "root", IsAdmin: true, TargetType: "mcp_server", TargetName: "srv"}, "192.0.2.1")), true)
+	wantDecision(t, "an administrator from the spent address", f.Check(from(enforce.Call{Username: "root", IsAdmin: true, TargetType: "mcp_server", TargetName: "srv"}, "192.0.2.1")), true)
 }
 
 // A team is a subject: its groups limit every call that names it, per
@@ -105,28 +105,28 @@ func TestTeamsAndSharedBuckets(t *testing.T) {
 	perTeam := withPer(callerGroup("tenants", 60, ptr(4), ptr(4)), ratelimit.PerTeam)
 	pool := withPer(callerGroup("pool", 60, ptr(5), nil), ratelimit.PerShared)
 	global := everyone(callerGroup("global", 3600, ptr(100), ptr(100)), ratelimit.PerShared)
-	f.def(perTeam, pool, global)
-	f.member(ratelimit.SubjectTeam, "acme", "tenants")
-	f.member(ratelimit.SubjectTeam, "evil", ratelimit.GroupQuarantineCallers)
-	f.member(ratelimit.SubjectUser, "alice", "pool")
-	f.member(ratelimit.SubjectUser, "bob", "pool")
+	f.Def(perTeam, pool, global)
+	f.Member(ratelimit.SubjectTeam, "acme", "tenants")
+	f.Member(ratelimit.SubjectTeam, "evil", ratelimit.GroupQuarantineCallers)
+	f.Member(ratelimit.SubjectUser, "alice", "pool")
+	f.Member(ratelimit.SubjectUser, "bob", "pool")
 
 	// acme's members share the team's 4, whoever they are.
-	if got := f.burst(inTeam(user("carol", "srv"), "acme"), 2) + f.burst(inTeam(agent("bot", "srv"), "acme"), 3); got != 4 {
+	if got := f.Burst(inTeam(user("carol", "srv"), "acme"), 2) + f.Burst(inTeam(agent("bot", "srv"), "acme"), 3); got != 4 {
 		t.Errorf("5 calls of team acme: %d allowed, want 4", got)
 	}
-	wantDecision(t, "acme's 6th call", f.check(inTeam(user("dave", "srv"), "acme")), false, perTeam.Key())
-	wantDecision(t, "carol without her team", f.check(user("carol", "srv")), true)
-	wantDecision(t, "a team without a membership", f.check(inTeam(user("carol", "srv"), "globex")), true)
-	if d := f.check(inTeam(user("carol", "srv"), "evil")); d.Reason != enforce.ReasonQuarantined || d.QuarantineScope != "caller" {
+	wantDecision(t, "acme's 6th call", f.Check(inTeam(user("dave", "srv"), "acme")), false, perTeam.Key())
+	wantDecision(t, "carol without her team", f.Check(user("carol", "srv")), true)
+	wantDecision(t, "a team without a membership", f.Check(inTeam(user("carol", "srv"), "globex")), true)
+	if d := f.Check(inTeam(user("carol", "srv"), "evil")); d.Reason != enforce.ReasonQuarantined || d.QuarantineScope != "caller" {
 		t.Errorf("a call of a quarantined team: %+v, want quarantined", d)
 	}
 
 	// alice and bob draw from one pool of 5.
-	if got := f.burst(user("alice", "srv"), 3) + f.burst(user("bob", "srv"), 3); got != 5 {
+	if got := f.Burst(user("alice", "srv"), 3) + f.Burst(user("bob", "srv"), 3); got != 5 {
 		t.Errorf("6 calls of the pool: %d allowed, want 5", got)
 	}
-	wantDecision(t, "alice past the pool", f.check(user("alice", "srv")), false, pool.Key())
+	wantDecision(t, "alice past the pool", f.Check(user("alice", "srv")), false, pool.Key())
 	if n := f.counter(perKey(pool, "")); n != 5 {
 		t.Errorf("the shared bucket counts %d, want 5", n)
 	}
@@ -143,15 +143,15 @@ func TestTeamsAndSharedBuckets(t *testing.T) {
 func TestGatesSayWhyTheyMatched(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(callerGroup("devs", 3600, ptr(100), ptr(100)),
+	f.Def(callerGroup("devs", 3600, ptr(100), ptr(100)),
 		withPer(callerGroup("tenants", 3600, ptr(100), ptr(100)), ratelimit.PerTeam),
 		callerGroup("anon-net", 60, ptr(100), nil),
 		everyone(callerGroup("per-ip", 86400, ptr(1000), ptr(1000)), ratelimit.PerIP),
 		target("mcp_server", "srv", 60, 1000))
-	f.member(ratelimit.SubjectUser, "alice", "devs")
-	f.member(ratelimit.SubjectClient, "bot", "devs")
-	f.member(ratelimit.SubjectTeam, "acme", "tenants", "devs")
-	f.member(ratelimit.SubjectNetwork, "192.0.2.0/24", "anon-net")
+	f.Member(ratelimit.SubjectUser, "alice", "devs")
+	f.Member(ratelimit.SubjectClient, "bot", "devs")
+	f.Member(ratelimit.SubjectTeam, "acme", "tenants", "devs")
+	f.Member(ratelimit.SubjectNetwork, "192.0.2.0/24", "anon-net")
 	matchedBy := func(d enforce.Decision) map[string]string {
 		out := map[string]string{}
 		for _, g := range d.Gates {
@@ -174,7 +174,7 @@ func TestGatesSayWhyTheyMatched(t *testing.T) {
 		{"anonymous in the network", anonymous("192.0.2.7"), map[string]string{
 			"caller:group:anon-net:60": "network:192.0.2.0/24", "caller:group:per-ip:86400": "everyone", "target:mcp_server:srv:60": ""}},
 	} {
-		got := matchedBy(f.check(c.call))
+		got := matchedBy(f.Check(c.call))
 		if len(got) != len(c.want) {
 			t.Errorf("%s: gates %v, want %v", c.name, got, c.want)
 			continue

@@ -105,20 +105,20 @@ func explainFixture(t *testing.T) *fixture {
 	// A generous deadline: the comparison needs decisions the counters
 	// made, not the fail policy's answer on a busy machine.
 	f := newFixture(t, enforce.Options{BackendTimeout: 10 * time.Second})
-	f.def(explainLimits()...)
-	f.member("user", "alice", "devs")
-	f.member("team", "acme", "tenants", "pool")
-	f.member("client", "bot", "agents")
-	f.member("network", "10.0.0.0/8", "lan", "perip")
-	f.member("user", "root", "devs")
-	err := f.st.InTx(context.Background(), func(q *store.Queries) error {
+	f.Def(explainLimits()...)
+	f.Member("user", "alice", "devs")
+	f.Member("team", "acme", "tenants", "pool")
+	f.Member("client", "bot", "agents")
+	f.Member("network", "10.0.0.0/8", "lan", "perip")
+	f.Member("user", "root", "devs")
+	err := f.Store.InTx(context.Background(), func(q *store.Queries) error {
 		_, _, err := q.PutAdmin(context.Background(), ratelimit.Admin{SubjectType: "user", Subject: "root"}, "test")
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.refresh()
+	f.Refresh()
 	return f
 }
 
@@ -129,11 +129,11 @@ func TestExplainAgreesWithCheck(t *testing.T) {
 	f := explainFixture(t)
 	for name, c := range explainCalls() {
 		t.Run(name, func(t *testing.T) {
-			p, err := f.e.Explain(context.Background(), c)
+			p, err := f.E.Explain(context.Background(), c)
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := f.check(c)
+			d := f.Check(c)
 			if len(d.Gates) == 0 && name != "exempt route" {
 				t.Fatalf("decision took no gate; the table means every call but the exempt route to meet some")
 			}
@@ -161,7 +161,7 @@ func TestExplainSaysWhy(t *testing.T) {
 	calls := explainCalls()
 	explain := func(c enforce.Call) enforce.Plan {
 		t.Helper()
-		p, err := f.e.Explain(context.Background(), c)
+		p, err := f.E.Explain(context.Background(), c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,8 +270,8 @@ func TestExplainSaysWhy(t *testing.T) {
 func TestExplainReadsItsRowsFresh(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(callerGroup("devs", 60, ptr(100), nil), target("mcp_server", "mcpgw", 60, 500))
-	err := f.st.InTx(context.Background(), func(q *store.Queries) error {
+	f.Def(callerGroup("devs", 60, ptr(100), nil), target("mcp_server", "mcpgw", 60, 500))
+	err := f.Store.InTx(context.Background(), func(q *store.Queries) error {
 		_, err := q.PutMembership(context.Background(), ratelimit.Membership{SubjectType: "user", Subject: "dora", Groups: []string{"devs", ratelimit.GroupQuarantineCallers}}, store.Write{})
 		return err
 	})
@@ -279,7 +279,7 @@ func TestExplainReadsItsRowsFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No refresh: the snapshot does not know dora yet.
-	p, err := f.e.Explain(context.Background(), user("dora", "mcpgw"))
+	p, err := f.E.Explain(context.Background(), user("dora", "mcpgw"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,8 +289,8 @@ func TestExplainReadsItsRowsFresh(t *testing.T) {
 	if p.Stop == nil || p.Stop.Reason != enforce.ReasonQuarantined || p.Stop.Scope != "caller" || p.Stop.SubjectType != "user" {
 		t.Errorf("stop of a quarantined dora = %+v", p.Stop)
 	}
-	f.refresh()
-	if d := f.check(user("dora", "mcpgw")); d.Reason != enforce.ReasonQuarantined || d.QuarantineScope != "caller" {
+	f.Refresh()
+	if d := f.Check(user("dora", "mcpgw")); d.Reason != enforce.ReasonQuarantined || d.QuarantineScope != "caller" {
 		t.Errorf("decision for dora = %s %s, the plan said quarantined", d.Reason, d.QuarantineScope)
 	}
 }

@@ -14,11 +14,11 @@ import (
 // function repairs it.
 func breakCounters(t *testing.T, f *fixture) func() {
 	t.Helper()
-	if _, err := f.st.Pool().Exec(context.Background(), `alter function rl_take_012 rename to rl_take_gone`); err != nil {
+	if _, err := f.Store.Pool().Exec(context.Background(), `alter function rl_take_012 rename to rl_take_gone`); err != nil {
 		t.Fatal(err)
 	}
 	return func() {
-		if _, err := f.st.Pool().Exec(context.Background(), `alter function rl_take_gone rename to rl_take_012`); err != nil {
+		if _, err := f.Store.Pool().Exec(context.Background(), `alter function rl_take_gone rename to rl_take_012`); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,9 +42,9 @@ func TestFailPolicies(t *testing.T) {
 			f := newFixture(t, enforce.Options{FailClosed: c.globalClosed})
 			d := target("mcp_server", "s", 60, 100)
 			d.FailClosed = c.definitionFail
-			f.def(d, target("mcp_server", "other", 60, 100))
+			f.Def(d, target("mcp_server", "other", 60, 100))
 			repair := breakCounters(t, f)
-			got, err := f.e.Check(context.Background(), user("u", "s"))
+			got, err := f.E.Check(context.Background(), user("u", "s"))
 			if err == nil {
 				t.Error("backend failure not reported")
 			}
@@ -53,12 +53,12 @@ func TestFailPolicies(t *testing.T) {
 			}
 			if c.definitionFail {
 				// Only calls that hit the fail-closed definition are denied.
-				if other, _ := f.e.Check(context.Background(), user("u", "other")); !other.Allowed {
+				if other, _ := f.E.Check(context.Background(), user("u", "other")); !other.Allowed {
 					t.Errorf("a call not touching the fail-closed definition was denied: %+v", other)
 				}
 			}
 			repair()
-			if got := f.check(user("u", "s")); !got.Allowed || got.Reason != enforce.ReasonAllowed {
+			if got := f.Check(user("u", "s")); !got.Allowed || got.Reason != enforce.ReasonAllowed {
 				t.Errorf("after repair: %+v", got)
 			}
 		})
@@ -70,14 +70,14 @@ func TestFailPolicies(t *testing.T) {
 func TestSlowBackendTimesOut(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{BackendTimeout: 100 * time.Millisecond})
-	f.def(target("mcp_server", "s", 60, 100))
+	f.Def(target("mcp_server", "s", 60, 100))
 	ctx := context.Background()
 	// The backend blocks until released: the counters are locked against
 	// writes by a transaction this test holds until the decision is in, so
 	// nothing but the backend timeout can end the call, however slowly
 	// the machine schedules it. (No setup decision is taken first: on a
 	// busy machine it could itself run into the 100 ms timeout.)
-	tx, err := f.st.Pool().Begin(ctx)
+	tx, err := f.Store.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestSlowBackendTimesOut(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		d, err := f.e.Check(ctx, user("u", "s"))
+		d, err := f.E.Check(ctx, user("u", "s"))
 		done <- result{d, err}
 	}()
 	var r result
@@ -116,7 +116,7 @@ func TestSlowBackendTimesOut(t *testing.T) {
 func TestDatabaseConnectionsKilled(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(target("mcp_server", "s", 60, 1_000_000_000))
+	f.Def(target("mcp_server", "s", 60, 1_000_000_000))
 	ctx := context.Background()
 	stop := make(chan struct{})
 	done := make(chan [3]int)
@@ -129,7 +129,7 @@ func TestDatabaseConnectionsKilled(t *testing.T) {
 				return
 			default:
 			}
-			d, _ := f.e.Check(ctx, user("u", "s"))
+			d, _ := f.E.Check(ctx, user("u", "s"))
 			switch d.Reason {
 			case enforce.ReasonAllowed:
 				counts[0]++
@@ -141,7 +141,7 @@ func TestDatabaseConnectionsKilled(t *testing.T) {
 		}
 	}()
 	time.Sleep(100 * time.Millisecond)
-	killer, err := pgx.Connect(ctx, f.st.Pool().Config().ConnString())
+	killer, err := pgx.Connect(ctx, f.Store.Pool().Config().ConnString())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestDatabaseConnectionsKilled(t *testing.T) {
 		t.Errorf("%d decisions neither allowed nor fail-open", counts[2])
 	}
 	// Recovered: decisions are real again, and changes still arrive.
-	if d := f.check(user("u", "s")); d.Reason != enforce.ReasonAllowed {
+	if d := f.Check(user("u", "s")); d.Reason != enforce.ReasonAllowed {
 		t.Errorf("after the outage: %+v", d)
 	}
 	t.Logf("during the run: %d allowed, %d fail-open", counts[0], counts[1])

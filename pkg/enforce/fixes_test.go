@@ -24,9 +24,9 @@ func TestDeniedCallConsumesNothingOnAnyGate(t *testing.T) {
 	f := newFixture(t, enforce.Options{})
 	// The day gate sorts before the tight target gate, so a sequential
 	// limiter would have taken from it already.
-	f.def(callerGroup("g", 86400, ptr(100), nil), target("mcp_server", "s", 60, 2))
-	f.member("user", "alice", "g")
-	f.burst(user("alice", "s"), 10)
+	f.Def(callerGroup("g", 86400, ptr(100), nil), target("mcp_server", "s", 60, 2))
+	f.Member("user", "alice", "g")
+	f.Burst(user("alice", "s"), 10)
 	if day := f.counter(enforce.CallerCounter(86400, "user:alice").String()); day != 2 {
 		t.Errorf("daily caller counter = %d after 2 allowed and 8 denied calls, want 2", day)
 	}
@@ -37,8 +37,8 @@ func TestDeniedCallConsumesNothingOnAnyGate(t *testing.T) {
 func TestOverlappingServerGroupsDoNotDoubleCount(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(serverGroup("tier-a", 60, 3, "shared"), serverGroup("tier-b", 60, 3, "shared"))
-	if got := f.burst(user("u", "shared"), 10); got != 3 {
+	f.Def(serverGroup("tier-a", 60, 3, "shared"), serverGroup("tier-b", 60, 3, "shared"))
+	if got := f.Burst(user("u", "shared"), 10); got != 3 {
 		t.Errorf("allowed %d, want 3 (each group's bucket counts each call once)", got)
 	}
 }
@@ -48,10 +48,10 @@ func TestOverlappingServerGroupsDoNotDoubleCount(t *testing.T) {
 func TestUserAndClientWithTheSameNameAreSeparate(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(callerGroup("g", 60, ptr(2), ptr(2)))
-	f.member("user", "svc", "g")
-	f.member("client", "svc", "g")
-	if got := f.burst(user("svc", "s"), 5) + f.burst(agent("svc", "s"), 5); got != 4 {
+	f.Def(callerGroup("g", 60, ptr(2), ptr(2)))
+	f.Member("user", "svc", "g")
+	f.Member("client", "svc", "g")
+	if got := f.Burst(user("svc", "s"), 5) + f.Burst(agent("svc", "s"), 5); got != 4 {
 		t.Errorf("allowed %d, want 2 for the user and 2 for the agent", got)
 	}
 }
@@ -61,13 +61,13 @@ func TestUserAndClientWithTheSameNameAreSeparate(t *testing.T) {
 func TestRetryAfterIsTheLatestResetAmongDenyingGates(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(target("mcp_server", "s", 60, 1), target("mcp_server", "s", 3600, 1))
-	f.check(user("u", "s"))
-	d := f.check(user("u", "s"))
+	f.Def(target("mcp_server", "s", 60, 1), target("mcp_server", "s", 3600, 1))
+	f.Check(user("u", "s"))
+	d := f.Check(user("u", "s"))
 	if d.Allowed || len(d.Denied) != 2 {
 		t.Fatalf("second call = %+v, want denied by both gates", d)
 	}
-	if d.RetryAfter != time.Hour || d.Limit != 1 || !d.Reset.Equal(f.clock.Now().Add(time.Hour)) {
+	if d.RetryAfter != time.Hour || d.Limit != 1 || !d.Reset.Equal(f.Clock.Now().Add(time.Hour)) {
 		t.Errorf("retry after %v (reset %v), want the hour gate's 1h", d.RetryAfter, d.Reset)
 	}
 }
@@ -77,7 +77,7 @@ func TestRetryAfterIsTheLatestResetAmongDenyingGates(t *testing.T) {
 // (LISTEN/NOTIFY), with the TTL only as a safety net.
 func TestChangesArriveWithinASecond(t *testing.T) {
 	t.Parallel()
-	st := newFixture(t, enforce.Options{}).st
+	st := newFixture(t, enforce.Options{}).Store
 	e, err := postgres.New(context.Background(), st.Pool(), enforce.Options{CacheTTL: time.Hour, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -114,17 +114,17 @@ func TestChangesArriveWithinASecond(t *testing.T) {
 func TestToolAndSkillLimits(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(target("mcp_tool", "srv:search", 60, 2), target("a2a_skill", "/booking:reserve", 60, 1))
+	f.Def(target("mcp_tool", "srv:search", 60, 2), target("a2a_skill", "/booking:reserve", 60, 1))
 	search := enforce.Call{Username: "u", TargetType: "mcp_server", TargetName: "/srv", Tool: "search"}
-	if got := f.burst(search, 5); got != 2 {
+	if got := f.Burst(search, 5); got != 2 {
 		t.Errorf("tool search allowed %d, want 2", got)
 	}
 	other := enforce.Call{Username: "u", TargetType: "mcp_server", TargetName: "srv", Tool: "fetch"}
-	if got := f.burst(other, 5); got != 5 {
+	if got := f.Burst(other, 5); got != 5 {
 		t.Errorf("another tool allowed %d of 5", got)
 	}
 	reserve := enforce.Call{Username: "u", TargetType: "a2a_agent", TargetName: "booking", Tool: "reserve"}
-	if got := f.burst(reserve, 3); got != 1 {
+	if got := f.Burst(reserve, 3); got != 1 {
 		t.Errorf("skill reserve allowed %d, want 1", got)
 	}
 }
@@ -134,10 +134,10 @@ func TestShadowCountsButNeverDenies(t *testing.T) {
 	f := newFixture(t, enforce.Options{})
 	shadow := target("mcp_server", "s", 60, 2)
 	shadow.Mode = ratelimit.ModeShadow
-	f.def(shadow, target("mcp_server", "s", 3600, 5))
+	f.Def(shadow, target("mcp_server", "s", 3600, 5))
 	var wouldDeny int
 	for range 8 {
-		d := f.check(user("u", "s"))
+		d := f.Check(user("u", "s"))
 		if d.Allowed {
 			wouldDeny += len(d.Shadow)
 		}
@@ -159,15 +159,15 @@ func TestShadowCountsButNeverDenies(t *testing.T) {
 func TestPeekConsumesNothing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(target("mcp_server", "s", 60, 2))
+	f.Def(target("mcp_server", "s", 60, 2))
 	for range 5 {
-		d, err := f.e.Peek(context.Background(), user("u", "s"))
+		d, err := f.E.Peek(context.Background(), user("u", "s"))
 		if err != nil || !d.Allowed || d.Remaining != 2 {
 			t.Fatalf("peek = %+v, %v; want allowed with 2 remaining", d, err)
 		}
 	}
-	f.burst(user("u", "s"), 2)
-	if d, _ := f.e.Peek(context.Background(), user("u", "s")); d.Allowed || d.Reason != enforce.ReasonThrottled {
+	f.Burst(user("u", "s"), 2)
+	if d, _ := f.E.Peek(context.Background(), user("u", "s")); d.Allowed || d.Reason != enforce.ReasonThrottled {
 		t.Errorf("peek when full = %+v, want throttled", d)
 	}
 }
@@ -175,13 +175,13 @@ func TestPeekConsumesNothing(t *testing.T) {
 func TestCostConsumesMoreThanOne(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(target("mcp_server", "s", 60, 10))
+	f.Def(target("mcp_server", "s", 60, 10))
 	c := user("u", "s")
 	c.Cost = 4
-	if got := f.burst(c, 5); got != 2 {
+	if got := f.Burst(c, 5); got != 2 {
 		t.Errorf("cost 4 against 10 allowed %d, want 2", got)
 	}
-	if d, _ := f.e.Peek(context.Background(), user("u", "s")); d.Remaining != 2 {
+	if d, _ := f.E.Peek(context.Background(), user("u", "s")); d.Remaining != 2 {
 		t.Errorf("remaining %d, want 2", d.Remaining)
 	}
 }
@@ -192,7 +192,7 @@ func TestCostConsumesMoreThanOne(t *testing.T) {
 // a second.
 func TestBurstOfChangesFoldsIntoFewReloads(t *testing.T) {
 	t.Parallel()
-	st := newFixture(t, enforce.Options{}).st
+	st := newFixture(t, enforce.Options{}).Store
 	reg := prometheus.NewRegistry()
 	e, err := postgres.New(context.Background(), st.Pool(), enforce.Options{CacheTTL: time.Hour, SweepInterval: -1, Registerer: reg})
 	if err != nil {

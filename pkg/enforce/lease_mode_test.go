@@ -38,7 +38,7 @@ func TestGatesCarryTheirLeaseMode(t *testing.T) {
 	tgt := ratelimit.Definition{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityMCPServer, Name: "srv",
 		WindowSeconds: 3600, MaxRequests: ptr(1000), Enabled: true, Mode: ratelimit.ModeEnforce, Lease: ratelimit.LeaseAlways}
 	f := newMemFixtureOpts(t, enforce.Options{}, low, high, tgt)
-	if d := f.check(enforce.Call{Username: "alice", TargetType: ratelimit.EntityMCPServer, TargetName: "srv"}); !d.Allowed {
+	if d := f.Check(enforce.Call{Username: "alice", TargetType: ratelimit.EntityMCPServer, TargetName: "srv"}); !d.Allowed {
 		t.Fatalf("call: %+v", d)
 	}
 	got := map[string]enforce.LeaseMode{}
@@ -88,7 +88,7 @@ func TestLeaseModeOfASharedToolBucket(t *testing.T) {
 			f, layer := newLeasedFixture(t, lease.Options{All: tc.all, HotRate: 1000, Time: time.Hour}, wide, narrow)
 			var takes int
 			for range 5 {
-				d := f.check(call)
+				d := f.Check(call)
 				if !d.Allowed || len(d.Gates) != 1 || d.Gates[0].DefinitionID != "target:mcp_tool:*:delete_*:3600" {
 					t.Fatalf("call: %+v, want allowed by one gate, *:delete_*'s (the lower limit)", d)
 				}
@@ -129,7 +129,7 @@ func TestLeaseModeOfADescriptorDefinition(t *testing.T) {
 			call := enforce.Call{Username: "alice", Descriptors: &enforce.DescriptorRequest{Domain: "edge",
 				Descriptors: []enforce.Descriptor{{Entries: d.Descriptor}}}}
 			for range 3 {
-				if got := f.check(call); !got.Allowed || len(got.Gates) != 1 || got.Gates[0].DefinitionID != d.Key() {
+				if got := f.Check(call); !got.Allowed || len(got.Gates) != 1 || got.Gates[0].DefinitionID != d.Key() {
 					t.Fatalf("call: %+v, want allowed by the descriptor definition's gate", got)
 				}
 			}

@@ -18,12 +18,12 @@ func TestThrottleFloodLogsInAggregate(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	f := newFixture(t, enforce.Options{Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
-	f.def(target("mcp_server", "s", 60, 5))
+	f.Def(target("mcp_server", "s", 60, 5))
 	const n = 2000
-	if allowed := f.burst(user("alice", "s"), n); allowed != 5 {
+	if allowed := f.Burst(user("alice", "s"), n); allowed != 5 {
 		t.Fatalf("allowed %d of %d, want 5", allowed, n)
 	}
-	f.e.Close() // writes what is aggregated
+	f.E.Close() // writes what is aggregated
 	var throttleLines, throttled int64
 	sc := bufio.NewScanner(&buf)
 	for sc.Scan() {

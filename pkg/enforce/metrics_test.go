@@ -48,17 +48,17 @@ func TestMetricsCarryTheReferenceLabels(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	f := newFixture(t, enforce.Options{Registerer: reg})
-	f.def(target("mcp_server", "srv", 60, 5))
-	f.member("user", "mallory", ratelimit.GroupQuarantineCallers)
-	f.member("client", "leaky", ratelimit.GroupQuarantineCallers)
-	f.member("server", "badsrv", ratelimit.GroupQuarantineTargets)
+	f.Def(target("mcp_server", "srv", 60, 5))
+	f.Member("user", "mallory", ratelimit.GroupQuarantineCallers)
+	f.Member("client", "leaky", ratelimit.GroupQuarantineCallers)
+	f.Member("server", "badsrv", ratelimit.GroupQuarantineTargets)
 	for _, c := range []enforce.Call{user("mallory", "srv"), agent("leaky", "srv"), user("alice", "badsrv")} {
-		if d := f.check(c); d.Reason != enforce.ReasonQuarantined {
+		if d := f.Check(c); d.Reason != enforce.ReasonQuarantined {
 			t.Fatalf("%+v: %+v, want quarantined", c, d)
 		}
 	}
-	f.check(user("alice", "srv"))
-	if _, err := f.e.Peek(context.Background(), user("alice", "srv")); err != nil {
+	f.Check(user("alice", "srv"))
+	if _, err := f.E.Peek(context.Background(), user("alice", "srv")); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
@@ -75,21 +75,21 @@ func TestMetricsCarryTheReferenceLabels(t *testing.T) {
 	}
 
 	// Off: everything passes, nothing counts, the gauge says so.
-	err := f.st.InTx(context.Background(), func(q *store.Queries) error {
+	err := f.Store.InTx(context.Background(), func(q *store.Queries) error {
 		_, _, _, err := q.SetEnforcement(context.Background(), false, "test", "test", 0)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.refresh()
+	f.Refresh()
 	before := f.counter("srv")
 	for _, c := range []enforce.Call{user("mallory", "srv"), user("alice", "badsrv"), user("alice", "srv")} {
-		if d := f.check(c); !d.Allowed || d.Reason != enforce.ReasonEnforcementOff || len(d.Gates) != 0 {
+		if d := f.Check(c); !d.Allowed || d.Reason != enforce.ReasonEnforcementOff || len(d.Gates) != 0 {
 			t.Errorf("%+v while off: %+v", c, d)
 		}
 	}
-	if f.burst(user("alice", "srv"), 10) != 10 || f.counter("srv") != before {
+	if f.Burst(user("alice", "srv"), 10) != 10 || f.counter("srv") != before {
 		t.Errorf("while off: counters went from %d to %d", before, f.counter("srv"))
 	}
 	if got := series(t, reg, "rlctl_enforce_enabled"); len(got) != 1 || got[0] != " 0" {
@@ -102,7 +102,7 @@ func TestMetricsCarryTheReferenceLabels(t *testing.T) {
 // enforces, with enforcement on.
 func TestSchemaWithoutTheSwitch(t *testing.T) {
 	t.Parallel()
-	st := newFixture(t, enforce.Options{}).st
+	st := newFixture(t, enforce.Options{}).Store
 	if _, err := st.Pool().Exec(context.Background(), `drop table rl_settings`); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package enforce_test
 import (
 	"context"
 	"fmt"
+	"github.com/rlctl/rlctl/internal/enforcefixture"
 	"net/netip"
 	"testing"
 	"time"
@@ -24,14 +25,14 @@ func newMemFixtureOpts(t *testing.T, opts enforce.Options, defs ...ratelimit.Def
 // recorder itself).
 func newMemFixtureOver(t *testing.T, opts enforce.Options, over func(enforce.CounterStore) enforce.CounterStore, defs ...ratelimit.Definition) *memFixture {
 	t.Helper()
-	f := &memFixture{t: t, clock: &clock{now: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)},
+	f := &memFixture{T: t, Clock: enforcefixture.NewClock(time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)),
 		rec: &recorder{CounterStore: memory.New()}}
 	f.state = enforce.State{Definitions: enforcetest.Sentinels()}
 	for _, d := range defs {
 		f.state.Definitions = append(f.state.Definitions, withID(d))
 	}
 	f.src = enforcetest.StaticSource(f.state)
-	opts.Counters, opts.Source, opts.Now = f.rec, f.src, f.clock.Now
+	opts.Counters, opts.Source, opts.Now = f.rec, f.src, f.Clock.Now
 	if over != nil {
 		opts.Counters = over(f.rec)
 	}
@@ -41,7 +42,7 @@ func newMemFixtureOver(t *testing.T, opts enforce.Options, over func(enforce.Cou
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
-	f.e = e
+	f.E = e
 	return f
 }
 
@@ -62,8 +63,8 @@ func anonymous(ip string) enforce.Call {
 func TestNetworkQuarantine(t *testing.T) {
 	t.Parallel()
 	f := newMemFixture(t)
-	f.member(ratelimit.SubjectNetwork, "2001:db8:1:2::/64", ratelimit.GroupQuarantineCallers)
-	f.member(ratelimit.SubjectNetwork, "203.0.113.0/24", ratelimit.GroupQuarantineCallers)
+	f.Member(ratelimit.SubjectNetwork, "2001:db8:1:2::/64", ratelimit.GroupQuarantineCallers)
+	f.Member(ratelimit.SubjectNetwork, "203.0.113.0/24", ratelimit.GroupQuarantineCallers)
 	for _, c := range []struct {
 		name   string
 		call   enforce.Call
@@ -80,7 +81,7 @@ func TestNetworkQuarantine(t *testing.T) {
 		{"no address", user("alice", "srv"), enforce.ReasonAllowed},
 		{"administrator in the /64", from(enforce.Call{Username: "root", IsAdmin: true, TargetType: "mcp_server", TargetName: "srv"}, "2001:db8:1:2::1"), enforce.ReasonAllowed},
 	} {
-		d := f.check(c.call)
+		d := f.Check(c.call)
 		if d.Reason != c.reason || (c.reason == enforce.ReasonQuarantined && d.QuarantineScope != "caller") {
 			t.Errorf("%s: %+v, want %s", c.name, d, c.reason)
 		}
@@ -92,10 +93,10 @@ func TestNetworkQuarantine(t *testing.T) {
 		}
 	}
 	f.src.Set(f.state)
-	if err := f.e.Refresh(context.Background()); err != nil {
+	if err := f.E.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if d := f.check(from(user("alice", "srv"), "2001:db8:1:2::1")); d.Reason != enforce.ReasonAllowed {
+	if d := f.Check(from(user("alice", "srv"), "2001:db8:1:2::1")); d.Reason != enforce.ReasonAllowed {
 		t.Errorf("callers' quarantine disabled: %+v, want allowed", d)
 	}
 }
@@ -106,10 +107,10 @@ func TestNetworkQuarantine(t *testing.T) {
 func TestNetworkLongestPrefixMatch(t *testing.T) {
 	t.Parallel()
 	f := newMemFixture(t, callerGroup("wide", 60, ptr(1), nil), callerGroup("narrow", 60, ptr(3), nil))
-	f.member(ratelimit.SubjectNetwork, "10.0.0.0/8", "wide", ratelimit.GroupQuarantineCallers)
-	f.member(ratelimit.SubjectNetwork, "10.1.0.0/16", "narrow")
-	f.member(ratelimit.SubjectNetwork, "10.1.2.0/24", ratelimit.GroupQuarantineCallers)
-	f.member(ratelimit.SubjectNetwork, "0.0.0.0/0", "wide")
+	f.Member(ratelimit.SubjectNetwork, "10.0.0.0/8", "wide", ratelimit.GroupQuarantineCallers)
+	f.Member(ratelimit.SubjectNetwork, "10.1.0.0/16", "narrow")
+	f.Member(ratelimit.SubjectNetwork, "10.1.2.0/24", ratelimit.GroupQuarantineCallers)
+	f.Member(ratelimit.SubjectNetwork, "0.0.0.0/0", "wide")
 	cases := []struct {
 		ip      string
 		allowed int // of 5 anonymous calls
@@ -125,7 +126,7 @@ func TestNetworkLongestPrefixMatch(t *testing.T) {
 		var last enforce.Decision
 		allowed := 0
 		for range 5 {
-			if last = f.check(anonymous(c.ip)); last.Allowed {
+			if last = f.Check(anonymous(c.ip)); last.Allowed {
 				allowed++
 			}
 		}
@@ -142,9 +143,9 @@ func TestNetworkLongestPrefixMatch(t *testing.T) {
 func TestAnonymousCallersKeyedByIP(t *testing.T) {
 	t.Parallel()
 	f := newMemFixture(t, callerGroup("anon", 60, ptr(2), nil))
-	f.member(ratelimit.SubjectNetwork, "2001:db8::/32", "anon")
-	f.member(ratelimit.SubjectNetwork, "198.51.100.0/24", "anon")
-	f.member(ratelimit.SubjectUser, "alice", "anon")
+	f.Member(ratelimit.SubjectNetwork, "2001:db8::/32", "anon")
+	f.Member(ratelimit.SubjectNetwork, "198.51.100.0/24", "anon")
+	f.Member(ratelimit.SubjectUser, "alice", "anon")
 
 	steps := []struct {
 		call    enforce.Call
@@ -162,17 +163,17 @@ func TestAnonymousCallersKeyedByIP(t *testing.T) {
 		{from(user("alice", "srv"), "198.51.100.7"), true, enforce.CallerCounter(60, "user:alice").String()},
 	}
 	for i, s := range steps {
-		d := f.check(s.call)
+		d := f.Check(s.call)
 		gates := f.rec.gates()
 		if d.Allowed != s.allowed || len(gates) != 1 || gates[0].Key != s.key {
 			t.Errorf("step %d (%+v): allowed %v, gates %+v; want allowed %v on %s", i+1, s.call, d.Allowed, gates, s.allowed, s.key)
 		}
 	}
-	if d := f.check(anonymous("")); !d.Allowed || len(d.Gates) != 0 {
+	if d := f.Check(anonymous("")); !d.Allowed || len(d.Gates) != 0 {
 		t.Errorf("anonymous call without an address: %+v, want allowed with no gate", d)
 	}
 	// An address in no network has no limit: it is its own caller, in no group.
-	if d := f.check(anonymous("192.0.2.1")); !d.Allowed || len(d.Gates) != 0 {
+	if d := f.Check(anonymous("192.0.2.1")); !d.Allowed || len(d.Gates) != 0 {
 		t.Errorf("anonymous call from outside every network: %+v", d)
 	}
 }
@@ -181,11 +182,11 @@ func TestAnonymousCallersKeyedByIP(t *testing.T) {
 func TestIPv6PrefixOption(t *testing.T) {
 	t.Parallel()
 	f := newMemFixtureOpts(t, enforce.Options{IPv6Prefix: 56}, callerGroup("anon", 60, ptr(1), nil))
-	f.member(ratelimit.SubjectNetwork, "2001:db8::/32", "anon")
-	if d := f.check(anonymous("2001:db8:1:1::1")); !d.Allowed {
+	f.Member(ratelimit.SubjectNetwork, "2001:db8::/32", "anon")
+	if d := f.Check(anonymous("2001:db8:1:1::1")); !d.Allowed {
 		t.Fatalf("first call: %+v", d)
 	}
-	if d := f.check(anonymous("2001:db8:1:2::1")); d.Allowed {
+	if d := f.Check(anonymous("2001:db8:1:2::1")); d.Allowed {
 		t.Errorf("another /64 of the same /56 was allowed: its bucket should be full")
 	}
 	if g := f.rec.gates(); len(g) != 1 || g[0].Key != enforce.CallerCounter(60, "ip:2001:db8:1::/56").String() {
@@ -266,23 +267,23 @@ func BenchmarkCheckNetworks(b *testing.B) {
 func TestAnonymousCallerMeetsTargetLimits(t *testing.T) {
 	t.Parallel()
 	f := newMemFixture(t, target("mcp_server", "srv", 60, 1))
-	f.member(ratelimit.SubjectServer, "closed", ratelimit.GroupQuarantineTargets)
-	if d := f.check(anonymous("192.0.2.1")); !d.Allowed || len(d.Gates) != 1 {
+	f.Member(ratelimit.SubjectServer, "closed", ratelimit.GroupQuarantineTargets)
+	if d := f.Check(anonymous("192.0.2.1")); !d.Allowed || len(d.Gates) != 1 {
 		t.Fatalf("first anonymous call: %+v", d)
 	}
-	if d := f.check(anonymous("192.0.2.2")); d.Allowed || d.Reason != enforce.ReasonThrottled {
+	if d := f.Check(anonymous("192.0.2.2")); d.Allowed || d.Reason != enforce.ReasonThrottled {
 		t.Errorf("second anonymous call on a target limit of 1: %+v, want throttled", d)
 	}
 	c := anonymous("192.0.2.3")
 	c.TargetName = "closed"
-	if d := f.check(c); d.Reason != enforce.ReasonQuarantined || d.QuarantineScope != "target" {
+	if d := f.Check(c); d.Reason != enforce.ReasonQuarantined || d.QuarantineScope != "target" {
 		t.Errorf("anonymous call to a quarantined target: %+v", d)
 	}
 	c.ClientIP = ""
-	if d := f.check(c); !d.Allowed || len(d.Gates) != 0 {
+	if d := f.Check(c); !d.Allowed || len(d.Gates) != 0 {
 		t.Errorf("anonymous call without an address: %+v, want allowed and counted nowhere, as before", d)
 	}
-	if d := f.check(anonymous("")); !d.Allowed || len(d.Gates) != 0 {
+	if d := f.Check(anonymous("")); !d.Allowed || len(d.Gates) != 0 {
 		t.Errorf("anonymous call without an address on srv: %+v", d)
 	}
 }

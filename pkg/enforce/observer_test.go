@@ -53,25 +53,25 @@ func TestObserversSeeTheRefusals(t *testing.T) {
 	t.Parallel()
 	w := &watcher{}
 	f := newMemFixtureOpts(t, enforce.Options{Observers: []enforce.Observer{w}}, callerGroup("free", 60, ptr(1), nil))
-	f.member(ratelimit.SubjectUser, "alice", "free")
-	f.member(ratelimit.SubjectUser, "mallory", ratelimit.GroupQuarantineCallers)
+	f.Member(ratelimit.SubjectUser, "alice", "free")
+	f.Member(ratelimit.SubjectUser, "mallory", ratelimit.GroupQuarantineCallers)
 	alice := user("alice", "srv")
 	alice.ClientIP = "203.0.113.7"
-	if d := f.check(alice); !d.Allowed {
+	if d := f.Check(alice); !d.Allowed {
 		t.Fatalf("first call: %+v", d)
 	}
 	if got := w.reasons(); len(got) != 0 {
 		t.Fatalf("an allowed call was observed: %v", got)
 	}
-	if d, err := f.e.Peek(context.Background(), alice); err != nil || d.Reason != enforce.ReasonThrottled {
+	if d, err := f.E.Peek(context.Background(), alice); err != nil || d.Reason != enforce.ReasonThrottled {
 		t.Fatalf("peek: %+v %v, want throttled", d, err)
 	}
-	if d := f.check(alice); d.Reason != enforce.ReasonThrottled {
+	if d := f.Check(alice); d.Reason != enforce.ReasonThrottled {
 		t.Fatalf("second call: %+v, want throttled", d)
 	}
 	mallory := user("mallory", "srv")
-	f.check(mallory)
-	if _, err := f.e.Peek(context.Background(), mallory); err != nil {
+	f.Check(mallory)
+	if _, err := f.E.Peek(context.Background(), mallory); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"throttled user:alice", "quarantined user:mallory", "quarantined user:mallory"}
@@ -80,7 +80,7 @@ func TestObserversSeeTheRefusals(t *testing.T) {
 	}
 	o := w.seen[0]
 	if o.Gate.DefinitionID != "caller:group:free:60" || o.Target != "srv" || o.IPKey != "203.0.113.7" || o.Admin ||
-		o.SubjectType != ratelimit.SubjectUser || o.Subject != "alice" || len(o.Decision.Denied) != 1 || !o.Now.Equal(f.clock.Now()) {
+		o.SubjectType != ratelimit.SubjectUser || o.Subject != "alice" || len(o.Decision.Denied) != 1 || !o.Now.Equal(f.Clock.Now()) {
 		t.Errorf("the throttle's observation: %+v", o)
 	}
 	if q := w.seen[1]; q.Decision.QuarantineScope != "caller" || q.Target != "srv" {
@@ -109,20 +109,20 @@ func TestObserverVerdicts(t *testing.T) {
 		return enforce.Verdict{Decision: &d, Lockout: &l, Err: errors.New("something the observer could not do")}
 	}
 	f := newMemFixtureOpts(t, enforce.Options{Observers: []enforce.Observer{w}, Registerer: reg}, callerGroup("free", 60, ptr(1), nil))
-	f.member(ratelimit.SubjectUser, "alice", "free")
-	f.check(user("alice", "srv"))
-	if d := f.check(user("alice", "srv")); d.Reason != enforce.ReasonLockedOut || d.LockoutRemaining != time.Minute {
+	f.Member(ratelimit.SubjectUser, "alice", "free")
+	f.Check(user("alice", "srv"))
+	if d := f.Check(user("alice", "srv")); d.Reason != enforce.ReasonLockedOut || d.LockoutRemaining != time.Minute {
 		t.Fatalf("the throttle the observer replaced: %+v, want its locked-out", d)
 	}
-	f.clock.Advance(4 * time.Second)
-	if d := f.check(user("alice", "elsewhere")); d.Reason != enforce.ReasonLockedOut || d.LockoutRemaining != 56*time.Second {
+	f.Clock.Advance(4 * time.Second)
+	if d := f.Check(user("alice", "elsewhere")); d.Reason != enforce.ReasonLockedOut || d.LockoutRemaining != 56*time.Second {
 		t.Errorf("the next call, 4 s later: %+v, want locked-out for 56s", d)
 	}
-	if d := f.check(user("bob", "elsewhere")); !d.Allowed {
+	if d := f.Check(user("bob", "elsewhere")); !d.Allowed {
 		t.Errorf("another caller: %+v, want allowed", d)
 	}
-	f.clock.Advance(time.Second)
-	if d := f.check(user("alice", "elsewhere")); d.Reason != enforce.ReasonThrottled {
+	f.Clock.Advance(time.Second)
+	if d := f.Check(user("alice", "elsewhere")); d.Reason != enforce.ReasonThrottled {
 		t.Errorf("5 s later, the lockout nowhere in the source: %+v, want it forgotten (throttled by her own limit)", d)
 	}
 	if got := series(t, reg, "rlctl_enforce_errors_total"); !slices.Contains(got, "kind=watcher 1") {

@@ -13,14 +13,14 @@ import (
 func TestQuarantine(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.member("client", "leaked", "quarantine-callers")
-	f.member("user", "root", "quarantine-callers") // only possible behind the API's back
-	f.member("server", "compromised", "quarantine-targets")
-	f.member("agent", "/booking", "quarantine-targets")
-	if _, err := f.st.Pool().Exec(t.Context(), `insert into rl_admins (subject_type, subject) values ('user', 'root')`); err != nil {
+	f.Member("client", "leaked", "quarantine-callers")
+	f.Member("user", "root", "quarantine-callers") // only possible behind the API's back
+	f.Member("server", "compromised", "quarantine-targets")
+	f.Member("agent", "/booking", "quarantine-targets")
+	if _, err := f.Store.Pool().Exec(t.Context(), `insert into rl_admins (subject_type, subject) values ('user', 'root')`); err != nil {
 		t.Fatal(err)
 	}
-	f.refresh()
+	f.Refresh()
 
 	cases := []struct {
 		name  string
@@ -36,7 +36,7 @@ func TestQuarantine(t *testing.T) {
 		{"admin does not bypass target quarantine", enforce.Call{Username: "root", IsAdmin: true, TargetType: "mcp_server", TargetName: "compromised"}, "target"},
 	}
 	for _, c := range cases {
-		d := f.check(c.call)
+		d := f.Check(c.call)
 		if c.scope == "" {
 			if !d.Allowed {
 				t.Errorf("%s: denied %+v", c.name, d)
@@ -52,14 +52,14 @@ func TestQuarantine(t *testing.T) {
 	}
 
 	// The sentinels are the global switches.
-	if _, err := f.st.Pool().Exec(t.Context(), `update rl_definitions set enabled = false where id = $1`, ratelimit.SentinelCallers); err != nil {
+	if _, err := f.Store.Pool().Exec(t.Context(), `update rl_definitions set enabled = false where id = $1`, ratelimit.SentinelCallers); err != nil {
 		t.Fatal(err)
 	}
-	f.refresh()
-	if d := f.check(agent("leaked", "s")); !d.Allowed {
+	f.Refresh()
+	if d := f.Check(agent("leaked", "s")); !d.Allowed {
 		t.Errorf("caller quarantine switched off, still denied: %+v", d)
 	}
-	if d := f.check(user("alice", "compromised")); d.Allowed {
+	if d := f.Check(user("alice", "compromised")); d.Allowed {
 		t.Errorf("target quarantine still on, but allowed")
 	}
 }
@@ -67,17 +67,17 @@ func TestQuarantine(t *testing.T) {
 func TestExpiredQuarantineStopsApplying(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	expires := f.clock.Now().Add(time.Hour)
-	if _, err := f.st.Pool().Exec(t.Context(), `insert into rl_memberships (subject_type, subject, groups, quarantine_expires_at)
+	expires := f.Clock.Now().Add(time.Hour)
+	if _, err := f.Store.Pool().Exec(t.Context(), `insert into rl_memberships (subject_type, subject, groups, quarantine_expires_at)
 		values ('client', 'temp', '{quarantine-callers}', $1)`, expires); err != nil {
 		t.Fatal(err)
 	}
-	f.refresh()
-	if d := f.check(agent("temp", "s")); d.Allowed {
+	f.Refresh()
+	if d := f.Check(agent("temp", "s")); d.Allowed {
 		t.Fatal("quarantined within its hour, but allowed")
 	}
-	f.clock.Advance(time.Hour)
-	if d := f.check(agent("temp", "s")); !d.Allowed {
+	f.Clock.Advance(time.Hour)
+	if d := f.Check(agent("temp", "s")); !d.Allowed {
 		t.Errorf("quarantine expired, still denied: %+v", d)
 	}
 }
@@ -88,15 +88,15 @@ func TestQuarantineReadErrors(t *testing.T) {
 	t.Parallel()
 	for _, closed := range []bool{false, true} {
 		f := newFixture(t, enforce.Options{QuarantineFailClosed: closed, CacheTTL: time.Minute})
-		f.member("client", "leaked", "quarantine-callers")
+		f.Member("client", "leaked", "quarantine-callers")
 		// Reloads fail from now on, and the snapshot ages past its TTLs.
-		if _, err := f.st.Pool().Exec(context.Background(), `alter table rl_memberships rename to rl_memberships_gone`); err != nil {
+		if _, err := f.Store.Pool().Exec(context.Background(), `alter table rl_memberships rename to rl_memberships_gone`); err != nil {
 			t.Fatal(err)
 		}
-		f.clock.Advance(4 * time.Minute)
-		_ = f.e.Refresh(context.Background())
+		f.Clock.Advance(4 * time.Minute)
+		_ = f.E.Refresh(context.Background())
 		for _, c := range []enforce.Call{agent("leaked", "s"), user("anyone", "s")} {
-			d, err := f.e.Check(context.Background(), c)
+			d, err := f.E.Check(context.Background(), c)
 			if err == nil {
 				t.Errorf("closed=%v: no error reported with no usable snapshot", closed)
 			}
@@ -108,11 +108,11 @@ func TestQuarantineReadErrors(t *testing.T) {
 				t.Errorf("closed=%v: %+v, want %s", closed, d, want)
 			}
 		}
-		if _, err := f.st.Pool().Exec(context.Background(), `alter table rl_memberships_gone rename to rl_memberships`); err != nil {
+		if _, err := f.Store.Pool().Exec(context.Background(), `alter table rl_memberships_gone rename to rl_memberships`); err != nil {
 			t.Fatal(err)
 		}
-		f.refresh()
-		if d := f.check(agent("leaked", "s")); d.Allowed || d.Reason != enforce.ReasonQuarantined {
+		f.Refresh()
+		if d := f.Check(agent("leaked", "s")); d.Allowed || d.Reason != enforce.ReasonQuarantined {
 			t.Errorf("closed=%v: after recovery: %+v, want quarantined again", closed, d)
 		}
 	}
@@ -124,16 +124,16 @@ func TestQuarantineReadErrors(t *testing.T) {
 func TestOddTargetNamesDoNotBypassTheCaller(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(callerGroup("g", 60, ptr(2), nil))
-	f.member("user", "limited", "g")
-	f.member("user", "mallory", "quarantine-callers")
+	f.Def(callerGroup("g", 60, ptr(2), nil))
+	f.Member("user", "limited", "g")
+	f.Member("user", "mallory", "quarantine-callers")
 	long := "srv/" + strings.Repeat("a", 300)
 	for _, name := range []string{long, "srv/\x01/x"} {
-		if d := f.check(user("mallory", name)); d.Reason != enforce.ReasonQuarantined {
+		if d := f.Check(user("mallory", name)); d.Reason != enforce.ReasonQuarantined {
 			t.Errorf("quarantined caller on target %q: %+v", name[:8], d)
 		}
 	}
-	if got := f.burst(user("limited", long), 5); got != 2 {
+	if got := f.Burst(user("limited", long), 5); got != 2 {
 		t.Errorf("caller limit of 2 on an odd target name allowed %d", got)
 	}
 }

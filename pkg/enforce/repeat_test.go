@@ -23,7 +23,7 @@ func TestCounterNamedTwice(t *testing.T) {
 				MaxRequests: ptr(3), Enabled: true, Algorithm: alg}
 			d.Domain, d.Descriptor = "edge", []ratelimit.DescriptorEntry{{Key: "k"}}
 			d.Name = ratelimit.DescriptorName(d.Domain, d.Descriptor)
-			f.def(d)
+			f.Def(d)
 			kv := enforce.Descriptor{Entries: []ratelimit.DescriptorEntry{{Key: "k", Value: "v"}}}
 			call := func(n int) enforce.Call {
 				c := enforce.Call{Descriptors: &enforce.DescriptorRequest{Domain: "edge"}}
@@ -55,7 +55,7 @@ func TestCounterNamedTwice(t *testing.T) {
 				if i == 2 {
 					n = 1
 				}
-				if got := gates(f.check(call(n))); got != want {
+				if got := gates(f.Check(call(n))); got != want {
 					t.Errorf("call %d (%d mentions): %s, want %s", i+1, n, got, want)
 				}
 			}

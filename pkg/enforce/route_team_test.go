@@ -40,7 +40,7 @@ func TestRouteTierPerTeam(t *testing.T) {
 		{call("erin", ""), true},
 	}
 	for i, s := range steps {
-		d := f.check(s.call)
+		d := f.Check(s.call)
 		if d.Allowed != s.allowed {
 			t.Fatalf("step %d %+v: allowed %v, want %v (%+v)", i+1, s.call, d.Allowed, s.allowed, d)
 		}
@@ -56,7 +56,7 @@ func TestRouteTierPerTeam(t *testing.T) {
 			}
 		}
 	}
-	f.check(call("dave", "globex"))
+	f.Check(call("dave", "globex"))
 	var keys []string
 	for _, g := range f.rec.gates() {
 		keys = append(keys, g.Key)

@@ -44,7 +44,7 @@ func TestRouteTierPerIPAndPerUser(t *testing.T) {
 		{routeCall("GET", "/auth/email/reset", "", "198.51.100.8"), true, ""},
 	}
 	for i, s := range steps {
-		d := f.check(s.call)
+		d := f.Check(s.call)
 		if d.Allowed != s.allowed {
 			t.Fatalf("step %d %+v: allowed %v, want %v (%+v)", i+1, s.call, d.Allowed, s.allowed, d)
 		}
@@ -59,10 +59,10 @@ func TestRouteTierPerIPAndPerUser(t *testing.T) {
 			}
 		}
 	}
-	if d := f.check(routeCall("GET", "/auth/other", "alice", "198.51.100.7")); !d.Allowed || len(d.Gates) != 0 {
+	if d := f.Check(routeCall("GET", "/auth/other", "alice", "198.51.100.7")); !d.Allowed || len(d.Gates) != 0 {
 		t.Errorf("a path no route matches: %+v, want allowed with no gate", d)
 	}
-	if d := f.check(routeCall("GET", "/auth/email", "alice", "198.51.100.7")); !d.Allowed || len(d.Gates) != 0 {
+	if d := f.Check(routeCall("GET", "/auth/email", "alice", "198.51.100.7")); !d.Allowed || len(d.Gates) != 0 {
 		t.Errorf("/auth/email is not under /auth/email/*: %+v", d)
 	}
 	keys := []string{}
@@ -87,29 +87,29 @@ func TestRouteMethodsExemptAndShared(t *testing.T) {
 	public.Exempt = true
 	f := newMemFixture(t, writes, low, public)
 
-	if d := f.check(routeCall("GET", "/tokens/1", "alice", "")); !d.Allowed || len(d.Gates) != 1 || d.Gates[0].DefinitionID != "target:route:low:60" {
+	if d := f.Check(routeCall("GET", "/tokens/1", "alice", "")); !d.Allowed || len(d.Gates) != 1 || d.Gates[0].DefinitionID != "target:route:low:60" {
 		t.Fatalf("GET /tokens/1: %+v, want only the low tier (writes names POST and DELETE)", d)
 	}
-	if d := f.check(routeCall("POST", "/tokens/1", "alice", "")); !d.Allowed || len(d.Gates) != 2 {
+	if d := f.Check(routeCall("POST", "/tokens/1", "alice", "")); !d.Allowed || len(d.Gates) != 2 {
 		t.Fatalf("POST /tokens/1: %+v, want the writes and low tiers", d)
 	}
-	d := f.check(routeCall("DELETE", "/tokens/2", "alice", ""))
+	d := f.Check(routeCall("DELETE", "/tokens/2", "alice", ""))
 	if d.Allowed || len(d.Denied) != 1 || d.Denied[0].Dimension != enforce.DimensionUser {
 		t.Fatalf("second write by alice: %+v, want refused by the writes tier's user bucket", d)
 	}
 	for range 5 {
-		if d := f.check(routeCall("GET", "/docs/index.html", "alice", "")); !d.Allowed || len(d.Gates) != 0 {
+		if d := f.Check(routeCall("GET", "/docs/index.html", "alice", "")); !d.Allowed || len(d.Gates) != 0 {
 			t.Fatalf("exempt /docs/index.html: %+v, want allowed, nothing counted", d)
 		}
 	}
 	admin := routeCall("DELETE", "/tokens/3", "root", "")
 	admin.IsAdmin = true
-	if d := f.check(admin); !d.Allowed || len(d.Gates) != 1 || d.Gates[0].Dimension != enforce.DimensionAll {
+	if d := f.Check(admin); !d.Allowed || len(d.Gates) != 1 || d.Gates[0].Dimension != enforce.DimensionAll {
 		t.Fatalf("admin write: %+v, want only the shared low bucket", d)
 	}
 	// low's shared bucket: GET, POST, admin DELETE took 3 (the refused
 	// DELETE took nothing).
-	if d := f.check(routeCall("GET", "/x", "carol", "")); d.Allowed || d.Denied[0].Dimension != enforce.DimensionAll {
+	if d := f.Check(routeCall("GET", "/x", "carol", "")); d.Allowed || d.Denied[0].Dimension != enforce.DimensionAll {
 		t.Errorf("fourth call on the low tier: %+v, want refused by its shared bucket", d)
 	}
 }

@@ -12,7 +12,7 @@ import (
 func TestNoDefinitionsAllowsWithoutCounters(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	d := f.check(user("alice", "mcpgw"))
+	d := f.Check(user("alice", "mcpgw"))
 	if !d.Allowed || d.Reason != enforce.ReasonAllowed || len(d.Gates) != 0 || d.Limit != 0 {
 		t.Errorf("decision = %+v, want allowed with no gates", d)
 	}
@@ -24,13 +24,13 @@ func TestNoDefinitionsAllowsWithoutCounters(t *testing.T) {
 func TestControlPlaneAndAnonymousCallsAreNotLimited(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(callerGroup("g", 60, ptr(1), ptr(1)))
-	f.member("user", "alice", "g")
+	f.Def(callerGroup("g", 60, ptr(1), ptr(1)))
+	f.Member("user", "alice", "g")
 	for range 3 {
-		if d := f.check(enforce.Call{Username: "alice"}); !d.Allowed {
+		if d := f.Check(enforce.Call{Username: "alice"}); !d.Allowed {
 			t.Fatalf("control-plane call (no target) denied: %+v", d)
 		}
-		if d := f.check(enforce.Call{TargetType: "mcp_server", TargetName: "x"}); !d.Allowed {
+		if d := f.Check(enforce.Call{TargetType: "mcp_server", TargetName: "x"}); !d.Allowed {
 			t.Fatalf("call with no caller denied: %+v", d)
 		}
 	}
@@ -42,25 +42,25 @@ func TestControlPlaneAndAnonymousCallsAreNotLimited(t *testing.T) {
 func TestGroupLimit(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(callerGroup("testers", 60, ptr(3), ptr(3)))
-	f.member("user", "alice", "testers")
-	if got := f.burst(user("alice", "mcpgw"), 5); got != 3 {
+	f.Def(callerGroup("testers", 60, ptr(3), ptr(3)))
+	f.Member("user", "alice", "testers")
+	if got := f.Burst(user("alice", "mcpgw"), 5); got != 3 {
 		t.Fatalf("allowed %d of 5 at 3/min, want 3", got)
 	}
-	d := f.check(user("alice", "mcpgw"))
+	d := f.Check(user("alice", "mcpgw"))
 	if d.Allowed || d.Reason != enforce.ReasonThrottled || d.Limit != 3 || d.Remaining != 0 {
 		t.Errorf("4th call = %+v, want throttled with limit 3, remaining 0", d)
 	}
-	if d.RetryAfter != 60*time.Second || !d.Reset.Equal(f.clock.Now().Add(time.Minute)) {
+	if d.RetryAfter != 60*time.Second || !d.Reset.Equal(f.Clock.Now().Add(time.Minute)) {
 		t.Errorf("retry after %v, reset %v; want 60s and the next minute", d.RetryAfter, d.Reset)
 	}
 	// Someone not in the group is not limited.
-	if got := f.burst(user("bob", "mcpgw"), 5); got != 5 {
+	if got := f.Burst(user("bob", "mcpgw"), 5); got != 5 {
 		t.Errorf("bob (no group) allowed %d of 5", got)
 	}
 	// The next window starts from zero.
-	f.clock.Advance(time.Minute)
-	if got := f.burst(user("alice", "mcpgw"), 5); got != 3 {
+	f.Clock.Advance(time.Minute)
+	if got := f.Burst(user("alice", "mcpgw"), 5); got != 3 {
 		t.Errorf("next minute: allowed %d of 5, want 3", got)
 	}
 }
@@ -68,13 +68,13 @@ func TestGroupLimit(t *testing.T) {
 func TestPerCallerTypeLimits(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(callerGroup("mixed", 60, ptr(4), ptr(2)))
-	f.member("user", "alice", "mixed")
-	f.member("client", "bot", "mixed")
-	if got := f.burst(user("alice", "s"), 10); got != 4 {
+	f.Def(callerGroup("mixed", 60, ptr(4), ptr(2)))
+	f.Member("user", "alice", "mixed")
+	f.Member("client", "bot", "mixed")
+	if got := f.Burst(user("alice", "s"), 10); got != 4 {
 		t.Errorf("user allowed %d, want 4", got)
 	}
-	if got := f.burst(agent("bot", "s"), 10); got != 2 {
+	if got := f.Burst(agent("bot", "s"), 10); got != 2 {
 		t.Errorf("agent allowed %d, want 2", got)
 	}
 }
@@ -82,13 +82,13 @@ func TestPerCallerTypeLimits(t *testing.T) {
 func TestTypeWithoutNumberIsNotGated(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(callerGroup("humans-only", 60, ptr(2), nil))
-	f.member("client", "bot", "humans-only")
-	f.member("user", "alice", "humans-only")
-	if got := f.burst(agent("bot", "s"), 10); got != 10 {
+	f.Def(callerGroup("humans-only", 60, ptr(2), nil))
+	f.Member("client", "bot", "humans-only")
+	f.Member("user", "alice", "humans-only")
+	if got := f.Burst(agent("bot", "s"), 10); got != 10 {
 		t.Errorf("agent in a group without agent_max_requests allowed %d of 10", got)
 	}
-	if got := f.burst(user("alice", "s"), 10); got != 2 {
+	if got := f.Burst(user("alice", "s"), 10); got != 2 {
 		t.Errorf("user allowed %d of 10, want 2", got)
 	}
 }
@@ -96,24 +96,24 @@ func TestTypeWithoutNumberIsNotGated(t *testing.T) {
 func TestAdminsBypassCallerGatesNotTargetGates(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(callerGroup("g", 60, ptr(2), ptr(2)), target("mcp_server", "fragile", 60, 5))
-	f.member("user", "root", "g")
-	f.member("user", "ops", "g")
+	f.Def(callerGroup("g", 60, ptr(2), ptr(2)), target("mcp_server", "fragile", 60, 5))
+	f.Member("user", "root", "g")
+	f.Member("user", "ops", "g")
 	admin := user("root", "other")
 	admin.IsAdmin = true
-	if got := f.burst(admin, 10); got != 10 {
+	if got := f.Burst(admin, 10); got != 10 {
 		t.Errorf("admin (IsAdmin) allowed %d of 10 on a caller limit of 2", got)
 	}
 	admin.TargetName = "fragile"
-	if got := f.burst(admin, 10); got != 5 {
+	if got := f.Burst(admin, 10); got != 5 {
 		t.Errorf("admin allowed %d of 10 on a target limit of 5; target limits apply to admins", got)
 	}
 	// An administrator listed in the store counts, without the gateway saying so.
-	if _, err := f.st.Pool().Exec(t.Context(), `insert into rl_admins (subject_type, subject) values ('user', 'ops')`); err != nil {
+	if _, err := f.Store.Pool().Exec(t.Context(), `insert into rl_admins (subject_type, subject) values ('user', 'ops')`); err != nil {
 		t.Fatal(err)
 	}
-	f.refresh()
-	if got := f.burst(user("ops", "other"), 10); got != 10 {
+	f.Refresh()
+	if got := f.Burst(user("ops", "other"), 10); got != 10 {
 		t.Errorf("admin from the store allowed %d of 10", got)
 	}
 }
@@ -124,9 +124,9 @@ func TestAdminsBypassCallerGatesNotTargetGates(t *testing.T) {
 func TestMinuteAndDayWindows(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(callerGroup("g", 60, ptr(5), nil), callerGroup("g", 86400, ptr(20), nil))
-	f.member("user", "alice", "g")
-	if got := f.burst(user("alice", "s"), 30); got != 5 {
+	f.Def(callerGroup("g", 60, ptr(5), nil), callerGroup("g", 86400, ptr(20), nil))
+	f.Member("user", "alice", "g")
+	if got := f.Burst(user("alice", "s"), 30); got != 5 {
 		t.Fatalf("allowed %d of 30, want 5", got)
 	}
 	if day := f.counter(enforce.CallerCounter(86400, "user:alice").String()); day != 5 {
@@ -134,14 +134,14 @@ func TestMinuteAndDayWindows(t *testing.T) {
 	}
 	// Four more minutes: 20 in the day, then the day gate denies.
 	for range 4 {
-		f.clock.Advance(time.Minute)
-		f.burst(user("alice", "s"), 10)
+		f.Clock.Advance(time.Minute)
+		f.Burst(user("alice", "s"), 10)
 	}
 	if day := f.counter(enforce.CallerCounter(86400, "user:alice").String()); day != 20 {
 		t.Errorf("daily counter = %d, want 20", day)
 	}
-	f.clock.Advance(time.Minute)
-	d := f.check(user("alice", "s"))
+	f.Clock.Advance(time.Minute)
+	d := f.Check(user("alice", "s"))
 	if d.Allowed || len(d.Denied) != 1 || d.Denied[0].WindowSeconds != 86400 {
 		t.Errorf("after 20 in the day: %+v, want denied by the day gate", d)
 	}
@@ -153,9 +153,9 @@ func TestMinuteAndDayWindows(t *testing.T) {
 func TestMostRestrictiveGroupWinsPerWindow(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(callerGroup("loose", 60, ptr(10), nil), callerGroup("tight", 60, ptr(3), nil))
-	f.member("user", "alice", "loose", "tight")
-	if got := f.burst(user("alice", "s"), 10); got != 3 {
+	f.Def(callerGroup("loose", 60, ptr(10), nil), callerGroup("tight", 60, ptr(3), nil))
+	f.Member("user", "alice", "loose", "tight")
+	if got := f.Burst(user("alice", "s"), 10); got != 3 {
 		t.Errorf("allowed %d, want 3 (the tighter group)", got)
 	}
 }
@@ -163,22 +163,22 @@ func TestMostRestrictiveGroupWinsPerWindow(t *testing.T) {
 func TestTargetsHaveTheirOwnBuckets(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(
+	f.Def(
 		target("a2a_agent", "/booking-agent", 60, 3),
 		serverGroup("fragile", 60, 2, "airegistry-tools", "aws-kb"),
 	)
 	booking := enforce.Call{Username: "u", TargetType: "a2a_agent", TargetName: "booking-agent"}
-	if got := f.burst(booking, 5); got != 3 {
+	if got := f.Burst(booking, 5); got != 3 {
 		t.Errorf("a2a agent allowed %d, want 3", got)
 	}
 	// Each member of the server group gets its own 2/min, whoever calls.
-	if got := f.burst(user("u1", "airegistry-tools"), 3) + f.burst(user("u2", "airegistry-tools"), 3); got != 2 {
+	if got := f.Burst(user("u1", "airegistry-tools"), 3) + f.Burst(user("u2", "airegistry-tools"), 3); got != 2 {
 		t.Errorf("airegistry-tools allowed %d across callers, want 2", got)
 	}
-	if got := f.burst(user("u1", "/aws-kb/"), 3); got != 2 {
+	if got := f.Burst(user("u1", "/aws-kb/"), 3); got != 2 {
 		t.Errorf("aws-kb allowed %d, want its own 2", got)
 	}
-	if got := f.burst(user("u1", "not-a-member"), 3); got != 3 {
+	if got := f.Burst(user("u1", "not-a-member"), 3); got != 3 {
 		t.Errorf("a server outside the group allowed %d of 3", got)
 	}
 }
@@ -186,16 +186,16 @@ func TestTargetsHaveTheirOwnBuckets(t *testing.T) {
 func TestCallerAndTargetGatesTogether(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(callerGroup("g", 60, ptr(5), nil), target("mcp_server", "s", 60, 3))
-	f.member("user", "alice", "g")
-	f.member("user", "bob", "g")
-	if got := f.burst(user("alice", "s"), 10); got != 3 {
+	f.Def(callerGroup("g", 60, ptr(5), nil), target("mcp_server", "s", 60, 3))
+	f.Member("user", "alice", "g")
+	f.Member("user", "bob", "g")
+	if got := f.Burst(user("alice", "s"), 10); got != 3 {
 		t.Errorf("alice on s allowed %d, want 3 (target limit)", got)
 	}
-	if got := f.burst(user("alice", "t"), 10); got != 2 {
+	if got := f.Burst(user("alice", "t"), 10); got != 2 {
 		t.Errorf("alice on t allowed %d, want 2 (her caller limit 5 less the 3 on s)", got)
 	}
-	if got := f.burst(user("bob", "s"), 10); got != 0 {
+	if got := f.Burst(user("bob", "s"), 10); got != 0 {
 		t.Errorf("bob on s allowed %d, want 0 (s is exhausted for everyone)", got)
 	}
 }
@@ -203,16 +203,16 @@ func TestCallerAndTargetGatesTogether(t *testing.T) {
 func TestCallerTargetIndependence(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(callerTarget("per-server-cap", 60, 2))
-	f.member("user", "alice", "per-server-cap")
-	f.member("user", "bob", "per-server-cap")
-	if got := f.burst(user("alice", "x"), 5); got != 2 {
+	f.Def(callerTarget("per-server-cap", 60, 2))
+	f.Member("user", "alice", "per-server-cap")
+	f.Member("user", "bob", "per-server-cap")
+	if got := f.Burst(user("alice", "x"), 5); got != 2 {
 		t.Errorf("alice on x allowed %d, want 2", got)
 	}
-	if got := f.burst(user("alice", "y"), 5); got != 2 {
+	if got := f.Burst(user("alice", "y"), 5); got != 2 {
 		t.Errorf("alice on y allowed %d, want her own 2 on y", got)
 	}
-	if got := f.burst(user("bob", "x"), 5); got != 2 {
+	if got := f.Burst(user("bob", "x"), 5); got != 2 {
 		t.Errorf("bob on x allowed %d, want his own 2", got)
 	}
 }
@@ -220,10 +220,10 @@ func TestCallerTargetIndependence(t *testing.T) {
 func TestRetryAfterIsAtLeastOneSecond(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(target("mcp_server", "s", 1, 1))
-	f.clock.Advance(999 * time.Millisecond) // 1 ms before the window turns
-	f.check(user("u", "s"))
-	d := f.check(user("u", "s"))
+	f.Def(target("mcp_server", "s", 1, 1))
+	f.Clock.Advance(999 * time.Millisecond) // 1 ms before the window turns
+	f.Check(user("u", "s"))
+	d := f.Check(user("u", "s"))
 	if d.Allowed || d.RetryAfter != time.Second {
 		t.Errorf("decision = %+v, want denied with retry after exactly 1s", d)
 	}

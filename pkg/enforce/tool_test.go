@@ -34,54 +34,54 @@ func TestToolGlobsScopesAndKinds(t *testing.T) {
 		toolDef("*:delete_*", 3600, 1, ratelimit.ToolScopeTool),
 		toolDef("github:complete", 3600, 1, "", ratelimit.KindCompletion))
 
-	if d := f.check(toolCall("alice", "hot", "")); !d.Allowed || len(d.Gates) != 2 {
+	if d := f.Check(toolCall("alice", "hot", "")); !d.Allowed || len(d.Gates) != 2 {
 		t.Fatalf("first hot call: %+v", d)
 	}
 	for i := range 3 {
-		d := f.check(toolCall("alice", "hot", ""))
+		d := f.Check(toolCall("alice", "hot", ""))
 		if d.Allowed || len(d.Denied) != 1 || d.Denied[0].DefinitionID != "target:mcp_tool:github:hot:3600" ||
 			d.Denied[0].Dimension != ratelimit.ToolScopePrincipalTool || d.Denied[0].Matched != "github:hot" {
 			t.Fatalf("hot call %d: %+v, want refused by github:hot's principal_tool bucket", i+2, d)
 		}
 	}
 	// bob has his own buckets.
-	if d := f.check(toolCall("bob", "hot", "")); !d.Allowed {
+	if d := f.Check(toolCall("bob", "hot", "")); !d.Allowed {
 		t.Fatalf("bob's hot call: %+v", d)
 	}
 	allowed := 0
 	for range 10 {
-		if f.check(toolCall("alice", "search", "")).Allowed {
+		if f.Check(toolCall("alice", "search", "")).Allowed {
 			allowed++
 		}
 	}
 	if allowed != 4 {
 		t.Errorf("alice's other tools after one hot call: %d allowed, want 4", allowed)
 	}
-	d := f.check(toolCall("alice", "search", ""))
+	d := f.Check(toolCall("alice", "search", ""))
 	if d.Allowed || d.Denied[0].Matched != "github:*" || d.Denied[0].Dimension != ratelimit.ToolScopePrincipal {
 		t.Errorf("alice over the principal limit: %+v", d)
 	}
 	// *:delete_* per tool: every caller shares a tool's bucket, tools
 	// are apart.
-	if d := f.check(toolCall("carol", "delete_repo", "")); !d.Allowed {
+	if d := f.Check(toolCall("carol", "delete_repo", "")); !d.Allowed {
 		t.Errorf("carol delete_repo: %+v", d)
 	}
-	if d := f.check(toolCall("dave", "delete_repo", "")); d.Allowed || d.Denied[0].Dimension != ratelimit.ToolScopeTool {
+	if d := f.Check(toolCall("dave", "delete_repo", "")); d.Allowed || d.Denied[0].Dimension != ratelimit.ToolScopeTool {
 		t.Errorf("dave delete_repo after carol: %+v, want refused by the per-tool bucket", d)
 	}
-	if d := f.check(enforce.Call{Username: "dave", TargetType: "mcp_server", TargetName: "gitlab", Tool: "delete_branch"}); !d.Allowed {
+	if d := f.Check(enforce.Call{Username: "dave", TargetType: "mcp_server", TargetName: "gitlab", Tool: "delete_branch"}); !d.Allowed {
 		t.Errorf("dave gitlab:delete_branch: %+v", d)
 	}
 	// Kinds: github:complete covers completions only.
 	for i := range 3 {
-		if d := f.check(toolCall("erin", "complete", ratelimit.KindTool)); !d.Allowed {
+		if d := f.Check(toolCall("erin", "complete", ratelimit.KindTool)); !d.Allowed {
 			t.Fatalf("tool call %d named complete: %+v, want the completion limit not to apply", i, d)
 		}
 	}
-	if d := f.check(toolCall("frank", "complete", ratelimit.KindCompletion)); !d.Allowed {
+	if d := f.Check(toolCall("frank", "complete", ratelimit.KindCompletion)); !d.Allowed {
 		t.Fatalf("first completion: %+v", d)
 	}
-	if d := f.check(toolCall("gina", "complete", ratelimit.KindCompletion)); d.Allowed {
+	if d := f.Check(toolCall("gina", "complete", ratelimit.KindCompletion)); d.Allowed {
 		t.Errorf("second completion: %+v, want refused", d)
 	}
 }

@@ -2,6 +2,7 @@ package enforce_test
 
 import (
 	"context"
+	"github.com/rlctl/rlctl/internal/enforcefixture"
 	"reflect"
 	"strings"
 	"testing"
@@ -63,7 +64,7 @@ func viewCacheEnforcer(t *testing.T, st enforce.State, now func() time.Time) (*e
 // exactly the gates a new Enforcer gives it.
 func TestViewCacheMatchesAFreshEnforcer(t *testing.T) {
 	t.Parallel()
-	clk := &clock{now: time.Date(2026, 3, 2, 0, 0, 30, 0, time.UTC)}
+	clk := enforcefixture.NewClock(time.Date(2026, 3, 2, 0, 0, 30, 0, time.UTC))
 	base := enforce.Call{Username: "alice", TargetType: ratelimit.EntityMCPServer, TargetName: "s", ClientIP: "192.0.2.1"}
 	vary := func(f func(*enforce.Call)) enforce.Call {
 		c := base
@@ -123,7 +124,7 @@ func TestViewCacheMatchesAFreshEnforcer(t *testing.T) {
 // window the call is in, not the first call's.
 func TestViewCacheFollowsChangesAndTime(t *testing.T) {
 	t.Parallel()
-	clk := &clock{now: time.Date(2026, 3, 2, 0, 0, 30, 0, time.UTC)}
+	clk := enforcefixture.NewClock(time.Date(2026, 3, 2, 0, 0, 30, 0, time.UTC))
 	st := viewCacheState()
 	e, src := viewCacheEnforcer(t, st, clk.Now)
 	ctx := context.Background()
@@ -182,7 +183,7 @@ func TestViewCacheFollowsChangesAndTime(t *testing.T) {
 // ends it on the cached view, at the time it names.
 func TestViewCacheQuarantineAndExpiry(t *testing.T) {
 	t.Parallel()
-	clk := &clock{now: time.Date(2026, 3, 2, 0, 0, 30, 0, time.UTC)}
+	clk := enforcefixture.NewClock(time.Date(2026, 3, 2, 0, 0, 30, 0, time.UTC))
 	st := viewCacheState()
 	e, src := viewCacheEnforcer(t, st, clk.Now)
 	ctx := context.Background()

@@ -3,6 +3,7 @@ package httpgate_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/rlctl/rlctl/internal/enforcefixture"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -22,7 +23,7 @@ import (
 // throttle.
 func authEnforcer(t *testing.T) (*enforce.Enforcer, *auththrottle.Throttle) {
 	t.Helper()
-	clk := &clock{now: startOfDay}
+	clk := enforcefixture.NewClock(startOfDay)
 	counters := memory.New()
 	th, err := auththrottle.New(counters, auththrottle.Options{Now: clk.Now})
 	if err != nil {

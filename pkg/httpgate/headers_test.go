@@ -160,11 +160,11 @@ func TestSetHeadersFormat(t *testing.T) {
 func TestSetHeadersFromARealDecision(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(target("mcp_server", "s", 60, 2), target("mcp_server", "s", 3600, 50))
-	f.clock.Advance(20*time.Second + 500*time.Millisecond)
+	f.Def(target("mcp_server", "s", 60, 2), target("mcp_server", "s", 3600, 50))
+	f.Clock.Advance(20*time.Second + 500*time.Millisecond)
 
 	h := http.Header{}
-	httpgate.SetHeaders(h, f.check(user("alice", "s")), f.clock.Now())
+	httpgate.SetHeaders(h, f.Check(user("alice", "s")), f.Clock.Now())
 	want := map[string]string{
 		"X-RateLimit-Limit": "2", "X-RateLimit-Remaining": "1",
 		"X-RateLimit-Reset": "1772409660", // 2026-03-02T00:01:00Z
@@ -178,13 +178,13 @@ func TestSetHeadersFromARealDecision(t *testing.T) {
 		}
 	}
 
-	f.check(user("alice", "s"))
-	d := f.check(user("alice", "s"))
+	f.Check(user("alice", "s"))
+	d := f.Check(user("alice", "s"))
 	if d.Allowed {
 		t.Fatalf("third call at 2/min allowed: %+v", d)
 	}
 	h = http.Header{}
-	httpgate.SetHeaders(h, d, f.clock.Now())
+	httpgate.SetHeaders(h, d, f.Clock.Now())
 	want = map[string]string{
 		"X-RateLimit-Limit": "2", "X-RateLimit-Remaining": "0",
 		"RateLimit-Policy": `"target:mcp_server:s:60";q=2;w=60, "target:mcp_server:s:3600";q=50;w=3600`,

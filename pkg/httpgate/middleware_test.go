@@ -41,7 +41,7 @@ func newGateway(t *testing.T, f *fixture) *gateway {
 		g.reached.Add(1)
 		_, _ = io.WriteString(w, "ok")
 	})
-	mw := httpgate.Middleware(f.e, classify, httpgate.MiddlewareOptions{
+	mw := httpgate.Middleware(f.E, classify, httpgate.MiddlewareOptions{
 		OnDecision: func(_ *http.Request, _ enforce.Call, d enforce.Decision, _ error) {
 			g.mu.Lock()
 			g.decisions = append(g.decisions, d)
@@ -112,7 +112,7 @@ var rateHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-Rate
 func TestMiddlewareAllowsThenThrottles(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(target("mcp_server", "s", 60, 2))
+	f.Def(target("mcp_server", "s", 60, 2))
 	g := newGateway(t, f)
 
 	for i, wantRemaining := range []string{"1", "0"} {
@@ -149,8 +149,8 @@ func TestMiddlewareAllowsThenThrottles(t *testing.T) {
 func TestMiddlewareQuarantineIsAPlain403(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, enforce.Options{})
-	f.def(target("mcp_server", "s", 60, 100))
-	f.member("user", "mallory", "quarantine-callers")
+	f.Def(target("mcp_server", "s", 60, 100))
+	f.Member("user", "mallory", "quarantine-callers")
 	g := newGateway(t, f)
 
 	a := g.call(t, "/mcp/s", "mallory")
@@ -182,7 +182,7 @@ func TestMiddlewareFailClosedIs503(t *testing.T) {
 	f := newFixture(t, enforce.Options{})
 	closed := target("mcp_server", "s", 60, 100)
 	closed.FailClosed = true
-	f.def(closed, target("mcp_server", "open", 60, 100))
+	f.Def(closed, target("mcp_server", "open", 60, 100))
 	g := newGateway(t, f)
 	repair := breakCounters(t, f)
 

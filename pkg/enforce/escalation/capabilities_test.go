@@ -134,13 +134,13 @@ func TestEscalationNeedsALockWriter(t *testing.T) {
 func TestLockoutsAreRecorded(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, escalation.Policy{After: 2, Within: 5 * time.Minute, Lockout: 15 * time.Minute}, escalation.Opts{})
-	f.def(callerGroup("free", 60, ptr(1), nil))
-	f.member(ratelimit.SubjectUser, "alice", "free")
+	f.Def(callerGroup("free", 60, ptr(1), nil))
+	f.Member(ratelimit.SubjectUser, "alice", "free")
 	for range 3 {
-		f.check(user("alice", "srv"))
+		f.Check(user("alice", "srv"))
 	}
 	f.rec.Flush(context.Background())
-	rows, err := f.st.ListEvents(context.Background(), store.EventFilter{Kind: ratelimit.EventLockoutStarted})
+	rows, err := f.Store.ListEvents(context.Background(), store.EventFilter{Kind: ratelimit.EventLockoutStarted})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,21 +21,21 @@ func TestEscalationLockoutSeed004(t *testing.T) {
 	var lockouts []enforce.Lockout
 	f := newFixture(t, escalation.Policy{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute},
 		escalation.Opts{OnLockout: func(l enforce.Lockout) { mu.Lock(); lockouts = append(lockouts, l); mu.Unlock() }})
-	f.def(callerGroup("hourly", 3600, ptr(1), nil))
-	f.member("user", "alice", "hourly")
-	f.member("user", "carol", "hourly")
+	f.Def(callerGroup("hourly", 3600, ptr(1), nil))
+	f.Member("user", "alice", "hourly")
+	f.Member("user", "carol", "hourly")
 	alice := user("alice", "mcpgw")
 
-	if d := f.check(alice); !d.Allowed {
+	if d := f.Check(alice); !d.Allowed {
 		t.Fatalf("first call: %+v", d)
 	}
 	for i := 1; i <= 4; i++ {
-		if d := f.check(alice); d.Reason != enforce.ReasonThrottled {
+		if d := f.Check(alice); d.Reason != enforce.ReasonThrottled {
 			t.Fatalf("violation %d: %s, want throttled", i, d.Reason)
 		}
-		f.clock.Advance(time.Minute)
+		f.Clock.Advance(time.Minute)
 	}
-	d := f.check(alice)
+	d := f.Check(alice)
 	if d.Reason != enforce.ReasonLockedOut || d.RetryAfter != 15*time.Minute || d.LockoutRemaining != 15*time.Minute {
 		t.Fatalf("5th violation within 5 minutes: %+v, want locked-out for 15m", d)
 	}
@@ -45,23 +45,23 @@ func TestEscalationLockoutSeed004(t *testing.T) {
 		t.Errorf("lockouts reported: %+v", lockouts)
 	}
 	mu.Unlock()
-	f.refresh()
-	f.clock.Advance(15*time.Minute - time.Second)
-	if d := f.check(alice); d.Reason != enforce.ReasonLockedOut || d.LockoutRemaining != time.Second {
+	f.Refresh()
+	f.Clock.Advance(15*time.Minute - time.Second)
+	if d := f.Check(alice); d.Reason != enforce.ReasonLockedOut || d.LockoutRemaining != time.Second {
 		t.Fatalf("1 s before the end: %+v, want locked-out for 1s more", d)
 	}
-	f.clock.Advance(time.Second)
-	if d := f.check(alice); d.Reason != enforce.ReasonThrottled {
+	f.Clock.Advance(time.Second)
+	if d := f.Check(alice); d.Reason != enforce.ReasonThrottled {
 		t.Fatalf("at the end: %+v, want throttled again (the hour's limit is used), not locked out", d)
 	}
 
 	// carol's violations are 9 minutes apart: no lockout.
-	f.check(user("carol", "mcpgw"))
+	f.Check(user("carol", "mcpgw"))
 	for range 4 {
-		f.check(user("carol", "mcpgw"))
+		f.Check(user("carol", "mcpgw"))
 	}
-	f.clock.Advance(9 * time.Minute)
-	if d := f.check(user("carol", "mcpgw")); d.Reason != enforce.ReasonThrottled {
+	f.Clock.Advance(9 * time.Minute)
+	if d := f.Check(user("carol", "mcpgw")); d.Reason != enforce.ReasonThrottled {
 		t.Fatalf("violations spread over 9 minutes: %+v, want throttled", d)
 	}
 }
@@ -96,22 +96,22 @@ func TestEscalationLockoutAnonymousIP(t *testing.T) {
 	var lockouts []enforce.Lockout
 	f := newFixture(t, escalation.Policy{After: 5, Within: 5 * time.Minute, Lockout: 15 * time.Minute},
 		escalation.Opts{OnLockout: func(l enforce.Lockout) { mu.Lock(); lockouts = append(lockouts, l); mu.Unlock() }})
-	f.def(callerGroup("anon", 3600, ptr(1), nil))
-	f.member(ratelimit.SubjectNetwork, "198.51.100.0/24", "anon")
-	f.member(ratelimit.SubjectNetwork, "2001:db8::/32", "anon")
-	f.member(ratelimit.SubjectUser, "alice", "anon")
+	f.Def(callerGroup("anon", 3600, ptr(1), nil))
+	f.Member(ratelimit.SubjectNetwork, "198.51.100.0/24", "anon")
+	f.Member(ratelimit.SubjectNetwork, "2001:db8::/32", "anon")
+	f.Member(ratelimit.SubjectUser, "alice", "anon")
 
 	lockOut := func(c enforce.Call) {
 		t.Helper()
-		if d := f.check(c); !d.Allowed {
+		if d := f.Check(c); !d.Allowed {
 			t.Fatalf("first call of %s: %+v", c.ClientIP, d)
 		}
 		for i := 1; i <= 4; i++ {
-			if d := f.check(c); d.Reason != enforce.ReasonThrottled {
+			if d := f.Check(c); d.Reason != enforce.ReasonThrottled {
 				t.Fatalf("%s violation %d: %+v, want throttled", c.ClientIP, i, d)
 			}
 		}
-		if d := f.check(c); d.Reason != enforce.ReasonLockedOut || d.RetryAfter != 15*time.Minute || d.LockoutRemaining != 15*time.Minute {
+		if d := f.Check(c); d.Reason != enforce.ReasonLockedOut || d.RetryAfter != 15*time.Minute || d.LockoutRemaining != 15*time.Minute {
 			t.Fatalf("%s 5th violation: %+v, want locked-out for 15m", c.ClientIP, d)
 		}
 	}
@@ -125,34 +125,34 @@ func TestEscalationLockoutAnonymousIP(t *testing.T) {
 		t.Errorf("lockouts reported: %+v", lockouts)
 	}
 	mu.Unlock()
-	m, err := f.st.GetMembership(t.Context(), ratelimit.SubjectNetwork, "198.51.100.7/32")
-	if err != nil || m.QuarantineExpiresAt == nil || !m.QuarantineExpiresAt.Equal(f.clock.Now().Add(15*time.Minute)) ||
+	m, err := f.Store.GetMembership(t.Context(), ratelimit.SubjectNetwork, "198.51.100.7/32")
+	if err != nil || m.QuarantineExpiresAt == nil || !m.QuarantineExpiresAt.Equal(f.Clock.Now().Add(15*time.Minute)) ||
 		!strings.HasPrefix(m.QuarantineReason, enforce.LockoutReasonPrefix) {
 		t.Fatalf("stored lockout: %+v, %v; want network 198.51.100.7/32 quarantined for 15m", m, err)
 	}
 
-	f.refresh()
+	f.Refresh()
 	for _, c := range []enforce.Call{v4, anonymous("::ffff:198.51.100.7"), anonymous("2001:db8:1:1::1"), anonymous("2001:db8:1:1::2")} {
-		if d := f.check(c); d.Reason != enforce.ReasonLockedOut || d.LockoutRemaining != 15*time.Minute {
+		if d := f.Check(c); d.Reason != enforce.ReasonLockedOut || d.LockoutRemaining != 15*time.Minute {
 			t.Errorf("%s after the lockout: %+v, want locked-out", c.ClientIP, d)
 		}
 	}
 	// Another address of the /24 has its own bucket; a user calling from
 	// the locked address is not the anonymous caller.
-	if d := f.check(anonymous("198.51.100.8")); !d.Allowed {
+	if d := f.Check(anonymous("198.51.100.8")); !d.Allowed {
 		t.Errorf("another address: %+v, want allowed", d)
 	}
 	alice := user("alice", "srv")
 	alice.ClientIP = "198.51.100.7"
-	if d := f.check(alice); !d.Allowed {
+	if d := f.Check(alice); !d.Allowed {
 		t.Errorf("alice from the locked address: %+v, want allowed", d)
 	}
 
-	f.clock.Advance(15 * time.Minute)
-	f.refresh()
+	f.Clock.Advance(15 * time.Minute)
+	f.Refresh()
 	// Ended on time; the /24's limit applies again (its hour is used up):
 	// the expired lockout does not hide it.
-	if d := f.check(v4); d.Reason != enforce.ReasonThrottled {
+	if d := f.Check(v4); d.Reason != enforce.ReasonThrottled {
 		t.Errorf("after the lockout: %+v, want throttled by the /24's group", d)
 	}
 }
@@ -168,39 +168,39 @@ func TestEscalationCountsOnlyTheCallersOwnLimits(t *testing.T) {
 	strict.CountsTowardLockout = ptr(true)
 	lenient := callerGroup("lenient", 3600, ptr(1), nil)
 	lenient.CountsTowardLockout = ptr(false)
-	f.def(target("mcp_server", "shared1", 3600, 10), strict, lenient)
-	f.member("user", "carol", "lenient")
+	f.Def(target("mcp_server", "shared1", 3600, 10), strict, lenient)
+	f.Member("user", "carol", "lenient")
 
 	for range 10 {
-		f.check(user("attacker", "shared1"))
+		f.Check(user("attacker", "shared1"))
 	}
 	for i := range 6 {
-		if d := f.check(user("victim", "shared1")); d.Reason != enforce.ReasonThrottled {
+		if d := f.Check(user("victim", "shared1")); d.Reason != enforce.ReasonThrottled {
 			t.Fatalf("victim's call %d to the used-up target: %s, want throttled (not locked out)", i+1, d.Reason)
 		}
 	}
-	if d := f.check(user("victim", "mcpgw")); !d.Allowed {
+	if d := f.Check(user("victim", "mcpgw")); !d.Allowed {
 		t.Errorf("the victim on an unrelated server: %+v, want allowed (another caller's traffic must not lock it out)", d)
 	}
 
 	// Opted in: the 5th throttle by the strict target locks bob out.
-	f.check(user("bob", "strict"))
+	f.Check(user("bob", "strict"))
 	var d enforce.Decision
 	for range 5 {
-		d = f.check(user("bob", "strict"))
+		d = f.Check(user("bob", "strict"))
 	}
 	if d.Reason != enforce.ReasonLockedOut {
 		t.Errorf("5 throttles by a target that counts toward lockouts: %s, want locked-out", d.Reason)
 	}
 	// Opted out: carol's own caller limit throttles her, never locks her out.
-	f.check(user("carol", "mcpgw"))
+	f.Check(user("carol", "mcpgw"))
 	for range 6 {
-		d = f.check(user("carol", "mcpgw"))
+		d = f.Check(user("carol", "mcpgw"))
 	}
 	if d.Reason != enforce.ReasonThrottled {
 		t.Errorf("6 throttles by a caller limit that does not count: %s, want throttled", d.Reason)
 	}
-	if d := f.check(user("carol", "other")); d.Reason != enforce.ReasonThrottled {
+	if d := f.Check(user("carol", "other")); d.Reason != enforce.ReasonThrottled {
 		t.Errorf("carol elsewhere: %s, want throttled by her own limit, not locked out", d.Reason)
 	}
 }
@@ -216,16 +216,16 @@ func TestEscalationLockoutRefusesTheNextCallAtOnce(t *testing.T) {
 	// another server.
 	perTarget := callerGroup("hourly", 3600, ptr(1), nil)
 	perTarget.Axis = ratelimit.AxisCallerTarget
-	f.def(perTarget)
+	f.Def(perTarget)
 	for i := range 10 {
 		name := "u" + strings.Repeat("x", i)
-		f.member("user", name, "hourly")
-		f.check(user(name, "mcpgw"))
-		f.check(user(name, "mcpgw"))
-		if d := f.check(user(name, "mcpgw")); d.Reason != enforce.ReasonLockedOut {
+		f.Member("user", name, "hourly")
+		f.Check(user(name, "mcpgw"))
+		f.Check(user(name, "mcpgw"))
+		if d := f.Check(user(name, "mcpgw")); d.Reason != enforce.ReasonLockedOut {
 			t.Fatalf("%s's 2nd violation: %s, want locked-out", name, d.Reason)
 		}
-		if d := f.check(user(name, "unlimited")); d.Allowed || d.Reason != enforce.ReasonLockedOut {
+		if d := f.Check(user(name, "unlimited")); d.Allowed || d.Reason != enforce.ReasonLockedOut {
 			t.Errorf("%s's next call, to a server without limits: allowed %v, reason %s; want locked-out at once", name, d.Allowed, d.Reason)
 		}
 	}
@@ -265,9 +265,9 @@ func TestDefinitionLockoutMatchesTheEnforcer(t *testing.T) {
 		t.Run(c.def.Key()+"/"+c.call.Username, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, escalation.Policy{After: 1, Within: 5 * time.Minute, Lockout: 15 * time.Minute}, escalation.Opts{})
-			f.def(c.def)
-			f.check(c.call)
-			d := f.check(c.call)
+			f.Def(c.def)
+			f.Check(c.call)
+			d := f.Check(c.call)
 			want := enforce.ReasonThrottled
 			anonymous := c.call.Username == "" && c.call.ClientID == ""
 			if l := c.def.Lockout(); l == ratelimit.LockoutCounts || (l == ratelimit.LockoutAnonymous && anonymous) {
@@ -287,28 +287,28 @@ func TestDefinitionLockoutMatchesTheEnforcer(t *testing.T) {
 func TestEscalationLockoutIndependentOfCallerSentinel(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, escalation.Policy{After: 2, Within: 5 * time.Minute, Lockout: 15 * time.Minute}, escalation.Opts{})
-	f.def(callerGroup("hourly", 3600, ptr(1), nil))
-	f.member(ratelimit.SubjectUser, "alice", "hourly")
-	f.member(ratelimit.SubjectNetwork, "198.51.100.0/24", "hourly")
-	f.member(ratelimit.SubjectUser, "mallory", ratelimit.GroupQuarantineCallers)
+	f.Def(callerGroup("hourly", 3600, ptr(1), nil))
+	f.Member(ratelimit.SubjectUser, "alice", "hourly")
+	f.Member(ratelimit.SubjectNetwork, "198.51.100.0/24", "hourly")
+	f.Member(ratelimit.SubjectUser, "mallory", ratelimit.GroupQuarantineCallers)
 	alice, anon := user("alice", "srv"), anonymous("198.51.100.7")
 	for _, c := range []enforce.Call{alice, anon} {
-		f.check(c) // allowed: the hour's one call
-		f.check(c) // throttled: the first violation
-		if d := f.check(c); d.Reason != enforce.ReasonLockedOut {
+		f.Check(c) // allowed: the hour's one call
+		f.Check(c) // throttled: the first violation
+		if d := f.Check(c); d.Reason != enforce.ReasonLockedOut {
 			t.Fatalf("%+v 2nd violation: %+v, want locked-out", c, d)
 		}
 	}
-	if _, err := f.st.Pool().Exec(t.Context(), `update rl_definitions set enabled = false where id = $1`, ratelimit.SentinelCallers); err != nil {
+	if _, err := f.Store.Pool().Exec(t.Context(), `update rl_definitions set enabled = false where id = $1`, ratelimit.SentinelCallers); err != nil {
 		t.Fatal(err)
 	}
-	f.refresh()
+	f.Refresh()
 	for _, c := range []enforce.Call{alice, anon} {
-		if d := f.check(c); d.Reason != enforce.ReasonLockedOut || d.LockoutRemaining != 15*time.Minute {
+		if d := f.Check(c); d.Reason != enforce.ReasonLockedOut || d.LockoutRemaining != 15*time.Minute {
 			t.Errorf("%+v with the callers' sentinel off: %+v, want still locked-out for 15m", c, d)
 		}
 	}
-	if d := f.check(user("mallory", "srv")); !d.Allowed {
+	if d := f.Check(user("mallory", "srv")); !d.Allowed {
 		t.Errorf("manual caller quarantine with the sentinel off: %+v, want allowed", d)
 	}
 }

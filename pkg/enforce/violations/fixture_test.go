@@ -10,11 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/rlctl/rlctl/internal/pgtest"
+	"github.com/rlctl/rlctl/internal/enforcefixture"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
@@ -22,32 +21,12 @@ import (
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// clock is a settable time for tests.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-// fixture is one database and one Enforcer on a fixed clock that starts at
-// the beginning of a day, observed by a Recorder on the same clock.
+// fixture is the shared fixture's database and Enforcer on a fixed clock
+// that starts at the beginning of a day, observed by a Recorder on the
+// same clock.
 type fixture struct {
-	t     *testing.T
-	st    *store.Store
-	e     *enforce.Enforcer
-	rec   *violations.Recorder
-	clock *clock
+	*enforcefixture.Fixture
+	rec *violations.Recorder
 }
 
 // newFixture records to rl_events, or to sink when one is given.
@@ -64,95 +43,29 @@ func newFixture(t *testing.T, o violations.Opts, sink ...violations.Sink) *fixtu
 // rl_events.
 func newFixtureWith(t *testing.T, opts enforce.Options, o violations.Opts, sink violations.Sink) *fixture {
 	t.Helper()
-	st := pgtest.NewStore(t)
-	f := &fixture{t: t, st: st, clock: &clock{now: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)}}
+	f := &fixture{Fixture: enforcefixture.Start(t)}
 	if sink == nil {
-		sink = postgres.NewEventSink(st.Pool())
+		sink = postgres.NewEventSink(f.Store.Pool())
 	}
-	o.Now = f.clock.Now
+	o.Now = f.Clock.Now
 	rec, err := violations.New(sink, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Now, opts.CacheTTL, opts.SweepInterval = f.clock.Now, 72*time.Hour, -1
+	t.Cleanup(rec.Close) // after the Enforcer's Close, which registers later
 	opts.Observers = []enforce.Observer{rec}
-	e, err := postgres.New(context.Background(), st.Pool(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close(); rec.Close() })
-	f.e, f.rec = e, rec
+	f.Enforce(opts)
+	f.rec = rec
 	return f
 }
 
 func ptr[T any](v T) *T { return &v }
 
-// def stores definitions and reloads the enforcer.
-func (f *fixture) def(defs ...ratelimit.Definition) {
-	f.t.Helper()
-	for _, d := range defs {
-		if d.Mode == "" {
-			d.Mode = ratelimit.ModeEnforce
-		}
-		err := f.st.InTx(context.Background(), func(q *store.Queries) error {
-			_, err := q.PutDefinition(context.Background(), d, store.Write{Actor: "test"})
-			return err
-		})
-		if err != nil {
-			f.t.Fatalf("put %s: %v", d.Key(), err)
-		}
-	}
-	f.refresh()
-}
-
-func (f *fixture) member(subjectType, subject string, groups ...string) {
-	f.t.Helper()
-	err := f.st.InTx(context.Background(), func(q *store.Queries) error {
-		_, err := q.PutMembership(context.Background(), ratelimit.Membership{SubjectType: subjectType, Subject: subject, Groups: groups}, store.Write{})
-		return err
-	})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.refresh()
-}
-
-func (f *fixture) refresh() {
-	f.t.Helper()
-	if err := f.e.Refresh(context.Background()); err != nil {
-		f.t.Fatal(err)
-	}
-}
-
-func (f *fixture) check(c enforce.Call) enforce.Decision {
-	f.t.Helper()
-	d, err := f.e.Check(context.Background(), c)
-	if err != nil {
-		f.t.Fatalf("check %+v: %v", c, err)
-	}
-	return d
-}
-
-// burst checks n calls and returns how many were allowed.
-func (f *fixture) burst(c enforce.Call, n int) int {
-	f.t.Helper()
-	allowed := 0
-	for range n {
-		if f.check(c).Allowed {
-			allowed++
-		}
-	}
-	return allowed
-}
-
-func callerGroup(name string, window int, user, agent *int) ratelimit.Definition {
-	return ratelimit.Definition{Axis: "caller", EntityType: "group", Name: name, WindowSeconds: window,
-		UserMaxRequests: user, AgentMaxRequests: agent, Enabled: true}
-}
-
-func target(entityType, name string, window, max int) ratelimit.Definition {
-	return ratelimit.Definition{Axis: "target", EntityType: entityType, Name: name, WindowSeconds: window, MaxRequests: ptr(max), Enabled: true}
-}
+var (
+	callerGroup = enforcefixture.CallerGroup
+	target      = enforcefixture.Target
+	user        = enforcefixture.User
+)
 
 func toolDef(name string, window, max int, scope string) ratelimit.Definition {
 	d := target("mcp_tool", name, window, max)
@@ -171,10 +84,6 @@ func route(tier string, window int, paths ...string) ratelimit.Definition {
 
 func routeCall(method, path, username, ip string) enforce.Call {
 	return enforce.Call{Method: method, Path: path, Username: username, ClientIP: ip}
-}
-
-func user(name, server string) enforce.Call {
-	return enforce.Call{Username: name, TargetType: "mcp_server", TargetName: server}
 }
 
 // lockedBuffer is a bytes.Buffer safe for the flush goroutine.

@@ -28,8 +28,8 @@ func TestThrottleFloodThroughCheck(t *testing.T) {
 	var slogBuf, siem lockedBuffer
 	f := newFixtureWith(t, enforce.Options{Counters: memory.New(), BackendTimeout: 10 * time.Second, Logger: slog.New(slog.NewJSONHandler(&slogBuf, nil))},
 		violations.Opts{Log: &siem, FlushInterval: time.Hour}, nil)
-	f.def(callerGroup("free", 60, ptr(5), nil))
-	f.member("user", "flood", "free")
+	f.Def(callerGroup("free", 60, ptr(5), nil))
+	f.Member("user", "flood", "free")
 	const (
 		span  = 10 * time.Minute
 		every = 5 * time.Second
@@ -39,29 +39,29 @@ func TestThrottleFloodThroughCheck(t *testing.T) {
 		n = 100_000
 	}
 	step := span / time.Duration(n)
-	next := f.clock.Now().Add(every)
+	next := f.Clock.Now().Add(every)
 	call := user("flood", "srv")
 	var throttled int64
 	for range n {
-		d, err := f.e.Check(context.Background(), call)
+		d, err := f.E.Check(context.Background(), call)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d.Reason == enforce.ReasonThrottled {
 			throttled++
 		}
-		f.clock.Advance(step)
-		if !f.clock.Now().Before(next) {
+		f.Clock.Advance(step)
+		if !f.Clock.Now().Before(next) {
 			f.rec.Flush(context.Background())
 			next = next.Add(every)
 		}
 	}
-	f.e.Close() // writes the aggregated log lines
+	f.E.Close() // writes the aggregated log lines
 	f.rec.Flush(context.Background())
 	if want := int64(n - 10*5); throttled != want {
 		t.Fatalf("%d throttles, want %d (5 allowed a minute)", throttled, want)
 	}
-	rows := listEvents(t, f.st, store.EventFilter{})
+	rows := listEvents(t, f.Store, store.EventFilter{})
 	var total int64
 	for _, r := range rows {
 		total += r.Count

@@ -30,20 +30,20 @@ func TestThrottlesAndQuarantineDenialsAreRecorded(t *testing.T) {
 	var log lockedBuffer
 	reg := prometheus.NewRegistry()
 	f := newFixture(t, violations.Opts{Log: &log, Registerer: reg})
-	f.def(callerGroup("free", 60, ptr(2), nil), target("mcp_server", "busy", 60, 1))
-	f.member("user", "alice", "free")
-	f.member("user", "mallory", ratelimit.GroupQuarantineCallers)
+	f.Def(callerGroup("free", 60, ptr(2), nil), target("mcp_server", "busy", 60, 1))
+	f.Member("user", "alice", "free")
+	f.Member("user", "mallory", ratelimit.GroupQuarantineCallers)
 	alice := user("alice", "srv")
 	alice.ClientIP = "203.0.113.7"
-	if allowed := f.burst(alice, 5); allowed != 2 {
+	if allowed := f.Burst(alice, 5); allowed != 2 {
 		t.Fatalf("alice: %d allowed, want 2", allowed)
 	}
-	f.burst(user("bob", "busy"), 4) // 3 throttled by the target's limit
-	f.burst(user("mallory", "srv"), 2)
+	f.Burst(user("bob", "busy"), 4) // 3 throttled by the target's limit
+	f.Burst(user("mallory", "srv"), 2)
 	f.rec.Flush(context.Background())
 
-	evs := listEvents(t, f.st, store.EventFilter{})
-	minute := f.clock.Now().UTC()
+	evs := listEvents(t, f.Store, store.EventFilter{})
+	minute := f.Clock.Now().UTC()
 	got := map[string]ratelimit.Event{}
 	for _, ev := range evs {
 		got[ev.Kind+" "+ev.Subject] = ev
@@ -66,12 +66,12 @@ func TestThrottlesAndQuarantineDenialsAreRecorded(t *testing.T) {
 	}
 
 	// The same minute adds to the rows; the next starts new ones.
-	f.burst(alice, 1)
+	f.Burst(alice, 1)
 	f.rec.Flush(context.Background())
-	f.clock.Advance(time.Minute)
-	f.burst(alice, 3) // a new window: 2 allowed, 1 throttled
+	f.Clock.Advance(time.Minute)
+	f.Burst(alice, 3) // a new window: 2 allowed, 1 throttled
 	f.rec.Flush(context.Background())
-	rows := listEvents(t, f.st, store.EventFilter{Subject: "user:alice"})
+	rows := listEvents(t, f.Store, store.EventFilter{Subject: "user:alice"})
 	if len(rows) != 2 || rows[0].Count != 1 || rows[1].Count != 4 || !rows[0].Minute.Equal(minute.Add(time.Minute)) {
 		t.Errorf("alice's rows, newest first: %+v, want counts 1 (the next minute) and 4", rows)
 	}
@@ -108,20 +108,20 @@ func TestViolationFloodWritesBoundedRows(t *testing.T) {
 		every = 5 * time.Second
 	)
 	step := span / n // 600 µs
-	next := f.clock.Now().Add(every)
+	next := f.Clock.Now().Add(every)
 	ev := ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:flood", DefinitionID: "caller:group:free:60", Limit: 5}
 	for range n {
 		if err := f.rec.RecordEvent(ev); err != nil {
 			t.Fatal(err)
 		}
-		f.clock.Advance(step)
-		if !f.clock.Now().Before(next) {
+		f.Clock.Advance(step)
+		if !f.Clock.Now().Before(next) {
 			f.rec.Flush(context.Background())
 			next = next.Add(every)
 		}
 	}
 	f.rec.Flush(context.Background())
-	rows := listEvents(t, f.st, store.EventFilter{})
+	rows := listEvents(t, f.Store, store.EventFilter{})
 	var total int64
 	for _, r := range rows {
 		total += r.Count
@@ -152,11 +152,11 @@ func TestViolationBufferIsBounded(t *testing.T) {
 		}
 	}
 	f.rec.Flush(context.Background())
-	rows := listEvents(t, f.st, store.EventFilter{})
+	rows := listEvents(t, f.Store, store.EventFilter{})
 	if len(rows) != 4 {
 		t.Fatalf("%d rows %+v, want 3 (the buffer's size) and a summary", len(rows), rows)
 	}
-	sum := listEvents(t, f.st, store.EventFilter{Subject: ratelimit.EventSubjectOverflow})
+	sum := listEvents(t, f.Store, store.EventFilter{Subject: ratelimit.EventSubjectOverflow})
 	if len(sum) != 1 || sum[0].Count != 4 || sum[0].MoreSubjects != 2 || sum[0].DefinitionID != "caller:group:free:60" ||
 		sum[0].Kind != ratelimit.EventLockoutStarted || sum[0].Severity != "high" {
 		t.Errorf("summary row %+v, want the 4 calls of 2 more subjects under caller:group:free:60", sum)
@@ -171,7 +171,7 @@ func TestViolationBufferIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.rec.Flush(context.Background())
-	if rows := listEvents(t, f.st, store.EventFilter{Subject: "user:u4"}); len(rows) != 1 || rows[0].Severity != "high" {
+	if rows := listEvents(t, f.Store, store.EventFilter{Subject: "user:u4"}); len(rows) != 1 || rows[0].Severity != "high" {
 		t.Errorf("after a flush: %+v, want u4's lockout recorded", rows)
 	}
 }
@@ -195,15 +195,15 @@ func TestViolationRowsPerMinuteCap(t *testing.T) {
 		}
 		f.rec.Flush(context.Background())
 	}
-	minute := f.clock.Now().UTC().Truncate(time.Minute)
+	minute := f.Clock.Now().UTC().Truncate(time.Minute)
 	rec("user:a", "user:b", "user:c")           // three rows
 	rec("user:d", "user:e", "user:a")           // d: the minute's 4th; e past it; a has its row
 	rec("user:e", "user:f", "user:a", "user:a") // e again is no new subject
 	rec("user:b", "user:c", "user:d", "user:a") // a past the flush's 3: summed up, no new subject
-	f.clock.Advance(time.Minute)
+	f.Clock.Advance(time.Minute)
 	rec("user:g")
 	counts := map[string]int64{}
-	for _, r := range listEvents(t, f.st, store.EventFilter{Since: minute, Until: minute.Add(time.Minute)}) {
+	for _, r := range listEvents(t, f.Store, store.EventFilter{Since: minute, Until: minute.Add(time.Minute)}) {
 		counts[r.Subject] = r.Count
 		if r.Subject == ratelimit.EventSubjectOverflow && r.MoreSubjects != 2 {
 			t.Errorf("summary %+v: more_subjects %d, want 2 (e and f)", r, r.MoreSubjects)
@@ -213,7 +213,7 @@ func TestViolationRowsPerMinuteCap(t *testing.T) {
 	if !maps.Equal(counts, want) {
 		t.Errorf("the first minute's rows by subject %v, want %v", counts, want)
 	}
-	if rows := listEvents(t, f.st, store.EventFilter{Subject: "user:g"}); len(rows) != 1 {
+	if rows := listEvents(t, f.Store, store.EventFilter{Subject: "user:g"}); len(rows) != 1 {
 		t.Errorf("the next minute: %+v, want g's row", rows)
 	}
 	if got := series(t, reg, "rlctl_enforce_violations_summarized_total"); !slices.Equal(got, []string{"reason=per_flush 1", "reason=per_minute 3"}) {
@@ -230,23 +230,23 @@ func TestViolationFloodOfDistinctCallersIsCapped(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	f := newFixture(t, violations.Opts{Registerer: reg, FlushInterval: time.Hour})
-	f.clock.Advance(time.Duration(60-f.clock.Now().Second()) * time.Second) // all within one minute
+	f.Clock.Advance(time.Duration(60-f.Clock.Now().Second()) * time.Second) // all within one minute
 	const n = 100_000
 	step := 25 * time.Second / n
-	next := f.clock.Now().Add(5 * time.Second)
+	next := f.Clock.Now().Add(5 * time.Second)
 	for i := range n {
 		if err := f.rec.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: fmt.Sprintf("ip:10.%d.%d.%d", i>>16, i>>8&255, i&255),
 			DefinitionID: "caller:group:anon:60", Limit: 5}); err != nil {
 			t.Fatal(err)
 		}
-		f.clock.Advance(step)
-		if !f.clock.Now().Before(next) {
+		f.Clock.Advance(step)
+		if !f.Clock.Now().Before(next) {
 			f.rec.Flush(context.Background())
 			next = next.Add(5 * time.Second)
 		}
 	}
 	f.rec.Flush(context.Background())
-	rows := listEvents(t, f.st, store.EventFilter{Limit: n})
+	rows := listEvents(t, f.Store, store.EventFilter{Limit: n})
 	var calls, subjects int64
 	for _, r := range rows {
 		calls += r.Count
@@ -291,7 +291,7 @@ func TestAuthLockoutsAreRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.rec.Flush(context.Background())
-	rows := listEvents(t, f.st, store.EventFilter{})
+	rows := listEvents(t, f.Store, store.EventFilter{})
 	got := map[string]string{}
 	for _, r := range rows {
 		got[r.Subject] = r.Kind + " " + r.Severity + " " + r.DefinitionID
@@ -334,7 +334,7 @@ func TestViolationWritesRetryThenGiveUp(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	sink := &flakySink{failing: true}
 	f := newFixture(t, violations.Opts{Registerer: reg, FlushInterval: time.Hour}, sink)
-	sink.next = postgres.NewEventSink(f.st.Pool())
+	sink.next = postgres.NewEventSink(f.Store.Pool())
 	rec := func(subject string, n int) {
 		for range n {
 			if err := f.rec.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: subject}); err != nil {
@@ -347,7 +347,7 @@ func TestViolationWritesRetryThenGiveUp(t *testing.T) {
 	rec("user:a", 2)
 	sink.set(false)
 	f.rec.Flush(context.Background())
-	if rows := listEvents(t, f.st, store.EventFilter{}); len(rows) != 1 || rows[0].Count != 5 {
+	if rows := listEvents(t, f.Store, store.EventFilter{}); len(rows) != 1 || rows[0].Count != 5 {
 		t.Fatalf("after the outage: %+v, want user:a counting 5", rows)
 	}
 	sink.set(true)
@@ -357,7 +357,7 @@ func TestViolationWritesRetryThenGiveUp(t *testing.T) {
 	}
 	sink.set(false)
 	f.rec.Flush(context.Background())
-	if rows := listEvents(t, f.st, store.EventFilter{Subject: "user:b"}); len(rows) != 0 {
+	if rows := listEvents(t, f.Store, store.EventFilter{Subject: "user:b"}); len(rows) != 0 {
 		t.Errorf("user:b written after 12 refusals: %+v", rows)
 	}
 	if got := series(t, reg, "rlctl_enforce_violations_dropped_total"); !slices.Equal(got, []string{"reason=write_failed 4"}) {
@@ -382,7 +382,7 @@ func TestViolationTextIsMadeStorable(t *testing.T) {
 		}
 	}
 	f.rec.Flush(context.Background())
-	rows := listEvents(t, f.st, store.EventFilter{})
+	rows := listEvents(t, f.Store, store.EventFilter{})
 	if len(rows) != 3 {
 		t.Fatalf("%d rows, want all 3: %+v", len(rows), rows)
 	}
@@ -400,7 +400,7 @@ func TestViolationFlushWhileRecording(t *testing.T) {
 	t.Parallel()
 	sink := &flakySink{failing: true}
 	f := newFixture(t, violations.Opts{FlushInterval: time.Hour}, sink)
-	sink.next = postgres.NewEventSink(f.st.Pool())
+	sink.next = postgres.NewEventSink(f.Store.Pool())
 	if err := f.rec.RecordEvent(ratelimit.Event{Kind: ratelimit.EventRateLimitExceeded, Subject: "user:first"}); err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +419,7 @@ func TestViolationFlushWhileRecording(t *testing.T) {
 	sink.set(false)
 	f.rec.Flush(context.Background())
 	var total int64
-	for _, r := range listEvents(t, f.st, store.EventFilter{}) {
+	for _, r := range listEvents(t, f.Store, store.EventFilter{}) {
 		total += r.Count
 	}
 	if total != 2001 {
@@ -440,14 +440,14 @@ func TestRouteThrottlesNameTheirDimension(t *testing.T) {
 	shared.MaxRequests = ptr(1)
 	perUser := route("tokens", 60, "/tokens/*")
 	perUser.UserMaxRequests = ptr(1)
-	f.def(perIP, shared, perUser)
-	f.burst(routeCall("POST", "/auth/login", "alice", "203.0.113.7"), 3)
-	f.burst(routeCall("GET", "/docs/a", "bob", "198.51.100.1"), 2)
-	f.burst(routeCall("POST", "/tokens/new", "carol", "198.51.100.2"), 2)
+	f.Def(perIP, shared, perUser)
+	f.Burst(routeCall("POST", "/auth/login", "alice", "203.0.113.7"), 3)
+	f.Burst(routeCall("GET", "/docs/a", "bob", "198.51.100.1"), 2)
+	f.Burst(routeCall("POST", "/tokens/new", "carol", "198.51.100.2"), 2)
 	f.rec.Flush(context.Background())
 
 	got := map[string]ratelimit.Event{}
-	for _, ev := range listEvents(t, f.st, store.EventFilter{}) {
+	for _, ev := range listEvents(t, f.Store, store.EventFilter{}) {
 		got[ev.Subject] = ev
 	}
 	want := map[string]struct {
@@ -489,27 +489,27 @@ func TestViolationsNameWhoDidIt(t *testing.T) {
 	desc.Domain, desc.Descriptor = "edge", []ratelimit.DescriptorEntry{{Key: "path", Value: "/api"}}
 	desc.Name = ratelimit.DescriptorName(desc.Domain, desc.Descriptor)
 	descID := desc.Key()
-	f.def(login, teams, desc, toolDef("github:hot", 3600, 1, ratelimit.ToolScopePrincipalTool),
+	f.Def(login, teams, desc, toolDef("github:hot", 3600, 1, ratelimit.ToolScopePrincipalTool),
 		toolDef("github:*", 3600, 2, ratelimit.ToolScopePrincipal))
 
 	alice := routeCall("POST", "/auth/login", "alice", "203.0.113.7")
 	alice.Team = "acme"
-	f.burst(alice, 2)
+	f.Burst(alice, 2)
 	report := routeCall("GET", "/reports/q3", "carol", "198.51.100.9")
 	report.Team = "umbrella"
-	f.burst(report, 2)
-	f.burst(toolCall("dave", "hot"), 2)
-	f.burst(toolCall("erin", "cold"), 3)
+	f.Burst(report, 2)
+	f.Burst(toolCall("dave", "hot"), 2)
+	f.Burst(toolCall("erin", "cold"), 3)
 	envoy := func(username string) enforce.Call {
 		return enforce.Call{Username: username, Descriptors: &enforce.DescriptorRequest{Domain: "edge",
 			Descriptors: []enforce.Descriptor{{Entries: desc.Descriptor}}}}
 	}
-	f.burst(envoy("bob"), 2)
-	f.burst(envoy(""), 3) // the descriptor's bucket is bob's too: both throttled
+	f.Burst(envoy("bob"), 2)
+	f.Burst(envoy(""), 3) // the descriptor's bucket is bob's too: both throttled
 	f.rec.Flush(context.Background())
 
 	got := map[string]ratelimit.Event{}
-	for _, ev := range listEvents(t, f.st, store.EventFilter{}) {
+	for _, ev := range listEvents(t, f.Store, store.EventFilter{}) {
 		if strings.Contains(ev.Subject, ":") && strings.SplitN(ev.Subject, ":", 2)[1] == "" || strings.HasPrefix(ev.Subject, ":") {
 			t.Errorf("a row without a subject name: %+v", ev)
 		}
@@ -539,7 +539,7 @@ func TestViolationsNameWhoDidIt(t *testing.T) {
 		t.Errorf("the anonymous descriptor throttles: %+v, want subject descriptor:edge counting 3", d)
 	}
 	for subject := range got {
-		if rows := listEvents(t, f.st, store.EventFilter{Subject: subject}); len(rows) != 1 {
+		if rows := listEvents(t, f.Store, store.EventFilter{Subject: subject}); len(rows) != 1 {
 			t.Errorf("subject %s selects %d rows, want 1", subject, len(rows))
 		}
 		typ, _, _ := strings.Cut(subject, ":")
