@@ -347,7 +347,7 @@ func (s *Store) get(cg enforce.CounterGate, cost int64, now time.Time) *lease {
 	v, ok := s.leases.Load(cg.Key)
 	if ok {
 		ls := v.(*lease)
-		if ls.gate == cg && mode != enforce.LeaseNever {
+		if sameCounter(ls.gate, cg) && mode != enforce.LeaseNever {
 			if cost > ls.block {
 				return nil
 			}
@@ -375,13 +375,22 @@ func (s *Store) get(cg enforce.CounterGate, cost int64, now time.Time) *lease {
 	ls := &lease{gate: cg, block: block, created: now.UnixNano()}
 	if v, loaded := s.leases.LoadOrStore(cg.Key, ls); loaded {
 		ls = v.(*lease)
-		if ls.gate != cg || cost > ls.block {
+		if !sameCounter(ls.gate, cg) || cost > ls.block {
 			return nil
 		}
 		return ls
 	}
 	s.n.Add(1)
 	return ls
+}
+
+// sameCounter says whether a, the gate a lease was taken for, still
+// counts as b does, b having the same key (the leases are found by key):
+// the rest of the gate is compared, not the key again, which on a hot
+// key's every call was a string comparison per gate for nothing.
+func sameCounter(a, b enforce.CounterGate) bool {
+	return a.Window == b.Window && a.Limit == b.Limit && a.Burst == b.Burst && a.Enforce == b.Enforce &&
+		a.Lease == b.Lease && a.Algorithm == b.Algorithm
 }
 
 // tryTake takes cost from the block if it is live at now and holds it.
