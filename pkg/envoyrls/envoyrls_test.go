@@ -50,7 +50,10 @@ type harness struct {
 
 func start(t *testing.T, mut func(*envoyrls.Options)) *harness {
 	t.Helper()
-	env := apitest.Start(t, api.Config{})
+	// rlapi's retention sweep runs on the real clock and would delete the
+	// record's rows, whose minutes are testNow's (months ago), whenever it
+	// happens to run after a test's flush: it is off here.
+	env := apitest.Start(t, api.Config{EventsRetention: -1})
 	return startOn(t, env, mut)
 }
 
