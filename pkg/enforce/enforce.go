@@ -771,11 +771,11 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 			}
 			if g.Shadow {
 				d.Shadow = append(d.Shadow, *g)
-				e.metrics.shadowDenied.WithLabelValues(axisLabel(g.Axis), g.EntityType, strconv.Itoa(g.WindowSeconds)).Inc()
+				e.metrics.shadowDenied.WithLabelValues(AxisLabel(g.Axis), g.EntityType, strconv.Itoa(g.WindowSeconds)).Inc()
 				continue
 			}
 			d.Denied = append(d.Denied, *g)
-			e.metrics.throttled.WithLabelValues(axisLabel(g.Axis), g.EntityType, strconv.Itoa(g.WindowSeconds)).Inc()
+			e.metrics.throttled.WithLabelValues(AxisLabel(g.Axis), g.EntityType, strconv.Itoa(g.WindowSeconds)).Inc()
 		}
 		if !g.Shadow && (tightest < 0 || g.Remaining < gates[tightest].Remaining) {
 			tightest = i
@@ -895,8 +895,10 @@ func outcome(room bool) string {
 	return "deny"
 }
 
-// axisLabel keeps the reference's short axis labels for metrics.
-func axisLabel(axis string) string {
+// AxisLabel is an axis's label in the metrics (clr, ctg, tgt): short, and
+// the same in the core's series and those of the features built beside it
+// (the record of violations).
+func AxisLabel(axis string) string {
 	switch axis {
 	case ratelimit.AxisCaller:
 		return "clr"

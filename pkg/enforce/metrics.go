@@ -57,8 +57,8 @@ func (m *metrics) gateChecked(g *Gate, room bool) {
 	v, ok := m.gateSeries.Load(k)
 	if !ok {
 		// Axis and entity type take a few values each: the map stays small.
-		v, _ = m.gateSeries.LoadOrStore(k, &gateCounters{m.gateChecks.WithLabelValues(axisLabel(k.axis), k.entityType, outcome(false)),
-			m.gateChecks.WithLabelValues(axisLabel(k.axis), k.entityType, outcome(true))})
+		v, _ = m.gateSeries.LoadOrStore(k, &gateCounters{m.gateChecks.WithLabelValues(AxisLabel(k.axis), k.entityType, outcome(false)),
+			m.gateChecks.WithLabelValues(AxisLabel(k.axis), k.entityType, outcome(true))})
 	}
 	i := 0
 	if room {

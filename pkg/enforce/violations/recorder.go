@@ -582,7 +582,7 @@ func (r *Recorder) RecordEvent(ev ratelimit.Event) error {
 	axis := "none"
 	if ev.DefinitionID != "" {
 		if a, _, _, _, err := ratelimit.ParseDefinitionID(ev.DefinitionID); err == nil {
-			axis = axisLabel(a)
+			axis = enforce.AxisLabel(a)
 		}
 	}
 	r.record(ev, axis)
@@ -640,7 +640,7 @@ func (r *Recorder) recordThrottle(o enforce.Observation) {
 	if typ, name, _ := strings.Cut(ev.Subject, ":"); typ == "" || name == "" {
 		return
 	}
-	r.record(ev, axisLabel(g.Axis))
+	r.record(ev, enforce.AxisLabel(g.Axis))
 }
 
 // definitionName is the name in a definition id, or "" if it is none.
@@ -664,17 +664,4 @@ func (r *Recorder) recordQuarantine(o enforce.Observation) {
 		return
 	}
 	r.record(ev, "quarantine_"+scope)
-}
-
-// axisLabel is the axis label of the metrics (as pkg/enforce's): clr,
-// ctg, tgt.
-func axisLabel(axis string) string {
-	switch axis {
-	case ratelimit.AxisCaller:
-		return "clr"
-	case ratelimit.AxisCallerTarget:
-		return "ctg"
-	default:
-		return "tgt"
-	}
 }
