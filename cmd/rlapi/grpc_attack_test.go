@@ -404,6 +404,9 @@ func TestGRPCBurstNeverAdmitsAUsedUpCaller(t *testing.T) {
 		conns[i] = rlsv3.NewRateLimitServiceClient(dialGRPC(t, grpcAddr))
 	}
 	// Use the hog's limit up, once the replica knows the definitions.
+	// (grpc.NewClient connects lazily: the connections are opened below,
+	// before the burst, so that what the burst measures is the server's
+	// answers, not 80 handshakes racing 10,000 calls on a loaded machine.)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		resp, err := conns[0].ShouldRateLimit(authed, oneDescriptor("edge", "hog"))
 		if err == nil && resp.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT {
@@ -414,9 +417,16 @@ func TestGRPCBurstNeverAdmitsAUsedUpCaller(t *testing.T) {
 		}
 	}
 
+	for i, c := range conns {
+		if _, err := c.ShouldRateLimit(authed, oneDescriptor("edge", "fresh")); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+
 	start := time.Now()
 	var mu sync.Mutex
 	got := map[string]int{}
+	why := map[string]string{} // an error message per outcome, for a failure's report
 	var wg sync.WaitGroup
 	gate := make(chan struct{})
 	for i := range 10_000 {
@@ -433,6 +443,9 @@ func TestGRPCBurstNeverAdmitsAUsedUpCaller(t *testing.T) {
 			}
 			mu.Lock()
 			got[value+" "+outcome]++
+			if err != nil {
+				why[value+" "+outcome] = err.Error()
+			}
 			mu.Unlock()
 		})
 	}
@@ -447,7 +460,7 @@ func TestGRPCBurstNeverAdmitsAUsedUpCaller(t *testing.T) {
 		// (shed) would let Envoy's failure_mode_deny admit it.
 		case "hog OVER_LIMIT", "fresh OK", "fresh ResourceExhausted":
 		default:
-			t.Errorf("%d calls answered %s (all: %v)", n, k, got)
+			t.Errorf("%d calls answered %s (%s; all: %v)", n, k, why[k], got)
 		}
 	}
 	if got["hog OK"] != 0 {
