@@ -38,6 +38,9 @@ func newTestdepsRun(t *testing.T) *testdepsRun {
 			t.Fatal(err)
 		}
 	}
+	// systemd-analyze is there unless a case removes it: the cases below
+	// are about the other programs.
+	r.fake(t, r.bin, "systemd-analyze", "exit 0")
 	return r
 }
 
@@ -79,6 +82,7 @@ func TestTestdepsFindsOrNamesWhatIsMissing(t *testing.T) {
 		name    string
 		bin     []string // fakes in PATH
 		sbin    []string // fakes in the sbin directory
+		drop    string   // a fake newTestdepsRun puts in place, removed
 		uid     string
 		want    string // the one line; empty: silent success
 		wantPkg string
@@ -86,9 +90,11 @@ func TestTestdepsFindsOrNamesWhatIsMissing(t *testing.T) {
 		{name: "everything there", bin: []string{"redis-server", "redis-cli", "nginx"}, uid: "1000"},
 		{name: "nginx in sbin only", bin: []string{"redis-server", "redis-cli"}, sbin: []string{"nginx"}, uid: "1000"},
 		{name: "nothing, not root", uid: "1000",
-			want: "testdeps: error: make test needs redis-server, redis-cli and nginx; missing Debian packages: redis-server nginx: sudo apt-get install redis-server nginx (as root make test installs them itself)"},
+			want: "testdeps: error: make test needs redis-server, redis-cli, nginx and systemd-analyze; missing Debian packages: redis-server nginx: sudo apt-get install redis-server nginx (as root make test installs them itself)"},
 		{name: "no redis-cli", bin: []string{"redis-server", "nginx"}, uid: "1000", wantPkg: "missing Debian packages: redis-tools: sudo apt-get install redis-tools"},
 		{name: "no nginx", bin: []string{"redis-server", "redis-cli"}, uid: "1000", wantPkg: "missing Debian packages: nginx: sudo apt-get install nginx"},
+		{name: "no systemd-analyze", bin: []string{"redis-server", "redis-cli", "nginx"}, drop: "systemd-analyze", uid: "1000",
+			wantPkg: "missing Debian packages: systemd: sudo apt-get install systemd"},
 		{name: "root without apt-get", uid: "0", wantPkg: "missing Debian packages: redis-server nginx: no apt-get here: install the packages that provide them\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,6 +105,11 @@ func TestTestdepsFindsOrNamesWhatIsMissing(t *testing.T) {
 			}
 			for _, f := range tc.sbin {
 				r.fake(t, r.sbin, f, "exit 0")
+			}
+			if tc.drop != "" {
+				if err := os.Remove(filepath.Join(r.bin, tc.drop)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			out, code := r.run(t, tc.uid)
 			switch {
