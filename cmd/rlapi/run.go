@@ -47,6 +47,8 @@ Usage:
   rlapi auth-lockout lift ADDRESS
                        lift an address's failed-authentication lockout through the
                        database, when every address you could call from is locked out
+  rlapi probe          ask the rlapi on this host whether it is ready (a
+                       container's health check: exit status 0 if so)
   rlapi version        print the version
 
 Run 'rlapi <command> -h' for a command's flags. Every flag has an environment
@@ -99,6 +101,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 			return fmt.Errorf("%w: want 'rlapi auth-lockout lift ADDRESS'", errUsage)
 		}
 		return authLockoutLift(ctx, args[2:], getenv, stdout, stderr)
+	case "probe":
+		return probeCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "rlapi", version.String())
 		return nil
