@@ -81,6 +81,10 @@ clean: ## stop the private PostgreSQL and Redis servers, delete the rlctl contex
 		d=$$(cat .rl/pgdata); [ -f "$$d/rlctl-devdb" ] && rm -rf "$$(dirname "$$d")"; fi
 	rm -rf $(BIN) .rl
 
+.PHONY: image
+image: ## build rlapi's container image with buildah, podman or docker (scripts/image.sh; docs/deploy.md)
+	VERSION=$(VERSION) scripts/image.sh
+
 .PHONY: completions
 completions: ## regenerate the shell completion scripts in completions/
 	$(GO) run ./cmd/rlctl-gen -completions completions

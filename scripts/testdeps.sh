@@ -2,9 +2,10 @@
 # testdeps.sh: the programs `make test` needs besides PostgreSQL (which
 # scripts/devdb.sh finds or installs): Debian's redis-server and redis-cli
 # (the Redis counter store's tests, on servers scripts/redisdev.sh starts)
-# nginx (the gateway end-to-end tests of internal/api) and systemd-analyze
+# nginx (the gateway end-to-end tests of internal/api), systemd-analyze
 # (deploy/: the systemd unit is checked by systemd's own verifier; no
-# systemd runs, the package only provides the tool). make test runs
+# systemd runs, the package only provides the tool) and buildah (deploy/:
+# the container image is built; no daemon is needed). make test runs
 # it first, since it then requires every server (RLCTL_REQUIRE_SERVERS=1):
 # a test that would skip for want of one fails instead.
 #
@@ -43,6 +44,7 @@ missing() {
 	fi
 	have nginx || pkgs+=(nginx)
 	have systemd-analyze || pkgs+=(systemd)
+	have buildah || pkgs+=(buildah)
 	echo "${pkgs[*]}"
 }
 
@@ -52,7 +54,7 @@ pkgs=$(missing)
 if [ "$uid" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 	how="sudo apt-get install $pkgs (as root make test installs them itself)"
 	[ "$uid" = 0 ] && how="no apt-get here: install the packages that provide them"
-	die "make test needs redis-server, redis-cli, nginx and systemd-analyze; missing Debian packages: $pkgs: $how"
+	die "make test needs redis-server, redis-cli, nginx, systemd-analyze and buildah; missing Debian packages: $pkgs: $how"
 fi
 
 echo "testdeps: installing Debian's $pkgs for make test (one time)" >&2

@@ -38,9 +38,10 @@ func newTestdepsRun(t *testing.T) *testdepsRun {
 			t.Fatal(err)
 		}
 	}
-	// systemd-analyze is there unless a case removes it: the cases below
-	// are about the other programs.
+	// systemd-analyze and buildah are there unless a case removes them:
+	// the cases below are about the other programs.
 	r.fake(t, r.bin, "systemd-analyze", "exit 0")
+	r.fake(t, r.bin, "buildah", "exit 0")
 	return r
 }
 
@@ -90,11 +91,13 @@ func TestTestdepsFindsOrNamesWhatIsMissing(t *testing.T) {
 		{name: "everything there", bin: []string{"redis-server", "redis-cli", "nginx"}, uid: "1000"},
 		{name: "nginx in sbin only", bin: []string{"redis-server", "redis-cli"}, sbin: []string{"nginx"}, uid: "1000"},
 		{name: "nothing, not root", uid: "1000",
-			want: "testdeps: error: make test needs redis-server, redis-cli, nginx and systemd-analyze; missing Debian packages: redis-server nginx: sudo apt-get install redis-server nginx (as root make test installs them itself)"},
+			want: "testdeps: error: make test needs redis-server, redis-cli, nginx, systemd-analyze and buildah; missing Debian packages: redis-server nginx: sudo apt-get install redis-server nginx (as root make test installs them itself)"},
 		{name: "no redis-cli", bin: []string{"redis-server", "nginx"}, uid: "1000", wantPkg: "missing Debian packages: redis-tools: sudo apt-get install redis-tools"},
 		{name: "no nginx", bin: []string{"redis-server", "redis-cli"}, uid: "1000", wantPkg: "missing Debian packages: nginx: sudo apt-get install nginx"},
 		{name: "no systemd-analyze", bin: []string{"redis-server", "redis-cli", "nginx"}, drop: "systemd-analyze", uid: "1000",
 			wantPkg: "missing Debian packages: systemd: sudo apt-get install systemd"},
+		{name: "no buildah", bin: []string{"redis-server", "redis-cli", "nginx"}, drop: "buildah", uid: "1000",
+			wantPkg: "missing Debian packages: buildah: sudo apt-get install buildah"},
 		{name: "root without apt-get", uid: "0", wantPkg: "missing Debian packages: redis-server nginx: no apt-get here: install the packages that provide them\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
