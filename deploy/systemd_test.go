@@ -1,6 +1,8 @@
-// Package deploy holds what a platform team deploys rlapi with (a systemd
-// unit, its environment file); its tests check each against the tool that
-// would run it, as far as this machine allows.
+// Package deploy holds what a platform team deploys rlapi with: a systemd
+// unit and its environment file, a container image recipe, Kubernetes
+// manifests. Its tests check each against the tool that would use it, as
+// far as this machine allows (systemd-analyze, buildah and the image's own
+// files, Kubernetes' Go types).
 package deploy
 
 import (
