@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -397,4 +398,34 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestServeRefusesAMismatchedRedisScheme: --counters-url redis:// at a
+// node of a Redis Cluster (which would start, then fail every decision of
+// gates in different hash slots open with CROSSSLOT) and
+// redis+cluster:// at a standalone server both stop serve with a usage
+// error (exit 2) that names the scheme to use.
+func TestServeRefusesAMismatchedRedisScheme(t *testing.T) {
+	t.Parallel()
+	cu, err := url.Parse(redistest.URL(t, "REDIS_CLUSTER_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	su, err := url.Parse(redistest.URL(t, "REDIS_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := strings.Split(cu.Host, ",")[0]
+	dsn := pgtest.NewMigratedDatabase(t)
+	for _, c := range []struct{ countersURL, want string }{
+		{"redis://" + node, "use redis+cluster://" + node},
+		{"redis+cluster://" + su.Host, "use redis://" + su.Host},
+	} {
+		var out, errOut syncBuffer
+		code := run(t.Context(), []string{"serve", "--addr", freeAddr(t)},
+			env(map[string]string{"DATABASE_URL": dsn, "RLAPI_COUNTERS_URL": c.countersURL}), &out, &errOut)
+		if code != 2 || !strings.Contains(errOut.String(), c.want) || !strings.Contains(errOut.String(), "--counters-url (RLAPI_COUNTERS_URL)") {
+			t.Errorf("serve --counters-url %s: exit %d, stderr:\n%s\nwant 2 and a usage error saying %q", c.countersURL, code, errOut.String(), c.want)
+		}
+	}
 }

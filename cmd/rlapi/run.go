@@ -637,6 +637,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		rs, err := redisstore.Open(ctx, countersURL.s, redisstore.Options{
 			AllowEviction: *allowEviction, Logger: log, Registerer: registry})
 		var evicts *redisstore.EvictionError
+		var mode *redisstore.ModeError
+		if errors.As(err, &mode) {
+			return fmt.Errorf("%w: --counters-url (RLAPI_COUNTERS_URL): %v", errUsage, err)
+		}
 		if errors.As(err, &evicts) {
 			return fmt.Errorf("%w: --counters-url (RLAPI_COUNTERS_URL): %v; or start with --counters-allow-eviction (RLAPI_COUNTERS_ALLOW_EVICTION) to run with limits that may not hold", errUsage, err)
 		}

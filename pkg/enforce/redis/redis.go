@@ -124,6 +124,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		client.Close()
 		return nil, fmt.Errorf("redis: ping %s: %w", Redact(rawURL), err)
 	}
+	if err := checkMode(ctx, client, rawURL, cluster); err != nil {
+		client.Close()
+		return nil, err
+	}
 	s.Preload(ctx)
 	if ev := evicting(s.inspect(ctx, opts.AllowEviction)); len(ev) > 0 && !opts.AllowEviction {
 		client.Close()
