@@ -97,7 +97,8 @@ type Options struct {
 
 // Open connects to the Redis a counters URL names, and inspects its nodes
 // (Inspect): a node whose maxmemory-policy may evict counters is an
-// *EvictionError unless Options.AllowEviction. The URL:
+// *EvictionError unless Options.AllowEviction, and a URL whose scheme does
+// not match what the server is (a Cluster or not) a *ModeError. The URL:
 //
 //	redis://[user:password@]host:port[/db]       a standalone server (db: 0 by default)
 //	rediss://...                                 the same over TLS
