@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -428,4 +429,54 @@ func TestServeRefusesAMismatchedRedisScheme(t *testing.T) {
 			t.Errorf("serve --counters-url %s: exit %d, stderr:\n%s\nwant 2 and a usage error saying %q", c.countersURL, code, errOut.String(), c.want)
 		}
 	}
+}
+
+// TestReadyzFollowsTheCounterStore: with counters in Redis, /readyz is 503
+// and says "counter store (redis) unavailable" on the first probe after
+// Redis stops answering (stalled: SIGSTOP; gone: killed), and 200 on the
+// first probe after it answers again, each probe bounded by the check's
+// own deadline (half a second) rather than cached; /healthz (liveness)
+// stays 200 throughout, since restarting rlapi would not bring Redis back.
+func TestReadyzFollowsTheCounterStore(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	addr, _ := startServe(t, env(map[string]string{"DATABASE_URL": pgtest.NewMigratedDatabase(t), "RLAPI_COUNTERS_URL": srv.URL}))
+	hc := &http.Client{Timeout: 10 * time.Second}
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := hc.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	check := func(when string, wantReady bool) {
+		t.Helper()
+		code, body := get("/readyz")
+		if wantReady && (code != http.StatusOK || body != "ready\n") {
+			t.Errorf("%s: /readyz %d %q, want 200 ready", when, code, body)
+		}
+		if !wantReady && (code != http.StatusServiceUnavailable || !strings.Contains(body, "counter store (redis) unavailable")) {
+			t.Errorf("%s: /readyz %d %q, want 503 saying the counter store is unavailable", when, code, body)
+		}
+		if code, body := get("/healthz"); code != http.StatusOK {
+			t.Errorf("%s: /healthz %d %q, want 200: liveness does not depend on Redis", when, code, body)
+		}
+	}
+	check("Redis up", true)
+	if err := srv.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	check("Redis stalled", false)
+	if err := srv.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	check("Redis resumed", true)
+	if err := srv.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = srv.Process.Wait()
+	check("Redis gone", false)
 }

@@ -631,6 +631,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		enforce.CounterStore
 		enforce.CounterAdmin
 	} = postgres.NewCounterStore(decisions.Pool())
+	var ready []api.ReadyCheck // /readyz's checks besides the database
 	if countersURL.s != "" {
 		// Only the counters move: definitions, memberships, tokens and
 		// the audit log stay in PostgreSQL (and its change notices).
@@ -648,6 +649,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			return fmt.Errorf("open the counter store (--counters-url): %w", err)
 		}
 		counters, enfOpts.OnClose = rs, rs.Close
+		ready = append(ready, api.ReadyCheck{Name: "counter store (redis)", Check: rs.Ping})
 		log.Info("counters in Redis", "url", redisstore.Redact(countersURL.s))
 	}
 	enfOpts.Counters = counters
@@ -706,7 +708,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		BackendTimeout: *backendTimeout, TokenCacheTTL: *tokenCacheTTL, MaxClientConns: maxConns,
 		EventsRetention: *eventsRetention, AccessLogDecisions: *accessLogDecisions,
 	}, api.Opts{Logger: log, Enforcer: enf, AuthThrottle: gatewayThrottle, Registry: registry, AuthStore: decisions,
-		Counters: counters, CounterAdmin: counters, Violations: rec})
+		Counters: counters, CounterAdmin: counters, Violations: rec, Ready: ready})
 	// The cap protects the file descriptors only if they outnumber it: the
 	// pool, the listener and the log need some too.
 	// With gRPC on, both listeners' caps must fit.

@@ -157,6 +157,8 @@ type Server struct {
 	// clientIPs finds a request's client address (pkg/clientip), the one
 	// resolver of the lockout and the decision endpoints.
 	clientIPs *clientip.Resolver
+	// ready are /readyz's checks besides the database (Opts.Ready).
+	ready []ReadyCheck
 	// sweepHook, set by tests only, is called as a sweep round starts
 	// under its lock (handle_events.go).
 	sweepHook atomic.Pointer[func(ctx context.Context, lock string)]
@@ -190,6 +192,9 @@ type Opts struct {
 	// lockouts are added to (pkg/enforce/violations' Recorder, the one
 	// observing the Enforcer's decisions); nil: they are not recorded.
 	Violations EventRecorder
+	// Ready are what /readyz checks besides the database: the counter
+	// store when it is not the database (Redis).
+	Ready []ReadyCheck
 }
 
 // EventRecorder adds an event to the record of violations.
@@ -206,7 +211,7 @@ func New(st *store.Store, cfg Config, opts Opts) *Server {
 		panic("api: New: Opts.Counters is required unless Config.AuthMaxFailures < 0 (the auth lockout off)")
 	}
 	s := &Server{store: st, cfg: cfg, log: opts.Logger, now: opts.Now, enforcer: opts.Enforcer, counterAdmin: opts.CounterAdmin,
-		gatewayThrottle: opts.AuthThrottle}
+		gatewayThrottle: opts.AuthThrottle, ready: opts.Ready}
 	if opts.Counters != nil {
 		s.countersBackend = opts.Counters.BackendName()
 	}

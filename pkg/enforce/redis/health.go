@@ -129,6 +129,9 @@ func readNode(ctx context.Context, addr string, c rueidis.Client) NodeState {
 // infoFields are the name:value lines of an INFO answer.
 func infoFields(info string) map[string]string {
 	m := map[string]string{}
+	// Over RESP3 the answer is a verbatim string, which reaches us with
+	// its format ("txt:") before the first line.
+	info = strings.TrimPrefix(info, "txt:")
 	for line := range strings.SplitSeq(info, "\n") {
 		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && !strings.HasPrefix(k, "#") {
 			m[k] = v
