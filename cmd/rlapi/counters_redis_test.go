@@ -24,6 +24,7 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	redisstore "github.com/rlctl/rlctl/pkg/enforce/redis"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -479,4 +480,38 @@ func TestReadyzFollowsTheCounterStore(t *testing.T) {
 	}
 	_, _ = srv.Process.Wait()
 	check("Redis gone", false)
+}
+
+// TestServerInfoSaysWhereDecisionsCount: GET /api/server (the SDK's
+// ServerInfo, what rlctl status shows) of an rlapi counting in the Redis
+// Cluster, with leases and the gRPC listener on, says so, with the
+// cluster reachable and its address without the password.
+func TestServerInfoSaysWhereDecisionsCount(t *testing.T) {
+	t.Parallel()
+	clusterURL := redistest.URL(t, "REDIS_CLUSTER_URL")
+	vars := env(map[string]string{"DATABASE_URL": pgtest.NewMigratedDatabase(t), "RLAPI_COUNTERS_URL": clusterURL})
+	tok := createToken(t, vars, "ops", "viewer")
+	grpcAddr := freeAddr(t)
+	addr, _ := startServe(t, vars, "--lease-time", "2s", "--lease-replicas", "3", "--grpc-addr", grpcAddr, "--grpc-count-mode", "every-descriptor")
+	c, err := client.New("http://"+addr, client.Options{Token: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.ServerInfo(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := info.CounterStore
+	if cs.Backend != "redis" || !cs.Cluster || !cs.Reachable || cs.Error != "" || cs.Address != redisstore.Redact(clusterURL) {
+		t.Errorf("counter store %+v: want the reachable Redis Cluster at %s", cs, redisstore.Redact(clusterURL))
+	}
+	if want := (client.GRPCInfo{Enabled: true, Address: grpcAddr, CountMode: "every-descriptor"}); info.GRPC != want {
+		t.Errorf("gRPC %+v, want %+v", info.GRPC, want)
+	}
+	if want := (client.LeaseInfo{Enabled: true, LeaseTimeSeconds: 2, Replicas: 3, Keys: "hot"}); info.Leases != want {
+		t.Errorf("leases %+v, want %+v", info.Leases, want)
+	}
+	if host, _ := os.Hostname(); info.Replica != host {
+		t.Errorf("replica %q, want this host's name %q", info.Replica, host)
+	}
 }

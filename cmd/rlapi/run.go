@@ -36,6 +36,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/enforce/violations"
 	"github.com/rlctl/rlctl/pkg/httpgate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 const usage = `rlapi: the rlctl management API server
@@ -632,6 +633,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		enforce.CounterAdmin
 	} = postgres.NewCounterStore(decisions.Pool())
 	var ready []api.ReadyCheck // /readyz's checks besides the database
+	var grpcInfo wire.GRPCInfo
+	if *grpcCfg.addr != "" {
+		grpcInfo = wire.GRPCInfo{Enabled: true, Address: *grpcCfg.addr, TLS: *grpcCfg.certFile != "", CountMode: *grpcCfg.countMode}
+	}
+	pgc := decisions.Pool().Config().ConnConfig
+	setup := api.ServerSetup{
+		Info: wire.ServerInfo{GRPC: grpcInfo, CounterStore: wire.CounterStoreInfo{Backend: "postgres",
+			Address: net.JoinHostPort(pgc.Host, strconv.Itoa(int(pgc.Port))) + "/" + pgc.Database}},
+		PingCounters: decisions.Pool().Ping,
+	}
 	if countersURL.s != "" {
 		// Only the counters move: definitions, memberships, tokens and
 		// the audit log stay in PostgreSQL (and its change notices).
@@ -650,6 +661,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		counters, enfOpts.OnClose = rs, rs.Close
 		ready = append(ready, api.ReadyCheck{Name: "counter store (redis)", Check: rs.Ping})
+		setup.Info.CounterStore = wire.CounterStoreInfo{Backend: "redis", Cluster: rs.Cluster(), Address: redisstore.Redact(countersURL.s)}
+		setup.PingCounters = rs.Ping
 		log.Info("counters in Redis", "url", redisstore.Redact(countersURL.s))
 	}
 	enfOpts.Counters = counters
@@ -688,6 +701,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 				}
 			}
 			log.Info("leases for hot keys on", "lease_time", leases.Time, "replicas", leases.Replicas, "hot_rate", leases.HotRate, "all_keys", leases.All)
+			setup.Info.Leases = wire.LeaseInfo{Enabled: true, LeaseTimeSeconds: leases.Time.Seconds(), Replicas: leases.Replicas, Keys: *leaseCfg.keys}
 		}
 	}
 	var enf *enforce.Enforcer
@@ -708,7 +722,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		BackendTimeout: *backendTimeout, TokenCacheTTL: *tokenCacheTTL, MaxClientConns: maxConns,
 		EventsRetention: *eventsRetention, AccessLogDecisions: *accessLogDecisions,
 	}, api.Opts{Logger: log, Enforcer: enf, AuthThrottle: gatewayThrottle, Registry: registry, AuthStore: decisions,
-		Counters: counters, CounterAdmin: counters, Violations: rec, Ready: ready})
+		Counters: counters, CounterAdmin: counters, Violations: rec, Ready: ready, Setup: setup})
 	// The cap protects the file descriptors only if they outnumber it: the
 	// pool, the listener and the log need some too.
 	// With gRPC on, both listeners' caps must fit.

@@ -19,6 +19,7 @@ var queryRequests = map[string]call{
 	"GET /healthz":                               {method: "GET", path: "/healthz"},
 	"GET /readyz":                                {method: "GET", path: "/readyz"},
 	"GET /api/version":                           {method: "GET", path: "/api/version"},
+	"GET /api/server":                            {method: "GET", path: "/api/server"},
 	"GET /api/openapi.json":                      {method: "GET", path: "/api/openapi.json"},
 	"GET /metrics":                               {method: "GET", path: "/metrics"},
 	"GET /api/rate-limits":                       {method: "GET", path: "/api/rate-limits"},

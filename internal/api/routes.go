@@ -23,6 +23,7 @@ func (s *Server) routes() []routeSpec {
 		{"GET /healthz", permPublic, query(), handleHealthz()},
 		{"GET /readyz", permPublic, query(), s.handleReadyz()},
 		{"GET /api/version", permPublic, query(), s.handleVersion()},
+		{"GET /api/server", permRead, query(), s.handleServer()},
 		{"GET /api/openapi.json", permRead, query(), s.handleOpenAPI()},
 		{"GET /metrics", permRead, query(), s.metrics.handler()},
 

@@ -159,6 +159,8 @@ type Server struct {
 	clientIPs *clientip.Resolver
 	// ready are /readyz's checks besides the database (Opts.Ready).
 	ready []ReadyCheck
+	// setup is what GET /api/server reports (Opts.Setup).
+	setup ServerSetup
 	// sweepHook, set by tests only, is called as a sweep round starts
 	// under its lock (handle_events.go).
 	sweepHook atomic.Pointer[func(ctx context.Context, lock string)]
@@ -195,6 +197,8 @@ type Opts struct {
 	// Ready are what /readyz checks besides the database: the counter
 	// store when it is not the database (Redis).
 	Ready []ReadyCheck
+	// Setup is what GET /api/server reports.
+	Setup ServerSetup
 }
 
 // EventRecorder adds an event to the record of violations.
@@ -211,7 +215,7 @@ func New(st *store.Store, cfg Config, opts Opts) *Server {
 		panic("api: New: Opts.Counters is required unless Config.AuthMaxFailures < 0 (the auth lockout off)")
 	}
 	s := &Server{store: st, cfg: cfg, log: opts.Logger, now: opts.Now, enforcer: opts.Enforcer, counterAdmin: opts.CounterAdmin,
-		gatewayThrottle: opts.AuthThrottle, ready: opts.Ready}
+		gatewayThrottle: opts.AuthThrottle, ready: opts.Ready, setup: opts.Setup}
 	if opts.Counters != nil {
 		s.countersBackend = opts.Counters.BackendName()
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/enforce/escalation"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/enforce/violations"
+	"github.com/rlctl/rlctl/pkg/wire"
 )
 
 // Env is one running rlapi.
@@ -174,8 +175,11 @@ func serve(t testing.TB, st *store.Store, cfg api.Config, o Options) *Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { enf.Close(); rec.Close() })
+	pgc := st.Pool().Config().ConnConfig
+	setup := api.ServerSetup{PingCounters: st.Pool().Ping, Info: wire.ServerInfo{CounterStore: wire.CounterStoreInfo{
+		Backend: "postgres", Address: fmt.Sprintf("%s:%d/%s", pgc.Host, pgc.Port, pgc.Database)}}}
 	srv := api.New(st, cfg, api.Opts{Logger: log, Enforcer: enf, AuthThrottle: throttle, Registry: registry, Counters: counters, CounterAdmin: counters,
-		Violations: rec})
+		Violations: rec, Setup: setup})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()

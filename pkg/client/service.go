@@ -35,3 +35,26 @@ func (c *Client) Readyz(ctx context.Context) error {
 	_, err := c.do(ctx, request{method: http.MethodGet, path: "/readyz", anonymous: true, noRetry: true})
 	return wrap(err, "readiness check")
 }
+
+// ServerInfo is how the replica that answered is set up: where its
+// decisions count (and whether that store answers now), its gRPC listener
+// and its leases. See wire.ServerInfo.
+type ServerInfo = wire.ServerInfo
+
+// CounterStoreInfo, GRPCInfo and LeaseInfo are ServerInfo's parts.
+type (
+	CounterStoreInfo = wire.CounterStoreInfo
+	GRPCInfo         = wire.GRPCInfo
+	LeaseInfo        = wire.LeaseInfo
+)
+
+// ServerInfo returns the setup of the replica that answers (GET
+// /api/server; a viewer or admin token).
+func (c *Client) ServerInfo(ctx context.Context) (ServerInfo, error) {
+	var s ServerInfo
+	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/api/server"})
+	if err == nil {
+		err = resp.decode(&s)
+	}
+	return s, wrap(err, "get the server's setup")
+}

@@ -153,3 +153,52 @@ type VersionInfo struct {
 	SchemaVersion int32 `json:"schema_version"`
 	SchemaLatest  int32 `json:"schema_latest"`
 }
+
+// ServerInfo is how the rlapi replica that answered is set up (GET
+// /api/server): where its decisions count, which listeners and layers are
+// on. Behind a load balancer each call may reach another replica; Replica
+// says which one answered.
+type ServerInfo struct {
+	// Replica is the answering process's host name.
+	Replica      string           `json:"replica"`
+	CounterStore CounterStoreInfo `json:"counter_store"`
+	GRPC         GRPCInfo         `json:"grpc"`
+	Leases       LeaseInfo        `json:"leases"`
+}
+
+// CounterStoreInfo is where decisions count, and whether the store answered
+// a ping just now.
+type CounterStoreInfo struct {
+	// Backend is postgres or redis (a Cluster: redis, with Cluster true).
+	Backend string `json:"backend"`
+	Cluster bool   `json:"cluster"`
+	// Address is the store's address, without credentials.
+	Address   string `json:"address"`
+	Reachable bool   `json:"reachable"`
+	// LatencyMS is the ping's round trip in milliseconds (when reachable).
+	LatencyMS float64 `json:"latency_ms"`
+	// Error is why the ping failed (when not reachable).
+	Error string `json:"error,omitempty"`
+}
+
+// GRPCInfo is Envoy's rate-limit service listener of the replica.
+type GRPCInfo struct {
+	Enabled bool `json:"enabled"`
+	// Address is the configured listen address (when enabled).
+	Address string `json:"address,omitempty"`
+	TLS     bool   `json:"tls"`
+	// CountMode is all-or-nothing or every-descriptor (when enabled).
+	CountMode string `json:"count_mode,omitempty"`
+}
+
+// LeaseInfo is the replica's leases for hot keys.
+type LeaseInfo struct {
+	Enabled bool `json:"enabled"`
+	// LeaseTimeSeconds is how long a block of capacity is decided from.
+	LeaseTimeSeconds float64 `json:"lease_time_s,omitempty"`
+	// Replicas is how many replicas the operator said share the
+	// counters (--lease-replicas): a block is at most limit / (2 x it).
+	Replicas int `json:"replicas,omitempty"`
+	// Keys is hot or all.
+	Keys string `json:"keys,omitempty"`
+}

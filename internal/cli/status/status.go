@@ -38,7 +38,11 @@ type Status struct {
 	// Enforcement is the master switch; null when the token may not read it
 	// or the server is not ready.
 	Enforcement *rl.Enforcement `json:"enforcement"`
-	Counts      Counts          `json:"counts"`
+	// Setup is how the replica that answered is set up: its counter store
+	// (and whether it answers), gRPC listener and leases; null when the
+	// token may not read it or the server is not ready.
+	Setup  *client.ServerInfo `json:"setup"`
+	Counts Counts             `json:"counts"`
 }
 
 // Schema is the database schema's version and the newest the server knows.
@@ -72,8 +76,10 @@ func NewCmdStatus(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 		GroupID: "admin",
 		Long: `Show the server rlctl talks to and through which context, both versions, the
 database schema, whether the server is ready, whether enforcement is on (the master
-switch: rlctl enforcement), and how many definitions, memberships, quarantined callers
-and targets, administrators and live tokens it holds.
+switch: rlctl enforcement), how the replica that answered is set up (where its
+decisions count and whether that store answers now, its gRPC listener, its leases), and
+how many definitions, memberships, quarantined callers and targets, administrators and
+live tokens it holds.
 
 Tokens can be counted only with the admin role; without it the count is "-" (null in
 JSON). An unreachable or unready server is reported, with exit code 1.`,
@@ -135,6 +141,13 @@ func statusRun(ctx context.Context, opts *Options) error {
 	case err == nil:
 		st.Enforcement = &sw
 	case !errors.Is(err, client.ErrForbidden):
+		return err
+	}
+	setup, err := c.ServerInfo(ctx)
+	switch {
+	case err == nil:
+		st.Setup = &setup
+	case !errors.Is(err, client.ErrForbidden) && !errors.Is(err, client.ErrNotFound): // NotFound: an older rlapi
 		return err
 	}
 	if err := count(ctx, c, f.Now(), &st.Counts); err != nil {
@@ -245,13 +258,16 @@ func write(f *cmdutil.Factory, st Status) error {
 			{"Schema", schema},
 			{"Ready", ready},
 			{"Enforcement", enforcementLine(st.Enforcement)},
+		}
+		lines = append(lines, setupLines(st.Setup)...)
+		lines = append(lines, [][2]string{
 			{"Definitions", num(st.Counts.Definitions)},
 			{"Memberships", num(st.Counts.Memberships)},
 			{"Quarantined callers", num(st.Counts.QuarantinedCallers)},
 			{"Quarantined targets", num(st.Counts.QuarantinedTargets)},
 			{"Admins", num(st.Counts.Admins)},
 			{"Live tokens", num(st.Counts.LiveTokens)},
-		}
+		}...)
 		var b strings.Builder
 		for _, l := range lines {
 			fmt.Fprintf(&b, "%-21s%s\n", l[0]+":", l[1])
@@ -259,6 +275,37 @@ func write(f *cmdutil.Factory, st Status) error {
 		_, err := f.IOStreams.Out.Write([]byte(b.String()))
 		return err
 	})
+}
+
+// setupLines describe the answering replica's setup, or say it is unknown.
+func setupLines(s *client.ServerInfo) [][2]string {
+	if s == nil {
+		return [][2]string{{"Counter store", "-"}, {"gRPC", "-"}, {"Leases", "-"}}
+	}
+	cs := s.CounterStore
+	store := cs.Backend
+	if cs.Cluster {
+		store += " cluster"
+	}
+	store += " " + cs.Address
+	if cs.Reachable {
+		store += fmt.Sprintf(" (reachable, %.1f ms)", cs.LatencyMS)
+	} else {
+		store += " (UNREACHABLE: " + cs.Error + ")"
+	}
+	grpc := "off"
+	if s.GRPC.Enabled {
+		grpc = s.GRPC.Address + " (" + s.GRPC.CountMode
+		if s.GRPC.TLS {
+			grpc += ", TLS"
+		}
+		grpc += ")"
+	}
+	leases := "off"
+	if s.Leases.Enabled {
+		leases = fmt.Sprintf("on: %gs blocks, %d replicas, %s keys", s.Leases.LeaseTimeSeconds, s.Leases.Replicas, s.Leases.Keys)
+	}
+	return [][2]string{{"Replica", dash(s.Replica)}, {"Counter store", store}, {"gRPC", grpc}, {"Leases", leases}}
 }
 
 // enforcementLine says whether the master switch is on, and when it is off,

@@ -78,11 +78,21 @@ func TestStatusAsAdmin(t *testing.T) {
 		t.Errorf("counts: got %s, want %s", gc, wc)
 	}
 
+	// The harness's rlapi counts in its PostgreSQL, without gRPC or leases.
+	if s := got.Setup; s == nil || s.CounterStore.Backend != "postgres" || !s.CounterStore.Reachable || s.CounterStore.Error != "" ||
+		!strings.HasSuffix(s.CounterStore.Address, "/"+h.Env.Store.Pool().Config().ConnConfig.Database) || s.GRPC.Enabled || s.Leases.Enabled || s.Replica == "" {
+		t.Errorf("setup: %+v", s)
+	}
+
 	r = h.Run("status")
-	for _, line := range []string{"Server:              " + h.Env.URL, "Context:             -", "Ready:               yes", "Definitions:         4", "Quarantined callers: 1", "Live tokens:         1"} {
+	for _, line := range []string{"Server:              " + h.Env.URL, "Context:             -", "Ready:               yes", "Definitions:         4", "Quarantined callers: 1", "Live tokens:         1",
+		"gRPC:                off", "Leases:              off"} {
 		if !strings.Contains(r.Out, line+"\n") {
 			t.Errorf("table lacks %q:\n%s", line, r.Out)
 		}
+	}
+	if !strings.Contains(r.Out, "Counter store:       postgres ") || !strings.Contains(r.Out, " (reachable, ") {
+		t.Errorf("table lacks the counter store, reachable:\n%s", r.Out)
 	}
 	if !strings.Contains(r.Out, " (current)\n") {
 		t.Errorf("schema not shown as current:\n%s", r.Out)
@@ -110,7 +120,7 @@ func TestStableShape(t *testing.T) {
 		if err := yaml.Unmarshal([]byte(r.Out), &doc); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := keys(doc), []string{"client_version", "context", "counts", "enforcement", "not_ready_reason", "ready", "schema", "server", "server_version"}; !reflect.DeepEqual(got, want) {
+		if got, want := keys(doc), []string{"client_version", "context", "counts", "enforcement", "not_ready_reason", "ready", "schema", "server", "server_version", "setup"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("-o %s keys: got %v, want %v", format, got, want)
 		}
 		counts := doc["counts"].(map[string]any)
@@ -133,10 +143,10 @@ func TestStableShape(t *testing.T) {
 	if !strings.Contains(r.Out, "Enforcement:         on\n") {
 		t.Errorf("table as viewer lacks the master switch:\n%s", r.Out)
 	}
-	// An enforcer may read nothing: every count and the switch are "-", and
-	// status still works.
+	// An enforcer may read nothing: every count, the switch and the
+	// setup are "-", and status still works.
 	r = h.RunWith(clitest.Opts{Token: h.Env.Token(t, "gw", "enforcer")}, "status")
-	if r.Code != 0 || strings.Count(r.Out, " -\n") != 8 {
+	if r.Code != 0 || strings.Count(r.Out, " -\n") != 11 {
 		t.Errorf("table as enforcer: exit %d\n%s%s", r.Code, r.Out, r.ErrOut)
 	}
 }

@@ -268,6 +268,9 @@ func (s *Store) Close() {
 	})
 }
 
+// Cluster reports whether the store counts in a Redis Cluster.
+func (s *Store) Cluster() bool { return s.cluster }
+
 // Client is the Store's client (tests and the counters API use it).
 func (s *Store) Client() rueidis.Client { return s.client }
 
