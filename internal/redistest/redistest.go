@@ -39,8 +39,14 @@ func URL(t testing.TB, name string) string {
 type Server struct {
 	// URL is its redis:// URL.
 	URL string
-	// Process is the redis-server process, for signals.
+	// Process is the redis-server process, for signals. Restart replaces
+	// it.
 	Process *os.Process
+
+	bin, dir string
+	port     int
+	args     []string
+	exited   chan struct{} // closed when Process has exited
 }
 
 // Start runs a redis-server of the test's own on a free loopback port,
@@ -58,7 +64,7 @@ func Start(t testing.TB, args ...string) *Server {
 		}
 		t.Skip(msg)
 	}
-	dir := t.TempDir()
+	s := &Server{bin: bin, dir: t.TempDir(), args: args}
 	var lastErr error
 	// A port found free may be taken before the server binds it: try again.
 	for range 5 {
@@ -66,31 +72,54 @@ func Start(t testing.TB, args ...string) *Server {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(bin, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--dir", dir, "--save", "", "--appendonly", "no", "--protected-mode", "no", "--daemonize", "no"}, args...)...)
-		var log strings.Builder
-		cmd.Stdout, cmd.Stderr = &log, &log
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start redis-server: %v", err)
+		s.port = port
+		if lastErr = s.start(t); lastErr == nil {
+			s.URL = "redis://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+			return s
 		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if err := waitPong(addr, exited); err != nil {
-			_ = cmd.Process.Kill()
-			<-exited
-			lastErr = fmt.Errorf("%w\n%s", err, log.String())
-			continue
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGCONT)
-			_ = cmd.Process.Kill()
-			<-exited
-		})
-		return &Server{URL: "redis://" + addr, Process: cmd.Process}
 	}
 	t.Fatalf("redis-server did not start: %v", lastErr)
 	return nil
+}
+
+// start runs the server on s.port and waits for its PONG.
+func (s *Server) start(t testing.TB) error {
+	cmd := exec.Command(s.bin, append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--dir", s.dir, "--save", "", "--appendonly", "no", "--protected-mode", "no", "--daemonize", "no"}, s.args...)...)
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	if err := waitPong(net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)), exited); err != nil {
+		_ = cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("%w\n%s", err, log.String())
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	s.Process, s.exited = cmd.Process, exited
+	return nil
+}
+
+// Restart kills the server (SIGKILL: no save, as in a crash) and starts it
+// again on the same port with the same arguments. Persisting nothing, it
+// comes back empty, with a new run_id.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	_ = s.Process.Signal(syscall.SIGCONT)
+	if err := s.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-s.exited
+	if err := s.start(t); err != nil {
+		t.Fatalf("redis-server did not restart on port %d: %v", s.port, err)
+	}
 }
 
 func freePort() (int, error) {

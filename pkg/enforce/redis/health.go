@@ -34,6 +34,26 @@ type NodeState struct {
 	// EvictedKeys is INFO stats' evicted_keys: the keys the node has
 	// evicted since it started (-1: not read).
 	EvictedKeys int64
+	// RunID is INFO server's run_id, new at every start of the node
+	// (empty: not read): a changed one is a restart.
+	RunID string
+	// KeysLoaded is what the node read back from disk when it started:
+	// INFO persistence's rdb_last_load_keys_loaded, or -1 when it
+	// replays an append-only file (aof_enabled:1), which keeps every
+	// write, or could not be read.
+	KeysLoaded int64
+}
+
+// restart is what report makes of a node whose run_id changed.
+func (n NodeState) restart() (empty bool, how string) {
+	switch {
+	case n.KeysLoaded < 0:
+		return false, "it replays its append-only file: counters kept"
+	case n.KeysLoaded == 0:
+		return true, "it loaded no keys: every counter it held starts from zero, so limits admit up to one window's worth again"
+	default:
+		return false, "it loaded keys from its last RDB snapshot: counts taken since that snapshot are lost"
+	}
 }
 
 // Evicts reports whether the node may evict counters: its policy is not
@@ -86,11 +106,13 @@ func evicting(ns []NodeState) []NodeState {
 // readNode reads one node's eviction policy, maxmemory and evicted keys,
 // in one round trip.
 func readNode(ctx context.Context, addr string, c rueidis.Client) NodeState {
-	n := NodeState{Addr: addr, MaxMemory: -1, EvictedKeys: -1}
+	n := NodeState{Addr: addr, MaxMemory: -1, EvictedKeys: -1, KeysLoaded: -1}
 	res := c.DoMulti(ctx,
 		c.B().ConfigGet().Parameter("maxmemory-policy").Build(),
 		c.B().Info().Section("memory").Build(),
-		c.B().Info().Section("stats").Build())
+		c.B().Info().Section("stats").Build(),
+		c.B().Info().Section("server").Build(),
+		c.B().Info().Section("persistence").Build())
 	cfgErr := res[0].Error()
 	if cfgErr == nil {
 		m, err := res[0].AsStrMap()
@@ -121,6 +143,15 @@ func readNode(ctx context.Context, addr string, c rueidis.Client) NodeState {
 	if stats, err := res[2].ToString(); err == nil {
 		if v, err := strconv.ParseInt(infoFields(stats)["evicted_keys"], 10, 64); err == nil {
 			n.EvictedKeys = v
+		}
+	}
+	if server, err := res[3].ToString(); err == nil {
+		n.RunID = infoFields(server)["run_id"]
+	}
+	if p, err := res[4].ToString(); err == nil {
+		f := infoFields(p)
+		if v, err := strconv.ParseInt(f["rdb_last_load_keys_loaded"], 10, 64); err == nil && f["aof_enabled"] == "0" {
+			n.KeysLoaded = v
 		}
 	}
 	return n
@@ -192,6 +223,20 @@ func (s *Store) report(ns []NodeState) {
 		case !n.Evicts() && seen && was.Evicts():
 			s.log.Info("redis: the node no longer evicts", "node", n.Addr, "maxmemory_policy", n.Policy)
 		}
+		if seen && was.RunID != "" && n.RunID != "" && n.RunID != was.RunID {
+			empty, how := n.restart()
+			s.restarts.Lock()
+			if s.restarts.n == nil {
+				s.restarts.n = map[restartKey]int64{}
+			}
+			s.restarts.n[restartKey{n.Addr, empty}]++
+			s.restarts.Unlock()
+			if empty {
+				s.log.Warn("redis: the node restarted empty: "+how, "node", n.Addr)
+			} else {
+				s.log.Warn("redis: the node restarted: "+how, "node", n.Addr)
+			}
+		}
 		if seen && was.EvictedKeys >= 0 && n.EvictedKeys > was.EvictedKeys {
 			s.log.Warn("redis: the node evicted keys since the last check: counters among them forgot their counts",
 				"node", n.Addr, "evicted", n.EvictedKeys-was.EvictedKeys, "evicted_keys", n.EvictedKeys, "maxmemory_policy", n.policyText())
@@ -199,10 +244,16 @@ func (s *Store) report(ns []NodeState) {
 	}
 }
 
+// restartKey counts a node's restarts, empty or not.
+type restartKey struct {
+	node  string
+	empty bool
+}
+
 // collector exports what the last Inspect read.
 type collector struct {
-	s                     *Store
-	safe, policy, evicted *prometheus.Desc
+	s                               *Store
+	safe, policy, evicted, restarts *prometheus.Desc
 }
 
 func newCollector(s *Store) *collector {
@@ -213,6 +264,8 @@ func newCollector(s *Store) *collector {
 			"Each Redis node's maxmemory-policy (unknown: it could not be read), as a label of a series of value 1.", []string{"node", "policy"}, nil),
 		evicted: prometheus.NewDesc("rlctl_redis_evicted_keys",
 			"Each Redis node's evicted_keys (INFO stats): the keys it has evicted since it started; any rise under rlctl's counters is counts lost.", []string{"node"}, nil),
+		restarts: prometheus.NewDesc("rlctl_redis_node_restarts_total",
+			"Restarts of a Redis node this process saw (its run_id changed between two checks); empty=\"true\": it came back with no keys, so its counters started from zero.", []string{"node", "empty"}, nil),
 	}
 }
 
@@ -220,9 +273,15 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.safe
 	ch <- c.policy
 	ch <- c.evicted
+	ch <- c.restarts
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	c.s.restarts.Lock()
+	for k, n := range c.s.restarts.n {
+		ch <- prometheus.MustNewConstMetric(c.restarts, prometheus.CounterValue, float64(n), k.node, strconv.FormatBool(k.empty))
+	}
+	c.s.restarts.Unlock()
 	p := c.s.nodes.Load()
 	if p == nil {
 		return

@@ -54,6 +54,12 @@ type Store struct {
 	clockUnread bool
 	// nodes is what the last Inspect read (the metrics export it).
 	nodes atomic.Pointer[[]NodeState]
+	// restarts counts the node restarts Inspect saw, per node and whether
+	// the node came back empty (the metrics export them).
+	restarts struct {
+		sync.Mutex
+		n map[restartKey]int64
+	}
 	// reg, when set, holds the store's collector (Close unregisters it).
 	reg prometheus.Registerer
 	col prometheus.Collector
