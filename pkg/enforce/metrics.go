@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,34 +38,66 @@ type metrics struct {
 	// cacheHit is cache{result="hit"} and allowed checks{outcome="allowed"},
 	// resolved once: every decision adds to them.
 	cacheHit, allowed prometheus.Counter
-	// gateSeries holds the gateChecks series resolved so far, per
-	// gateLabels (*gateCounters): a lookup takes no lock, where
-	// WithLabelValues takes the vector's read lock, whose cache line two
-	// cores deciding in memory (a lease layer's calls) fight over: about
-	// a sixth of such a decision's CPU (BenchmarkLeaseHotKey/leases).
-	gateSeries sync.Map
+	// gateSeries holds the gateChecks series resolved so far (gateSeries),
+	// replaced whole under gateMu when one is added: a decision finds its
+	// gates' series with no lock and no hashing. WithLabelValues takes the
+	// vector's read lock, whose cache line two cores deciding in memory (a
+	// lease layer's calls) fight over, and a sync.Map keyed by the two
+	// labels hashed both strings through an interface on every gate: each
+	// cost about a twentieth of such a decision's CPU
+	// (BenchmarkLeaseHotKey/leases in pkg/enforce/lease).
+	gateSeries atomic.Pointer[[]gateSeries]
+	gateMu     sync.Mutex
 }
 
-// gateLabels are the labels of a gate's gateChecks series but outcome.
-type gateLabels struct{ axis, entityType string }
-
-// gateCounters are a gate's gateChecks series: deny, allow.
-type gateCounters [2]prometheus.Counter
+// gateSeries are the gateChecks series of one axis and entity type: deny,
+// allow.
+type gateSeries struct {
+	axis, entityType string
+	counters         [2]prometheus.Counter
+}
 
 // gateChecked counts one check of g, with room or not.
 func (m *metrics) gateChecked(g *Gate, room bool) {
-	k := gateLabels{g.Axis, g.EntityType}
-	v, ok := m.gateSeries.Load(k)
-	if !ok {
-		// Axis and entity type take a few values each: the map stays small.
-		v, _ = m.gateSeries.LoadOrStore(k, &gateCounters{m.gateChecks.WithLabelValues(AxisLabel(k.axis), k.entityType, outcome(false)),
-			m.gateChecks.WithLabelValues(AxisLabel(k.axis), k.entityType, outcome(true))})
-	}
 	i := 0
 	if room {
 		i = 1
 	}
-	v.(*gateCounters)[i].Inc()
+	if p := m.gateSeries.Load(); p != nil {
+		// Axis and entity type take a few values each: the list stays
+		// short, and a comparison of unequal labels mostly stops at
+		// their lengths.
+		for k := range *p {
+			if s := &(*p)[k]; s.axis == g.Axis && s.entityType == g.EntityType {
+				s.counters[i].Inc()
+				return
+			}
+		}
+	}
+	m.addGateSeries(g.Axis, g.EntityType).counters[i].Inc()
+}
+
+// addGateSeries resolves the gateChecks series of axis and entityType and
+// adds them to gateSeries (if another call has not meanwhile).
+func (m *metrics) addGateSeries(axis, entityType string) *gateSeries {
+	m.gateMu.Lock()
+	defer m.gateMu.Unlock()
+	var old []gateSeries
+	if p := m.gateSeries.Load(); p != nil {
+		old = *p
+	}
+	for k := range old {
+		if old[k].axis == axis && old[k].entityType == entityType {
+			return &old[k]
+		}
+	}
+	next := make([]gateSeries, len(old), len(old)+1)
+	copy(next, old)
+	next = append(next, gateSeries{axis: axis, entityType: entityType, counters: [2]prometheus.Counter{
+		m.gateChecks.WithLabelValues(AxisLabel(axis), entityType, outcome(false)),
+		m.gateChecks.WithLabelValues(AxisLabel(axis), entityType, outcome(true))}})
+	m.gateSeries.Store(&next)
+	return &next[len(next)-1]
 }
 
 func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() time.Time, backend string) (*metrics, error) {
