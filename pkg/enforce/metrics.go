@@ -128,7 +128,8 @@ func (m *metrics) addGateSeries(axis, entityType string) *gateSeries {
 // (fold, run by foldingCollector before their Collect). Every decision
 // adding to the same few counters made two cores pass those cache lines
 // back and forth on each call: at 64 goroutines deciding in memory from
-// leases, the counters' increments were about a tenth of the CPU. A
+// leases, the increments were about a twentieth of the CPU (as much
+// again went to finding the gate series, gateSeries above). A
 // goroutine keeps its stack while it runs, so its increments stay in its
 // shard's cache lines, which no other core writes unless a goroutine
 // sharing the shard runs there.
