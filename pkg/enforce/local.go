@@ -37,10 +37,15 @@ func answerBuf(pool *sync.Pool, n int) (*answer, TakeResult) {
 	buf, _ := pool.Get().(*answer)
 	if buf == nil {
 		buf = new(answer)
-	} else {
-		*buf = answer{}
+		return buf, TakeResult{Room: buf.room[:n], States: buf.states[:n]}
 	}
-	return buf, TakeResult{Room: buf.room[:n], States: buf.states[:n]}
+	// Only the part handed out is cleared: the rest is not read, and a
+	// state's clock (time.Time holds a pointer) is cleared under the
+	// garbage collector's write barrier while it runs.
+	res := TakeResult{Room: buf.room[:n], States: buf.states[:n]}
+	clear(res.Room)
+	clear(res.States)
+	return buf, res
 }
 
 // takeLocal is take over a store that declares Local. A cached view's

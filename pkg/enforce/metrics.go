@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -34,37 +36,192 @@ type metrics struct {
 	// backendName is the counter store's backend label (backendName).
 	backendName string
 
-	// cacheHit is cache{result="hit"} and allowed checks{outcome="allowed"},
-	// resolved once: every decision adds to them.
-	cacheHit, allowed prometheus.Counter
-	// gateSeries holds the gateChecks series resolved so far, per
-	// gateLabels (*gateCounters): a lookup takes no lock, where
-	// WithLabelValues takes the vector's read lock, whose cache line two
-	// cores deciding in memory (a lease layer's calls) fight over: about
-	// a sixth of such a decision's CPU (BenchmarkLeaseHotKey/leases).
-	gateSeries sync.Map
+	// cacheHit is cache{result="hit"} and allowed checks{outcome="allowed"}:
+	// every decision adds to them, into tallies.
+	cacheHit, allowed tallied
+	// cacheHitSeries and allowedSeries are their series, which fold adds
+	// the tallies to.
+	cacheHitSeries, allowedSeries prometheus.Counter
+	// gateSeries holds the gateChecks series resolved so far (gateSeries),
+	// replaced whole under gateMu when one is added: a decision finds its
+	// gates' series with no lock and no hashing. WithLabelValues takes the
+	// vector's read lock, whose cache line two cores deciding in memory (a
+	// lease layer's calls) fight over, and a sync.Map keyed by the two
+	// labels hashed both strings through an interface on every gate: each
+	// cost about a twentieth of such a decision's CPU
+	// (BenchmarkLeaseHotKey/leases in pkg/enforce/lease).
+	gateSeries atomic.Pointer[[]gateSeries]
+	gateMu     sync.Mutex
+	// tallies hold what every decision counts (allowed, cacheHit, the
+	// first gate series' checks) until fold adds it to the series.
+	tallies tallies
 }
 
-// gateLabels are the labels of a gate's gateChecks series but outcome.
-type gateLabels struct{ axis, entityType string }
-
-// gateCounters are a gate's gateChecks series: deny, allow.
-type gateCounters [2]prometheus.Counter
+// gateSeries are the gateChecks series of one axis and entity type: deny,
+// allow. slot is the first of their two tally slots (deny, allow), or -1
+// when every slot was taken: they are then counted in the series at once.
+type gateSeries struct {
+	axis, entityType string
+	counters         [2]prometheus.Counter
+	slot             int
+}
 
 // gateChecked counts one check of g, with room or not.
 func (m *metrics) gateChecked(g *Gate, room bool) {
-	k := gateLabels{g.Axis, g.EntityType}
-	v, ok := m.gateSeries.Load(k)
-	if !ok {
-		// Axis and entity type take a few values each: the map stays small.
-		v, _ = m.gateSeries.LoadOrStore(k, &gateCounters{m.gateChecks.WithLabelValues(AxisLabel(k.axis), k.entityType, outcome(false)),
-			m.gateChecks.WithLabelValues(AxisLabel(k.axis), k.entityType, outcome(true))})
-	}
 	i := 0
 	if room {
 		i = 1
 	}
-	v.(*gateCounters)[i].Inc()
+	var s *gateSeries
+	if p := m.gateSeries.Load(); p != nil {
+		// Axis and entity type take a few values each: the list stays
+		// short, and a comparison of unequal labels mostly stops at
+		// their lengths.
+		for k := range *p {
+			if e := &(*p)[k]; e.axis == g.Axis && e.entityType == g.EntityType {
+				s = e
+				break
+			}
+		}
+	}
+	if s == nil {
+		s = m.addGateSeries(g.Axis, g.EntityType)
+	}
+	if s.slot < 0 {
+		s.counters[i].Inc()
+		return
+	}
+	m.tallies.shard().n[s.slot+i].Add(1)
+}
+
+// addGateSeries resolves the gateChecks series of axis and entityType and
+// adds them to gateSeries (if another call has not meanwhile), with the
+// next two tally slots while there are any.
+func (m *metrics) addGateSeries(axis, entityType string) *gateSeries {
+	m.gateMu.Lock()
+	defer m.gateMu.Unlock()
+	var old []gateSeries
+	if p := m.gateSeries.Load(); p != nil {
+		old = *p
+	}
+	for k := range old {
+		if old[k].axis == axis && old[k].entityType == entityType {
+			return &old[k]
+		}
+	}
+	slot := firstGateSlot + 2*len(old)
+	if slot+1 >= tallySlots {
+		slot = -1
+	}
+	next := make([]gateSeries, len(old), len(old)+1)
+	copy(next, old)
+	next = append(next, gateSeries{axis: axis, entityType: entityType, slot: slot, counters: [2]prometheus.Counter{
+		m.gateChecks.WithLabelValues(AxisLabel(axis), entityType, outcome(false)),
+		m.gateChecks.WithLabelValues(AxisLabel(axis), entityType, outcome(true))}})
+	m.gateSeries.Store(&next)
+	return &next[len(next)-1]
+}
+
+// Tallies: what every decision counts is added to one of tallyShards
+// shards of plain atomic counters, picked by the calling goroutine's
+// stack, and summed into the Prometheus series when they are collected
+// (fold, run by foldingCollector before their Collect). Every decision
+// adding to the same few counters made two cores pass those cache lines
+// back and forth on each call: at 64 goroutines deciding in memory from
+// leases, the increments were about a twentieth of the CPU (as much
+// again went to finding the gate series, gateSeries above). A
+// goroutine keeps its stack while it runs, so its increments stay in its
+// shard's cache lines, which no other core writes unless a goroutine
+// sharing the shard runs there.
+//
+// What a scrape sees is exact for every decision that ended before the
+// scrape began: each is in a shard or, folded already, in the series.
+
+// tallySlots is the number of counters of a shard: allowed, cacheHit and
+// then two per gate series (deny, allow). 32 is four cache lines; gate
+// series past the slots are counted in the series directly.
+const (
+	tallyShardBits = 6
+	tallyShards    = 1 << tallyShardBits
+	tallySlots     = 32
+	slotAllowed    = 0
+	slotCacheHit   = 1
+	firstGateSlot  = 2
+)
+
+// tallies are the shards.
+type tallies struct{ shards *[tallyShards]tallyShard }
+
+// tallyShard is a whole number of cache lines (the array is allocated on
+// its own, so shards never share a line).
+type tallyShard struct{ n [tallySlots]atomic.Uint64 }
+
+// shard is the calling goroutine's shard: by the address of its stack,
+// hashed (goroutines' stacks are a few KiB apart; a goroutine's frame at
+// one call depth keeps its address while the stack is not moved).
+func (t tallies) shard() *tallyShard {
+	var here byte
+	p := uint64(uintptr(unsafe.Pointer(&here))) >> 10
+	return &t.shards[(p*0x9e3779b97f4a7c15)>>(64-tallyShardBits)]
+}
+
+// sum takes what the shards counted in slot since the last sum.
+func (t tallies) sum(slot int) uint64 {
+	var n uint64
+	for i := range t.shards {
+		if t.shards[i].n[slot].Load() != 0 {
+			n += t.shards[i].n[slot].Swap(0)
+		}
+	}
+	return n
+}
+
+// tallied is one counter kept in tallies (slot), with Prometheus's Inc.
+type tallied struct {
+	t    tallies
+	slot int
+}
+
+// Inc adds one.
+func (c tallied) Inc() { c.t.shard().n[c.slot].Add(1) }
+
+// fold adds what the tallies counted to their series.
+func (m *metrics) fold() {
+	add := func(c prometheus.Counter, slot int) {
+		if n := m.tallies.sum(slot); n > 0 {
+			c.Add(float64(n))
+		}
+	}
+	add(m.allowedSeries, slotAllowed)
+	add(m.cacheHitSeries, slotCacheHit)
+	if p := m.gateSeries.Load(); p != nil {
+		for _, s := range *p {
+			if s.slot >= 0 {
+				add(s.counters[0], s.slot)
+				add(s.counters[1], s.slot+1)
+			}
+		}
+	}
+}
+
+// foldingCollector collects its collectors after folding m's tallies
+// into them.
+type foldingCollector struct {
+	m          *metrics
+	collectors []prometheus.Collector
+}
+
+func (f foldingCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range f.collectors {
+		c.Describe(ch)
+	}
+}
+
+func (f foldingCollector) Collect(ch chan<- prometheus.Metric) {
+	f.m.fold()
+	for _, c := range f.collectors {
+		c.Collect(ch)
+	}
 }
 
 func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() time.Time, backend string) (*metrics, error) {
@@ -102,12 +259,14 @@ func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() ti
 		rowsRead: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlctl_enforce_snapshot_rows_read_total",
 			Help: "Rows read by snapshot reloads, by table (definitions, memberships, admins)."}, []string{"table"}),
 	}
-	m.cacheHit, m.allowed = m.cache.WithLabelValues("hit"), m.checks.WithLabelValues("allowed")
+	m.cacheHitSeries, m.allowedSeries = m.cache.WithLabelValues("hit"), m.checks.WithLabelValues("allowed")
+	m.tallies = tallies{shards: new([tallyShards]tallyShard)}
+	m.cacheHit, m.allowed = tallied{m.tallies, slotCacheHit}, tallied{m.tallies, slotAllowed}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.checks, m.gateChecks, m.throttled, m.shadowDenied, m.quarantineDenied,
-		m.errors, m.cache, m.backend, m.snapshotLoad, m.notifications, m.swept, m.reloads, m.rowsRead, m.backendTimeout, m.enabled,
+	for _, c := range []prometheus.Collector{foldingCollector{m, []prometheus.Collector{m.checks, m.gateChecks, m.cache}}, m.throttled, m.shadowDenied, m.quarantineDenied,
+		m.errors, m.backend, m.snapshotLoad, m.notifications, m.swept, m.reloads, m.rowsRead, m.backendTimeout, m.enabled,
 		newQuarantineCollector(count, now)} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
