@@ -265,7 +265,7 @@ type Gate struct {
 	lease LeaseMode
 }
 
-// Key is the counter the gate counts on (CounterKey.String()).
+// Key is the counter the gate counts on (counterkey.Key.String()).
 func (g Gate) Key() string { return g.key }
 
 // Decision is the answer for one call.

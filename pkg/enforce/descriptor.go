@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -285,7 +286,7 @@ func descriptorGates(gates []Gate, snap *snapshot, r *DescriptorRequest, now tim
 		}
 		if desc.Limit != nil {
 			w := desc.Limit.WindowSeconds
-			k, key := descriptorCounter("", r.Domain, desc.Entries, nil, w)
+			k, key := counterkey.DescriptorWithString("", r.Domain, desc.Entries, nil, w)
 			// The override's gate is named by its counter's definition id.
 			d := ratelimit.Definition{ID: k.DefinitionID, Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityDescriptor, WindowSeconds: w}
 			g := newGate(d, key, desc.Limit.RequestsPerUnit, nil, false, now)
@@ -301,7 +302,7 @@ func descriptorGates(gates []Gate, snap *snapshot, r *DescriptorRequest, now tim
 			if d.ShareThreshold && shared != nil {
 				sh = shared[i]
 			}
-			_, key := descriptorCounter(algorithmOf(d), r.Domain, desc.Entries, sh, d.WindowSeconds)
+			_, key := counterkey.DescriptorWithString(algorithmOf(d), r.Domain, desc.Entries, sh, d.WindowSeconds)
 			g := newGate(d, key, int64(*d.MaxRequests), d.Burst, d.Mode == ratelimit.ModeShadow, now)
 			g.Descriptor = i + 1
 			gates = append(gates, g)

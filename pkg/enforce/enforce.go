@@ -26,6 +26,7 @@ import (
 
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -514,18 +515,18 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *m
 					log.unkeyed(d, via, d.Per)
 					return // no client IP, or no team: nothing to key by
 				}
-				gates = append(gates, matched(newGate(d, PerCounter(d, subject, on).String(), int64(*limit), burst, shadow, now), via))
+				gates = append(gates, matched(newGate(d, counterkey.Per(d, subject, on).String(), int64(*limit), burst, shadow, now), via))
 				return
 			}
 			if shadow {
-				gates = append(gates, matched(newGate(d, ShadowCounter(d, caller, on).String(), int64(*limit), burst, true, now), via))
+				gates = append(gates, matched(newGate(d, counterkey.Shadow(d, caller, on).String(), int64(*limit), burst, true, now), via))
 				return
 			}
-			k := CallerCounter(d.WindowSeconds, caller)
+			k := counterkey.Caller(d.WindowSeconds, caller)
 			if d.Axis == ratelimit.AxisCallerTarget {
-				k = CallerTargetCounter(d.WindowSeconds, caller, target)
+				k = counterkey.CallerTarget(d.WindowSeconds, caller, target)
 			}
-			k.Algorithm = keyAlgorithm(algorithmOf(d))
+			k.Algorithm = counterkey.OfDefinition(d)
 			slot := bucketSlot{k.Kind, d.WindowSeconds, k.Algorithm}
 			gate := matched(newGate(d, k.String(), int64(*limit), burst, false, now), via)
 			if i, ok := best[slot]; ok {
@@ -559,11 +560,11 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *m
 		}
 	}
 	for _, d := range snap.targetDefs[targetKey(c.TargetType, targetName)] {
-		addTarget(d, TargetCounter(d, "").String())
+		addTarget(d, counterkey.Target(d, "").String())
 	}
 	if c.TargetType == ratelimit.EntityMCPServer {
 		for _, d := range snap.serverGroups[targetName] {
-			addTarget(d, TargetCounter(d, targetName).String())
+			addTarget(d, counterkey.Target(d, targetName).String())
 		}
 	}
 	if tool := strings.TrimSpace(c.Tool); tool != "" {
@@ -576,7 +577,7 @@ func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *m
 // caller share one bucket by: the axis (its key kind), the window and the
 // algorithm.
 type bucketSlot struct {
-	kind      CounterKind
+	kind      counterkey.Kind
 	window    int
 	algorithm Algorithm
 }
@@ -623,14 +624,13 @@ func matched(g Gate, via string) Gate {
 	return g
 }
 
-// CallerIP is the caller type of an anonymous call keyed by its client
-// address: its counters' caller is ip:<key> (ip:203.0.113.7,
-// ip:2001:db8:1:2::/64).
-const CallerIP = "ip"
-
-// CallerTeam is the subject type of a team's buckets in counter keys
-// (team:<name>, definitions with per: team).
-const CallerTeam = "team"
+// CallerIP and CallerTeam are the caller types of counter keys'
+// subjects (pkg/enforce/counterkey defines them): an anonymous call keyed
+// by its client address, ip:<key>, and a team's buckets, team:<name>.
+const (
+	CallerIP   = counterkey.CallerIP
+	CallerTeam = counterkey.CallerTeam
+)
 
 // algorithmOf is d's algorithm, fixed_window when it names none.
 func algorithmOf(d ratelimit.Definition) Algorithm {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/clientip"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -156,12 +157,12 @@ func routeGates(matches []routeMatch, callerType, identity, ipKey, team string, 
 			var key string
 			switch {
 			case caller == "":
-				key = TargetCounter(*d, "").String()
+				key = counterkey.Target(*d, "").String()
 			case shadow:
-				key = ShadowCounter(*d, caller, routeTarget(d)).String()
+				key = counterkey.Shadow(*d, caller, routeTarget(d)).String()
 			default:
-				k := CallerTargetCounter(d.WindowSeconds, caller, routeTarget(d))
-				k.Algorithm = keyAlgorithm(algorithmOf(*d))
+				k := counterkey.CallerTarget(d.WindowSeconds, caller, routeTarget(d))
+				k.Algorithm = counterkey.OfDefinition(*d)
 				key = k.String()
 			}
 			g := newGate(*d, key, int64(*limit), burst, shadow, now)

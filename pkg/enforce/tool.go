@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -51,7 +52,7 @@ func toolGates(snap *snapshot, c Call, caller, name string, admin bool, now time
 		var key string
 		switch scope {
 		case ratelimit.ToolScopeTool:
-			key = TargetCounter(*d, name).String()
+			key = counterkey.Target(*d, name).String()
 		case ratelimit.ToolScopePrincipal, ratelimit.ToolScopePrincipalTool:
 			if admin || log.uncalled(*d, pattern, scope) {
 				return
@@ -61,14 +62,14 @@ func toolGates(snap *snapshot, c Call, caller, name string, admin bool, now time
 				on = leafType + ":" + d.Name
 			}
 			if shadow {
-				key = ShadowCounter(*d, caller, on).String()
+				key = counterkey.Shadow(*d, caller, on).String()
 			} else {
-				k := CallerTargetCounter(d.WindowSeconds, caller, on)
-				k.Algorithm = keyAlgorithm(algorithmOf(*d))
+				k := counterkey.CallerTarget(d.WindowSeconds, caller, on)
+				k.Algorithm = counterkey.OfDefinition(*d)
 				key = k.String()
 			}
 		default:
-			key = TargetCounter(*d, "").String()
+			key = counterkey.Target(*d, "").String()
 		}
 		g := newGate(*d, key, int64(*d.MaxRequests), d.Burst, shadow, now)
 		g.Matched, g.Dimension = pattern, scope
