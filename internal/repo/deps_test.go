@@ -170,6 +170,12 @@ var rules = []rule{
 		forbid: func(p *pkgInfo) bool { return p.ImportPath == module+"/pkg/enforce" },
 	},
 	{
+		name:   "plan-below-core",
+		want:   "pkg/enforce/plan, which limits apply to a call, imports no pkg/enforce core: the core builds gates through it, so it cannot lean on the core in turn",
+		from:   under("pkg/enforce/plan"),
+		forbid: func(p *pkgInfo) bool { return p.ImportPath == module+"/pkg/enforce" },
+	},
+	{
 		name:   "enforce-no-grpc",
 		want:   "pkg/enforce and its packages link no gRPC or Envoy code (grpc, go-control-plane, pkg/envoyrls): the Envoy protocol is an adapter over them",
 		from:   under("pkg/enforce"),

@@ -76,35 +76,6 @@ type CounterGate struct {
 	Lease LeaseMode
 }
 
-// LeaseMode is a gate's definition's say in leases
-// (ratelimit.Definition.Lease), carried on CounterGate.Lease. The values
-// are ordered by precedence: of a bucket several definitions share, the
-// greatest applies, so never on any of them wins over always, which wins
-// over auto.
-type LeaseMode uint8
-
-const (
-	// LeaseAuto: the layer decides (hot keys, or every key).
-	LeaseAuto LeaseMode = iota
-	// LeaseAlways: leased from the first call.
-	LeaseAlways
-	// LeaseNever: never leased; every call is counted on the shared
-	// counter.
-	LeaseNever
-)
-
-// leaseModeOf is d's lease mode; an unknown value (validation refuses
-// it) is auto.
-func leaseModeOf(d ratelimit.Definition) LeaseMode {
-	switch d.Lease {
-	case ratelimit.LeaseNever:
-		return LeaseNever
-	case ratelimit.LeaseAlways:
-		return LeaseAlways
-	}
-	return LeaseAuto
-}
-
 // TakeRequest is one call for a counter store to decide: all its gates at
 // once, all or nothing.
 type TakeRequest struct {

@@ -1,4 +1,4 @@
-package enforce
+package plan
 
 import (
 	"slices"
@@ -10,7 +10,7 @@ import (
 )
 
 // toolGates lists the gates of the tool (or skill) definitions a call
-// matches: by exact name or glob (snapshot.tools, indexed so that the
+// matches: by exact name or glob (Index.tools, indexed so that the
 // definitions that cannot match cost nothing), narrowed by their kinds,
 // each kept per its tool scope. caller is the call's caller as keyed
 // (user:<name>, agent:<id>, ip:<key>); name is <target>:<tool>.
@@ -25,22 +25,22 @@ import (
 //
 // log, when not nil, is told of the definitions a more restrictive one
 // outranked on a shared bucket.
-func toolGates(snap *snapshot, c Call, caller, name string, admin bool, now time.Time, log *planLog) []Gate {
+func toolGates(idx *Index, t Target, caller, name string, admin bool, now time.Time, log *Log) []Gate {
 	leafType := ratelimit.EntityMCPTool
-	if c.TargetType == ratelimit.EntityA2AAgent {
+	if t.Type == ratelimit.EntityA2AAgent {
 		leafType = ratelimit.EntityA2ASkill
 	}
-	idx := snap.tools[leafType]
-	if idx == nil {
+	tools := idx.tools[leafType]
+	if tools == nil {
 		return nil
 	}
-	kind := strings.ToLower(strings.TrimSpace(c.Kind))
+	kind := strings.ToLower(strings.TrimSpace(t.Kind))
 	if kind == "" {
 		kind = ratelimit.KindTool
 	}
 	var gates []Gate
 	byKey := map[string]int{}
-	idx.match(name, func(pattern string, d *ratelimit.Definition) {
+	tools.match(name, func(pattern string, d *ratelimit.Definition) {
 		if d.MaxRequests == nil || (len(d.Kinds) > 0 && !slices.Contains(d.Kinds, kind)) {
 			return
 		}
@@ -74,7 +74,7 @@ func toolGates(snap *snapshot, c Call, caller, name string, admin bool, now time
 		g := newGate(*d, key, int64(*d.MaxRequests), d.Burst, shadow, now)
 		g.Matched, g.Dimension = pattern, scope
 		if i, ok := byKey[key]; ok {
-			// As buildGates: the lowest limit wins, and the bucket fails
+			// As Gates: the lowest limit wins, and the bucket fails
 			// closed if any of its definitions does and leases by the
 			// strictest mode (never, then always, then auto).
 			lm, fc := max(gates[i].lease, g.lease), gates[i].failClosed || g.failClosed
