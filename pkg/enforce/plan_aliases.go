@@ -68,3 +68,12 @@ func (e *Enforcer) KnownDomain(domain string) bool {
 	snap := e.snap.Load()
 	return snap != nil && snap.KnownDomain(domain)
 }
+
+// RoutePath is the path route definitions are matched against: the
+// request URI's path normalized (plan.RoutePath says how). Normalizing it
+// again changes nothing.
+func RoutePath(uri string) string { return plan.RoutePath(uri) }
+
+// PathSegments splits a request URI's path into its normalized segments,
+// as route definitions see it (plan.PathSegments).
+func PathSegments(uri string) (raw string, segments []string) { return plan.PathSegments(uri) }
