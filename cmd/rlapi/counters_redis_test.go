@@ -23,7 +23,7 @@ import (
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/client"
-	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	redisstore "github.com/rlctl/rlctl/pkg/enforce/redis"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -109,8 +109,8 @@ func countsInRedis(t *testing.T, ru string) {
 		}
 		return out
 	}
-	bucket := enforce.CallerCounter(60, alice).String()
-	targetKey := enforce.TargetCounter(ratelimit.Definition{ID: ratelimit.DefinitionID(ratelimit.AxisTarget, ratelimit.EntityMCPServer, name, 3600), WindowSeconds: 3600}, "").String()
+	bucket := counterkey.Caller(60, alice).String()
+	targetKey := counterkey.Target(ratelimit.Definition{ID: ratelimit.DefinitionID(ratelimit.AxisTarget, ratelimit.EntityMCPServer, name, 3600), WindowSeconds: 3600}, "").String()
 	if got := counts("--caller", alice); !maps.Equal(got, map[string]int64{bucket: 1}) {
 		t.Errorf("counters get --caller %s = %v, want her caller bucket at 1 (the throttled call took nothing)", alice, got)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 	"github.com/rlctl/rlctl/pkg/wire"
 )
@@ -31,7 +32,7 @@ func bucketState(st enforce.GateState, window time.Duration, limit, burst int64,
 	if limit <= 0 || window <= 0 {
 		return 0, fullAt
 	}
-	g := algorithm.Gate{Algorithm: algorithm.TokenBucket, Window: window, Limit: limit, Burst: burst}
+	g := algorithm.Gate{Algorithm: string(algorithm.TokenBucket), Window: window, Limit: limit, Burst: burst}
 	tokens, _ = algorithm.Describe(g, algorithm.State{TAT: st.TAT}, now)
 	return tokens, fullAt
 }
@@ -98,7 +99,7 @@ func (s *Server) describeBuckets(ctx context.Context, counters []enforce.LiveCou
 			continue
 		}
 		limit, burst := bucketOf(*d)
-		if k, err := enforce.ParseCounterKey(counters[i].Key); limit == 0 || err != nil || k.Kind != enforce.KindTarget {
+		if k, err := counterkey.Parse(counters[i].Key); limit == 0 || err != nil || k.Kind != counterkey.KindTarget {
 			continue
 		}
 		describeCounter(c, ratelimit.AlgorithmTokenBucket, counters[i].State, limit, burst, now)

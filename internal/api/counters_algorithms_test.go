@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -64,7 +65,7 @@ func TestCountersOfEveryAlgorithm(t *testing.T) {
 	}
 	// The token bucket refills one token per 360 s: three calls leave 7
 	// of 10, full again about 1,080 s from now.
-	tbKey := enforce.TargetCounter(withID(bucket), "").String()
+	tbKey := counterkey.Target(withID(bucket), "").String()
 	for _, sel := range []client.CounterSelector{{Target: "mcp_server:tb"}, {Definition: bucket.Key()}} {
 		got := byKey(listCounters(t, c, sel))
 		tb, ok := got[tbKey]
@@ -77,7 +78,7 @@ func TestCountersOfEveryAlgorithm(t *testing.T) {
 			t.Errorf("%s full in %s, want about 1,080 s", sel, left)
 		}
 	}
-	swKey := enforce.TargetCounter(withID(sliding), "").String()
+	swKey := counterkey.Target(withID(sliding), "").String()
 	for _, sel := range []client.CounterSelector{{Target: "mcp_server:sw"}, {Definition: sliding.Key()}} {
 		if got := byKey(listCounters(t, c, sel)); len(got) != 1 || got[swKey].Count != 2 || got[swKey].Algorithm != ratelimit.AlgorithmSlidingWindow {
 			t.Errorf("counters of %s = %+v, want %s counting 2", sel, got, swKey)
@@ -85,7 +86,7 @@ func TestCountersOfEveryAlgorithm(t *testing.T) {
 	}
 	// alice's caller buckets: one per algorithm of the window; each caller
 	// definition selects its own algorithm's.
-	fixed, tokens := enforce.CallerCounter(60, "user:alice"), enforce.CallerCounter(60, "user:alice")
+	fixed, tokens := counterkey.Caller(60, "user:alice"), counterkey.Caller(60, "user:alice")
 	tokens.Algorithm = enforce.AlgorithmTokenBucket
 	mine := byKey(listCounters(t, c, client.CounterSelector{Caller: "user:alice"}))
 	if _, ok := mine[tokens.String()]; !ok || mine[fixed.String()].Count != 5 || len(mine) != 2 {

@@ -16,6 +16,7 @@ import (
 	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -536,18 +537,18 @@ func TestCounterSelectorEscaping(t *testing.T) {
 
 // The keys of the counters these tests expect, built by the key type
 // (windows of 60 s for the caller buckets).
-func callerKey(caller string) string { return enforce.CallerCounter(60, caller).String() }
+func callerKey(caller string) string { return counterkey.Caller(60, caller).String() }
 
 func callerTargetKey(caller, target string) string {
-	return enforce.CallerTargetCounter(60, caller, target).String()
+	return counterkey.CallerTarget(60, caller, target).String()
 }
 
 func shadowKey(id, caller, target string) string {
-	return enforce.ShadowCounter(ratelimit.Definition{ID: id}, caller, target).String()
+	return counterkey.Shadow(ratelimit.Definition{ID: id}, caller, target).String()
 }
 
 func targetKey(id, server string) string {
-	return enforce.TargetCounter(ratelimit.Definition{ID: id}, server).String()
+	return counterkey.Target(ratelimit.Definition{ID: id}, server).String()
 }
 
 // countersOf is a whole list's counters; a list the server says it did not

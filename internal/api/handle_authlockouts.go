@@ -12,7 +12,7 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/auththrottle"
-	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/wire"
 )
 
@@ -117,8 +117,8 @@ func ceilSeconds(d time.Duration) int64 {
 // AuthAddressKeys names the failed-credential counters of the client
 // address key in scope, for store.Queries.LiftAuthLockout.
 func AuthAddressKeys(scope, address string) store.AuthAddressKeys {
-	k := store.AuthAddressKeys{Lockout: enforce.AuthLockoutCounter(scope, address).String(), Notice: enforce.AuthLockoutID(scope, address)}
-	k.FailuresPrefix, k.FailuresSuffix = enforce.AuthFailuresPattern(scope, address)
+	k := store.AuthAddressKeys{Lockout: counterkey.AuthLockout(scope, address).String(), Notice: counterkey.AuthLockoutID(scope, address)}
+	k.FailuresPrefix, k.FailuresSuffix = counterkey.AuthFailuresPattern(scope, address)
 	return k
 }
 
@@ -132,7 +132,7 @@ func (s *Server) handleListAuthLockouts() http.Handler {
 			return
 		}
 		rows, err := s.store.AuthCounters(r.Context(), s.now(), maxCounterList+1,
-			enforce.KindAuthFailures.Prefix(), enforce.KindAuthLockout.Prefix())
+			counterkey.KindAuthFailures.Prefix(), counterkey.KindAuthLockout.Prefix())
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
@@ -143,7 +143,7 @@ func (s *Server) handleListAuthLockouts() http.Handler {
 		}
 		keys := map[string][]string{}
 		for _, row := range rows {
-			k, err := enforce.ParseCounterKey(row.Key)
+			k, err := counterkey.Parse(row.Key)
 			if err != nil {
 				continue
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 	"github.com/rlctl/rlctl/pkg/wire"
 )
@@ -23,16 +24,16 @@ func counterOf(lc enforce.LiveCounter, now time.Time) wire.Counter {
 	// The stored key is the key gateways built (on PostgreSQL escaped
 	// only where it held bytes no name has, store.CounterKeyText): its
 	// parts read the same.
-	k, err := enforce.ParseCounterKey(lc.Key)
+	k, err := counterkey.Parse(lc.Key)
 	if err != nil {
 		return c // not a key a gateway writes: shown as it is
 	}
 	switch k.Kind {
-	case enforce.KindAuthFailures, enforce.KindAuthLockout, enforce.KindViolation:
+	case counterkey.KindAuthFailures, counterkey.KindAuthLockout, counterkey.KindViolation:
 		return c // no definition's counter: shown as it is
 	}
 	c.WindowSeconds = k.WindowSeconds
-	if k.Kind == enforce.KindShadow || k.Kind == enforce.KindTarget || k.Kind == enforce.KindPer {
+	if k.Kind == counterkey.KindShadow || k.Kind == counterkey.KindTarget || k.Kind == counterkey.KindPer {
 		c.DefinitionID = k.DefinitionID
 	}
 	algorithm := ratelimit.AlgorithmFixedWindow
@@ -81,7 +82,7 @@ func (s *Server) counterSelector(r *http.Request) (enforce.CounterSelector, stri
 	if err != nil {
 		return enforce.CounterSelector{}, "", err
 	}
-	sel.Shared = enforce.SharedBuckets{Kind: enforce.CounterKind(b.Kind), WindowSeconds: b.WindowSeconds,
+	sel.Shared = enforce.SharedBuckets{Kind: counterkey.Kind(b.Kind), WindowSeconds: b.WindowSeconds,
 		Algorithm: enforce.Algorithm(b.Algorithm), Callers: b.Callers}
 	return sel, id, nil
 }

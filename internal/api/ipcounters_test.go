@@ -8,7 +8,7 @@ import (
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/pkg/client"
-	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -42,10 +42,10 @@ func TestCountersOfAnonymousCallers(t *testing.T) {
 	}
 
 	for _, tt := range []struct{ caller, key string }{
-		{"ip:203.0.113.7", enforce.CallerCounter(120, "ip:203.0.113.7").String()},
-		{"ip:::ffff:203.0.113.7", enforce.CallerCounter(120, "ip:203.0.113.7").String()},
-		{"ip:2001:db8:1:1::/64", enforce.CallerCounter(120, "ip:2001:db8:1:1::/64").String()},
-		{"ip:2001:DB8:1:1:0:0:0:9/64", enforce.CallerCounter(120, "ip:2001:db8:1:1::/64").String()},
+		{"ip:203.0.113.7", counterkey.Caller(120, "ip:203.0.113.7").String()},
+		{"ip:::ffff:203.0.113.7", counterkey.Caller(120, "ip:203.0.113.7").String()},
+		{"ip:2001:db8:1:1::/64", counterkey.Caller(120, "ip:2001:db8:1:1::/64").String()},
+		{"ip:2001:DB8:1:1:0:0:0:9/64", counterkey.Caller(120, "ip:2001:db8:1:1::/64").String()},
 	} {
 		got, err := countersOf(admin.ListCounters(t.Context(), client.CounterSelector{Caller: tt.caller}, 0))
 		if err != nil || len(got) != 1 {

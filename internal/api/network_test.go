@@ -10,7 +10,7 @@ import (
 	"github.com/rlctl/rlctl/internal/api"
 	"github.com/rlctl/rlctl/internal/apitest"
 	"github.com/rlctl/rlctl/pkg/client"
-	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -152,7 +152,7 @@ func TestAnonymousCallsKeyedByClientIP(t *testing.T) {
 	}
 	// The buckets are the ip callers' (IPv4 by the address, IPv6 by /64).
 	for _, caller := range []string{"ip:203.0.113.7", "ip:2001:db8:1:1::/64"} {
-		if n := countRows(t, env, `select count(*) from rl_counters where key = $1`, enforce.CallerCounter(120, caller).String()); n != 1 {
+		if n := countRows(t, env, `select count(*) from rl_counters where key = $1`, counterkey.Caller(120, caller).String()); n != 1 {
 			t.Errorf("counters of %s: %d, want 1", caller, n)
 		}
 	}

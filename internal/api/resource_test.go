@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/rlctl/rlctl/pkg/client"
-	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -84,7 +84,7 @@ func TestResourceURIDefinitions(t *testing.T) {
 	cs, err := countersOf(admin.ListCounters(t.Context(), client.CounterSelector{Caller: "user:alice"}, 0))
 	found := false
 	for _, c := range cs {
-		found = found || c.Key == enforce.CallerTargetCounter(60, "user:alice", "mcp_tool:srv:ui://widget/chart").String()
+		found = found || c.Key == counterkey.CallerTarget(60, "user:alice", "mcp_tool:srv:ui://widget/chart").String()
 	}
 	if err != nil || !found {
 		t.Errorf("alice's counters %+v, %v: want her widget bucket", cs, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -63,7 +64,7 @@ func TestRouteTierTeamThroughCheck(t *testing.T) {
 		}
 	}
 	teamBucket := func(team string) string {
-		k := enforce.CallerTargetCounter(60, "team:"+team, "route:high")
+		k := counterkey.CallerTarget(60, "team:"+team, "route:high")
 		k.Algorithm = enforce.AlgorithmTokenBucket
 		return k.String()
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -157,7 +158,7 @@ func (a *authThrottle) forget(payload string) {
 	if a.t == nil {
 		return
 	}
-	scope, key, ok := enforce.ParseAuthLockoutID(payload)
+	scope, key, ok := counterkey.ParseAuthLockoutID(payload)
 	switch {
 	case !ok:
 		a.t.Forget()

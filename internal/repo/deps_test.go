@@ -164,6 +164,18 @@ var rules = []rule{
 		forbid: prefixed(module + "/pkg/enforce/lease"),
 	},
 	{
+		name:   "counterkey-below-core",
+		want:   "pkg/enforce/counterkey and pkg/enforce/algorithm import no pkg/enforce core: the key type and the algorithms sit below the core and every store, so a new kind of key or algorithm is a change there alone",
+		from:   under("pkg/enforce/counterkey", "pkg/enforce/algorithm"),
+		forbid: func(p *pkgInfo) bool { return p.ImportPath == module+"/pkg/enforce" },
+	},
+	{
+		name:   "plan-below-core",
+		want:   "pkg/enforce/plan, which limits apply to a call, imports no pkg/enforce core: the core builds gates through it, so it cannot lean on the core in turn",
+		from:   under("pkg/enforce/plan"),
+		forbid: func(p *pkgInfo) bool { return p.ImportPath == module+"/pkg/enforce" },
+	},
+	{
 		name:   "enforce-no-grpc",
 		want:   "pkg/enforce and its packages link no gRPC or Envoy code (grpc, go-control-plane, pkg/envoyrls): the Envoy protocol is an adapter over them",
 		from:   under("pkg/enforce"),

@@ -11,7 +11,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
-	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 )
 
 // LiftAuthLockout deletes the address's lockout and failures (every
@@ -36,13 +36,13 @@ func TestLiftAuthLockout(t *testing.T) {
 	if _, err := listener.Exec(ctx, "listen "+store.AuthLockoutsChannel); err != nil {
 		t.Fatal(err)
 	}
-	lockout, failures60, failures120 := enforce.AuthLockoutCounter("rlapi", "1.2.3.4").String(),
-		enforce.AuthFailuresCounter("rlapi", 60, "1.2.3.4").String(), enforce.AuthFailuresCounter("rlapi", 120, "1.2.3.4").String()
+	lockout, failures60, failures120 := counterkey.AuthLockout("rlapi", "1.2.3.4").String(),
+		counterkey.AuthFailures("rlapi", 60, "1.2.3.4").String(), counterkey.AuthFailures("rlapi", 120, "1.2.3.4").String()
 	keys := []string{lockout, failures60, failures120,
-		enforce.AuthLockoutCounter("rlapi", "11.2.3.4").String(), enforce.AuthFailuresCounter("rlapi", 60, "11.2.3.4").String(),
-		enforce.AuthLockoutCounter("gateway", "1.2.3.4").String(), enforce.CallerCounter(60, "ip:1.2.3.4").String()}
-	lift := store.AuthAddressKeys{Lockout: lockout, Notice: enforce.AuthLockoutID("rlapi", "1.2.3.4")}
-	lift.FailuresPrefix, lift.FailuresSuffix = enforce.AuthFailuresPattern("rlapi", "1.2.3.4")
+		counterkey.AuthLockout("rlapi", "11.2.3.4").String(), counterkey.AuthFailures("rlapi", 60, "11.2.3.4").String(),
+		counterkey.AuthLockout("gateway", "1.2.3.4").String(), counterkey.Caller(60, "ip:1.2.3.4").String()}
+	lift := store.AuthAddressKeys{Lockout: lockout, Notice: counterkey.AuthLockoutID("rlapi", "1.2.3.4")}
+	lift.FailuresPrefix, lift.FailuresSuffix = counterkey.AuthFailuresPattern("rlapi", "1.2.3.4")
 	for _, k := range keys {
 		if _, err := s.Pool().Exec(ctx, `insert into rl_counters (key, window_index, count, expires_at) values ($1, 1, 1, now() + interval '1 hour')`, k); err != nil {
 			t.Fatal(err)

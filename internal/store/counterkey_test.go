@@ -13,6 +13,7 @@ import (
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -131,7 +132,7 @@ func trickyKeys() (keys []string, built map[string]bool) {
 		d.Algorithm = algo()
 		return d
 	}
-	marked := func(k enforce.CounterKey) enforce.CounterKey {
+	marked := func(k counterkey.Key) counterkey.Key {
 		if a := algo(); a != ratelimit.AlgorithmFixedWindow {
 			k.Algorithm = enforce.Algorithm(a)
 		}
@@ -143,13 +144,13 @@ func trickyKeys() (keys []string, built map[string]bool) {
 		caller := []string{"user:", "agent:"}[rng.IntN(2)] + name()
 		target := []string{"mcp_server:", "a2a_agent:", "grpc:"}[rng.IntN(3)] + name()
 		keys = append(keys,
-			marked(enforce.CallerCounter(1+rng.IntN(86400), caller)).String(),
-			marked(enforce.CallerTargetCounter(1+rng.IntN(86400), caller, target)).String(),
-			enforce.ShadowCounter(withAlgo(def(ratelimit.AxisCaller, ratelimit.EntityGroup)), caller, "").String(),
-			enforce.ShadowCounter(withAlgo(def(ratelimit.AxisCallerTarget, ratelimit.EntityGroup)), caller, target).String(),
-			enforce.TargetCounter(withAlgo(def(ratelimit.AxisTarget, ratelimit.EntityMCPServer)), "").String(),
-			enforce.TargetCounter(withAlgo(def(ratelimit.AxisTarget, ratelimit.EntityMCPTool)), "").String(),
-			enforce.TargetCounter(withAlgo(def(ratelimit.AxisTarget, ratelimit.EntityServerGroup)), name()).String())
+			marked(counterkey.Caller(1+rng.IntN(86400), caller)).String(),
+			marked(counterkey.CallerTarget(1+rng.IntN(86400), caller, target)).String(),
+			counterkey.Shadow(withAlgo(def(ratelimit.AxisCaller, ratelimit.EntityGroup)), caller, "").String(),
+			counterkey.Shadow(withAlgo(def(ratelimit.AxisCallerTarget, ratelimit.EntityGroup)), caller, target).String(),
+			counterkey.Target(withAlgo(def(ratelimit.AxisTarget, ratelimit.EntityMCPServer)), "").String(),
+			counterkey.Target(withAlgo(def(ratelimit.AxisTarget, ratelimit.EntityMCPTool)), "").String(),
+			counterkey.Target(withAlgo(def(ratelimit.AxisTarget, ratelimit.EntityServerGroup)), name()).String())
 	}
 	// Anonymous callers' keys as the resolver writes them (clientip.Key).
 	ips := []string{"203.0.113.7", "10.0.0.1", "2001:db8:1:2::/64", "2001:db8::/64", "::/64", "fe80::/10", "::1/128", "2001:db8:0:0:1::/80"}
@@ -157,10 +158,10 @@ func trickyKeys() (keys []string, built map[string]bool) {
 		caller := "ip:" + ips[rip.IntN(len(ips))]
 		target := []string{"mcp_server:", "a2a_agent:", "grpc:"}[rip.IntN(3)] + name()
 		keys = append(keys,
-			marked(enforce.CallerCounter(1+rip.IntN(86400), caller)).String(),
-			marked(enforce.CallerTargetCounter(1+rip.IntN(86400), caller, target)).String(),
-			enforce.ShadowCounter(withAlgo(def(ratelimit.AxisCaller, ratelimit.EntityGroup)), caller, "").String(),
-			enforce.ShadowCounter(withAlgo(def(ratelimit.AxisCallerTarget, ratelimit.EntityGroup)), caller, target).String())
+			marked(counterkey.Caller(1+rip.IntN(86400), caller)).String(),
+			marked(counterkey.CallerTarget(1+rip.IntN(86400), caller, target)).String(),
+			counterkey.Shadow(withAlgo(def(ratelimit.AxisCaller, ratelimit.EntityGroup)), caller, "").String(),
+			counterkey.Shadow(withAlgo(def(ratelimit.AxisCallerTarget, ratelimit.EntityGroup)), caller, target).String())
 	}
 	for _, k := range keys[first:] {
 		built[k] = true
@@ -169,7 +170,7 @@ func trickyKeys() (keys []string, built map[string]bool) {
 }
 
 // TestCounterKeyPartsAgreeWithGo holds migration 007's functions
-// to enforce.ParseCounterKey: on the text CounterKeyText stores, it finds
+// to counterkey.Parse: on the text CounterKeyText stores, it finds
 // the parts Go finds, escaped the same way, and refuses what Go refuses.
 func TestCounterKeyPartsAgreeWithGo(t *testing.T) {
 	t.Parallel()
@@ -200,7 +201,7 @@ func TestCounterKeyPartsAgreeWithGo(t *testing.T) {
 	parsed := 0
 	for i, raw := range keys {
 		p := got[i]
-		k, err := enforce.ParseCounterKey(raw)
+		k, err := counterkey.Parse(raw)
 		if err != nil {
 			if built[raw] {
 				t.Errorf("key %q, as a gateway builds it, does not parse: %v", raw, err)
@@ -381,11 +382,22 @@ func TestCounterSelectorsUseIndexes(t *testing.T) {
 	var keys []string
 	for i := range 2000 {
 		u, srv := fmt.Sprintf("user:u%d", i), fmt.Sprintf("s%d", i%100)
-		keys = append(keys,
-			"c|60|"+u, "c|3600|"+u, "ct|60|"+u+"|mcp_server:"+srv, "ct|60|"+u+"|a2a_agent:/"+srv,
-			"s|caller:group:g"+fmt.Sprint(i%50)+":3600|"+u, "s|caller_target:group:g"+fmt.Sprint(i%50)+":3600|"+u+"|mcp_server:"+srv,
-			"t|target:mcp_server:"+srv+":"+fmt.Sprint(60+i%10), "t|target:server_group:sg"+fmt.Sprint(i%20)+":60|"+srv,
-			"t|target:mcp_tool:"+srv+":tool"+fmt.Sprint(i)+":60", "c|120|agent:bot"+fmt.Sprint(i))
+		g, sg := fmt.Sprintf("g%d", i%50), fmt.Sprintf("sg%d", i%20)
+		d := func(axis, entity, name string, window int) ratelimit.Definition {
+			return ratelimit.Definition{ID: ratelimit.DefinitionID(axis, entity, name, window), WindowSeconds: window}
+		}
+		for _, k := range []counterkey.Key{
+			counterkey.Caller(60, u), counterkey.Caller(3600, u),
+			counterkey.CallerTarget(60, u, "mcp_server:"+srv), counterkey.CallerTarget(60, u, "a2a_agent:/"+srv),
+			counterkey.Shadow(d(ratelimit.AxisCaller, ratelimit.EntityGroup, g, 3600), u, ""),
+			counterkey.Shadow(d(ratelimit.AxisCallerTarget, ratelimit.EntityGroup, g, 3600), u, "mcp_server:"+srv),
+			counterkey.Target(d(ratelimit.AxisTarget, ratelimit.EntityMCPServer, srv, 60+i%10), ""),
+			counterkey.Target(d(ratelimit.AxisTarget, ratelimit.EntityServerGroup, sg, 60), srv),
+			counterkey.Target(d(ratelimit.AxisTarget, ratelimit.EntityMCPTool, srv+":tool"+fmt.Sprint(i), 60), ""),
+			counterkey.Caller(120, fmt.Sprintf("agent:bot%d", i)),
+		} {
+			keys = append(keys, k.String())
+		}
 	}
 	slices.Sort(keys)
 	keys = slices.Compact(keys)

@@ -361,7 +361,7 @@ func likeEscape(s string) string {
 // CounterSelector picks the counters of one subject. Exactly one field is
 // set, in canonical form (internal/validate normalizes names). Matching is
 // exact, on the parts migration 007's functions read from each key (the SQL twin
-// of enforce.ParseCounterKey), each served by an index: "user:al" never
+// of counterkey.Parse), each served by an index: "user:al" never
 // selects the counters of "user:alice".
 type CounterSelector struct {
 	// Caller is "user:<username>", "agent:<client id>" or "ip:<address>"

@@ -11,6 +11,7 @@ import (
 	"github.com/rlctl/rlctl/internal/pgtest"
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -34,13 +35,13 @@ func TestCallerSelectorOfIPCallers(t *testing.T) {
 		}
 	}
 	v4, v6 := "ip:203.0.113.7", "ip:2001:db8:1:2::/64"
-	caller := func(c string) string { return enforce.CallerCounter(60, c).String() }
-	tb := enforce.CallerCounter(60, v4)
+	caller := func(c string) string { return counterkey.Caller(60, c).String() }
+	tb := counterkey.Caller(60, v4)
 	tb.Algorithm = enforce.AlgorithmTokenBucket
-	sw := enforce.CallerTargetCounter(60, v6, "a2a_agent:/booking")
+	sw := counterkey.CallerTarget(60, v6, "a2a_agent:/booking")
 	sw.Algorithm = enforce.AlgorithmSlidingWindow
-	ct := enforce.CallerTargetCounter(60, v4, "mcp_server:mcpgw").String()
-	shadow := enforce.ShadowCounter(ratelimit.Definition{ID: "caller:group:anon:60", WindowSeconds: 60}, v6, "").String()
+	ct := counterkey.CallerTarget(60, v4, "mcp_server:mcpgw").String()
+	shadow := counterkey.Shadow(ratelimit.Definition{ID: "caller:group:anon:60", WindowSeconds: 60}, v6, "").String()
 	plant(t, s, now, caller(v4), caller("ip:203.0.113.70"), tb.String(), ct, caller(v6), sw.String(), shadow,
 		caller("ip:2001:db8:1:3::/64"), caller("user:203.0.113.7"))
 	for _, tt := range []struct {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
 )
 
@@ -50,7 +51,7 @@ func TestThrottleForgetsALiftedLockout(t *testing.T) {
 		t.Fatal("five failures did not lock")
 	}
 	lift := func() {
-		lockout := enforce.CounterGate{Key: enforce.AuthLockoutCounter("gateway", th.Key(ip)).String(), Algorithm: enforce.AlgorithmTokenBucket, Window: 5 * time.Minute, Limit: 1}
+		lockout := enforce.CounterGate{Key: counterkey.AuthLockout("gateway", th.Key(ip)).String(), Algorithm: enforce.AlgorithmTokenBucket, Window: 5 * time.Minute, Limit: 1}
 		if err := st.Reset(ctx, []enforce.CounterGate{lockout}, clk.Now(), time.Now().Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}

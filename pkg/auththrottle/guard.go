@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -114,7 +115,7 @@ func (t *Throttle) Changed(ch enforce.Change) {
 	}
 	var keys []string
 	for _, id := range ch.IDs {
-		if scope, key, ok := enforce.ParseAuthLockoutID(id); ok && scope == t.opts.Scope {
+		if scope, key, ok := counterkey.ParseAuthLockoutID(id); ok && scope == t.opts.Scope {
 			keys = append(keys, key)
 		}
 	}

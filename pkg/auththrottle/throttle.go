@@ -23,6 +23,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -298,14 +299,14 @@ func (t *Throttle) Key(addr netip.Addr) string {
 // (docs/design/counters.md, "Counter keys"), kinds no definition's
 // counter has.
 func (t *Throttle) failureGate(key string) enforce.CounterGate {
-	return enforce.CounterGate{Key: enforce.AuthFailuresCounter(t.opts.Scope, int(t.opts.Window/time.Second), key).String(),
+	return enforce.CounterGate{Key: counterkey.AuthFailures(t.opts.Scope, int(t.opts.Window/time.Second), key).String(),
 		Algorithm: enforce.AlgorithmSlidingWindow, Window: t.opts.Window, Limit: int64(t.opts.MaxFailures), Enforce: true}
 }
 
 // lockGate is key's lockout: a bucket of one token refilled once per
 // Lockout.
 func (t *Throttle) lockGate(key string) enforce.CounterGate {
-	return enforce.CounterGate{Key: enforce.AuthLockoutCounter(t.opts.Scope, key).String(),
+	return enforce.CounterGate{Key: counterkey.AuthLockout(t.opts.Scope, key).String(),
 		Algorithm: enforce.AlgorithmTokenBucket, Window: t.opts.Lockout, Limit: 1, Burst: 1, Enforce: true}
 }
 

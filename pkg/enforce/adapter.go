@@ -23,7 +23,7 @@ func (d Decision) Headline(now time.Time) (g Gate, index int, ok bool) {
 		latest := longestWait(d.Denied, now)
 		index = -1
 		for i, g := range d.Gates {
-			if g.key == latest.key && g.DefinitionID == latest.DefinitionID && g.WindowSeconds == latest.WindowSeconds {
+			if g.Key() == latest.Key() && g.DefinitionID == latest.DefinitionID && g.WindowSeconds == latest.WindowSeconds {
 				index = i
 				break
 			}

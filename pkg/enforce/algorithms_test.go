@@ -2,14 +2,16 @@ package enforce_test
 
 import (
 	"context"
-	"github.com/rlctl/rlctl/internal/enforcefixture"
 	"net/http"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/enforcefixture"
+
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
 	"github.com/rlctl/rlctl/pkg/httpgate"
@@ -310,7 +312,9 @@ func TestCallerBucketsPerAlgorithm(t *testing.T) {
 	for _, g := range f.rec.gates() {
 		keys = append(keys, g.Key)
 	}
-	if want := []string{marked(enforce.CallerCounter(60, "user:alice"), enforce.AlgorithmTokenBucket).String(), enforce.CallerCounter(60, "user:alice").String()}; !slices.Equal(keys, want) {
+	bucket := counterkey.Caller(60, "user:alice")
+	bucket.Algorithm = enforce.AlgorithmTokenBucket
+	if want := []string{bucket.String(), counterkey.Caller(60, "user:alice").String()}; !slices.Equal(keys, want) {
 		t.Errorf("keys %q, want %q", keys, want)
 	}
 }

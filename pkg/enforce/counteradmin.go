@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 )
 
 // CounterAdmin lists and resets the live counters of a counter store by
@@ -15,7 +17,7 @@ import (
 // reset, whichever store the decisions count in. Every counter store that
 // rlapi can count in implements it (pkg/enforce/postgres, pkg/enforce/redis).
 //
-// Selection reads the parts of each stored key as ParseCounterKey reads
+// Selection reads the parts of each stored key as counterkey.Parse reads
 // them (CounterSelector.Selects), so a store indexes or filters on the
 // same meaning: keys already stored stay selectable.
 type CounterAdmin interface {
@@ -38,13 +40,13 @@ type CounterAdmin interface {
 // CounterSelector picks live counters. Exactly one of Caller, Target and
 // Definition is set, in canonical form.
 type CounterSelector struct {
-	// Caller selects the keys whose caller part (CounterKey.Caller) is
+	// Caller selects the keys whose caller part (counterkey.Key.Caller) is
 	// this: user:<name>, agent:<client id>, ip:<address> (its caller and
 	// caller_target buckets and its shadow and per-ip counters), or
 	// team:<name> (a team's per-team and route buckets).
 	Caller string
 	// Target selects the keys that count calls to this target
-	// (CounterKey.OnTarget): <entity_type>:<name>.
+	// (counterkey.Key.OnTarget): <entity_type>:<name>.
 	Target string
 	// Definition selects the keys that name this definition id (target,
 	// shadow and per counters), and the Shared buckets it is checked
@@ -61,8 +63,8 @@ type CounterSelector struct {
 // SharedBuckets are caller or caller_target buckets of one window and
 // algorithm, of the callers listed.
 type SharedBuckets struct {
-	// Kind is KindCaller or KindCallerTarget (empty: none).
-	Kind          CounterKind
+	// Kind is counterkey.KindCaller or counterkey.KindCallerTarget (empty: none).
+	Kind          counterkey.Kind
 	WindowSeconds int
 	// Algorithm is the buckets' algorithm (empty: the fixed window).
 	Algorithm Algorithm
@@ -88,7 +90,7 @@ func (s CounterSelector) Check() error {
 }
 
 // Selects reports whether the counter k is one s picks.
-func (s CounterSelector) Selects(k CounterKey) bool {
+func (s CounterSelector) Selects(k counterkey.Key) bool {
 	switch {
 	case s.Caller != "":
 		return k.Caller == s.Caller
@@ -100,15 +102,15 @@ func (s CounterSelector) Selects(k CounterKey) bool {
 		}
 		b := s.Shared
 		return b.Kind != "" && k.Kind == b.Kind && k.WindowSeconds == b.WindowSeconds &&
-			keyAlgorithm(k.Algorithm) == keyAlgorithm(b.Algorithm) && slices.Contains(b.Callers, k.Caller)
+			counterkey.KeyAlgorithm(k.Algorithm) == counterkey.KeyAlgorithm(b.Algorithm) && slices.Contains(b.Callers, k.Caller)
 	}
 	return false
 }
 
-// SelectsKey is Selects on a stored key; a key ParseCounterKey refuses is
+// SelectsKey is Selects on a stored key; a key counterkey.Parse refuses is
 // never selected.
 func (s CounterSelector) SelectsKey(key string) bool {
-	k, err := ParseCounterKey(key)
+	k, err := counterkey.Parse(key)
 	return err == nil && s.Selects(k)
 }
 
@@ -126,7 +128,7 @@ func (s CounterSelector) String() string {
 // LiveCounter is one stored counter: a key's count in one window, or a
 // token bucket's state.
 type LiveCounter struct {
-	// Key is the counter key as gateways built it (CounterKey.String).
+	// Key is the counter key as gateways built it (counterkey.Key.String).
 	Key string
 	// Algorithm is the counter's algorithm as the store keeps it.
 	Algorithm Algorithm

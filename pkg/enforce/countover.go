@@ -29,7 +29,7 @@ func (e *Enforcer) countOver(ctx context.Context, c Call, gates []Gate, res *Tak
 	var at []int
 	req := TakeRequest{Cost: cost, Consume: true, Now: now}
 	for i := range gates {
-		cg := gates[i].counterGate()
+		cg := counterGateOf(gates[i])
 		if cg.KnownAlgorithm() != AlgorithmFixedWindow || (res.Allowed && res.Room[i]) {
 			continue
 		}

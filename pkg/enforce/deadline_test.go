@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 )
 
 // TestTimedOutDecisionsConsumeNothing locks rl_counters for two seconds
@@ -81,7 +82,7 @@ func TestTimedOutDecisionsConsumeNothing(t *testing.T) {
 	if other.Load() != 0 {
 		t.Errorf("%d decisions neither allowed nor fail-closed", other.Load())
 	}
-	if got, want := f.counter(enforce.KindTarget.Prefix()), allowed.Load(); got != want {
+	if got, want := f.counter(counterkey.KindTarget.Prefix()), allowed.Load(); got != want {
 		t.Errorf("the target's counter holds %d for %d calls answered allowed (%d answered fail-closed)", got, want, failClosed.Load())
 	}
 	t.Logf("%d allowed, %d fail-closed", allowed.Load(), failClosed.Load())

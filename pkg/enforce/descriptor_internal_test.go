@@ -3,11 +3,12 @@ package enforce
 import (
 	"testing"
 
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// TestDescriptorKeyIsTheCounterKey: the key descriptorCounter builds in
-// one buffer is byte for byte the String of the CounterKey it returns,
+// TestDescriptorKeyIsTheCounterKey: the key counterkey.DescriptorWithString builds in
+// one buffer is byte for byte the String of the counterkey.Key it returns,
 // which is the target counter a descriptor gate always had (counters
 // already stored must keep being found) and reads back as itself, for
 // every algorithm, escaped values and share_threshold patterns.
@@ -22,17 +23,17 @@ func TestDescriptorKeyIsTheCounterKey(t *testing.T) {
 			for _, shared := range [][]string{nil, {"/files/*"}} {
 				for _, w := range []int{1, 3600, 86400} {
 					path := ratelimit.DescriptorCounterPath("my domain", es, shared)
-					want := CounterKey{Kind: KindTarget, Algorithm: keyAlgorithm(alg),
+					want := counterkey.Key{Kind: counterkey.KindTarget, Algorithm: counterkey.KeyAlgorithm(alg),
 						DefinitionID: ratelimit.DefinitionID(ratelimit.AxisTarget, ratelimit.EntityDescriptor, path, w)}.String()
-					k, got := descriptorCounter(alg, "my domain", es, shared, w)
+					k, got := counterkey.DescriptorWithString(alg, "my domain", es, shared, w)
 					if got != want || k.String() != want {
-						t.Errorf("descriptorCounter(%q, %v, %v, %d) = %q (String %q), want %q", alg, es, shared, w, got, k.String(), want)
+						t.Errorf("counterkey.DescriptorWithString(%q, %v, %v, %d) = %q (String %q), want %q", alg, es, shared, w, got, k.String(), want)
 					}
-					if back, err := ParseCounterKey(got); err != nil || back != k {
-						t.Errorf("ParseCounterKey(%q) = %+v, %v; want %+v", got, back, err, k)
+					if back, err := counterkey.Parse(got); err != nil || back != k {
+						t.Errorf("counterkey.Parse(%q) = %+v, %v; want %+v", got, back, err, k)
 					}
-					if pub := DescriptorCounter(alg, "my domain", es, shared, w); pub != k {
-						t.Errorf("DescriptorCounter = %+v, want %+v", pub, k)
+					if pub := counterkey.Descriptor(alg, "my domain", es, shared, w); pub != k {
+						t.Errorf("counterkey.Descriptor = %+v, want %+v", pub, k)
 					}
 				}
 			}
@@ -54,8 +55,8 @@ func TestDescriptorKeyLiterals(t *testing.T) {
 		{AlgorithmTokenBucket, nil, "t.tb|target:descriptor:rl/path=%2Ffiles%2Fa%20b%2A:60"},
 		{AlgorithmSlidingWindow, []string{"/files/*"}, "t.sw|target:descriptor:rl/path=%2Ffiles%2F*:60"},
 	} {
-		if got := DescriptorCounter(tt.alg, "rl", es, tt.shared, 60).String(); got != tt.want {
-			t.Errorf("DescriptorCounter(%q, %v) = %q, want %q", tt.alg, tt.shared, got, tt.want)
+		if got := counterkey.Descriptor(tt.alg, "rl", es, tt.shared, 60).String(); got != tt.want {
+			t.Errorf("counterkey.Descriptor(%q, %v) = %q, want %q", tt.alg, tt.shared, got, tt.want)
 		}
 	}
 }

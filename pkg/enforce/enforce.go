@@ -26,6 +26,8 @@ import (
 
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
+	"github.com/rlctl/rlctl/pkg/enforce/plan"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -273,10 +275,10 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	// Routes: an exempt path is never limited; a call without a target
 	// that no route matches is skipped, as every call without a target
 	// was before routes existed.
-	var routes []routeMatch
+	var routes []plan.RouteMatch
 	if c.Path != "" {
 		var exempt bool
-		routes, exempt = snap.routes.match(strings.ToUpper(c.Method), RoutePath(c.Path))
+		routes, exempt = snap.Routes.Match(strings.ToUpper(c.Method), RoutePath(c.Path))
 		if exempt || (c.TargetType == "" && len(routes) == 0) {
 			e.metrics.checks.WithLabelValues("skipped").Inc()
 			return allowedNoGates, nil
@@ -363,7 +365,7 @@ const (
 type stopCause struct {
 	kind        stopKind
 	subjectType string
-	m           member
+	m           plan.Member
 }
 
 // stopOf finds the quarantine or escalation lockout that refuses the call
@@ -371,7 +373,7 @@ type stopCause struct {
 // nothing, so that Explain reads the same rule a decision does.
 func (e *Enforcer) stopOf(snap *snapshot, v *callView, c Call, anonymous bool, now time.Time) stopCause {
 	// 1. Target quarantine: for everyone, administrators included.
-	if snap.targetsOn && v.targetKnown && c.TargetType != "" && v.target.ok && v.target.m.quarantinedAt(now) {
+	if snap.TargetsOn && v.targetKnown && c.TargetType != "" && v.target.ok && v.target.m.QuarantinedAt(now) {
 		return stopCause{kind: stopTarget, subjectType: c.TargetType, m: v.target.m}
 	}
 	if v.admin {
@@ -382,17 +384,17 @@ func (e *Enforcer) stopOf(snap *snapshot, v *callView, c Call, anonymous bool, n
 	// enforcer's own answer to a caller's violations and holds without it
 	// (docs/operations.md, "Escalation lockouts").
 	for i, r := range v.callers {
-		if r.ok && r.m.quarantinedAt(now) {
-			if r.m.lockout {
+		if r.ok && r.m.QuarantinedAt(now) {
+			if r.m.Lockout {
 				return stopCause{kind: stopLockout, m: r.m}
 			}
-			if !snap.callersOn {
+			if !snap.CallersOn {
 				continue
 			}
 			return stopCause{kind: stopCaller, subjectType: callerSubjectTypes[i], m: r.m}
 		}
 	}
-	if snap.callersOn && v.network.ok && v.network.m.quarantinedAt(now) && !v.network.m.lockout {
+	if snap.CallersOn && v.network.ok && v.network.m.QuarantinedAt(now) && !v.network.m.Lockout {
 		return stopCause{kind: stopCaller, subjectType: ratelimit.SubjectNetwork, m: v.network.m}
 	}
 	if anonymous {
@@ -442,240 +444,31 @@ func (e *Enforcer) noSnapshot(c Call) (Decision, error) {
 	return Decision{Allowed: true, Reason: ReasonFailOpen}, err
 }
 
-// callerDims is who a call is, in every dimension a caller definition can
-// key its buckets by.
-type callerDims struct {
-	// caller is the per-caller identity: user:<name>, agent:<client id>
-	// or ip:<key> for an anonymous call; agent says it is an agent.
-	caller string
-	agent  bool
-	// ip is ip:<key> of the call's client address, team team:<name> of its
-	// team; empty when the call has none.
-	ip, team string
-	// userKey, clientKey and teamKey are the membership ids of the call's
-	// user, client and team (empty when it has none); networkKey that of
-	// the most specific network holding its client address.
-	userKey, clientKey, teamKey, networkKey string
-}
-
-// buildGates lists the gates of a call, in the reference's order of axes.
-//
-// An anonymous caller (ip:<key>) takes the groups of its network (network
-// non-nil) and is gated by their user limits, as an unauthenticated user,
-// and by the user limits of the definitions for everyone.
-//
-// log, when not nil, is told of what the gates do not show: the definitions
-// a more restrictive one outranked on a shared bucket, and the
-// caller_target definitions of a call explained without a target.
-func (e *Enforcer) buildGates(snap *snapshot, c Call, who callerDims, network *member, targetName string, admin bool, now time.Time, log *planLog) []Gate {
-	// Room for the usual three gates and a tool gate: one allocation
-	// where growing by appends copied the (large) gates three times.
-	gates := make([]Gate, 0, 4)
-	caller := who.caller
-	target := c.TargetType + ":" + targetName
-	if !admin && who.caller != "" { // no caller: a descriptor call without an identity
-		groups := callerGroups(snap, who.userKey, who.clientKey, who.teamKey)
-		if network != nil {
-			groups = appendVia(groups, network.groups, who.networkKey)
-		}
-		// Per axis, window and algorithm, the most restrictive enforce
-		// definition wins (the lowest limit, then the lowest burst) and
-		// they share one bucket per caller; shadow definitions each count
-		// on their own, as do definitions whose buckets are per IP, per
-		// team or shared.
-		best := map[bucketSlot]int{} // index in gates
-		add := func(d ratelimit.Definition, via string) {
-			limit, burst := d.UserMaxRequests, d.UserBurst
-			if who.agent {
-				limit, burst = d.AgentMaxRequests, d.AgentBurst
-			}
-			if limit == nil {
-				return // this definition does not gate this caller type
-			}
-			if d.Axis == ratelimit.AxisCallerTarget && c.TargetType == "" {
-				log.untargeted(d, via)
-				return // a descriptor call without a target
-			}
-			on := ""
-			if d.Axis == ratelimit.AxisCallerTarget {
-				on = target
-			}
-			shadow := d.Mode == ratelimit.ModeShadow
-			switch d.Per {
-			case ratelimit.PerIP, ratelimit.PerTeam, ratelimit.PerShared:
-				subject := ""
-				switch d.Per {
-				case ratelimit.PerIP:
-					subject = who.ip
-				case ratelimit.PerTeam:
-					subject = who.team
-				}
-				if subject == "" && d.Per != ratelimit.PerShared {
-					log.unkeyed(d, via, d.Per)
-					return // no client IP, or no team: nothing to key by
-				}
-				gates = append(gates, matched(newGate(d, PerCounter(d, subject, on).String(), int64(*limit), burst, shadow, now), via))
-				return
-			}
-			if shadow {
-				gates = append(gates, matched(newGate(d, ShadowCounter(d, caller, on).String(), int64(*limit), burst, true, now), via))
-				return
-			}
-			k := CallerCounter(d.WindowSeconds, caller)
-			if d.Axis == ratelimit.AxisCallerTarget {
-				k = CallerTargetCounter(d.WindowSeconds, caller, target)
-			}
-			k.Algorithm = keyAlgorithm(algorithmOf(d))
-			slot := bucketSlot{k.Kind, d.WindowSeconds, k.Algorithm}
-			gate := matched(newGate(d, k.String(), int64(*limit), burst, false, now), via)
-			if i, ok := best[slot]; ok {
-				fc := gates[i].failClosed || d.FailClosed
-				// never on any of them, else always on any, else auto.
-				lm := max(gates[i].lease, gate.lease)
-				if gate.Limit < gates[i].Limit || (gate.Limit == gates[i].Limit && gate.Burst < gates[i].Burst) {
-					gates[i], gate = gate, gates[i]
-				}
-				log.outranked(gate)
-				gates[i].failClosed, gates[i].lease = fc, lm
-				return
-			}
-			best[slot] = len(gates)
-			gates = append(gates, gate)
-		}
-		for _, g := range groups {
-			for _, d := range snap.groupDefs[g.name] {
-				if !d.Everyone { // added below, once
-					add(d, g.via)
-				}
-			}
-		}
-		for _, d := range snap.everyoneDefs {
-			add(d, MatchedEveryone)
-		}
-	}
-	addTarget := func(d ratelimit.Definition, key string) {
-		if d.MaxRequests != nil {
-			gates = append(gates, newGate(d, key, int64(*d.MaxRequests), d.Burst, d.Mode == ratelimit.ModeShadow, now))
-		}
-	}
-	for _, d := range snap.targetDefs[targetKey(c.TargetType, targetName)] {
-		addTarget(d, TargetCounter(d, "").String())
-	}
-	if c.TargetType == ratelimit.EntityMCPServer {
-		for _, d := range snap.serverGroups[targetName] {
-			addTarget(d, TargetCounter(d, targetName).String())
-		}
-	}
-	if tool := strings.TrimSpace(c.Tool); tool != "" {
-		gates = append(gates, toolGates(snap, c, caller, targetName+":"+tool, admin, now, log)...)
-	}
-	return gates
-}
-
-// bucketSlot is what the enforce caller and caller_target definitions of a
-// caller share one bucket by: the axis (its key kind), the window and the
-// algorithm.
-type bucketSlot struct {
-	kind      CounterKind
-	window    int
-	algorithm Algorithm
-}
-
-// viaGroup is a group of a call's caller and the membership that put the
-// caller in it (a membership id: user:alice, client:bot, team:acme,
-// network:10.0.0.0/8).
-type viaGroup struct{ name, via string }
-
-// callerGroups merges the groups of the caller's user, client and team
-// memberships, leaving out the quarantine groups; a group two of them name
-// is the first one's.
-func callerGroups(snap *snapshot, keys ...string) []viaGroup {
-	var groups []viaGroup
-	for _, k := range keys {
-		if k == "" {
-			continue
-		}
-		m, _ := snap.members.get(k)
-		groups = appendVia(groups, m.groups, k)
-	}
-	return groups
-}
-
-// appendVia adds the groups of more that groups lacks, selected through
-// the membership via, leaving out the quarantine groups.
-func appendVia(groups []viaGroup, more []string, via string) []viaGroup {
-	for _, g := range more {
-		if g == ratelimit.GroupQuarantineCallers || g == ratelimit.GroupQuarantineTargets ||
-			slices.ContainsFunc(groups, func(have viaGroup) bool { return have.name == g }) {
-			continue
-		}
-		groups = append(groups, viaGroup{g, via})
-	}
-	return groups
-}
-
-// MatchedEveryone is Gate.MatchedBy of a definition for everyone.
-const MatchedEveryone = "everyone"
-
-// matched sets the gate's MatchedBy.
-func matched(g Gate, via string) Gate {
-	g.MatchedBy = via
-	return g
-}
-
-// CallerIP is the caller type of an anonymous call keyed by its client
-// address: its counters' caller is ip:<key> (ip:203.0.113.7,
-// ip:2001:db8:1:2::/64).
-const CallerIP = "ip"
-
-// CallerTeam is the subject type of a team's buckets in counter keys
-// (team:<name>, definitions with per: team).
-const CallerTeam = "team"
-
-// algorithmOf is d's algorithm, fixed_window when it names none.
-func algorithmOf(d ratelimit.Definition) Algorithm {
-	return Algorithm(d.AlgorithmOrDefault())
-}
-
-// newGate builds a gate of d's algorithm. Reset is, until the decision
-// says otherwise, the end of the window now is in (windows are aligned on
-// the epoch: index floor(unix/window)), as the counter store computes it
-// from the same now. A token bucket's burst defaults to its limit; the
-// windows have none.
-func newGate(d ratelimit.Definition, key string, limit int64, burst *int, shadow bool, now time.Time) Gate {
-	w := int64(d.WindowSeconds)
-	idx := now.Unix() / w
-	g := Gate{
-		DefinitionID: d.ID, Axis: d.Axis, EntityType: d.EntityType, Algorithm: algorithmOf(d), WindowSeconds: d.WindowSeconds,
-		Limit: limit, Reset: time.Unix((idx+1)*w, 0), Shadow: shadow,
-		key: key, failClosed: d.FailClosed, lease: leaseModeOf(d), lockout: d.CountsTowardLockout,
-	}
-	if g.Algorithm == AlgorithmTokenBucket {
-		g.Burst = limit
-		if burst != nil {
-			g.Burst = int64(*burst)
-		}
-	}
-	return g
-}
+// CallerIP and CallerTeam are the caller types of counter keys'
+// subjects (pkg/enforce/counterkey defines them): an anonymous call keyed
+// by its client address, ip:<key>, and a team's buckets, team:<name>.
+const (
+	CallerIP   = counterkey.CallerIP
+	CallerTeam = counterkey.CallerTeam
+)
 
 // counterGate is what the counter store sees of a gate.
-func (g Gate) counterGate() CounterGate {
-	return CounterGate{Key: g.key, Algorithm: g.Algorithm, Window: time.Duration(g.WindowSeconds) * time.Second,
-		Limit: g.Limit, Burst: g.Burst, Enforce: !g.Shadow, Lease: g.lease}
+func counterGateOf(g Gate) CounterGate {
+	return CounterGate{Key: g.Key(), Algorithm: g.Algorithm, Window: time.Duration(g.WindowSeconds) * time.Second,
+		Limit: g.Limit, Burst: g.Burst, Enforce: !g.Shadow, Lease: g.Lease()}
 }
 
 // arith is the gate as pkg/enforce/algorithm sees it.
-func (g Gate) arith() algorithm.Gate {
+func arith(g Gate) algorithm.Gate {
 	return algorithm.Gate{Algorithm: string(g.Algorithm), Window: time.Duration(g.WindowSeconds) * time.Second,
 		Limit: g.Limit, Burst: g.Burst}
 }
 
 // describe fills the gate's Count, Remaining, Reset and (without room)
 // RetryAfter from its state after the decision, in its algorithm's terms.
-func (g *Gate) describe(st GateState, room bool, cost int64, now time.Time) {
+func describe(g *Gate, st GateState, room bool, cost int64, now time.Time) {
 	s := algorithm.State{Count: st.Count, Previous: st.Previous, TAT: st.TAT}
-	a := g.arith()
+	a := arith(*g)
 	remaining, reset := algorithm.Describe(a, s, now)
 	g.Remaining = remaining
 	g.Count = st.Count
@@ -712,7 +505,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 	}
 	req := TakeRequest{Cost: cost, Consume: consume, Now: now, Gates: make([]CounterGate, len(gates))}
 	for i, g := range gates {
-		req.Gates[i] = g.counterGate()
+		req.Gates[i] = counterGateOf(g)
 	}
 	var pr *TakeRequest
 	if q != nil {
@@ -751,7 +544,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 // the gates fully.
 func sortGates(gates []Gate) {
 	slices.SortFunc(gates, func(a, b Gate) int {
-		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(a.WindowSeconds, b.WindowSeconds))
+		return cmp.Or(strings.Compare(a.Key(), b.Key()), cmp.Compare(a.WindowSeconds, b.WindowSeconds))
 	})
 }
 
@@ -761,7 +554,7 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 	tightest := -1
 	for i := range gates {
 		g := &gates[i]
-		g.describe(res.States[i], res.Room[i], cost, now)
+		describe(g, res.States[i], res.Room[i], cost, now)
 		e.metrics.gateChecked(g, res.Room[i])
 		if !res.Room[i] {
 			if cost == 1 && !g.Shadow && g.RetryAfter > 0 {
@@ -791,7 +584,7 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 		// waits.
 		latest := longestWait(d.Denied, now)
 		d.Limit, d.Remaining, d.Reset = latest.Limit, latest.Remaining, latest.Reset
-		d.RetryAfter = retryAfter(latest.wait(now))
+		d.RetryAfter = retryAfter(wait(latest, now))
 		e.metrics.checks.WithLabelValues("throttled").Inc()
 		if consume {
 			e.events.record(event{reason: eventThrottled, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
@@ -839,7 +632,7 @@ func (e *Enforcer) backendFailed(c Call, gates []Gate, err error) (Decision, err
 	}
 	closed := e.opts.FailClosed
 	for _, g := range gates {
-		if g.failClosed && !g.Shadow {
+		if g.FailClosed() && !g.Shadow {
 			closed = true
 		}
 	}
@@ -863,7 +656,7 @@ func (e *Enforcer) backendFailed(c Call, gates []Gate, err error) (Decision, err
 // wait is how long the gate needs before the call has room on it: its
 // RetryAfter, or (a gate without one, as a hand-made Decision's) its
 // reset.
-func (g Gate) wait(now time.Time) time.Duration {
+func wait(g Gate, now time.Time) time.Duration {
 	if g.RetryAfter > 0 {
 		return g.RetryAfter
 	}
@@ -874,7 +667,7 @@ func (g Gate) wait(now time.Time) time.Duration {
 func longestWait(gates []Gate, now time.Time) Gate {
 	latest := gates[0]
 	for _, g := range gates[1:] {
-		if g.wait(now) > latest.wait(now) {
+		if wait(g, now) > wait(latest, now) {
 			latest = g
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -89,7 +90,7 @@ func TestEveryoneLimits(t *testing.T) {
 	if n := f.counter(perKey(perIP, "ip:2001:db8:1:2::/64")); n != 3 {
 		t.Errorf("per-IP bucket of the /64 counts %d, want 3", n)
 	}
-	if n := f.counter(enforce.CallerCounter(60, "ip:2001:db8:1:2::/64").String()); n != 3 {
+	if n := f.counter(counterkey.Caller(60, "ip:2001:db8:1:2::/64").String()); n != 3 {
 		t.Errorf("the anonymous /64's own bucket counts %d, want 3", n)
 	}
 	// Administrators bypass caller definitions, for everyone too.
@@ -237,5 +238,5 @@ func BenchmarkCheckDimensions(b *testing.B) {
 // empty for a shared bucket), d named by its id as the snapshot names it.
 func perKey(d ratelimit.Definition, subject string) string {
 	d.ID = d.Key()
-	return enforce.PerCounter(d, subject, "").String()
+	return counterkey.Per(d, subject, "").String()
 }

@@ -40,7 +40,7 @@ func (x *exhaustedKeys) slot(key string) *atomic.Pointer[exhaustedKey] {
 
 // note remembers that g has no room for a call of cost 1 until until.
 func (x *exhaustedKeys) note(g Gate, until time.Time) {
-	x.slot(g.key).Store(&exhaustedKey{key: g.key, algorithm: g.Algorithm, limit: g.Limit, burst: g.Burst, until: until})
+	x.slot(g.Key()).Store(&exhaustedKey{key: g.Key(), algorithm: g.Algorithm, limit: g.Limit, burst: g.Burst, until: until})
 }
 
 // until is when g has room again, if this replica knows it has none at
@@ -49,8 +49,8 @@ func (x *exhaustedKeys) note(g Gate, until time.Time) {
 // descriptor's request override), or whose limit was raised since, is not
 // known to be used up.
 func (x *exhaustedKeys) until(g Gate, now time.Time) (time.Time, bool) {
-	k := x.slot(g.key).Load()
-	if k == nil || k.key != g.key || k.algorithm != g.Algorithm || g.Limit > k.limit || g.Burst > k.burst || !now.Before(k.until) {
+	k := x.slot(g.Key()).Load()
+	if k == nil || k.key != g.Key() || k.algorithm != g.Algorithm || g.Limit > k.limit || g.Burst > k.burst || !now.Before(k.until) {
 		return time.Time{}, false
 	}
 	return k.until, true

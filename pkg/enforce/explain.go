@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/clientip"
+	"github.com/rlctl/rlctl/pkg/enforce/plan"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -181,22 +182,22 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 	p := Plan{Groups: []PlanGroup{}, Gates: []Gate{}, Definitions: []PlannedDefinition{}}
 	ip := clientAddr(c.ClientIP)
 	anonymous := c.Username == "" && c.ClientID == ""
-	log := &planLog{}
+	log := &plan.Log{}
 	team := strings.TrimSpace(c.Team)
 	if c.Descriptors == nil && anonymous && !ip.IsValid() {
 		if c.TargetType == "" && c.Path == "" && team == "" {
 			p.Skipped = PlanSkippedNothing
 			return p
 		}
-		p.AnyCaller, log.anyCaller = true, true
+		p.AnyCaller, log.AnyCaller = true, true
 		p.AnyTarget = c.TargetType == "" && c.Path == ""
 	}
-	var routes []routeMatch
+	var routes []plan.RouteMatch
 	switch {
 	case c.Path != "":
 		var exempt bool
 		method, path := strings.ToUpper(c.Method), RoutePath(c.Path)
-		routes, exempt = snap.routes.match(method, path)
+		routes, exempt = snap.Routes.Match(method, path)
 		if exempt {
 			p.Skipped = PlanSkippedExemptRoute
 			p.Definitions = exemptRoutes(snap, method, path)
@@ -207,7 +208,7 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 			return p
 		}
 	case c.TargetType == "" && c.Descriptors == nil && !p.AnyCaller:
-		p.AnyTarget, log.anyTarget = true, true
+		p.AnyTarget, log.AnyTarget = true, true
 	}
 	if snap.enforcementOff {
 		p.Skipped = PlanSkippedEnforcementOff
@@ -215,25 +216,27 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 	}
 	v := e.buildView(snap, c, ip, anonymous, routes, now, log)
 	p.Admin = v.admin
-	p.Groups = append(p.Groups, log.groupList...)
+	for _, g := range log.Groups {
+		p.Groups = append(p.Groups, PlanGroup{Name: g.Name, Via: g.Via})
+	}
 	if p.AnyCaller && team != "" {
 		// Any caller of a team: the team's groups, and the definitions
 		// for everyone, apply to each of them, on buckets kept per
 		// caller (listed without a counter).
-		for _, g := range callerGroups(snap, ratelimit.MembershipID(ratelimit.SubjectTeam, team)) {
-			p.Groups = append(p.Groups, PlanGroup{Name: g.name, Via: g.via})
-			for _, d := range snap.groupDefs[g.name] {
+		for _, g := range plan.CallerGroups(snap.members, ratelimit.MembershipID(ratelimit.SubjectTeam, team)) {
+			p.Groups = append(p.Groups, PlanGroup{Name: g.Name, Via: g.Via})
+			for _, d := range snap.GroupDefs[g.Name] {
 				if !d.Everyone {
-					log.perCaller = append(log.perCaller, keylessDefinition{d: d, via: g.via})
+					log.PerCaller = append(log.PerCaller, plan.Keyless{Def: d, Via: g.Via})
 				}
 			}
 		}
-		for _, d := range snap.everyoneDefs {
-			log.perCaller = append(log.perCaller, keylessDefinition{d: d, via: MatchedEveryone})
+		for _, d := range snap.EveryoneDefs {
+			log.PerCaller = append(log.PerCaller, plan.Keyless{Def: d, Via: MatchedEveryone})
 		}
 	}
 	if s := e.stopOf(snap, v, c, anonymous, now); s.kind != stopNone {
-		p.Stop = &PlanStop{Reason: ReasonQuarantined, Scope: "caller", SubjectType: s.subjectType, Until: s.m.quarantineExpireAt}
+		p.Stop = &PlanStop{Reason: ReasonQuarantined, Scope: "caller", SubjectType: s.subjectType, Until: s.m.QuarantineExpireAt}
 		switch s.kind {
 		case stopTarget:
 			p.Stop.Scope = "target"
@@ -244,26 +247,26 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 	p.Gates = append(p.Gates, v.gatesAt(now)...)
 	byKey := make(map[string]int, len(p.Gates))
 	for i, g := range p.Gates {
-		if _, seen := byKey[g.key]; !seen {
-			byKey[g.key] = i
+		if _, seen := byKey[g.Key()]; !seen {
+			byKey[g.Key()] = i
 		}
 		p.Definitions = append(p.Definitions, plannedOf(snap, g, i, ""))
 	}
-	for _, g := range log.losers {
-		i, ok := byKey[g.key]
+	for _, g := range log.Losers {
+		i, ok := byKey[g.Key()]
 		if !ok {
 			continue
 		}
 		p.Definitions = append(p.Definitions, plannedOf(snap, g, i, p.Gates[i].DefinitionID))
 	}
-	for _, u := range log.perCaller {
-		p.Definitions = append(p.Definitions, PlannedDefinition{Definition: u.d, MatchedBy: u.via, Matched: u.matched, Dimension: u.dimension, Gate: -1})
+	for _, u := range log.PerCaller {
+		p.Definitions = append(p.Definitions, PlannedDefinition{Definition: u.Def, MatchedBy: u.Via, Matched: u.Matched, Dimension: u.Dimension, Gate: -1})
 	}
 	if p.AnyCaller {
 		// A route whose every limit is kept per caller has no gate.
 		for _, m := range routes {
-			if !slices.ContainsFunc(p.Definitions, func(pd PlannedDefinition) bool { return pd.Definition.ID == m.def.ID }) {
-				p.Definitions = append(p.Definitions, PlannedDefinition{Definition: *m.def, Matched: m.pattern, Gate: -1})
+			if !slices.ContainsFunc(p.Definitions, func(pd PlannedDefinition) bool { return pd.Definition.ID == m.Def.ID }) {
+				p.Definitions = append(p.Definitions, PlannedDefinition{Definition: *m.Def, Matched: m.Pattern, Gate: -1})
 			}
 		}
 	}
@@ -283,98 +286,15 @@ func plannedOf(snap *snapshot, g Gate, i int, outrankedBy string) PlannedDefinit
 		d = ratelimit.Definition{ID: g.DefinitionID, Axis: g.Axis, EntityType: g.EntityType, WindowSeconds: g.WindowSeconds}
 	}
 	return PlannedDefinition{Definition: d, MatchedBy: g.MatchedBy, Matched: g.Matched, Dimension: g.Dimension,
-		Key: g.key, Gate: i, OutrankedBy: outrankedBy}
+		Key: g.Key(), Gate: i, OutrankedBy: outrankedBy}
 }
 
 // exemptRoutes are the exempt route definitions matching a call's method
 // and path, each with the first of its patterns that matched.
 func exemptRoutes(snap *snapshot, method, path string) []PlannedDefinition {
 	out := []PlannedDefinition{}
-	if snap.routes == nil {
-		return out
+	for _, m := range snap.Routes.Exempt(method, path) {
+		out = append(out, PlannedDefinition{Definition: *m.Def, Matched: m.Pattern, Gate: -1})
 	}
-	snap.routes.patterns.match(path, func(pattern string, r routeRule) {
-		if !r.def.Exempt || (len(r.methods) > 0 && !slices.Contains(r.methods, method)) ||
-			slices.ContainsFunc(out, func(p PlannedDefinition) bool { return p.Definition.ID == r.def.ID }) {
-			return
-		}
-		out = append(out, PlannedDefinition{Definition: *r.def, Matched: pattern, Gate: -1})
-	})
-	slices.SortFunc(out, func(a, b PlannedDefinition) int { return strings.Compare(a.Definition.ID, b.Definition.ID) })
 	return out
-}
-
-// planLog collects, while a plan's view is built, what its gates do not
-// show. Every method is a no-op on a nil log: decisions pass none.
-type planLog struct {
-	// anyTarget: the call is explained as its caller on any target, so
-	// its caller_target definitions are kept though the call names none.
-	anyTarget bool
-	// anyCaller: the call is explained as any caller, so its tool
-	// definitions kept per caller are kept though it names none.
-	anyCaller bool
-	// losers are gates a more restrictive definition's gate replaced on
-	// their shared bucket.
-	losers []Gate
-	// perCaller are the definitions a plan lists without a counter: the
-	// caller_target ones of an anyTarget plan, the tool ones kept per
-	// caller of an anyCaller plan.
-	perCaller []keylessDefinition
-	groupList []PlanGroup
-}
-
-// keylessDefinition is a definition that applies to a plan's call
-// without a counter of its own in the plan, and why.
-type keylessDefinition struct {
-	d                       ratelimit.Definition
-	via, matched, dimension string
-}
-
-func (l *planLog) outranked(g Gate) {
-	if l != nil {
-		l.losers = append(l.losers, g)
-	}
-}
-
-func (l *planLog) untargeted(d ratelimit.Definition, via string) {
-	if l != nil && l.anyTarget {
-		l.perCaller = append(l.perCaller, keylessDefinition{d: d, via: via})
-	}
-}
-
-// unkeyed notes a definition kept per client address or per team that
-// applies to the caller, though the call names no address or no team to
-// key its bucket by: a plan lists it without a counter.
-func (l *planLog) unkeyed(d ratelimit.Definition, via, per string) {
-	if l != nil {
-		l.perCaller = append(l.perCaller, keylessDefinition{d: d, via: via, dimension: per})
-	}
-}
-
-// uncalled reports whether a tool definition kept per caller is left to
-// the plan of any caller (true), which lists it without a counter.
-func (l *planLog) uncalled(d ratelimit.Definition, pattern, scope string) bool {
-	if l == nil || !l.anyCaller {
-		return false
-	}
-	l.perCaller = append(l.perCaller, keylessDefinition{d: d, matched: pattern, dimension: scope})
-	return true
-}
-
-// callerOnly reports whether the caller's gates are built for a call
-// without a target (an anyTarget plan).
-func (l *planLog) callerOnly() bool { return l != nil && l.anyTarget }
-
-// groups notes the caller's groups as buildGates walks them.
-func (l *planLog) groups(snap *snapshot, who callerDims, network *member) {
-	if who.caller == "" {
-		return
-	}
-	groups := callerGroups(snap, who.userKey, who.clientKey, who.teamKey)
-	if network != nil {
-		groups = appendVia(groups, network.groups, who.networkKey)
-	}
-	for _, g := range groups {
-		l.groupList = append(l.groupList, PlanGroup{Name: g.name, Via: g.via})
-	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -236,7 +237,7 @@ func TestExplainSaysWhy(t *testing.T) {
 		t.Error("root is an administrator; the plan says not")
 	}
 	for _, g := range p.Gates {
-		if g.MatchedBy != "" || strings.HasPrefix(g.Key(), enforce.KindCaller.Prefix()) || strings.HasPrefix(g.Key(), enforce.KindCallerTarget.Prefix()) {
+		if g.MatchedBy != "" || strings.HasPrefix(g.Key(), counterkey.KindCaller.Prefix()) || strings.HasPrefix(g.Key(), counterkey.KindCallerTarget.Prefix()) {
 			t.Errorf("administrator's plan has a caller gate: %s", gateLine(g))
 		}
 	}

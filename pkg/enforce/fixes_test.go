@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -27,7 +28,7 @@ func TestDeniedCallConsumesNothingOnAnyGate(t *testing.T) {
 	f.Def(callerGroup("g", 86400, ptr(100), nil), target("mcp_server", "s", 60, 2))
 	f.Member("user", "alice", "g")
 	f.Burst(user("alice", "s"), 10)
-	if day := f.counter(enforce.CallerCounter(86400, "user:alice").String()); day != 2 {
+	if day := f.counter(counterkey.Caller(86400, "user:alice").String()); day != 2 {
 		t.Errorf("daily caller counter = %d after 2 allowed and 8 denied calls, want 2", day)
 	}
 }

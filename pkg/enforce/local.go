@@ -59,7 +59,7 @@ func (e *Enforcer) takeLocal(ctx context.Context, c Call, gates []Gate, hints *c
 	} else {
 		req.Gates = make([]CounterGate, len(gates))
 		for i, g := range gates {
-			req.Gates[i] = g.counterGate()
+			req.Gates[i] = counterGateOf(g)
 		}
 	}
 	buf, into := answerBuf(&e.answers, len(gates))

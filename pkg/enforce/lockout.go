@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlctl/rlctl/pkg/enforce/plan"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -46,11 +47,11 @@ func isLockout(m ratelimit.Membership) bool {
 }
 
 // lockedOut is the decision for a caller under an escalation lockout.
-func (e *Enforcer) lockedOut(c Call, m member, target string, now time.Time) Decision {
+func (e *Enforcer) lockedOut(c Call, m plan.Member, target string, now time.Time) Decision {
 	e.metrics.checks.WithLabelValues("locked_out").Inc()
-	left := m.quarantineExpireAt.Sub(now)
+	left := m.QuarantineExpireAt.Sub(now)
 	e.events.record(event{reason: eventLockedOut, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-		target: target, caller: e.eventCaller(c), retryAfter: left, until: m.quarantineExpireAt})
+		target: target, caller: e.eventCaller(c), retryAfter: left, until: m.QuarantineExpireAt})
 	return Decision{Allowed: false, Reason: ReasonLockedOut, RetryAfter: retryAfter(left), LockoutRemaining: retryAfter(left)}
 }
 
@@ -66,14 +67,14 @@ func ipLockoutOnly(m ratelimit.Membership) bool {
 // recentlyLockedOut is the end of a lockout of the call's caller that an
 // observer of this replica wrote (Verdict.Lockout) and its snapshot may
 // not hold yet (lockout_recent.go).
-func (e *Enforcer) recentlyLockedOut(c Call, now time.Time) (member, bool) {
+func (e *Enforcer) recentlyLockedOut(c Call, now time.Time) (plan.Member, bool) {
 	if e.recentLockouts.n.Load() == 0 {
-		return member{}, false
+		return plan.Member{}, false
 	}
 	subjectType, subject := LockoutSubject(c, e.opts.IPv6Prefix)
 	if subject == "" {
-		return member{}, false
+		return plan.Member{}, false
 	}
 	until, ok := e.recentLockouts.find(ratelimit.MembershipID(subjectType, subject), now)
-	return member{quarantined: true, quarantineExpireAt: until, lockout: true}, ok
+	return plan.Member{Quarantined: true, QuarantineExpireAt: until, Lockout: true}, ok
 }

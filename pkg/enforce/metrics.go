@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rlctl/rlctl/pkg/enforce/plan"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -318,26 +319,22 @@ func (e *Enforcer) quarantineCount(ctx context.Context, now time.Time) (callers,
 	if s == nil {
 		return 0, 0, errors.New("no snapshot")
 	}
-	if s.members.shards == nil {
-		return 0, 0, nil
-	}
-	for _, shard := range s.members.shards {
-		for _, m := range shard {
-			if !m.quarantinedAt(now) {
-				continue
-			}
-			for _, g := range m.groups {
-				switch g {
-				case ratelimit.GroupQuarantineCallers:
-					callers++
-				case ratelimit.GroupQuarantineTargets:
-					targets++
-				}
+	s.members.Each(func(_ string, m plan.Member) bool {
+		if !m.QuarantinedAt(now) {
+			return true
+		}
+		for _, g := range m.Groups {
+			switch g {
+			case ratelimit.GroupQuarantineCallers:
+				callers++
+			case ratelimit.GroupQuarantineTargets:
+				targets++
 			}
 		}
-	}
-	s.networks.each(func(_ netip.Prefix, m member) bool {
-		if m.quarantinedAt(now) {
+		return true
+	})
+	s.networks.Each(func(_ netip.Prefix, m plan.Member) bool {
+		if m.QuarantinedAt(now) {
 			callers++
 		}
 		return true

@@ -3,12 +3,14 @@ package enforce_test
 import (
 	"context"
 	"fmt"
-	"github.com/rlctl/rlctl/internal/enforcefixture"
 	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/enforcefixture"
+
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -152,15 +154,15 @@ func TestAnonymousCallersKeyedByIP(t *testing.T) {
 		allowed bool
 		key     string // the caller bucket's key
 	}{
-		{anonymous("2001:db8:1:1::1"), true, enforce.CallerCounter(60, "ip:2001:db8:1:1::/64").String()},
-		{anonymous("2001:db8:1:1:ffff::2"), true, enforce.CallerCounter(60, "ip:2001:db8:1:1::/64").String()},
-		{anonymous("2001:db8:1:1::3"), false, enforce.CallerCounter(60, "ip:2001:db8:1:1::/64").String()},
-		{anonymous("2001:db8:1:2::1"), true, enforce.CallerCounter(60, "ip:2001:db8:1:2::/64").String()},
-		{anonymous("198.51.100.7"), true, enforce.CallerCounter(60, "ip:198.51.100.7").String()},
-		{anonymous("198.51.100.7"), true, enforce.CallerCounter(60, "ip:198.51.100.7").String()},
-		{anonymous("::ffff:198.51.100.7"), false, enforce.CallerCounter(60, "ip:198.51.100.7").String()},
-		{anonymous("198.51.100.8"), true, enforce.CallerCounter(60, "ip:198.51.100.8").String()},
-		{from(user("alice", "srv"), "198.51.100.7"), true, enforce.CallerCounter(60, "user:alice").String()},
+		{anonymous("2001:db8:1:1::1"), true, counterkey.Caller(60, "ip:2001:db8:1:1::/64").String()},
+		{anonymous("2001:db8:1:1:ffff::2"), true, counterkey.Caller(60, "ip:2001:db8:1:1::/64").String()},
+		{anonymous("2001:db8:1:1::3"), false, counterkey.Caller(60, "ip:2001:db8:1:1::/64").String()},
+		{anonymous("2001:db8:1:2::1"), true, counterkey.Caller(60, "ip:2001:db8:1:2::/64").String()},
+		{anonymous("198.51.100.7"), true, counterkey.Caller(60, "ip:198.51.100.7").String()},
+		{anonymous("198.51.100.7"), true, counterkey.Caller(60, "ip:198.51.100.7").String()},
+		{anonymous("::ffff:198.51.100.7"), false, counterkey.Caller(60, "ip:198.51.100.7").String()},
+		{anonymous("198.51.100.8"), true, counterkey.Caller(60, "ip:198.51.100.8").String()},
+		{from(user("alice", "srv"), "198.51.100.7"), true, counterkey.Caller(60, "user:alice").String()},
 	}
 	for i, s := range steps {
 		d := f.Check(s.call)
@@ -189,7 +191,7 @@ func TestIPv6PrefixOption(t *testing.T) {
 	if d := f.Check(anonymous("2001:db8:1:2::1")); d.Allowed {
 		t.Errorf("another /64 of the same /56 was allowed: its bucket should be full")
 	}
-	if g := f.rec.gates(); len(g) != 1 || g[0].Key != enforce.CallerCounter(60, "ip:2001:db8:1::/56").String() {
+	if g := f.rec.gates(); len(g) != 1 || g[0].Key != counterkey.Caller(60, "ip:2001:db8:1::/56").String() {
 		t.Errorf("gates %+v, want the /56's bucket", g)
 	}
 }

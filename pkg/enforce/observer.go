@@ -109,17 +109,6 @@ func LockoutSubject(c Call, ipv6Prefix int) (subjectType, subject string) {
 	return "", ""
 }
 
-// CountsTowardLockout is the definition's counts_toward_lockout behind
-// the gate (of a bucket several definitions share, that of the definition
-// whose limit applies): set reports whether the definition says; when it
-// does not, an escalation decides by the gate's bucket (Key).
-func (g Gate) CountsTowardLockout() (counts, set bool) {
-	if g.lockout == nil {
-		return false, false
-	}
-	return *g.lockout, true
-}
-
 // LongestWait is the first of gates (at least one) whose wait is longest:
 // the gate a throttle's RetryAfter and headline describe. A gate's wait is
 // its RetryAfter, or (without one) the time to its Reset.
@@ -139,7 +128,7 @@ func (e *Enforcer) observed(ctx context.Context, c Call, d Decision, v *callView
 	default:
 		return d
 	}
-	o := Observation{Call: c, Decision: d, Now: now, Caller: e.eventCaller(c), IPKey: e.routeIPKey(c),
+	o := Observation{Call: c, Decision: d, Now: now, Caller: e.eventCaller(c), IPKey: ipKeyOf(c, e.opts.IPv6Prefix),
 		Target: v.targetName, Admin: v.admin}
 	if d.Reason == ReasonThrottled {
 		o.Gate = longestWait(d.Denied, now)

@@ -32,7 +32,7 @@ type repeat struct {
 func foldRepeats(gates []Gate, cost int64) ([]Gate, []repeat) {
 	dup := false
 	for i := 1; i < len(gates) && !dup; i++ {
-		dup = gates[i].key == gates[i-1].key
+		dup = gates[i].Key() == gates[i-1].Key()
 	}
 	if !dup {
 		return gates, nil
@@ -41,12 +41,12 @@ func foldRepeats(gates []Gate, cost int64) ([]Gate, []repeat) {
 	out := make([]Gate, 0, len(gates))
 	for i := 0; i < len(gates); {
 		j := i + 1
-		for j < len(gates) && gates[j].key == gates[i].key {
+		for j < len(gates) && gates[j].Key() == gates[i].Key() {
 			j++
 		}
 		g := gates[i]
 		if j-i > 1 {
-			r := repeat{key: g.key, limit: g.Limit, burst: g.Burst, extra: int64(j-i-1) * cost}
+			r := repeat{key: g.Key(), limit: g.Limit, burst: g.Burst, extra: int64(j-i-1) * cost}
 			for _, o := range gates[i+1 : j] {
 				r.descriptors = append(r.descriptors, o.Descriptor)
 			}
@@ -73,11 +73,11 @@ func (e *Enforcer) unfold(ctx context.Context, d Decision, reps []repeat, consum
 	if taken {
 		for _, r := range reps {
 			for _, g := range d.Gates {
-				if g.key != r.key {
+				if g.Key() != r.key {
 					continue
 				}
 				g.Limit, g.Burst = r.limit, r.burst
-				req := TakeRequest{Cost: r.extra, Consume: true, Now: now, Gates: []CounterGate{g.counterGate()}}
+				req := TakeRequest{Cost: r.extra, Consume: true, Now: now, Gates: []CounterGate{counterGateOf(g)}}
 				if res, err := e.roundTrip(ctx, req); err != nil || !res.Allowed {
 					e.metrics.errors.WithLabelValues("counters").Inc()
 				}
@@ -90,14 +90,14 @@ func (e *Enforcer) unfold(ctx context.Context, d Decision, reps []repeat, consum
 		for i := range n {
 			g := &gs[i]
 			for _, r := range reps {
-				if g.key != r.key {
+				if g.Key() != r.key {
 					continue
 				}
 				if g.Limit == d.Limit && g.Remaining == d.Remaining && g.Reset.Equal(d.Reset) {
 					d.Limit = r.limit // the headline is this gate's
 				}
 				g.Limit, g.Burst = r.limit, r.burst
-				g.own(r, taken)
+				own(g, r, taken)
 				for _, at := range r.descriptors {
 					c := *g
 					c.Descriptor = at
@@ -121,7 +121,7 @@ func (e *Enforcer) unfold(ctx context.Context, d Decision, reps []repeat, consum
 // window's is the lowered one plus what the others would have taken, but
 // a lowered 0 stays 0 (the gate keeps no state to tell an exact 0 from a
 // clamped one: at most what is really left).
-func (g *Gate) own(r repeat, taken bool) {
+func own(g *Gate, r repeat, taken bool) {
 	switch {
 	case taken:
 		g.Count += r.extra

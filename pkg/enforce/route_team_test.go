@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -64,11 +65,11 @@ func TestRouteTierPerTeam(t *testing.T) {
 	if want := "[ct|60|team:globex|route:high ct|60|user:dave|route:high]"; fmt.Sprint(keys) != want {
 		t.Fatalf("counter keys %v, want %s", keys, want)
 	}
-	k, err := enforce.ParseCounterKey(keys[0])
+	k, err := counterkey.Parse(keys[0])
 	if err != nil || k.Caller != "team:globex" || k.OnTarget() != ratelimit.EntityRoute+":high" || k.WindowSeconds != 60 {
 		t.Errorf("ParseCounterKey(%q) = %+v, %v", keys[0], k, err)
 	}
-	if _, err := enforce.ParseCounterKey("ct|60|team:globex|mcp_server:x"); err == nil {
+	if _, err := counterkey.Parse("ct|60|team:globex|mcp_server:x"); err == nil {
 		t.Error("a team caller on a non-route target parsed")
 	}
 }

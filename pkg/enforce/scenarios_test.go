@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 )
 
 // The reference limiter scenarios.
@@ -129,7 +130,7 @@ func TestMinuteAndDayWindows(t *testing.T) {
 	if got := f.Burst(user("alice", "s"), 30); got != 5 {
 		t.Fatalf("allowed %d of 30, want 5", got)
 	}
-	if day := f.counter(enforce.CallerCounter(86400, "user:alice").String()); day != 5 {
+	if day := f.counter(counterkey.Caller(86400, "user:alice").String()); day != 5 {
 		t.Errorf("daily counter = %d, want 5 (denied calls must not consume it)", day)
 	}
 	// Four more minutes: 20 in the day, then the day gate denies.
@@ -137,7 +138,7 @@ func TestMinuteAndDayWindows(t *testing.T) {
 		f.Clock.Advance(time.Minute)
 		f.Burst(user("alice", "s"), 10)
 	}
-	if day := f.counter(enforce.CallerCounter(86400, "user:alice").String()); day != 20 {
+	if day := f.counter(counterkey.Caller(86400, "user:alice").String()); day != 20 {
 		t.Errorf("daily counter = %d, want 20", day)
 	}
 	f.Clock.Advance(time.Minute)

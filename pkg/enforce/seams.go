@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -33,31 +34,23 @@ import (
 // implementation declared it cannot do (a capability it does not declare).
 var ErrNotImplemented = errors.New("enforce: not implemented")
 
-// Algorithm names how a gate counts. A new algorithm is a new value here
-// plus one implementation in every counter store (and a case in the
-// conformance suite), not a branch in every package.
-type Algorithm string
+// Algorithm names how a gate counts: pkg/enforce/algorithm's Name, which
+// lives below the core because counter keys (pkg/enforce/counterkey) carry
+// it too. The alias and the constants below keep gateways' code and the
+// stores' unchanged.
+type Algorithm = algorithm.Name
 
+// The algorithms (pkg/enforce/algorithm documents each).
 const (
-	// AlgorithmFixedWindow counts calls per window of Window length
-	// aligned on the Unix epoch: window index floor(now / Window). It is
-	// the default: a gate with an empty Algorithm is a fixed window.
-	AlgorithmFixedWindow Algorithm = "fixed_window"
-	// AlgorithmSlidingWindow is the weighted two-window counter: the
-	// previous fixed window's count, weighted by the part of it still
-	// inside the sliding window of length Window, plus the current one
-	// (pkg/enforce/algorithm states its error bound).
-	AlgorithmSlidingWindow Algorithm = "sliding_window"
-	// AlgorithmTokenBucket is a token bucket of capacity Burst refilled at
-	// Limit per Window, kept as a GCRA theoretical arrival time (one
-	// timestamp per key). A new bucket starts full.
-	AlgorithmTokenBucket Algorithm = "token_bucket"
+	AlgorithmFixedWindow   = algorithm.FixedWindow
+	AlgorithmSlidingWindow = algorithm.SlidingWindow
+	AlgorithmTokenBucket   = algorithm.TokenBucket
 )
 
 // CounterGate is one counter a take checks, as a counter store sees it:
 // everything it needs to count, nothing about definitions or callers.
 type CounterGate struct {
-	// Key names the counter (CounterKey.String()). Keys may hold any
+	// Key names the counter (counterkey.Key.String()). Keys may hold any
 	// bytes; a store that cannot keep some must encode them itself,
 	// keeping distinct keys distinct.
 	Key       string
@@ -81,35 +74,6 @@ type CounterGate struct {
 	// blocks of hot keys (pkg/enforce/lease): counting stores ignore it,
 	// and it never changes what a gate counts.
 	Lease LeaseMode
-}
-
-// LeaseMode is a gate's definition's say in leases
-// (ratelimit.Definition.Lease), carried on CounterGate.Lease. The values
-// are ordered by precedence: of a bucket several definitions share, the
-// greatest applies, so never on any of them wins over always, which wins
-// over auto.
-type LeaseMode uint8
-
-const (
-	// LeaseAuto: the layer decides (hot keys, or every key).
-	LeaseAuto LeaseMode = iota
-	// LeaseAlways: leased from the first call.
-	LeaseAlways
-	// LeaseNever: never leased; every call is counted on the shared
-	// counter.
-	LeaseNever
-)
-
-// leaseModeOf is d's lease mode; an unknown value (validation refuses
-// it) is auto.
-func leaseModeOf(d ratelimit.Definition) LeaseMode {
-	switch d.Lease {
-	case ratelimit.LeaseNever:
-		return LeaseNever
-	case ratelimit.LeaseAlways:
-		return LeaseAlways
-	}
-	return LeaseAuto
 }
 
 // TakeRequest is one call for a counter store to decide: all its gates at

@@ -3,12 +3,12 @@ package enforce
 import (
 	"context"
 	"fmt"
-	"hash/maphash"
 	"maps"
 	"net/netip"
 	"slices"
 	"time"
 
+	"github.com/rlctl/rlctl/pkg/enforce/plan"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -20,39 +20,22 @@ import (
 type snapshot struct {
 	loadedAt time.Time
 
-	// groupDefs: group name -> enabled caller and caller_target definitions.
-	groupDefs map[string][]ratelimit.Definition
-	// targetDefs: "<entity_type>:<name>" -> enabled target definitions.
-	targetDefs map[string][]ratelimit.Definition
-	// everyoneDefs: the enabled caller and caller_target definitions that
-	// select every caller (Definition.Everyone), in id order; they are in
-	// groupDefs too, which buildGates skips them in.
-	everyoneDefs []ratelimit.Definition
-	// serverGroups: member server name -> enabled server_group definitions.
-	serverGroups map[string][]ratelimit.Definition
-	// descriptors: domain -> the tree of its enabled descriptor
-	// definitions (descriptor.go).
-	descriptors map[string]*descNode
-	// routes: the enabled route definitions by path pattern.
-	routes *routeIndex
-	// tools: the enabled mcp_tool and a2a_skill definitions by entity
-	// type, then by name (exact or glob).
-	tools map[string]*patternIndex[*ratelimit.Definition]
-
+	// Index is the enabled definitions indexed the way gates are built
+	// (pkg/enforce/plan), with the sentinels' switches.
+	plan.Index
 	// members: "<subject_type>:<subject>" -> membership, networks apart.
-	members memberIndex
+	members plan.Members
 	// networks: the network memberships, for longest-prefix match.
-	networks networkIndex
+	networks plan.Networks
 	// admins: "<subject_type>:<subject>" of administrators.
 	admins map[string]bool
 
-	callersOn, targetsOn bool
 	// enforcementOff is the master switch (rl_settings): every call is
 	// allowed and nothing is counted.
 	enforcementOff bool
 
 	// views: the views calls were decided from on this snapshot
-	// (gatecache.go); a new snapshot starts an empty cache. Nil: nothing
+	// (viewcache.go); a new snapshot starts an empty cache. Nil: nothing
 	// is cached.
 	views *viewCache
 
@@ -61,26 +44,13 @@ type snapshot struct {
 	defs map[string]ratelimit.Definition
 }
 
-type member struct {
-	groups             []string
-	quarantined        bool
-	quarantineExpireAt time.Time // zero: no expiry
-	// lockout: the quarantine is an escalation lockout (lockout.go).
-	lockout bool
-}
-
-// quarantinedAt reports whether the subject's quarantine applies at now.
-func (m member) quarantinedAt(now time.Time) bool {
-	return m.quarantined && (m.quarantineExpireAt.IsZero() || now.Before(m.quarantineExpireAt))
-}
-
-func memberOf(m ratelimit.Membership) member {
-	mem := member{groups: m.Groups}
-	mem.quarantined = m.HasGroup(ratelimit.GroupQuarantineCallers) || m.HasGroup(ratelimit.GroupQuarantineTargets)
+func memberOf(m ratelimit.Membership) plan.Member {
+	mem := plan.Member{Groups: m.Groups}
+	mem.Quarantined = m.HasGroup(ratelimit.GroupQuarantineCallers) || m.HasGroup(ratelimit.GroupQuarantineTargets)
 	if m.QuarantineExpiresAt != nil {
-		mem.quarantineExpireAt = *m.QuarantineExpiresAt
+		mem.QuarantineExpireAt = *m.QuarantineExpiresAt
 	}
-	mem.lockout = mem.quarantined && isLockout(m)
+	mem.Lockout = mem.Quarantined && isLockout(m)
 	return mem
 }
 
@@ -91,123 +61,6 @@ func memberID(m ratelimit.Membership) string {
 		return m.ID
 	}
 	return m.Key()
-}
-
-func targetKey(entityType, name string) string { return entityType + ":" + name }
-
-// memberShards splits the memberships so a change copies one shard, about
-// 1/256 of them (400 at 100,000 memberships), instead of the whole map:
-// cloning a 100,000-entry map costs about 30 ms and 10 MB on the
-// development machine, a shard about 0.1 ms.
-const memberShards = 256
-
-// memberIndex is the memberships by id, sharded by a hash of the id. The
-// shards of a published index are never written: with copies the shards a
-// change touches and shares the rest.
-type memberIndex struct {
-	seed   maphash.Seed
-	shards *[memberShards]map[string]member
-}
-
-func newMemberIndex() memberIndex {
-	return memberIndex{seed: maphash.MakeSeed(), shards: new([memberShards]map[string]member)}
-}
-
-func (x memberIndex) shard(id string) int { return int(maphash.String(x.seed, id) % memberShards) }
-
-// get returns the membership of id (the zero member when there is none).
-func (x memberIndex) get(id string) (member, bool) {
-	if x.shards == nil {
-		return member{}, false
-	}
-	m, ok := x.shards[x.shard(id)][id]
-	return m, ok
-}
-
-// len counts the memberships.
-func (x memberIndex) len() int {
-	n := 0
-	if x.shards != nil {
-		for _, s := range x.shards {
-			n += len(s)
-		}
-	}
-	return n
-}
-
-// put adds a membership while the index is being built (before it is
-// published).
-func (x memberIndex) put(id string, m member) {
-	i := x.shard(id)
-	if x.shards[i] == nil {
-		x.shards[i] = map[string]member{}
-	}
-	x.shards[i][id] = m
-}
-
-// with returns a new index: x with changes applied (a nil member deletes),
-// copying only the shards they touch.
-func (x memberIndex) with(changes map[string]*member) memberIndex {
-	shards := *x.shards
-	var copied [memberShards]bool
-	for id, m := range changes {
-		i := x.shard(id)
-		if !copied[i] {
-			shards[i] = maps.Clone(shards[i])
-			if shards[i] == nil {
-				shards[i] = map[string]member{}
-			}
-			copied[i] = true
-		}
-		if m == nil {
-			delete(shards[i], id)
-		} else {
-			shards[i][id] = *m
-		}
-	}
-	return memberIndex{seed: x.seed, shards: &shards}
-}
-
-// indexDefinitions (re)builds the decision indexes from s.defs, in id
-// order as a full load always did.
-func (s *snapshot) indexDefinitions() {
-	s.groupDefs = map[string][]ratelimit.Definition{}
-	s.targetDefs = map[string][]ratelimit.Definition{}
-	s.serverGroups = map[string][]ratelimit.Definition{}
-	s.everyoneDefs = nil
-	s.descriptors = map[string]*descNode{}
-	s.routes = &routeIndex{}
-	s.tools = map[string]*patternIndex[*ratelimit.Definition]{
-		ratelimit.EntityMCPTool: {}, ratelimit.EntityA2ASkill: {}}
-	s.callersOn, s.targetsOn = false, false
-	for _, id := range slices.Sorted(maps.Keys(s.defs)) {
-		d := s.defs[id]
-		switch {
-		case d.ID == ratelimit.SentinelCallers:
-			s.callersOn = d.Enabled
-		case d.ID == ratelimit.SentinelTargets:
-			s.targetsOn = d.Enabled
-		case !d.Enabled:
-		case d.Axis == ratelimit.AxisCaller || d.Axis == ratelimit.AxisCallerTarget:
-			s.groupDefs[d.Name] = append(s.groupDefs[d.Name], d)
-			if d.Everyone {
-				s.everyoneDefs = append(s.everyoneDefs, d)
-			}
-		case d.EntityType == ratelimit.EntityDescriptor:
-			addDescriptor(s.descriptors, d)
-		case d.EntityType == ratelimit.EntityRoute:
-			s.routes.add(&d)
-		case d.Axis == ratelimit.AxisTarget && (d.EntityType == ratelimit.EntityMCPTool || d.EntityType == ratelimit.EntityA2ASkill):
-			s.tools[d.EntityType].add(d.Name, &d)
-		case d.EntityType == ratelimit.EntityServerGroup:
-			for _, m := range d.Members {
-				s.serverGroups[m] = append(s.serverGroups[m], d)
-			}
-		case d.Axis == ratelimit.AxisTarget:
-			k := targetKey(d.EntityType, d.Name)
-			s.targetDefs[k] = append(s.targetDefs[k], d)
-		}
-	}
 }
 
 // rowsRead counts the rows one load read from the store, by table.
@@ -335,49 +188,49 @@ func loadChanges(ctx context.Context, src Source, prev *snapshot, ch changes, no
 		}
 		n.definitions = len(rows.Definitions)
 		s.defs = defs
-		s.indexDefinitions()
+		s.Index = plan.NewIndex(s.defs)
 	}
 	if !ch.members.empty() {
 		if ch.members.all {
-			idx := newMemberIndex()
-			nets := map[netip.Prefix]*member{}
+			idx := plan.NewMembers()
+			nets := map[netip.Prefix]*plan.Member{}
 			for _, m := range rows.Memberships {
 				mem := memberOf(m)
 				if m.SubjectType == ratelimit.SubjectNetwork && !ipLockoutOnly(m) {
-					if p, ok := networkPrefix(m.Key()); ok {
+					if p, ok := plan.NetworkPrefix(m.Key()); ok {
 						nets[p] = &mem
 					}
 					continue
 				}
-				idx.put(memberID(m), mem)
+				idx.Put(memberID(m), mem)
 			}
 			s.members = idx
-			s.networks = newNetworkIndex().with(nets)
+			s.networks = plan.NewNetworks().With(nets)
 		} else {
-			patch := make(map[string]*member, len(ch.members.ids))
-			nets := map[netip.Prefix]*member{}
+			patch := make(map[string]*plan.Member, len(ch.members.ids))
+			nets := map[netip.Prefix]*plan.Member{}
 			for id := range ch.members.ids {
 				// gone unless read
-				if p, ok := networkPrefix(id); ok {
+				if p, ok := plan.NetworkPrefix(id); ok {
 					nets[p] = nil
 					patch[id] = nil // or an anonymous caller's lockout
-				} else if !isNetworkID(id) {
+				} else if !plan.IsNetworkID(id) {
 					patch[id] = nil
 				}
 			}
 			for _, m := range rows.Memberships {
 				mem := memberOf(m)
 				if m.SubjectType == ratelimit.SubjectNetwork && !ipLockoutOnly(m) {
-					if p, ok := networkPrefix(m.Key()); ok {
+					if p, ok := plan.NetworkPrefix(m.Key()); ok {
 						nets[p] = &mem
 					}
 					continue
 				}
 				patch[memberID(m)] = &mem
 			}
-			s.members = prev.members.with(patch)
+			s.members = prev.members.With(patch)
 			if len(nets) > 0 {
-				s.networks = prev.networks.with(nets)
+				s.networks = prev.networks.With(nets)
 			}
 		}
 		n.memberships = len(rows.Memberships)

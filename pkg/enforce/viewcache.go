@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/clientip"
+	"github.com/rlctl/rlctl/pkg/enforce/plan"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -54,7 +55,7 @@ type viewKey struct {
 
 // memberRef is a membership lookup's answer.
 type memberRef struct {
-	m  member
+	m  plan.Member
 	ok bool
 }
 
@@ -62,7 +63,7 @@ type memberRef struct {
 // counters: the target's name as definitions know it, whether the caller
 // is an administrator, the memberships whose quarantine may deny the
 // call, and its gates. The time a decision is made at enters only
-// through quarantine expiry (member.quarantinedAt) and the gates'
+// through quarantine expiry (plan.Member.quarantinedAt) and the gates'
 // windows (gatesAt), both applied per call.
 type callView struct {
 	key viewKey
@@ -99,7 +100,7 @@ func (vc *viewCache) slot(key *viewKey) *atomic.Pointer[callView] {
 
 // callView returns the view of c on snap: the cached one, or one built
 // now (and cached, for a call without descriptors).
-func (e *Enforcer) callView(snap *snapshot, c Call, ip netip.Addr, anonymous bool, routes []routeMatch, now time.Time) *callView {
+func (e *Enforcer) callView(snap *snapshot, c Call, ip netip.Addr, anonymous bool, routes []plan.RouteMatch, now time.Time) *callView {
 	if c.Descriptors != nil || snap.views == nil ||
 		len(c.Username)+len(c.ClientID)+len(c.Team)+len(c.TargetType)+len(c.TargetName)+len(c.Tool)+len(c.Kind)+
 			len(c.Method)+len(c.Path) > maxViewKeyBytes {
@@ -116,7 +117,7 @@ func (e *Enforcer) callView(snap *snapshot, c Call, ip netip.Addr, anonymous boo
 	if e.local {
 		v.counterGates = make([]CounterGate, len(v.gates))
 		for i, g := range v.gates {
-			v.counterGates[i] = g.counterGate()
+			v.counterGates[i] = counterGateOf(g)
 		}
 	}
 	slot.Store(v)
@@ -124,8 +125,8 @@ func (e *Enforcer) callView(snap *snapshot, c Call, ip netip.Addr, anonymous boo
 }
 
 // buildView looks up what c's decision needs in snap and builds its gates.
-// log is nil but for Explain (buildGates).
-func (e *Enforcer) buildView(snap *snapshot, c Call, ip netip.Addr, anonymous bool, routes []routeMatch, now time.Time, log *planLog) *callView {
+// log is nil but for Explain (plan.Gates).
+func (e *Enforcer) buildView(snap *snapshot, c Call, ip netip.Addr, anonymous bool, routes []plan.RouteMatch, now time.Time, log *plan.Log) *callView {
 	v := &callView{}
 	// A target name that is not valid (too long, control characters) can
 	// match no target definition or quarantine, but the caller's own
@@ -147,7 +148,7 @@ func (e *Enforcer) buildView(snap *snapshot, c Call, ip netip.Addr, anonymous bo
 	// The most specific network holding the client address: its
 	// quarantine denies every call from it, its groups limit anonymous
 	// callers.
-	v.netPrefix, v.network.m, v.network.ok = snap.networks.lookup(ip)
+	v.netPrefix, v.network.m, v.network.ok = snap.networks.Lookup(ip)
 	userKey, clientKey, teamKey := "", "", ""
 	if c.Username != "" {
 		userKey = ratelimit.MembershipID(ratelimit.SubjectUser, c.Username)
@@ -160,51 +161,52 @@ func (e *Enforcer) buildView(snap *snapshot, c Call, ip netip.Addr, anonymous bo
 	}
 	v.admin = c.IsAdmin || snap.admins[userKey] || snap.admins[clientKey]
 	if v.targetKnown && c.TargetType != "" {
-		v.target.m, v.target.ok = snap.members.get(targetSubject(c.TargetType, targetName))
+		v.target.m, v.target.ok = snap.members.Get(targetSubject(c.TargetType, targetName))
 	}
 	for i, k := range []string{userKey, clientKey, teamKey} {
 		if k != "" {
-			v.callers[i].m, v.callers[i].ok = snap.members.get(k)
+			v.callers[i].m, v.callers[i].ok = snap.members.Get(k)
 		}
 	}
 	if anonymous {
 		if v.ipNet = clientip.Network(ip, e.opts.IPv6Prefix); v.ipNet.IsValid() {
-			v.ipLock.m, v.ipLock.ok = snap.members.get(ratelimit.MembershipID(ratelimit.SubjectNetwork, v.ipNet.String()))
+			v.ipLock.m, v.ipLock.ok = snap.members.Get(ratelimit.MembershipID(ratelimit.SubjectNetwork, v.ipNet.String()))
 		}
 	}
 
-	var netGroups *member
+	var netGroups *plan.Member
 	if anonymous && v.network.ok {
 		netGroups = &v.network.m
 	}
-	who := callerDims{agent: callerType == "agent", userKey: userKey, clientKey: clientKey, teamKey: teamKey}
+	who := plan.Caller{Agent: callerType == "agent", UserKey: userKey, ClientKey: clientKey, TeamKey: teamKey}
 	if identity != "" { // none: a descriptor call without one
-		who.caller = callerType + ":" + identity
+		who.Caller = callerType + ":" + identity
 	}
 	if ip.IsValid() {
-		who.ip = CallerIP + ":" + clientip.Key(ip, e.opts.IPv6Prefix)
+		who.IP = CallerIP + ":" + clientip.Key(ip, e.opts.IPv6Prefix)
 	}
 	if teamKey != "" {
-		who.team = CallerTeam + ":" + strings.TrimSpace(c.Team)
+		who.Team = CallerTeam + ":" + strings.TrimSpace(c.Team)
 	}
 	if netGroups != nil {
-		who.networkKey = ratelimit.MembershipID(ratelimit.SubjectNetwork, v.netPrefix.String())
+		who.NetworkKey = ratelimit.MembershipID(ratelimit.SubjectNetwork, v.netPrefix.String())
 	}
 	var gates []Gate
-	if (c.TargetType != "" || c.Descriptors != nil || log.callerOnly()) && (c.Descriptors == nil || !c.Descriptors.DescriptorsOnly) {
+	if (c.TargetType != "" || c.Descriptors != nil || log.CallerOnly()) && (c.Descriptors == nil || !c.Descriptors.DescriptorsOnly) {
 		// A call with only a path meets the route definitions alone.
-		gates = e.buildGates(snap, c, who, netGroups, targetName, v.admin, now, log)
+		t := plan.Target{Type: c.TargetType, Name: targetName, Tool: c.Tool, Kind: c.Kind}
+		gates = plan.Gates(&snap.Index, snap.members, t, who, netGroups, v.admin, now, log)
 	}
 	if log != nil {
-		log.groups(snap, who, netGroups)
+		log.NoteGroups(snap.members, who, netGroups)
 	}
 	if len(routes) > 0 {
-		gates = append(gates, routeGates(routes, callerType, identity, e.routeIPKey(c), strings.TrimPrefix(who.team, CallerTeam+":"), v.admin, now)...)
+		gates = append(gates, plan.RouteGates(routes, callerType, identity, ipKeyOf(c, e.opts.IPv6Prefix), strings.TrimPrefix(who.Team, CallerTeam+":"), v.admin, now)...)
 	}
 	if !v.admin {
 		// Administrators are never limited by descriptors either: an
 		// Envoy request carries no target to protect but its descriptors.
-		gates = descriptorGates(gates, snap, c.Descriptors, now)
+		gates = plan.DescriptorGates(gates, &snap.Index, c.Descriptors, now)
 	}
 	sortGates(gates)
 	v.gates = gates
@@ -232,15 +234,25 @@ func (v *callView) gatesAt(now time.Time) []Gate {
 // it applies at now: its network subject's membership (a lockout kept
 // apart, or a network of exactly that prefix an operator also gave
 // groups).
-func (v *callView) ipLockout(now time.Time) (member, bool) {
+func (v *callView) ipLockout(now time.Time) (plan.Member, bool) {
 	if !v.ipNet.IsValid() {
-		return member{}, false
+		return plan.Member{}, false
 	}
-	if v.network.ok && v.netPrefix == v.ipNet && v.network.m.lockout && v.network.m.quarantinedAt(now) {
+	if v.network.ok && v.netPrefix == v.ipNet && v.network.m.Lockout && v.network.m.QuarantinedAt(now) {
 		return v.network.m, true
 	}
-	if v.ipLock.ok && v.ipLock.m.lockout && v.ipLock.m.quarantinedAt(now) {
+	if v.ipLock.ok && v.ipLock.m.Lockout && v.ipLock.m.QuarantinedAt(now) {
 		return v.ipLock.m, true
 	}
-	return member{}, false
+	return plan.Member{}, false
+}
+
+// ipKeyOf is the client address as route gates and observers key it:
+// IPv4 by the address, IPv6 by its prefix; empty when the call has none.
+func ipKeyOf(c Call, ipv6Prefix int) string {
+	ip := clientAddr(c.ClientIP)
+	if !ip.IsValid() {
+		return ""
+	}
+	return clientip.Key(ip, ipv6Prefix)
 }

@@ -80,12 +80,28 @@ import (
 	"time"
 )
 
-// The algorithms, named as pkg/enforce.Algorithm and ratelimit's
-// definitions name them. An empty name is FixedWindow.
+// Name names how a gate counts, as ratelimit's definitions name it. A new
+// algorithm is a new value here plus one implementation in every counter
+// store (and a case in the conformance suite), not a branch in every
+// package. pkg/enforce calls it Algorithm (an alias), and counter keys
+// carry it (pkg/enforce/counterkey), which is why it lives below both.
+type Name string
+
+// The algorithms. An empty name is FixedWindow.
 const (
-	FixedWindow   = "fixed_window"
-	SlidingWindow = "sliding_window"
-	TokenBucket   = "token_bucket"
+	// FixedWindow counts calls per window of the gate's length aligned on
+	// the Unix epoch: window index floor(now / Window). It is the default:
+	// a gate with an empty name is a fixed window.
+	FixedWindow Name = "fixed_window"
+	// SlidingWindow is the weighted two-window counter: the previous fixed
+	// window's count, weighted by the part of it still inside the sliding
+	// window of length Window, plus the current one (the bound is stated
+	// above).
+	SlidingWindow Name = "sliding_window"
+	// TokenBucket is a token bucket of capacity Burst refilled at Limit per
+	// Window, kept as a GCRA theoretical arrival time (one timestamp per
+	// key). A new bucket starts full.
+	TokenBucket Name = "token_bucket"
 )
 
 // MaxTau caps a token bucket's depth in time (ns): tau = min(burst*T,
@@ -95,7 +111,8 @@ const MaxTau = int64(1) << 62
 
 // Gate is what the arithmetic needs of one gate.
 type Gate struct {
-	// Algorithm is FixedWindow (or ""), SlidingWindow or TokenBucket.
+	// Algorithm is a Name's string: FixedWindow (or ""), SlidingWindow
+	// or TokenBucket.
 	Algorithm string
 	// Window is the window length (the token bucket's rate is Limit per
 	// Window). Positive; the stores require whole seconds.
@@ -125,7 +142,7 @@ type State struct {
 // room.
 func Decide(g Gate, s State, now time.Time, cost int64) (room bool, taken State) {
 	taken = s
-	switch g.Algorithm {
+	switch Name(g.Algorithm) {
 	case TokenBucket:
 		T, tau := Interval(g.Window, g.Limit), Tau(g.Window, g.Limit, g.Burst)
 		var newTAT int64
@@ -159,7 +176,7 @@ func Decide(g Gate, s State, now time.Time, cost int64) (room bool, taken State)
 //     weighted count is zero: the end of the current window when it is
 //     empty, else the end of the next one.
 func Describe(g Gate, s State, now time.Time) (remaining int64, reset time.Duration) {
-	switch g.Algorithm {
+	switch Name(g.Algorithm) {
 	case TokenBucket:
 		if g.Limit < 1 {
 			return 0, 0
@@ -205,7 +222,7 @@ func RetryAfter(g Gate, s State, now time.Time, cost int64) time.Duration {
 	if room, _ := Decide(g, s, now, cost); room {
 		return 0
 	}
-	switch g.Algorithm {
+	switch Name(g.Algorithm) {
 	case TokenBucket:
 		if g.Limit < 1 {
 			return g.Window

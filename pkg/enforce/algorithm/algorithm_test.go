@@ -34,7 +34,7 @@ func (b *bucket) take(now time.Time, cost int64) bool {
 // The reference's defaults for one class: 120 a minute, burst 30 (T is
 // exactly 0.5 s).
 func refBucket() *bucket {
-	return &bucket{g: algorithm.Gate{Algorithm: algorithm.TokenBucket, Window: time.Minute, Limit: 120, Burst: 30}}
+	return &bucket{g: algorithm.Gate{Algorithm: string(algorithm.TokenBucket), Window: time.Minute, Limit: 120, Burst: 30}}
 }
 
 func TestTokenBucketStartsFull(t *testing.T) {
@@ -142,7 +142,7 @@ func TestTokenBucketNeverAboveBurst(t *testing.T) {
 // window is rounded up (never more than the limit per window); a limit
 // below 1 never has room.
 func TestTokenBucketEdges(t *testing.T) {
-	g := algorithm.Gate{Algorithm: algorithm.TokenBucket, Window: 10 * time.Second, Limit: 3}
+	g := algorithm.Gate{Algorithm: string(algorithm.TokenBucket), Window: 10 * time.Second, Limit: 3}
 	if T := algorithm.Interval(g.Window, g.Limit); T != 3_333_333_334 {
 		t.Errorf("T = %d, want ceil(1e10/3) = 3333333334", T)
 	}
@@ -161,14 +161,14 @@ func TestTokenBucketEdges(t *testing.T) {
 	if !b.take(t0.Add(3_333_333_334), 1) {
 		t.Error("no token back after T")
 	}
-	zero := algorithm.Gate{Algorithm: algorithm.TokenBucket, Window: time.Minute}
+	zero := algorithm.Gate{Algorithm: string(algorithm.TokenBucket), Window: time.Minute}
 	if room, _ := algorithm.Decide(zero, algorithm.State{}, t0, 1); room {
 		t.Error("a limit of 0 admitted a call")
 	}
 	if tau := algorithm.Tau(24*time.Hour, 1, 1_000_000_000); tau != algorithm.MaxTau {
 		t.Errorf("tau of a huge burst = %d, want MaxTau", tau)
 	}
-	huge := algorithm.Gate{Algorithm: algorithm.TokenBucket, Window: 24 * time.Hour, Limit: 1, Burst: 1_000_000_000}
+	huge := algorithm.Gate{Algorithm: string(algorithm.TokenBucket), Window: 24 * time.Hour, Limit: 1, Burst: 1_000_000_000}
 	if room, next := algorithm.Decide(huge, algorithm.State{}, t0, 1000); !room || next.TAT != t0.Add(1000*24*time.Hour) {
 		t.Errorf("capped bucket: room %v TAT %v", room, next.TAT)
 	}
@@ -187,7 +187,7 @@ func TestTokenBucketMatchesTokenModel(t *testing.T) {
 		window       time.Duration
 		limit, burst int64
 	}{{time.Minute, 120, 30}, {time.Second, 10, 1}, {time.Hour, 3600, 7200}, {10 * time.Second, 5, 5}} {
-		g := algorithm.Gate{Algorithm: algorithm.TokenBucket, Window: c.window, Limit: c.limit, Burst: c.burst}
+		g := algorithm.Gate{Algorithm: string(algorithm.TokenBucket), Window: c.window, Limit: c.limit, Burst: c.burst}
 		b := &bucket{g: g}
 		rate := big.NewRat(c.limit, int64(c.window)) // tokens per ns
 		tokens := big.NewRat(c.burst, 1)
@@ -258,7 +258,7 @@ type sliding struct {
 }
 
 func newSliding(window time.Duration, limit int64) *sliding {
-	return &sliding{g: algorithm.Gate{Algorithm: algorithm.SlidingWindow, Window: window, Limit: limit},
+	return &sliding{g: algorithm.Gate{Algorithm: string(algorithm.SlidingWindow), Window: window, Limit: limit},
 		counts: map[int64]int64{}}
 }
 
@@ -334,7 +334,7 @@ func TestSlidingWindowEdges(t *testing.T) {
 	if r, reset := algorithm.Describe(s.g, algorithm.State{}, t0); r != 3 || reset != 0 {
 		t.Errorf("empty: r=%d reset=%v, want 3 and 0", r, reset)
 	}
-	if room, _ := algorithm.Decide(algorithm.Gate{Algorithm: algorithm.SlidingWindow, Window: time.Second}, algorithm.State{}, t0, 1); room {
+	if room, _ := algorithm.Decide(algorithm.Gate{Algorithm: string(algorithm.SlidingWindow), Window: time.Second}, algorithm.State{}, t0, 1); room {
 		t.Error("a limit of 0 admitted a call")
 	}
 	// A window never admits more than the limit, whatever came before.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -34,15 +35,15 @@ func TestCounterAdmin(t *testing.T, newStore func(t *testing.T) AdminStore) {
 	gw := ratelimit.Definition{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityMCPServer, Name: "gw", WindowSeconds: 60}
 	gw.ID = ratelimit.DefinitionID(gw.Axis, gw.EntityType, gw.Name, gw.WindowSeconds)
 	odd := "user:a{b}%*?[c]\\d"
-	keys := map[string]enforce.CounterKey{
-		"alice":    enforce.CallerCounter(60, "user:alice"),
-		"aliceTB":  {Kind: enforce.KindCaller, Algorithm: enforce.AlgorithmTokenBucket, WindowSeconds: 60, Caller: "user:alice"},
-		"aliceCT":  enforce.CallerTargetCounter(60, "user:alice", "mcp_server:gw"),
-		"shadow":   enforce.ShadowCounter(dev, "user:alice", ""),
-		"bob":      enforce.CallerCounter(60, "user:bob"),
-		"target":   enforce.TargetCounter(gw, ""),
-		"odd":      enforce.CallerCounter(60, odd),
-		"aliceOld": enforce.CallerCounter(3600, "user:alice"),
+	keys := map[string]counterkey.Key{
+		"alice":    counterkey.Caller(60, "user:alice"),
+		"aliceTB":  {Kind: counterkey.KindCaller, Algorithm: enforce.AlgorithmTokenBucket, WindowSeconds: 60, Caller: "user:alice"},
+		"aliceCT":  counterkey.CallerTarget(60, "user:alice", "mcp_server:gw"),
+		"shadow":   counterkey.Shadow(dev, "user:alice", ""),
+		"bob":      counterkey.Caller(60, "user:bob"),
+		"target":   counterkey.Target(gw, ""),
+		"odd":      counterkey.Caller(60, odd),
+		"aliceOld": counterkey.Caller(3600, "user:alice"),
 	}
 	gate := func(name string) enforce.CounterGate {
 		k := keys[name]
@@ -97,9 +98,9 @@ func TestCounterAdmin(t *testing.T, newStore func(t *testing.T) AdminStore) {
 		{enforce.CounterSelector{Caller: odd}, want("odd")},
 		{enforce.CounterSelector{Target: "mcp_server:gw"}, want("aliceCT", "target")},
 		{enforce.CounterSelector{Definition: gw.ID}, want("target")},
-		{enforce.CounterSelector{Definition: dev.ID, Shared: enforce.SharedBuckets{Kind: enforce.KindCaller, WindowSeconds: 60,
+		{enforce.CounterSelector{Definition: dev.ID, Shared: enforce.SharedBuckets{Kind: counterkey.KindCaller, WindowSeconds: 60,
 			Callers: []string{"user:bob", odd}}}, want("shadow", "bob", "odd")},
-		{enforce.CounterSelector{Definition: dev.ID, Shared: enforce.SharedBuckets{Kind: enforce.KindCaller, WindowSeconds: 60,
+		{enforce.CounterSelector{Definition: dev.ID, Shared: enforce.SharedBuckets{Kind: counterkey.KindCaller, WindowSeconds: 60,
 			Algorithm: enforce.AlgorithmTokenBucket, Callers: []string{"user:alice"}}}, want("shadow", "aliceTB")},
 	} {
 		_, order, truncated := list(tt.sel, 0)

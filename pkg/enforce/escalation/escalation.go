@@ -31,6 +31,7 @@ import (
 
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -136,16 +137,16 @@ func countsTowardLockout(g enforce.Gate, anonymous bool) bool {
 	if counts, set := g.CountsTowardLockout(); set {
 		return counts
 	}
-	k, err := enforce.ParseCounterKey(g.Key())
+	k, err := counterkey.Parse(g.Key())
 	if err != nil {
 		return false
 	}
 	holder := k.Caller
 	switch k.Kind {
-	case enforce.KindCaller, enforce.KindCallerTarget:
+	case counterkey.KindCaller, counterkey.KindCallerTarget:
 		// A route's per-team bucket is kept for team:<name>, its
 		// per-address one for ip:<key>.
-	case enforce.KindPer:
+	case counterkey.KindPer:
 		// Kept per ip:<key> or team:<name>; a shared bucket names no
 		// subject.
 		if !strings.HasPrefix(holder, enforce.CallerIP+":") {
@@ -185,7 +186,7 @@ func (x *Escalator) Observe(ctx context.Context, o enforce.Observation) enforce.
 		return enforce.Verdict{}
 	}
 	id := ratelimit.MembershipID(o.SubjectType, o.Subject)
-	g := enforce.CounterGate{Key: enforce.ViolationCounter(int(p.Within/time.Second), id).String(),
+	g := enforce.CounterGate{Key: counterkey.Violation(int(p.Within/time.Second), id).String(),
 		Algorithm: enforce.AlgorithmSlidingWindow, Window: p.Within, Limit: int64(p.After), Enforce: true}
 	tctx, cancel := context.WithTimeout(ctx, x.opts.BackendTimeout)
 	res, err := x.counters.Take(tctx, []enforce.TakeRequest{{Gates: []enforce.CounterGate{g}, Cost: 1, Consume: true, Now: now}},

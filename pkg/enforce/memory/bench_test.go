@@ -7,19 +7,20 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/enforce/memory"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // serverCounter is the key of the target gate of the calls benchmarked.
-var serverCounter = enforce.TargetCounter(ratelimit.Definition{ID: ratelimit.DefinitionID(ratelimit.AxisTarget, ratelimit.EntityMCPServer, "s", 60),
+var serverCounter = counterkey.Target(ratelimit.Definition{ID: ratelimit.DefinitionID(ratelimit.AxisTarget, ratelimit.EntityMCPServer, "s", 60),
 	WindowSeconds: 60}, "").String()
 
 // benchRequest is a typical call: a caller gate and a target gate, one of
 // 1,000 callers.
 func benchRequest(i int, now time.Time) []enforce.TakeRequest {
 	return []enforce.TakeRequest{{Cost: 1, Consume: true, Now: now, Gates: []enforce.CounterGate{
-		{Key: enforce.CallerCounter(60, fmt.Sprintf("user:u%03d", i%1000)).String(), Algorithm: enforce.AlgorithmFixedWindow, Window: time.Minute, Limit: 1 << 40, Enforce: true},
+		{Key: counterkey.Caller(60, fmt.Sprintf("user:u%03d", i%1000)).String(), Algorithm: enforce.AlgorithmFixedWindow, Window: time.Minute, Limit: 1 << 40, Enforce: true},
 		{Key: serverCounter, Algorithm: enforce.AlgorithmFixedWindow, Window: time.Minute, Limit: 1 << 40, Enforce: true},
 	}}}
 }
@@ -133,8 +134,8 @@ func threeGateRequests(algo enforce.Algorithm) [][]enforce.TakeRequest {
 	reqs := make([][]enforce.TakeRequest, 1000)
 	for i := range reqs {
 		reqs[i] = []enforce.TakeRequest{{Cost: 1, Consume: true, Now: now, Gates: []enforce.CounterGate{
-			gate(enforce.CallerCounter(60, fmt.Sprintf("user:u%03d", i)).String()),
-			gate(enforce.CallerTargetCounter(60, fmt.Sprintf("user:u%03d", i), "mcp_server:s").String()),
+			gate(counterkey.Caller(60, fmt.Sprintf("user:u%03d", i)).String()),
+			gate(counterkey.CallerTarget(60, fmt.Sprintf("user:u%03d", i), "mcp_server:s").String()),
 			gate(serverCounter),
 		}}}
 	}

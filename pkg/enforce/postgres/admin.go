@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 )
 
 // The counter store is also an enforce.CounterAdmin: it lists and resets
@@ -74,7 +75,7 @@ func liveCounters(rows []store.CounterRow) []enforce.LiveCounter {
 	out := make([]enforce.LiveCounter, len(rows))
 	for i, r := range rows {
 		algo := enforce.AlgorithmFixedWindow
-		if k, err := enforce.ParseCounterKey(r.Key); err == nil && k.Algorithm != "" {
+		if k, err := counterkey.Parse(r.Key); err == nil && k.Algorithm != "" {
 			algo = k.Algorithm
 		}
 		out[i] = enforce.LiveCounter{Key: r.Key, Algorithm: algo, WindowIndex: r.WindowIndex,

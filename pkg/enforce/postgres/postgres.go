@@ -20,6 +20,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/enforce/violations"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -364,7 +365,7 @@ func (s *Source) Watch(ctx context.Context, ready func(), notify func(enforce.Ch
 // store.AuthLockoutsChannel (<scope>|<address key>); one it cannot read
 // names every address.
 func AuthLockoutChange(payload string) enforce.Change {
-	if _, _, ok := enforce.ParseAuthLockoutID(payload); ok {
+	if _, _, ok := counterkey.ParseAuthLockoutID(payload); ok {
 		return enforce.Change{Table: enforce.TableAuthLockouts, IDs: []string{payload}}
 	}
 	return enforce.Change{Table: enforce.TableAuthLockouts, All: true}

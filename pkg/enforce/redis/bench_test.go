@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -29,9 +30,9 @@ func BenchmarkTake(b *testing.B) {
 				for pb.Next() {
 					k := strconv.FormatInt(n.Add(1)%10_000, 10)
 					req := enforce.TakeRequest{Cost: 1, Consume: true, Now: now, Gates: []enforce.CounterGate{
-						{Key: enforce.CallerCounter(3600, "user:"+k).String(), Window: time.Hour, Limit: 1 << 40, Enforce: true},
-						{Key: enforce.CallerTargetCounter(3600, "user:"+k, "mcp_server:s"+k).String(), Window: time.Hour, Limit: 1 << 40, Enforce: true},
-						{Key: enforce.TargetCounter(all, "mcp_server:s"+k).String(), Window: time.Hour, Limit: 1 << 40, Enforce: true},
+						{Key: counterkey.Caller(3600, "user:"+k).String(), Window: time.Hour, Limit: 1 << 40, Enforce: true},
+						{Key: counterkey.CallerTarget(3600, "user:"+k, "mcp_server:s"+k).String(), Window: time.Hour, Limit: 1 << 40, Enforce: true},
+						{Key: counterkey.Target(all, "mcp_server:s"+k).String(), Window: time.Hour, Limit: 1 << 40, Enforce: true},
 					}}
 					res, err := s.Take(context.Background(), []enforce.TakeRequest{req}, time.Now().Add(5*time.Second))
 					if err != nil || !res[0].Allowed {

@@ -1,4 +1,4 @@
-package enforce
+package plan
 
 import (
 	"fmt"
@@ -9,14 +9,14 @@ import (
 // it was made from (still read by decisions in flight) does not change.
 func TestMemberIndexCopiesOnWrite(t *testing.T) {
 	t.Parallel()
-	old := newMemberIndex()
+	old := NewMembers()
 	for i := range 1000 {
-		old.put(fmt.Sprintf("user:u%d", i), member{groups: []string{"g"}})
+		old.Put(fmt.Sprintf("user:u%d", i), Member{Groups: []string{"g"}})
 	}
-	quarantined := member{groups: []string{"quarantine-callers"}, quarantined: true}
-	next := old.with(map[string]*member{"user:u1": &quarantined, "user:u2": nil, "user:new": &quarantined})
+	quarantined := Member{Groups: []string{"quarantine-callers"}, Quarantined: true}
+	next := old.With(map[string]*Member{"user:u1": &quarantined, "user:u2": nil, "user:new": &quarantined})
 	for _, c := range []struct {
-		idx         memberIndex
+		idx         Members
 		id          string
 		present     bool
 		quarantined bool
@@ -25,13 +25,13 @@ func TestMemberIndexCopiesOnWrite(t *testing.T) {
 		{next, "user:u1", true, true}, {next, "user:u2", false, false}, {next, "user:new", true, true},
 		{next, "user:u3", true, false},
 	} {
-		m, ok := c.idx.get(c.id)
-		if ok != c.present || m.quarantined != c.quarantined {
-			t.Errorf("get(%q) = %+v, %v; want present %v, quarantined %v", c.id, m, ok, c.present, c.quarantined)
+		m, ok := c.idx.Get(c.id)
+		if ok != c.present || m.Quarantined != c.quarantined {
+			t.Errorf("Get(%q) = %+v, %v; want present %v, quarantined %v", c.id, m, ok, c.present, c.quarantined)
 		}
 	}
-	if old.len() != 1000 || next.len() != 1000 {
-		t.Errorf("len: old %d, next %d; want 1000 and 1000", old.len(), next.len())
+	if old.Len() != 1000 || next.Len() != 1000 {
+		t.Errorf("len: old %d, next %d; want 1000 and 1000", old.Len(), next.Len())
 	}
 	shared, empty := 0, 0
 	for i := range old.shards {

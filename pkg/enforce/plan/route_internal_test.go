@@ -1,4 +1,4 @@
-package enforce
+package plan
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ func (x *patternIndex[T]) candidates(name string) int {
 
 // selectiveSnapshot indexes one matching route and tool glob plus extra
 // definitions that do not match /tools/github/mcp or github:create_issue.
-func selectiveSnapshot(extra int) *snapshot {
+func selectiveSnapshot(extra int) *Index {
 	high := 1_000_000_000
 	defs := map[string]ratelimit.Definition{}
 	add := func(d ratelimit.Definition) { d.ID = d.Key(); defs[d.ID] = d }
@@ -39,9 +39,8 @@ func selectiveSnapshot(extra int) *snapshot {
 		}
 		add(ratelimit.Definition{Axis: "target", EntityType: "mcp_tool", Name: name, WindowSeconds: 60, MaxRequests: &high, Enabled: true})
 	}
-	s := &snapshot{defs: defs}
-	s.indexDefinitions()
-	return s
+	s := NewIndex(defs)
+	return &s
 }
 
 // TestMatchingCostDoesNotGrowWithOtherDefinitions: with 10,000 route and
@@ -53,13 +52,13 @@ func TestMatchingCostDoesNotGrowWithOtherDefinitions(t *testing.T) {
 	t.Parallel()
 	for _, extra := range []int{0, 10_000} {
 		s := selectiveSnapshot(extra)
-		routes, _ := s.routes.match("POST", "/tools/github/mcp")
+		routes, _ := s.Routes.Match("POST", "/tools/github/mcp")
 		var tools []string
 		s.tools[ratelimit.EntityMCPTool].match("github:create_issue", func(p string, _ *ratelimit.Definition) { tools = append(tools, p) })
-		if len(routes) != 1 || routes[0].pattern != "/tools/*" || fmt.Sprint(tools) != "[github:*]" {
+		if len(routes) != 1 || routes[0].Pattern != "/tools/*" || fmt.Sprint(tools) != "[github:*]" {
 			t.Fatalf("%d others: routes %+v, tools %v", extra, routes, tools)
 		}
-		rc := s.routes.patterns.candidates("/tools/github/mcp")
+		rc := s.Routes.patterns.candidates("/tools/github/mcp")
 		tc := s.tools[ratelimit.EntityMCPTool].candidates("github:create_issue")
 		if rc > 1 || tc > 1 {
 			t.Errorf("%d other definitions: a lookup tests %d route and %d tool patterns, want 1 each", extra, rc, tc)
@@ -76,7 +75,7 @@ func BenchmarkMatchSelective(b *testing.B) {
 			tools := s.tools[ratelimit.EntityMCPTool]
 			b.ReportAllocs()
 			for b.Loop() {
-				m, _ := s.routes.match("POST", "/tools/github/mcp")
+				m, _ := s.Routes.Match("POST", "/tools/github/mcp")
 				n := 0
 				tools.match("github:create_issue", func(string, *ratelimit.Definition) { n++ })
 				if len(m) != 1 || n != 1 {

@@ -1,4 +1,4 @@
-package enforce
+package plan
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -215,13 +216,13 @@ func matchDescriptor(root *descNode, entries []ratelimit.DescriptorEntry) (node 
 	return nil, nil
 }
 
-// descriptorMatches matches each descriptor of c and applies replaces:
+// DescriptorMatches matches each descriptor of c and applies replaces:
 // a limit whose limit_name another matched limit replaces is dropped.
-func descriptorMatches(snap *snapshot, r *DescriptorRequest) ([]DescriptorMatch, [][]string) {
+func DescriptorMatches(idx *Index, r *DescriptorRequest) ([]DescriptorMatch, [][]string) {
 	if r == nil {
 		return nil, nil
 	}
-	root := snap.descriptors[r.Domain]
+	root := idx.descriptors[r.Domain]
 	out := make([]DescriptorMatch, len(r.Descriptors))
 	var shared [][]string // allocated by the first wildcard match
 	if root == nil {
@@ -271,12 +272,12 @@ func descriptorMatches(snap *snapshot, r *DescriptorRequest) ([]DescriptorMatch,
 	return out, shared
 }
 
-// descriptorGates appends the gates of c's descriptors to gates.
-func descriptorGates(gates []Gate, snap *snapshot, r *DescriptorRequest, now time.Time) []Gate {
+// DescriptorGates appends the gates of c's descriptors to gates.
+func DescriptorGates(gates []Gate, idx *Index, r *DescriptorRequest, now time.Time) []Gate {
 	if r == nil {
 		return gates
 	}
-	matches, shared := descriptorMatches(snap, r)
+	matches, shared := DescriptorMatches(idx, r)
 	gates = slices.Grow(gates, len(r.Descriptors))
 	for i, desc := range r.Descriptors {
 		m := matches[i]
@@ -285,7 +286,7 @@ func descriptorGates(gates []Gate, snap *snapshot, r *DescriptorRequest, now tim
 		}
 		if desc.Limit != nil {
 			w := desc.Limit.WindowSeconds
-			k, key := descriptorCounter("", r.Domain, desc.Entries, nil, w)
+			k, key := counterkey.DescriptorWithString("", r.Domain, desc.Entries, nil, w)
 			// The override's gate is named by its counter's definition id.
 			d := ratelimit.Definition{ID: k.DefinitionID, Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityDescriptor, WindowSeconds: w}
 			g := newGate(d, key, desc.Limit.RequestsPerUnit, nil, false, now)
@@ -301,33 +302,11 @@ func descriptorGates(gates []Gate, snap *snapshot, r *DescriptorRequest, now tim
 			if d.ShareThreshold && shared != nil {
 				sh = shared[i]
 			}
-			_, key := descriptorCounter(algorithmOf(d), r.Domain, desc.Entries, sh, d.WindowSeconds)
+			_, key := counterkey.DescriptorWithString(algorithmOf(d), r.Domain, desc.Entries, sh, d.WindowSeconds)
 			g := newGate(d, key, int64(*d.MaxRequests), d.Burst, d.Mode == ratelimit.ModeShadow, now)
 			g.Descriptor = i + 1
 			gates = append(gates, g)
 		}
 	}
 	return gates
-}
-
-// MatchDescriptors reports, per descriptor of c, what it matches in the
-// current snapshot (for the adapters' answers and metrics: unlimited
-// descriptors, unknown domains). It consumes nothing.
-func (e *Enforcer) MatchDescriptors(r *DescriptorRequest) []DescriptorMatch {
-	snap := e.snap.Load()
-	if r == nil {
-		return nil
-	}
-	if snap == nil {
-		return make([]DescriptorMatch, len(r.Descriptors))
-	}
-	m, _ := descriptorMatches(snap, r)
-	return m
-}
-
-// KnownDomain reports whether the current snapshot has descriptor
-// definitions of domain (enabled ones).
-func (e *Enforcer) KnownDomain(domain string) bool {
-	snap := e.snap.Load()
-	return snap != nil && snap.descriptors[domain] != nil
 }

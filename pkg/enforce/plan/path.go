@@ -1,4 +1,4 @@
-package enforce
+package plan
 
 import (
 	"net/url"

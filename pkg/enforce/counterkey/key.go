@@ -1,4 +1,9 @@
-package enforce
+// Package counterkey is the one type of counter keys: a constructor per
+// kind (the gates' counters, the failed-credential throttle's, escalation's
+// violations), the string form the counter stores hold, and the parser
+// that reads one back. A new kind of key is a change here; nothing outside
+// assembles a key from strings.
+package counterkey
 
 import (
 	"errors"
@@ -6,11 +11,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// CounterKind is the first segment of a counter key: which gate it counts.
-type CounterKind string
+// Kind is the first segment of a counter key: which gate it counts.
+type Kind string
 
 // The kinds of counter keys. The grammar (docs/design/counters.md, "Counter keys"):
 //
@@ -29,7 +35,7 @@ type CounterKind string
 //	v|<within>|<membership id>            violations of a caller (escalation)
 //
 // A descriptor's counter (Envoy's protocol) is a t key whose definition
-// id is target:descriptor:<counter path>:<window> (DescriptorCounter).
+// id is target:descriptor:<counter path>:<window> (Descriptor).
 //
 // A p key's <subject> is ip:<key> (per: ip) or team:<name> (per: team);
 // neither holds '|', nor does the definition id (group names do not), so
@@ -46,39 +52,48 @@ type CounterKind string
 const (
 	// KindCaller is the bucket the enforce caller definitions of one
 	// window share, per caller: the most restrictive one's limit applies.
-	KindCaller CounterKind = "c"
+	KindCaller Kind = "c"
 	// KindCallerTarget is the caller_target counterpart: one bucket per
 	// caller, target and window.
-	KindCallerTarget CounterKind = "ct"
+	KindCallerTarget Kind = "ct"
 	// KindShadow counts for one shadow caller or caller_target definition.
-	KindShadow CounterKind = "s"
+	KindShadow Kind = "s"
 	// KindTarget counts for one target definition (and for a server_group
 	// definition, one per member server).
-	KindTarget CounterKind = "t"
+	KindTarget Kind = "t"
 	// KindPer counts for one caller or caller_target definition whose
 	// buckets are not per caller (Definition.Per ip, team or shared): one
 	// per client IP, per team, or one shared, each definition its own.
-	KindPer CounterKind = "p"
+	KindPer Kind = "p"
 	// KindAuthFailures counts the failed authentications of one client
 	// address in one scope of the failed-credential throttle, over a
 	// sliding window.
-	KindAuthFailures CounterKind = "af"
+	KindAuthFailures Kind = "af"
 	// KindAuthLockout is the failed-credential throttle's lockout of one
 	// client address in one scope: a bucket of one token.
-	KindAuthLockout CounterKind = "al"
+	KindAuthLockout Kind = "al"
 	// KindViolation counts the violations of one caller (its membership
 	// id) that escalation locks out on.
-	KindViolation CounterKind = "v"
+	KindViolation Kind = "v"
 )
+
+// CallerIP is the caller type of an anonymous call keyed by its client
+// address: its counters' caller is ip:<key> (ip:203.0.113.7,
+// ip:2001:db8:1:2::/64).
+const CallerIP = "ip"
+
+// CallerTeam is the subject type of a team's buckets in counter keys
+// (team:<name>, definitions with per: team).
+const CallerTeam = "team"
 
 // Prefix is what every key of kind k starts with (its fixed-window form):
 // what a store selects the kind's keys by.
-func (k CounterKind) Prefix() string { return string(k) + "|" }
+func (k Kind) Prefix() string { return string(k) + "|" }
 
 // marked reports whether keys of kind k carry an algorithm mark: the
 // kinds of definitions' counters do; the failed-credential and violation
 // kinds have one algorithm each and no mark.
-func (k CounterKind) marked() bool {
+func (k Kind) marked() bool {
 	switch k {
 	case KindAuthFailures, KindAuthLockout, KindViolation:
 		return false
@@ -89,10 +104,10 @@ func (k CounterKind) marked() bool {
 // targetMarks are the target types a caller's part of a key ends before.
 var targetMarks = []string{"|" + ratelimit.EntityMCPServer + ":", "|" + ratelimit.EntityA2AAgent + ":"}
 
-// CounterKey is what a counter key names. Its string form (String) is the
-// key the counter stores hold; ParseCounterKey reads one back. The store's
+// Key is what a counter key names. Its string form (String) is the
+// key the counter stores hold; Parse reads one back. The store's
 // SQL (rl_counter_key, migrations/007_counter_key.sql) mirrors
-// ParseCounterKey on the stored text for the kinds of definitions'
+// Parse on the stored text for the kinds of definitions'
 // counters (c, ct, s, t, p), so that counters can be selected by caller,
 // target and definition through indexes.
 //
@@ -122,13 +137,13 @@ var targetMarks = []string{"|" + ratelimit.EntityMCPServer + ":", "|" + ratelimi
 // itself holds "|mcp_server:" (or "|a2a_agent:") has its caller_target
 // buckets attributed to a shorter caller; counting is not affected, only
 // which selector lists the bucket.
-type CounterKey struct {
-	Kind CounterKind
-	// Algorithm is the counter's algorithm; empty and AlgorithmFixedWindow
+type Key struct {
+	Kind Kind
+	// Algorithm is the counter's algorithm; empty and algorithm.FixedWindow
 	// are the same (no mark in the key).
-	Algorithm Algorithm
+	Algorithm algorithm.Name
 	// WindowSeconds is the window: written in c and ct keys; for s and t
-	// keys that of the definition id (ParseCounterKey reads it from there,
+	// keys that of the definition id (Parse reads it from there,
 	// String ignores it).
 	WindowSeconds int
 	// DefinitionID names the definition of s and t keys.
@@ -149,46 +164,46 @@ type CounterKey struct {
 	Subject string
 }
 
-// CallerCounter is the caller bucket of a window.
-func CallerCounter(windowSeconds int, caller string) CounterKey {
-	return CounterKey{Kind: KindCaller, WindowSeconds: windowSeconds, Caller: caller}
+// Caller is the caller bucket of a window.
+func Caller(windowSeconds int, caller string) Key {
+	return Key{Kind: KindCaller, WindowSeconds: windowSeconds, Caller: caller}
 }
 
-// CallerTargetCounter is the caller_target bucket of a window.
-func CallerTargetCounter(windowSeconds int, caller, target string) CounterKey {
-	return CounterKey{Kind: KindCallerTarget, WindowSeconds: windowSeconds, Caller: caller, Target: target}
+// CallerTarget is the caller_target bucket of a window.
+func CallerTarget(windowSeconds int, caller, target string) Key {
+	return Key{Kind: KindCallerTarget, WindowSeconds: windowSeconds, Caller: caller, Target: target}
 }
 
-// ShadowCounter is a shadow definition's counter of a caller (target is
+// Shadow is a shadow definition's counter of a caller (target is
 // empty for the caller axis).
-func ShadowCounter(d ratelimit.Definition, caller, target string) CounterKey {
-	return CounterKey{Kind: KindShadow, Algorithm: keyAlgorithm(algorithmOf(d)), WindowSeconds: d.WindowSeconds, DefinitionID: d.ID, Caller: caller, Target: target}
+func Shadow(d ratelimit.Definition, caller, target string) Key {
+	return Key{Kind: KindShadow, Algorithm: OfDefinition(d), WindowSeconds: d.WindowSeconds, DefinitionID: d.ID, Caller: caller, Target: target}
 }
 
-// PerCounter is the counter of a definition whose Per is ip, team or
+// Per is the counter of a definition whose Per is ip, team or
 // shared: subject is ip:<key> or team:<name> (empty for shared), target
 // the call's target on the caller_target axis (else empty).
-func PerCounter(d ratelimit.Definition, subject, target string) CounterKey {
-	return CounterKey{Kind: KindPer, Algorithm: keyAlgorithm(algorithmOf(d)), WindowSeconds: d.WindowSeconds, DefinitionID: d.ID, Caller: subject, Target: target}
+func Per(d ratelimit.Definition, subject, target string) Key {
+	return Key{Kind: KindPer, Algorithm: OfDefinition(d), WindowSeconds: d.WindowSeconds, DefinitionID: d.ID, Caller: subject, Target: target}
 }
 
-// TargetCounter is a target definition's counter; server names the member
+// Target is a target definition's counter; server names the member
 // server for a server_group definition, else it is empty.
-func TargetCounter(d ratelimit.Definition, server string) CounterKey {
-	return CounterKey{Kind: KindTarget, Algorithm: keyAlgorithm(algorithmOf(d)), WindowSeconds: d.WindowSeconds, DefinitionID: d.ID, Server: server}
+func Target(d ratelimit.Definition, server string) Key {
+	return Key{Kind: KindTarget, Algorithm: OfDefinition(d), WindowSeconds: d.WindowSeconds, DefinitionID: d.ID, Server: server}
 }
 
-// AuthFailuresCounter counts the failed authentications of the client
+// AuthFailures counts the failed authentications of the client
 // address key (an IPv4 address, an IPv6 prefix: clientip.Key) in scope,
 // over a sliding window of windowSeconds.
-func AuthFailuresCounter(scope string, windowSeconds int, key string) CounterKey {
-	return CounterKey{Kind: KindAuthFailures, Scope: scope, WindowSeconds: windowSeconds, Subject: CallerIP + ":" + key}
+func AuthFailures(scope string, windowSeconds int, key string) Key {
+	return Key{Kind: KindAuthFailures, Scope: scope, WindowSeconds: windowSeconds, Subject: CallerIP + ":" + key}
 }
 
-// AuthLockoutCounter is the failed-credential lockout of the client
+// AuthLockout is the failed-credential lockout of the client
 // address key in scope.
-func AuthLockoutCounter(scope, key string) CounterKey {
-	return CounterKey{Kind: KindAuthLockout, Scope: scope, Subject: CallerIP + ":" + key}
+func AuthLockout(scope, key string) Key {
+	return Key{Kind: KindAuthLockout, Scope: scope, Subject: CallerIP + ":" + key}
 }
 
 // AuthFailuresPattern is what the keys of key's failed authentications
@@ -200,7 +215,7 @@ func AuthFailuresPattern(scope, key string) (prefix, suffix string) {
 
 // AuthAddress is the scope and client address key of an af or al key (ok
 // false for any other kind).
-func (k CounterKey) AuthAddress() (scope, key string, ok bool) {
+func (k Key) AuthAddress() (scope, key string, ok bool) {
 	if k.Kind != KindAuthFailures && k.Kind != KindAuthLockout {
 		return "", "", false
 	}
@@ -220,30 +235,30 @@ func ParseAuthLockoutID(id string) (scope, key string, ok bool) {
 	return scope, key, ok && scope != "" && key != ""
 }
 
-// ViolationCounter counts the violations of the caller whose membership
+// Violation counts the violations of the caller whose membership
 // id is subject (ratelimit.MembershipID), over a sliding window of
 // withinSeconds.
-func ViolationCounter(withinSeconds int, subject string) CounterKey {
-	return CounterKey{Kind: KindViolation, WindowSeconds: withinSeconds, Subject: subject}
+func Violation(withinSeconds int, subject string) Key {
+	return Key{Kind: KindViolation, WindowSeconds: withinSeconds, Subject: subject}
 }
 
-// DescriptorCounter is the counter of an Envoy descriptor for a window of
+// Descriptor is the counter of an Envoy descriptor for a window of
 // an algorithm (shared: its share_threshold patterns, else nil): a target
 // counter of the definition id DefinitionID(target, descriptor,
 // DescriptorCounterPath(domain, entries, shared), window).
-func DescriptorCounter(alg Algorithm, domain string, entries []ratelimit.DescriptorEntry, shared []string, window int) CounterKey {
-	k, _ := descriptorCounter(alg, domain, entries, shared, window)
+func Descriptor(alg algorithm.Name, domain string, entries []ratelimit.DescriptorEntry, shared []string, window int) Key {
+	k, _ := DescriptorWithString(alg, domain, entries, shared, window)
 	return k
 }
 
 // descriptorPrefix starts the definition id of a descriptor's counter.
 const descriptorPrefix = ratelimit.AxisTarget + ":" + ratelimit.EntityDescriptor + ":"
 
-// descriptorCounter is DescriptorCounter and its String, built in one
+// DescriptorWithString is Descriptor and its String, built in one
 // buffer (a decision builds one per descriptor gate): the key's
 // definition id is a part of its string.
-func descriptorCounter(alg Algorithm, domain string, entries []ratelimit.DescriptorEntry, shared []string, window int) (CounterKey, string) {
-	alg = keyAlgorithm(alg)
+func DescriptorWithString(alg algorithm.Name, domain string, entries []ratelimit.DescriptorEntry, shared []string, window int) (Key, string) {
+	alg = KeyAlgorithm(alg)
 	mark := algorithmMarks[alg]
 	n := len(KindTarget) + len(mark) + 1 + len(descriptorPrefix) + len(domain) + 1 + 20
 	for _, e := range entries {
@@ -259,37 +274,43 @@ func descriptorCounter(alg Algorithm, domain string, entries []ratelimit.Descrip
 	b = append(b, ':')
 	b = strconv.AppendInt(b, int64(window), 10)
 	s := string(b)
-	return CounterKey{Kind: KindTarget, Algorithm: alg, WindowSeconds: window, DefinitionID: s[id:]}, s
+	return Key{Kind: KindTarget, Algorithm: alg, WindowSeconds: window, DefinitionID: s[id:]}, s
 }
 
 // algorithmMarks are the marks the kind of a counter key carries for
 // algorithms other than the fixed window.
-var algorithmMarks = map[Algorithm]string{AlgorithmTokenBucket: ".tb", AlgorithmSlidingWindow: ".sw"}
+var algorithmMarks = map[algorithm.Name]string{algorithm.TokenBucket: ".tb", algorithm.SlidingWindow: ".sw"}
 
-// keyAlgorithm is a's value in a CounterKey: empty for the fixed window,
-// as ParseCounterKey reads it back.
-func keyAlgorithm(a Algorithm) Algorithm {
-	if a == AlgorithmFixedWindow {
+// OfDefinition is d's algorithm as its counters' keys carry it: empty for
+// the fixed window (a definition that names none is one).
+func OfDefinition(d ratelimit.Definition) algorithm.Name {
+	return KeyAlgorithm(algorithm.Name(d.AlgorithmOrDefault()))
+}
+
+// KeyAlgorithm is a's value in a Key: empty for the fixed window,
+// as Parse reads it back.
+func KeyAlgorithm(a algorithm.Name) algorithm.Name {
+	if a == algorithm.FixedWindow {
 		return ""
 	}
 	return a
 }
 
 // kindAlgorithm splits a key's first segment into its kind and algorithm.
-func kindAlgorithm(seg string) (CounterKind, Algorithm, bool) {
+func kindAlgorithm(seg string) (Kind, algorithm.Name, bool) {
 	for a, m := range algorithmMarks {
 		if k, ok := strings.CutSuffix(seg, m); ok {
-			return CounterKind(k), a, true
+			return Kind(k), a, true
 		}
 	}
 	if strings.Contains(seg, ".") {
 		return "", "", false
 	}
-	return CounterKind(seg), "", true
+	return Kind(seg), "", true
 }
 
 // String returns the key as the counter stores hold it. It allocates once.
-func (k CounterKey) String() string {
+func (k Key) String() string {
 	var num [20]byte
 	var window []byte
 	n := len(k.Kind) + 1
@@ -342,7 +363,7 @@ func (k CounterKey) String() string {
 
 // authString is String of the failed-credential and violation kinds:
 // af|<scope>|<window>|<subject>, al|<scope>|<subject>, v|<within>|<subject>.
-func (k CounterKey) authString() string {
+func (k Key) authString() string {
 	var num [20]byte
 	var window []byte
 	n := len(k.Kind) + 1 + len(k.Subject)
@@ -374,7 +395,7 @@ func (k CounterKey) authString() string {
 // caller_target bucket's target, a target definition's entity, a
 // server_group member as mcp_server:<server>. It is empty for keys that
 // count no target (caller buckets and caller shadow counters).
-func (k CounterKey) OnTarget() string {
+func (k Key) OnTarget() string {
 	switch k.Kind {
 	case KindCallerTarget, KindShadow, KindPer:
 		return k.Target
@@ -391,24 +412,24 @@ func (k CounterKey) OnTarget() string {
 	return ""
 }
 
-// CounterKeyError is a string that is not a counter key.
-type CounterKeyError struct {
+// Error is a string that is not a counter key.
+type Error struct {
 	Key    string
 	Reason string
 }
 
-func (e *CounterKeyError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("counter key %q: %s", e.Key, e.Reason)
 }
 
-// ParseCounterKey reads a counter key (see CounterKey for the grammar and
+// Parse reads a counter key (see Key for the grammar and
 // the one ambiguity it resolves). For every key k a gateway builds,
-// ParseCounterKey(k.String()) gives k back; for every s it accepts,
-// String gives s back. It refuses anything else with a *CounterKeyError
+// Parse(k.String()) gives k back; for every s it accepts,
+// String gives s back. It refuses anything else with a *Error
 // naming what is wrong.
-func ParseCounterKey(s string) (CounterKey, error) {
-	fail := func(format string, args ...any) (CounterKey, error) {
-		return CounterKey{}, &CounterKeyError{Key: s, Reason: fmt.Sprintf(format, args...)}
+func Parse(s string) (Key, error) {
+	fail := func(format string, args ...any) (Key, error) {
+		return Key{}, &Error{Key: s, Reason: fmt.Sprintf(format, args...)}
 	}
 	kind, rest, ok := strings.Cut(s, "|")
 	if !ok {
@@ -418,7 +439,7 @@ func ParseCounterKey(s string) (CounterKey, error) {
 	if !ok || (algo != "" && !kd.marked()) {
 		return fail("kind %q: want c, ct, s or t, marked .tb or .sw for a token bucket or sliding window, or p, af, al or v", kind)
 	}
-	k := CounterKey{Kind: kd, Algorithm: algo}
+	k := Key{Kind: kd, Algorithm: algo}
 	switch k.Kind {
 	case KindAuthFailures, KindAuthLockout:
 		scope, rest, ok := strings.Cut(rest, "|")
@@ -622,7 +643,7 @@ func isCaller(s string) bool {
 	return p > 0 && len(s) > p
 }
 
-// splitCallerTarget splits <caller>|<target> (see CounterKey for the rule).
+// splitCallerTarget splits <caller>|<target> (see Key for the rule).
 func splitCallerTarget(s string) (caller, target string, err error) {
 	p := callerPrefix(s)
 	if p == 0 || len(s) <= p {

@@ -1,15 +1,16 @@
-package enforce
+package plan
 
 import (
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // toolGates lists the gates of the tool (or skill) definitions a call
-// matches: by exact name or glob (snapshot.tools, indexed so that the
+// matches: by exact name or glob (Index.tools, indexed so that the
 // definitions that cannot match cost nothing), narrowed by their kinds,
 // each kept per its tool scope. caller is the call's caller as keyed
 // (user:<name>, agent:<id>, ip:<key>); name is <target>:<tool>.
@@ -24,22 +25,22 @@ import (
 //
 // log, when not nil, is told of the definitions a more restrictive one
 // outranked on a shared bucket.
-func toolGates(snap *snapshot, c Call, caller, name string, admin bool, now time.Time, log *planLog) []Gate {
+func toolGates(idx *Index, t Target, caller, name string, admin bool, now time.Time, log *Log) []Gate {
 	leafType := ratelimit.EntityMCPTool
-	if c.TargetType == ratelimit.EntityA2AAgent {
+	if t.Type == ratelimit.EntityA2AAgent {
 		leafType = ratelimit.EntityA2ASkill
 	}
-	idx := snap.tools[leafType]
-	if idx == nil {
+	tools := idx.tools[leafType]
+	if tools == nil {
 		return nil
 	}
-	kind := strings.ToLower(strings.TrimSpace(c.Kind))
+	kind := strings.ToLower(strings.TrimSpace(t.Kind))
 	if kind == "" {
 		kind = ratelimit.KindTool
 	}
 	var gates []Gate
 	byKey := map[string]int{}
-	idx.match(name, func(pattern string, d *ratelimit.Definition) {
+	tools.match(name, func(pattern string, d *ratelimit.Definition) {
 		if d.MaxRequests == nil || (len(d.Kinds) > 0 && !slices.Contains(d.Kinds, kind)) {
 			return
 		}
@@ -51,7 +52,7 @@ func toolGates(snap *snapshot, c Call, caller, name string, admin bool, now time
 		var key string
 		switch scope {
 		case ratelimit.ToolScopeTool:
-			key = TargetCounter(*d, name).String()
+			key = counterkey.Target(*d, name).String()
 		case ratelimit.ToolScopePrincipal, ratelimit.ToolScopePrincipalTool:
 			if admin || log.uncalled(*d, pattern, scope) {
 				return
@@ -61,19 +62,19 @@ func toolGates(snap *snapshot, c Call, caller, name string, admin bool, now time
 				on = leafType + ":" + d.Name
 			}
 			if shadow {
-				key = ShadowCounter(*d, caller, on).String()
+				key = counterkey.Shadow(*d, caller, on).String()
 			} else {
-				k := CallerTargetCounter(d.WindowSeconds, caller, on)
-				k.Algorithm = keyAlgorithm(algorithmOf(*d))
+				k := counterkey.CallerTarget(d.WindowSeconds, caller, on)
+				k.Algorithm = counterkey.OfDefinition(*d)
 				key = k.String()
 			}
 		default:
-			key = TargetCounter(*d, "").String()
+			key = counterkey.Target(*d, "").String()
 		}
 		g := newGate(*d, key, int64(*d.MaxRequests), d.Burst, shadow, now)
 		g.Matched, g.Dimension = pattern, scope
 		if i, ok := byKey[key]; ok {
-			// As buildGates: the lowest limit wins, and the bucket fails
+			// As Gates: the lowest limit wins, and the bucket fails
 			// closed if any of its definitions does and leases by the
 			// strictest mode (never, then always, then auto).
 			lm, fc := max(gates[i].lease, g.lease), gates[i].failClosed || g.failClosed

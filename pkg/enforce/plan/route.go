@@ -1,11 +1,11 @@
-package enforce
+package plan
 
 import (
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/rlctl/rlctl/pkg/clientip"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -78,29 +78,29 @@ type routeRule struct {
 	methods []string // empty: every method
 }
 
-// routeIndex holds the enabled route definitions by pattern.
-type routeIndex struct {
+// RouteIndex holds the enabled route definitions by pattern.
+type RouteIndex struct {
 	patterns patternIndex[routeRule]
 }
 
-func (x *routeIndex) add(d *ratelimit.Definition) {
+func (x *RouteIndex) add(d *ratelimit.Definition) {
 	r := routeRule{def: d, methods: d.Methods}
 	for _, p := range d.Paths {
 		x.patterns.add(p, r)
 	}
 }
 
-// routeMatch is a route definition a call's path matched, and the first
+// RouteMatch is a route definition a call's path matched, and the first
 // of its patterns that did.
-type routeMatch struct {
-	def     *ratelimit.Definition
-	pattern string
+type RouteMatch struct {
+	Def     *ratelimit.Definition
+	Pattern string
 }
 
-// match lists the route definitions a call matches (each once, in id
+// Match lists the route definitions a call matches (each once, in id
 // order), or exempt: an exempt route matched, and the call is never
 // limited.
-func (x *routeIndex) match(method, path string) (matches []routeMatch, exempt bool) {
+func (x *RouteIndex) Match(method, path string) (matches []RouteMatch, exempt bool) {
 	if x == nil || x.patterns.n == 0 || path == "" {
 		return nil, false
 	}
@@ -113,16 +113,16 @@ func (x *routeIndex) match(method, path string) (matches []routeMatch, exempt bo
 			return
 		}
 		for _, m := range matches {
-			if m.def == r.def {
+			if m.Def == r.def {
 				return
 			}
 		}
-		matches = append(matches, routeMatch{def: r.def, pattern: pattern})
+		matches = append(matches, RouteMatch{Def: r.def, Pattern: pattern})
 	})
 	if exempt {
 		return nil, true
 	}
-	slices.SortFunc(matches, func(a, b routeMatch) int { return strings.Compare(a.def.ID, b.def.ID) })
+	slices.SortFunc(matches, func(a, b RouteMatch) int { return strings.Compare(a.Def.ID, b.Def.ID) })
 	return matches, false
 }
 
@@ -139,15 +139,15 @@ const (
 // keys: ct|<window>|<caller>|route:<tier>.
 func routeTarget(d *ratelimit.Definition) string { return ratelimit.EntityRoute + ":" + d.Name }
 
-// routeGates lists the gates of the route definitions a call matched:
+// RouteGates lists the gates of the route definitions a call matched:
 // the tier's shared bucket, and (not for administrators, who bypass caller
 // limits) one bucket per client address, per user or per agent, and one
 // per team. ipKey is the call's client address as keyed (empty: none
 // known); team is the call's team (empty: none, and no team gate).
-func routeGates(matches []routeMatch, callerType, identity, ipKey, team string, admin bool, now time.Time) []Gate {
+func RouteGates(matches []RouteMatch, callerType, identity, ipKey, team string, admin bool, now time.Time) []Gate {
 	var gates []Gate
 	for _, m := range matches {
-		d := m.def
+		d := m.Def
 		shadow := d.Mode == ratelimit.ModeShadow
 		add := func(dim string, limit, burst *int, caller string) {
 			if limit == nil {
@@ -156,16 +156,16 @@ func routeGates(matches []routeMatch, callerType, identity, ipKey, team string, 
 			var key string
 			switch {
 			case caller == "":
-				key = TargetCounter(*d, "").String()
+				key = counterkey.Target(*d, "").String()
 			case shadow:
-				key = ShadowCounter(*d, caller, routeTarget(d)).String()
+				key = counterkey.Shadow(*d, caller, routeTarget(d)).String()
 			default:
-				k := CallerTargetCounter(d.WindowSeconds, caller, routeTarget(d))
-				k.Algorithm = keyAlgorithm(algorithmOf(*d))
+				k := counterkey.CallerTarget(d.WindowSeconds, caller, routeTarget(d))
+				k.Algorithm = counterkey.OfDefinition(*d)
 				key = k.String()
 			}
 			g := newGate(*d, key, int64(*limit), burst, shadow, now)
-			g.Matched, g.Dimension = m.pattern, dim
+			g.Matched, g.Dimension = m.Pattern, dim
 			gates = append(gates, g)
 		}
 		add(DimensionAll, d.MaxRequests, d.Burst, "")
@@ -173,7 +173,7 @@ func routeGates(matches []routeMatch, callerType, identity, ipKey, team string, 
 			continue
 		}
 		if ipKey != "" {
-			add(DimensionIP, d.IPMaxRequests, d.IPBurst, CallerIP+":"+ipKey)
+			add(DimensionIP, d.IPMaxRequests, d.IPBurst, counterkey.CallerIP+":"+ipKey)
 		}
 		switch callerType {
 		case ratelimit.SubjectUser:
@@ -182,18 +182,27 @@ func routeGates(matches []routeMatch, callerType, identity, ipKey, team string, 
 			add(DimensionAgent, d.AgentMaxRequests, d.AgentBurst, callerType+":"+identity)
 		}
 		if team != "" {
-			add(DimensionTeam, d.TeamMaxRequests, d.TeamBurst, CallerTeam+":"+team)
+			add(DimensionTeam, d.TeamMaxRequests, d.TeamBurst, counterkey.CallerTeam+":"+team)
 		}
 	}
 	return gates
 }
 
-// routeIPKey is the client address as route gates key it: IPv4 by the
-// address, IPv6 by its prefix.
-func (e *Enforcer) routeIPKey(c Call) string {
-	ip := clientAddr(c.ClientIP)
-	if !ip.IsValid() {
-		return ""
+// Exempt lists the exempt route definitions matching a call's method and
+// path, each once with the first of its patterns that matched, in id
+// order.
+func (x *RouteIndex) Exempt(method, path string) []RouteMatch {
+	var out []RouteMatch
+	if x == nil {
+		return out
 	}
-	return clientip.Key(ip, e.opts.IPv6Prefix)
+	x.patterns.match(path, func(pattern string, r routeRule) {
+		if !r.def.Exempt || (len(r.methods) > 0 && !slices.Contains(r.methods, method)) ||
+			slices.ContainsFunc(out, func(m RouteMatch) bool { return m.Def.ID == r.def.ID }) {
+			return
+		}
+		out = append(out, RouteMatch{Def: r.def, Pattern: pattern})
+	})
+	slices.SortFunc(out, func(a, b RouteMatch) int { return strings.Compare(a.Def.ID, b.Def.ID) })
+	return out
 }

@@ -1,4 +1,4 @@
-package enforce
+package plan
 
 import (
 	"maps"
@@ -9,7 +9,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
-// networkIndex holds the network memberships (subject_type network, a
+// Networks holds the network memberships (subject_type network, a
 // CIDR) for longest-prefix match: one map per prefix length, and the
 // lengths present, longest first, per address family. A lookup masks the
 // address to each length present and probes one map per length, so its
@@ -17,11 +17,11 @@ import (
 // IPv4, 129 for IPv6), never by the number of networks
 // (docs/performance.md, "Networks").
 //
-// Like memberIndex it is sharded by a hash of the prefix so a change
+// Like Members it is sharded by a hash of the prefix so a change
 // copies about 1/256 of the networks; the per-length counts are a fixed
 // array copied whole. A published index is never written.
-type networkIndex struct {
-	shards *[memberShards]map[netKey]member
+type Networks struct {
+	shards *[memberShards]map[netKey]Member
 	// count4[l], count6[l]: networks of prefix length l.
 	count4 *[33]int
 	count6 *[129]int
@@ -93,13 +93,13 @@ func (k netKey) shard() int {
 	return int(h >> 56) // memberShards = 256
 }
 
-func newNetworkIndex() networkIndex {
-	return networkIndex{shards: new([memberShards]map[netKey]member), count4: new([33]int), count6: new([129]int)}
+func NewNetworks() Networks {
+	return Networks{shards: new([memberShards]map[netKey]Member), count4: new([33]int), count6: new([129]int)}
 }
 
-// networkPrefix reads a network membership's id (network:<cidr>) or
+// NetworkPrefix reads a network membership's id (network:<cidr>) or
 // subject; ok is false for anything else.
-func networkPrefix(id string) (netip.Prefix, bool) {
+func NetworkPrefix(id string) (netip.Prefix, bool) {
 	cidr, ok := strings.CutPrefix(id, ratelimit.SubjectNetwork+":")
 	if !ok {
 		return netip.Prefix{}, false
@@ -111,13 +111,13 @@ func networkPrefix(id string) (netip.Prefix, bool) {
 	return p.Masked(), true
 }
 
-// isNetworkID reports whether a membership id names a network.
-func isNetworkID(id string) bool { return strings.HasPrefix(id, ratelimit.SubjectNetwork+":") }
+// IsNetworkID reports whether a membership id names a network.
+func IsNetworkID(id string) bool { return strings.HasPrefix(id, ratelimit.SubjectNetwork+":") }
 
-// lookup is the most specific network containing a, with its membership.
-func (x networkIndex) lookup(a netip.Addr) (netip.Prefix, member, bool) {
+// Lookup is the most specific network containing a, with its membership.
+func (x Networks) Lookup(a netip.Addr) (netip.Prefix, Member, bool) {
 	if x.shards == nil || !a.IsValid() {
-		return netip.Prefix{}, member{}, false
+		return netip.Prefix{}, Member{}, false
 	}
 	a = a.Unmap()
 	v4 := a.Is4()
@@ -132,11 +132,11 @@ func (x networkIndex) lookup(a netip.Addr) (netip.Prefix, member, bool) {
 			return k.prefix(), m, true
 		}
 	}
-	return netip.Prefix{}, member{}, false
+	return netip.Prefix{}, Member{}, false
 }
 
-// len counts the networks.
-func (x networkIndex) len() int {
+// Len counts the networks.
+func (x Networks) Len() int {
 	n := 0
 	if x.shards != nil {
 		for _, s := range x.shards {
@@ -146,11 +146,11 @@ func (x networkIndex) len() int {
 	return n
 }
 
-// with returns x with changes applied (a nil member deletes), copying the
+// With returns x with changes applied (a nil Member deletes), copying the
 // shards they touch and the counts.
-func (x networkIndex) with(changes map[netip.Prefix]*member) networkIndex {
+func (x Networks) With(changes map[netip.Prefix]*Member) Networks {
 	if x.shards == nil {
-		x = newNetworkIndex()
+		x = NewNetworks()
 	}
 	shards := *x.shards
 	c4, c6 := *x.count4, *x.count6
@@ -161,7 +161,7 @@ func (x networkIndex) with(changes map[netip.Prefix]*member) networkIndex {
 		if !copied[i] {
 			shards[i] = maps.Clone(shards[i])
 			if shards[i] == nil {
-				shards[i] = map[netKey]member{}
+				shards[i] = map[netKey]Member{}
 			}
 			copied[i] = true
 		}
@@ -184,7 +184,7 @@ func (x networkIndex) with(changes map[netip.Prefix]*member) networkIndex {
 			c6[k.bits] += delta
 		}
 	}
-	out := networkIndex{shards: &shards, count4: &c4, count6: &c6}
+	out := Networks{shards: &shards, count4: &c4, count6: &c6}
 	out.lens4, out.lens6 = lengths(c4[:]), lengths(c6[:])
 	return out
 }
@@ -201,8 +201,8 @@ func lengths(counts []int) []int {
 	return out
 }
 
-// each calls f for every network until it returns false.
-func (x networkIndex) each(f func(netip.Prefix, member) bool) {
+// Each calls f for every network until it returns false.
+func (x Networks) Each(f func(netip.Prefix, Member) bool) {
 	if x.shards == nil {
 		return
 	}
