@@ -254,6 +254,7 @@ type Gate struct {
 	Dimension string `json:"dimension,omitempty"`
 
 	key        string
+	parts      CounterParts // of key, for the store (CounterGate.Parts)
 	failClosed bool
 	// lockout is the definition's counts_toward_lockout (nil: by the
 	// bucket's kind, Gate.countsTowardLockout); of a bucket several

@@ -648,7 +648,7 @@ func newGate(d ratelimit.Definition, key string, limit int64, burst *int, shadow
 	g := Gate{
 		DefinitionID: d.ID, Axis: d.Axis, EntityType: d.EntityType, Algorithm: algorithmOf(d), WindowSeconds: d.WindowSeconds,
 		Limit: limit, Reset: time.Unix((idx+1)*w, 0), Shadow: shadow,
-		key: key, failClosed: d.FailClosed, lease: leaseModeOf(d), lockout: d.CountsTowardLockout,
+		key: key, parts: PartsOf(key), failClosed: d.FailClosed, lease: leaseModeOf(d), lockout: d.CountsTowardLockout,
 	}
 	if g.Algorithm == AlgorithmTokenBucket {
 		g.Burst = limit
@@ -662,7 +662,7 @@ func newGate(d ratelimit.Definition, key string, limit int64, burst *int, shadow
 // counterGate is what the counter store sees of a gate.
 func (g Gate) counterGate() CounterGate {
 	return CounterGate{Key: g.key, Algorithm: g.Algorithm, Window: time.Duration(g.WindowSeconds) * time.Second,
-		Limit: g.Limit, Burst: g.Burst, Enforce: !g.Shadow, Lease: g.lease}
+		Limit: g.Limit, Burst: g.Burst, Enforce: !g.Shadow, Lease: g.lease, Parts: g.parts}
 }
 
 // arith is the gate as pkg/enforce/algorithm sees it.

@@ -72,6 +72,11 @@ type CounterGate struct {
 	// it, defaulting to Limit; a store reads 0 as Limit). The windows
 	// ignore it.
 	Burst int64
+	// Parts are what the counters' selectors (CounterAdmin) pick the key
+	// by, filled once when the gate is built: a store that indexes
+	// counters by caller, target and definition stores them beside the
+	// key instead of reading them back out of it; the others ignore them.
+	Parts CounterParts
 	// Enforce is false for shadow gates: they count while they have room
 	// and report when they would deny, never deny.
 	Enforce bool
