@@ -73,9 +73,11 @@ type CounterGate struct {
 	// ignore it.
 	Burst int64
 	// Parts are what the counters' selectors (CounterAdmin) pick the key
-	// by, filled once when the gate is built: a store that indexes
-	// counters by caller, target and definition stores them beside the
-	// key instead of reading them back out of it; the others ignore them.
+	// by: PartsOf(Key), filled by the core once when it builds the gate
+	// (whoever else builds a gate whose counter a selector should find
+	// fills it the same way). A store that indexes counters by caller,
+	// target and definition stores them beside the key instead of reading
+	// them back out of it; the others ignore them.
 	Parts CounterParts
 	// Enforce is false for shadow gates: they count while they have room
 	// and report when they would deny, never deny.

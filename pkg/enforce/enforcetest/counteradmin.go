@@ -47,7 +47,7 @@ func TestCounterAdmin(t *testing.T, newStore func(t *testing.T) AdminStore) {
 	gate := func(name string) enforce.CounterGate {
 		k := keys[name]
 		return enforce.CounterGate{Key: k.String(), Algorithm: k.Algorithm, Window: time.Duration(k.WindowSeconds) * time.Second,
-			Limit: 100, Burst: 100, Enforce: true}
+			Limit: 100, Burst: 100, Enforce: true, Parts: enforce.PartsOf(k.String())}
 	}
 	take := func(times int, names ...string) {
 		t.Helper()
