@@ -4,7 +4,7 @@
 # "Counting cheaply"). Prints two Markdown tables, one row per round, ready
 # to paste:
 #
-#   pgbench (prepared, one client): SELECT 1 and one rl_take_012 call with
+#   pgbench (prepared, one client): SELECT 1 and one rl_take_024 call with
 #     three fixed-window gates (existing counters, 10,000 callers at random),
 #     ratio 1 = take / SELECT 1 (bar: at most 3); SELECT 1 at 16 clients.
 #   in process (cmd/rlenforce-load, 64 goroutines, three gates a decision):
@@ -66,17 +66,20 @@ SQL
 
 echo 'select 1;' >"$work/sel1.sql"
 # (pgbench -M prepared takes every ":name" for a variable, even inside a
-# literal: the keys are written with "~" for ":")
+# literal: the keys are written with "~" for ":"; the counters exist, so
+# the take inserts none and the keys' parts, written only on insert, are
+# passed empty)
 cat >"$work/take3.sql" <<'SQL'
 \set k random(1, 10000)
-select allowed, counts, room, previous from rl_take_012(array[1,1,1],
+select allowed, counts, room, previous from rl_take_024(array[1,1,1],
     array[replace('c|3600|user~bench-user-', '~', ':') || cast(:k as int),
           replace('ct|3600|user~bench-user-', '~', ':') || cast(:k as int) || replace('|mcp_server~bench-server-', '~', ':') || cast(:k as int),
           replace('t|target~server_group~bench-servers~3600|bench-server-', '~', ':') || cast(:k as int)],
     array[1,1,1]::bigint[], array[1000000000,1000000000,1000000000]::bigint[], array[true,true,true],
     array[now()+interval '1 day',now()+interval '1 day',now()+interval '1 day'], array[1]::bigint[], array[true],
     array['fixed_window','fixed_window','fixed_window'], array[3600000000000,3600000000000,3600000000000]::bigint[],
-    array[0,0,0]::bigint[], array[0]::bigint[]);
+    array[0,0,0]::bigint[], array[0]::bigint[],
+    array['','',''], array['','',''], array['','','']);
 SQL
 
 # pgbench_run <file> <clients>: prints "latency_ms tps"

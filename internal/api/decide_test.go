@@ -81,7 +81,7 @@ func refresh(t *testing.T, env *apitest.Env) {
 // lost its counters function would.
 func breakCounters(t *testing.T, env *apitest.Env) {
 	t.Helper()
-	if _, err := env.Store.Pool().Exec(context.Background(), `alter function rl_take_012 rename to rl_take_gone`); err != nil {
+	if _, err := env.Store.Pool().Exec(context.Background(), `alter function rl_take_024 rename to rl_take_gone`); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -46,6 +46,10 @@ type Gate struct {
 	// ExpiresAt is when a window's row may be removed; a token bucket's
 	// row expires at its TAT.
 	ExpiresAt time.Time
+	// Caller, Target and Definition are the key's parts the counter
+	// selectors match on (empty: the key has none), stored beside the key
+	// when the take creates its row (rl_take_024).
+	Caller, Target, Definition string
 }
 
 // TakeRequest is one call to decide: its gates, sorted by (Key,
@@ -85,7 +89,7 @@ var ErrNotApplied = errors.New("no counter was changed")
 // fault.
 var ErrTimedOut = errors.New("out of time")
 
-// TakeBatch decides calls in one round trip (the rl_take_012 function,
+// TakeBatch decides calls in one round trip (the rl_take_024 function,
 // every algorithm): each all or nothing, denials read-only, the batch's rows
 // locked once in key order. Calls are decided in the order given; calls
 // sharing a counter see each other's effect.
@@ -111,6 +115,9 @@ func (s *Store) TakeBatch(ctx context.Context, reqs []TakeRequest, deadline time
 		algs    []string
 		wns     []int64
 		bursts  []int64
+		callers []string
+		targets []string
+		defs    []string
 		costs   = make([]int64, len(reqs))
 		consume = make([]bool, len(reqs))
 		nows    = make([]int64, len(reqs))
@@ -129,6 +136,8 @@ func (s *Store) TakeBatch(ctx context.Context, reqs []TakeRequest, deadline time
 			keys, windows, limits = append(keys, CounterKeyText(g.Key)), append(windows, g.WindowIndex), append(limits, g.Limit)
 			enforce, expires = append(enforce, g.Enforce), append(expires, g.ExpiresAt)
 			algs, wns, bursts = append(algs, alg), append(wns, int64(g.Window)), append(bursts, g.Burst)
+			callers, targets = append(callers, CounterKeyText(g.Caller)), append(targets, CounterKeyText(g.Target))
+			defs = append(defs, CounterKeyText(g.Definition))
 		}
 	}
 	actx, cancel := ctx, context.CancelFunc(func() {})
@@ -159,10 +168,11 @@ func (s *Store) TakeBatch(ctx context.Context, reqs []TakeRequest, deadline time
 		room     []bool
 		previous []int64
 	)
-	// rl_take_012 (migration 012): rl_take's counting, cheaper; rl_take
-	// itself stays for the binaries before it.
-	b.Queue(`select allowed, counts, room, previous from rl_take_012($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		calls, keys, windows, limits, enforce, expires, costs, consume, algs, wns, bursts, nows).QueryRow(func(row pgx.Row) error {
+	// rl_take_024 (migration 024): rl_take_012's counting, writing the
+	// keys' parts when it inserts a counter; rl_take_012 stays for the
+	// binaries before it.
+	b.Queue(`select allowed, counts, room, previous from rl_take_024($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		calls, keys, windows, limits, enforce, expires, costs, consume, algs, wns, bursts, nows, callers, targets, defs).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&allowed, &counts, &room, &previous)
 	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
@@ -360,8 +370,8 @@ func likeEscape(s string) string {
 
 // CounterSelector picks the counters of one subject. Exactly one field is
 // set, in canonical form (internal/validate normalizes names). Matching is
-// exact, on the parts migration 007's functions read from each key (the SQL twin
-// of counterkey.Parse), each served by an index: "user:al" never
+// exact, on the parts of each key stored beside it (counterkey.PartsOf, the
+// columns of migration 024), each served by an index: "user:al" never
 // selects the counters of "user:alice".
 type CounterSelector struct {
 	// Caller is "user:<username>", "agent:<client id>" or "ip:<address>"
@@ -392,7 +402,7 @@ type CounterSelector struct {
 	// ip:<address>, and which addresses have called is known only from
 	// the keys themselves. Finding them would mean reading every ip
 	// caller's bucket of the window and testing its address against the
-	// definition's networks (an inet test no index of 007/011 serves), a
+	// definition's networks (an inet test no index serves), a
 	// scan that grows with the anonymous traffic, so a definition
 	// selector lists no ip caller's bucket; select those by caller
 	// (ip:<address>). Its shadow counters are listed whatever the caller.
@@ -474,20 +484,27 @@ func (q *Queries) resolved(ctx context.Context, sel CounterSelector) (CounterSel
 	return sel, nil
 }
 
-// The parts of c.key (rl_counters c) the selectors match on, as the
-// indexes of migration 007 hold them (009: for keys of every algorithm).
+// The parts of c.key (rl_counters c) the selectors match on: columns its
+// writer fills (migration 024), each with an index of its own.
 const (
-	keyCaller     = `rl_counter_caller(c.key)`
-	keyTarget     = `rl_counter_target(c.key)`
-	keyDefinition = `rl_counter_definition(c.key)`
-	keyKind       = `rl_counter_kind(c.key)`
-	keyWindow     = `rl_counter_window(c.key)`
-	keyAlgorithm  = `rl_counter_algorithm(c.key)`
+	keyCaller     = `c.caller`
+	keyTarget     = `c.target`
+	keyDefinition = `c.definition`
 )
+
+// algorithmMarks are what a key's kind is marked with for an algorithm
+// other than the fixed window (counterkey.Key's grammar).
+var algorithmMarks = map[string]string{AlgorithmSlidingWindow: ".sw", AlgorithmTokenBucket: ".tb"}
+
+// bucketPrefix is what the keys of the shared buckets of b start with:
+// <kind><mark>|<window>| (c|60|, ct.tb|3600|). The caller follows it.
+func bucketPrefix(b SharedBuckets) string {
+	return b.Kind + algorithmMarks[b.Algorithm] + "|" + strconv.Itoa(b.WindowSeconds) + "|"
+}
 
 // where turns the selector into a predicate over c (rl_counters), adding
 // its parameters to args. Each form is an index lookup
-// (rl_counters_caller_idx, _target_idx, _definition_idx; migration 007).
+// (rl_counters_caller_idx, _target_idx, _definition_idx; migration 024).
 func (s CounterSelector) where(args *[]any) (string, error) {
 	arg := func(v any) string {
 		*args = append(*args, v)
@@ -535,11 +552,11 @@ func (s CounterSelector) where(args *[]any) (string, error) {
 			}
 			// Two index scans: the definition's own keys, and the
 			// shared buckets of the callers resolved beforehand
-			// (DefinitionBuckets).
+			// (DefinitionBuckets), of the definition's kind, window
+			// and algorithm (their keys' prefix).
 			return `(` + keyDefinition + ` = ` + id + `
 				or (` + keyCaller + ` = any (` + arg(callers) + `::text[])
-					and ` + keyKind + ` = ` + arg(b.Kind) + ` and ` + keyWindow + ` = ` + arg(b.WindowSeconds) + `
-					and ` + keyAlgorithm + ` = ` + arg(b.Algorithm) + `))`, nil
+					and starts_with(c.key, ` + arg(bucketPrefix(*b)) + `)))`, nil
 		}
 		return "false", nil // the quarantine sentinels count nothing
 	}

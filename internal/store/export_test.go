@@ -24,3 +24,7 @@ func (q *Queries) ExplainCounters(ctx context.Context, sel CounterSelector, now 
 	err = q.db.QueryRow(ctx, `explain (format json) `+sql, args...).Scan(&plan)
 	return plan, err
 }
+
+// BucketPrefix is bucketPrefix, for the test that holds it to the key
+// type's grammar.
+var BucketPrefix = bucketPrefix

@@ -455,7 +455,7 @@ const (
 // counterGate is what the counter store sees of a gate.
 func counterGateOf(g Gate) CounterGate {
 	return CounterGate{Key: g.Key(), Algorithm: g.Algorithm, Window: time.Duration(g.WindowSeconds) * time.Second,
-		Limit: g.Limit, Burst: g.Burst, Enforce: !g.Shadow, Lease: g.Lease()}
+		Limit: g.Limit, Burst: g.Burst, Enforce: !g.Shadow, Lease: g.Lease(), Parts: g.Parts()}
 }
 
 // arith is the gate as pkg/enforce/algorithm sees it.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -65,6 +66,13 @@ type CounterGate struct {
 	// it, defaulting to Limit; a store reads 0 as Limit). The windows
 	// ignore it.
 	Burst int64
+	// Parts are what the counters' selectors (CounterAdmin) pick the key
+	// by: counterkey.PartsOf(Key), filled by the core once when it builds the gate
+	// (whoever else builds a gate whose counter a selector should find
+	// fills it the same way). A store that indexes counters by caller,
+	// target and definition stores them beside the key instead of reading
+	// them back out of it; the others ignore them.
+	Parts counterkey.Parts
 	// Enforce is false for shadow gates: they count while they have room
 	// and report when they would deny, never deny.
 	Enforce bool

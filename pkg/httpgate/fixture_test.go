@@ -29,11 +29,11 @@ func newFixture(t *testing.T, opts enforce.Options) *fixture {
 // that lost its counting function would, until the returned repair runs.
 func breakCounters(t *testing.T, f *fixture) func() {
 	t.Helper()
-	if _, err := f.Store.Pool().Exec(context.Background(), `alter function rl_take_012 rename to rl_take_gone`); err != nil {
+	if _, err := f.Store.Pool().Exec(context.Background(), `alter function rl_take_024 rename to rl_take_gone`); err != nil {
 		t.Fatal(err)
 	}
 	return func() {
-		if _, err := f.Store.Pool().Exec(context.Background(), `alter function rl_take_gone rename to rl_take_012`); err != nil {
+		if _, err := f.Store.Pool().Exec(context.Background(), `alter function rl_take_gone rename to rl_take_024`); err != nil {
 			t.Fatal(err)
 		}
 	}

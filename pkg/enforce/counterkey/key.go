@@ -105,11 +105,11 @@ func (k Kind) marked() bool {
 var targetMarks = []string{"|" + ratelimit.EntityMCPServer + ":", "|" + ratelimit.EntityA2AAgent + ":"}
 
 // Key is what a counter key names. Its string form (String) is the
-// key the counter stores hold; Parse reads one back. The store's
-// SQL (rl_counter_key, migrations/007_counter_key.sql) mirrors
-// Parse on the stored text for the kinds of definitions'
-// counters (c, ct, s, t, p), so that counters can be selected by caller,
-// target and definition through indexes.
+// key the counter stores hold; Parse reads one back. Stores treat the
+// string as opaque: what they select counters by (caller, target,
+// definition) travels beside it as its Parts (PartsOf), which the
+// PostgreSQL store keeps in indexed columns, so a new kind of key is a
+// change to this package alone.
 //
 // Which fields a key uses depends on its kind:
 //

@@ -20,7 +20,7 @@ type AdminStore interface {
 
 // TestCounterAdmin checks a store's CounterAdmin over counters its own
 // Take wrote: selection by caller, target and definition (with the
-// shared buckets the selector names) reads each key as ParseCounterKey
+// shared buckets the selector names) reads each key as counterkey.Parse
 // does, exactly (user:al is not user:alice), whatever bytes a name
 // holds; counts, token bucket state and expiry are what Take left; a
 // limit truncates; a reset returns what it reset, and Take then counts
@@ -48,7 +48,7 @@ func TestCounterAdmin(t *testing.T, newStore func(t *testing.T) AdminStore) {
 	gate := func(name string) enforce.CounterGate {
 		k := keys[name]
 		return enforce.CounterGate{Key: k.String(), Algorithm: k.Algorithm, Window: time.Duration(k.WindowSeconds) * time.Second,
-			Limit: 100, Burst: 100, Enforce: true}
+			Limit: 100, Burst: 100, Enforce: true, Parts: counterkey.PartsOf(k.String())}
 	}
 	take := func(times int, names ...string) {
 		t.Helper()

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
+	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -62,6 +63,7 @@ type Gate struct {
 	Dimension string `json:"dimension,omitempty"`
 
 	key        string
+	parts      counterkey.Parts // of key, for the store (CounterGate.Parts)
 	failClosed bool
 	// lockout is the definition's counts_toward_lockout (nil: by the
 	// bucket's kind, Gate.countsTowardLockout); of a bucket several
@@ -83,6 +85,10 @@ func (g Gate) FailClosed() bool { return g.failClosed }
 // Lease is the definitions' say in leases of the gate's counter (of a
 // bucket several definitions share, the strongest).
 func (g Gate) Lease() LeaseMode { return g.lease }
+
+// Parts are the gate's counter key's parts, for a store that indexes
+// counters by them (counterkey.PartsOf, computed once with the gate).
+func (g Gate) Parts() counterkey.Parts { return g.parts }
 
 // MatchedEveryone is Gate.MatchedBy of a definition for everyone.
 const MatchedEveryone = "everyone"
@@ -149,7 +155,7 @@ func newGate(d ratelimit.Definition, key string, limit int64, burst *int, shadow
 	g := Gate{
 		DefinitionID: d.ID, Axis: d.Axis, EntityType: d.EntityType, Algorithm: algorithmOf(d), WindowSeconds: d.WindowSeconds,
 		Limit: limit, Reset: time.Unix((idx+1)*w, 0), Shadow: shadow,
-		key: key, failClosed: d.FailClosed, lease: leaseModeOf(d), lockout: d.CountsTowardLockout,
+		key: key, parts: counterkey.PartsOf(key), failClosed: d.FailClosed, lease: leaseModeOf(d), lockout: d.CountsTowardLockout,
 	}
 	if g.Algorithm == algorithm.TokenBucket {
 		g.Burst = limit

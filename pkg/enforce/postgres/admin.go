@@ -11,8 +11,9 @@ import (
 )
 
 // The counter store is also an enforce.CounterAdmin: it lists and resets
-// rl_counters by caller, target and definition through the indexes on
-// the parts of each key (migrations 007-020), in one statement each.
+// rl_counters by caller, target and definition through the indexed
+// columns that hold the parts of each key (CounterGate.Parts, stored by
+// Take; migration 024), in one statement each.
 var _ enforce.CounterAdmin = (*CounterStore)(nil)
 
 // Counters lists the live counters sel selects (enforce.CounterAdmin).

@@ -182,7 +182,8 @@ func (c *CounterStore) Take(ctx context.Context, reqs []enforce.TakeRequest, dea
 
 // storeGate is g as rl_take counts it at now.
 func storeGate(g enforce.CounterGate, now time.Time) (store.Gate, error) {
-	sg := store.Gate{Key: g.Key, Limit: g.Limit, Burst: g.Burst, Enforce: g.Enforce, Window: g.Window}
+	sg := store.Gate{Key: g.Key, Limit: g.Limit, Burst: g.Burst, Enforce: g.Enforce, Window: g.Window,
+		Caller: g.Parts.Caller, Target: g.Parts.Target, Definition: g.Parts.Definition}
 	switch g.Algorithm {
 	case enforce.AlgorithmTokenBucket:
 		if g.Window <= 0 || g.Limit < 1 {
