@@ -29,6 +29,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counteradmin"
 	"github.com/rlctl/rlctl/pkg/enforce/escalation"
 	"github.com/rlctl/rlctl/pkg/enforce/lease"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
@@ -630,7 +631,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// pool by default, Redis with --counters-url.
 	var counters interface {
 		enforce.CounterStore
-		enforce.CounterAdmin
+		counteradmin.Admin
 	} = postgres.NewCounterStore(decisions.Pool())
 	var ready []api.ReadyCheck // /readyz's checks besides the database
 	var grpcInfo wire.GRPCInfo

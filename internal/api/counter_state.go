@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
+	"github.com/rlctl/rlctl/pkg/enforce/counteradmin"
 	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 	"github.com/rlctl/rlctl/pkg/wire"
@@ -81,7 +82,7 @@ func bucketOf(d ratelimit.Definition) (limit, burst int64) {
 // key names a target definition, reading each definition once. A
 // definition that cannot be read leaves its buckets' tokens unsaid: the
 // list still answers.
-func (s *Server) describeBuckets(ctx context.Context, counters []enforce.LiveCounter, l *wire.CounterList, now time.Time) {
+func (s *Server) describeBuckets(ctx context.Context, counters []counteradmin.Counter, l *wire.CounterList, now time.Time) {
 	defs := map[string]*ratelimit.Definition{}
 	for i := range l.Counters {
 		c := &l.Counters[i]

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlctl/rlctl/pkg/client"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counteradmin"
 )
 
 // The counters API's rendering of a counter in its algorithm's terms,
@@ -52,15 +53,15 @@ func TestCounterOfAlgorithms(t *testing.T) {
 		b, _ := json.Marshal(c)
 		return string(b)
 	}
-	fixed := counterOf(enforce.LiveCounter{Key: "t|target:mcp_server:kb:60", WindowIndex: 29560000, State: enforce.GateState{Count: 4}, ExpiresAt: expires}, now)
+	fixed := counterOf(counteradmin.Counter{Key: "t|target:mcp_server:kb:60", WindowIndex: 29560000, State: enforce.GateState{Count: 4}, ExpiresAt: expires}, now)
 	if got, want := show(fixed), `{"key":"t|target:mcp_server:kb:60","window_index":29560000,"window_seconds":60,"window_start":"2026-03-15T18:40:00Z","count":4,"expires_at":"2026-03-14T15:05:05Z","definition_id":"target:mcp_server:kb:60"}`; got != want {
 		t.Errorf("fixed window:\n got %s\nwant %s", got, want)
 	}
-	sliding := counterOf(enforce.LiveCounter{Key: "c.sw|60|user:alice", Algorithm: enforce.AlgorithmSlidingWindow, WindowIndex: 29560000, State: enforce.GateState{Count: 4}, ExpiresAt: expires}, now)
+	sliding := counterOf(counteradmin.Counter{Key: "c.sw|60|user:alice", Algorithm: enforce.AlgorithmSlidingWindow, WindowIndex: 29560000, State: enforce.GateState{Count: 4}, ExpiresAt: expires}, now)
 	if sliding.Algorithm != "sliding_window" || sliding.Count != 4 || sliding.WindowSeconds != 60 {
 		t.Errorf("sliding window: %s", show(sliding))
 	}
-	row := enforce.LiveCounter{Key: "t.tb|target:mcp_server:kb:60", Algorithm: enforce.AlgorithmTokenBucket, State: enforce.GateState{TAT: tat}, ExpiresAt: tat}
+	row := counteradmin.Counter{Key: "t.tb|target:mcp_server:kb:60", Algorithm: enforce.AlgorithmTokenBucket, State: enforce.GateState{TAT: tat}, ExpiresAt: tat}
 	bucket := counterOf(row, now)
 	if got, want := show(bucket), `{"key":"t.tb|target:mcp_server:kb:60","window_index":0,"window_seconds":60,"count":0,"expires_at":"2026-03-14T15:04:08Z","definition_id":"target:mcp_server:kb:60","algorithm":"token_bucket","full_at":"2026-03-14T15:04:08Z"}`; got != want {
 		t.Errorf("token bucket without its definition:\n got %s\nwant %s", got, want)

@@ -10,6 +10,7 @@ import (
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/validate"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counteradmin"
 	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 	"github.com/rlctl/rlctl/pkg/wire"
@@ -19,7 +20,7 @@ import (
 const maxCounterList = 10000
 
 // counterOf is one live counter as the API shows it (wire.Counter).
-func counterOf(lc enforce.LiveCounter, now time.Time) wire.Counter {
+func counterOf(lc counteradmin.Counter, now time.Time) wire.Counter {
 	c := wire.Counter{Key: lc.Key, WindowIndex: lc.WindowIndex, Count: lc.State.Count, ExpiresAt: lc.ExpiresAt.UTC()}
 	// The stored key is the key gateways built (on PostgreSQL escaped
 	// only where it held bytes no name has, store.CounterKeyText): its
@@ -49,7 +50,7 @@ func counterOf(lc enforce.LiveCounter, now time.Time) wire.Counter {
 
 // counterListOf is the answer of GET, and the before-image of a reset in
 // the audit log and in dry runs.
-func counterListOf(counters []enforce.LiveCounter, now time.Time) wire.CounterList {
+func counterListOf(counters []counteradmin.Counter, now time.Time) wire.CounterList {
 	l := wire.CounterList{Counters: make([]wire.Counter, len(counters))}
 	for i, c := range counters {
 		l.Counters[i] = counterOf(c, now)
@@ -70,9 +71,9 @@ var counterSelectors = []string{"caller", "target", "definition"}
 // group's members, read here in Go, so every counter store selects the
 // same counters), and the id the audit log files a reset under
 // ("caller=user:alice").
-func (s *Server) counterSelector(r *http.Request) (enforce.CounterSelector, string, error) {
+func (s *Server) counterSelector(r *http.Request) (counteradmin.Selector, string, error) {
 	if s.counterAdmin == nil {
-		return enforce.CounterSelector{}, "", errNoCounterAdmin
+		return counteradmin.Selector{}, "", errNoCounterAdmin
 	}
 	sel, id, err := parseCounterSelector(r)
 	if err != nil || sel.Definition == "" {
@@ -80,16 +81,16 @@ func (s *Server) counterSelector(r *http.Request) (enforce.CounterSelector, stri
 	}
 	b, err := s.store.DefinitionBuckets(r.Context(), sel.Definition)
 	if err != nil {
-		return enforce.CounterSelector{}, "", err
+		return counteradmin.Selector{}, "", err
 	}
-	sel.Shared = enforce.SharedBuckets{Kind: counterkey.Kind(b.Kind), WindowSeconds: b.WindowSeconds,
+	sel.Shared = counteradmin.SharedBuckets{Kind: counterkey.Kind(b.Kind), WindowSeconds: b.WindowSeconds,
 		Algorithm: enforce.Algorithm(b.Algorithm), Callers: b.Callers}
 	return sel, id, nil
 }
 
 // parseCounterSelector reads the one selector of the query, normalized,
 // and the id the audit log files a reset under.
-func parseCounterSelector(r *http.Request) (enforce.CounterSelector, string, error) {
+func parseCounterSelector(r *http.Request) (counteradmin.Selector, string, error) {
 	q := r.URL.Query()
 	var name, value string
 	for _, n := range counterSelectors {
@@ -97,18 +98,18 @@ func parseCounterSelector(r *http.Request) (enforce.CounterSelector, string, err
 			continue
 		}
 		if name != "" {
-			return enforce.CounterSelector{}, "", badRequest(fmt.Sprintf("give exactly one of caller, target or definition (got %s and %s)", name, n))
+			return counteradmin.Selector{}, "", badRequest(fmt.Sprintf("give exactly one of caller, target or definition (got %s and %s)", name, n))
 		}
 		name, value = n, strings.TrimSpace(q.Get(n))
 	}
-	fail := func(format string, args ...any) (enforce.CounterSelector, string, error) {
+	fail := func(format string, args ...any) (counteradmin.Selector, string, error) {
 		msg := name + ": " + fmt.Sprintf(format, args...)
-		return enforce.CounterSelector{}, "", badRequest(msg, validate.FieldError{Field: name, Message: msg})
+		return counteradmin.Selector{}, "", badRequest(msg, validate.FieldError{Field: name, Message: msg})
 	}
-	var sel enforce.CounterSelector
+	var sel counteradmin.Selector
 	switch name {
 	case "":
-		return enforce.CounterSelector{}, "", badRequest("give exactly one of caller (user:<name>, agent:<client id> or ip:<address>), target (<entity_type>:<name>) or definition (<id>)")
+		return counteradmin.Selector{}, "", badRequest("give exactly one of caller (user:<name>, agent:<client id> or ip:<address>), target (<entity_type>:<name>) or definition (<id>)")
 	case "caller":
 		typ, ident, ok := strings.Cut(value, ":")
 		subjectType := typ
@@ -234,7 +235,7 @@ func (s *Server) handleResetCounters() http.Handler {
 		// The store's step first, on a connection of its own, then the
 		// audit row's transaction: holding one while waiting for the
 		// other would take two of the pool's connections per reset.
-		var page enforce.CounterPage
+		var page counteradmin.Page
 		if dry {
 			page, err = s.counterAdmin.Counters(r.Context(), sel, now, 0)
 		} else {

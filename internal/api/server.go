@@ -20,6 +20,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counteradmin"
 	"github.com/rlctl/rlctl/pkg/httpgate"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -149,7 +150,7 @@ type Server struct {
 	gatewayThrottle *auththrottle.Throttle
 	// counterAdmin lists and resets the decisions' counters; nil when
 	// rlapi was given none (the counters API then answers 503).
-	counterAdmin enforce.CounterAdmin
+	counterAdmin counteradmin.Admin
 	// countersBackend names the store rlapi's and the gateways'
 	// failed-credential throttles count in (Opts.Counters' BackendName;
 	// "" when none is given).
@@ -189,7 +190,7 @@ type Opts struct {
 	Counters enforce.CounterStore
 	// CounterAdmin lists and resets the decisions' counters (GET and
 	// DELETE /api/rate-limit-counters); nil: those answer 503.
-	CounterAdmin enforce.CounterAdmin
+	CounterAdmin counteradmin.Admin
 	// Violations is the record of violations rlapi's own failed-credential
 	// lockouts are added to (pkg/enforce/violations' Recorder, the one
 	// observing the Enforcer's decisions); nil: they are not recorded.

@@ -22,6 +22,7 @@ import (
 	"github.com/rlctl/rlctl/internal/token"
 	"github.com/rlctl/rlctl/pkg/auththrottle"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counteradmin"
 	"github.com/rlctl/rlctl/pkg/enforce/escalation"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/enforce/violations"
@@ -102,7 +103,7 @@ type Options struct {
 // Counters is a counter store rlapi counts in and lists counters of.
 type Counters interface {
 	enforce.CounterStore
-	enforce.CounterAdmin
+	counteradmin.Admin
 }
 
 // StartWith is Start with Enforcer options.

@@ -164,6 +164,12 @@ var rules = []rule{
 		forbid: prefixed(module + "/pkg/enforce/lease"),
 	},
 	{
+		name:   "enforce-core-no-counteradmin",
+		want:   "the core of pkg/enforce does not import pkg/enforce/counteradmin: listing and resetting counters is for the counters API, not for a decision",
+		from:   exactly("pkg/enforce"),
+		forbid: prefixed(module + "/pkg/enforce/counteradmin"),
+	},
+	{
 		name:   "counterkey-below-core",
 		want:   "pkg/enforce/counterkey and pkg/enforce/algorithm import no pkg/enforce core: the key type and the algorithms sit below the core and every store, so a new kind of key or algorithm is a change there alone",
 		from:   under("pkg/enforce/counterkey", "pkg/enforce/algorithm"),

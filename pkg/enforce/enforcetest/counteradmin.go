@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counteradmin"
 	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -15,7 +16,7 @@ import (
 // AdminStore is a counter store that lists and resets its counters.
 type AdminStore interface {
 	enforce.CounterStore
-	enforce.CounterAdmin
+	counteradmin.Admin
 }
 
 // TestCounterAdmin checks a store's CounterAdmin over counters its own
@@ -67,13 +68,13 @@ func TestCounterAdmin(t *testing.T, newStore func(t *testing.T) AdminStore) {
 	take(2, "alice", "aliceCT", "target")
 	take(1, "aliceTB", "shadow", "bob", "odd", "aliceOld")
 
-	list := func(sel enforce.CounterSelector, limit int) (map[string]enforce.LiveCounter, []string, bool) {
+	list := func(sel counteradmin.Selector, limit int) (map[string]counteradmin.Counter, []string, bool) {
 		t.Helper()
 		p, err := s.Counters(ctx, sel, now, limit)
 		if err != nil {
 			t.Fatalf("counters %s: %v", sel, err)
 		}
-		got := map[string]enforce.LiveCounter{}
+		got := map[string]counteradmin.Counter{}
 		var order []string
 		for _, c := range p.Counters {
 			got[c.Key] = c
@@ -90,17 +91,17 @@ func TestCounterAdmin(t *testing.T, newStore func(t *testing.T) AdminStore) {
 		return out
 	}
 	for _, tt := range []struct {
-		sel  enforce.CounterSelector
+		sel  counteradmin.Selector
 		want []string
 	}{
-		{enforce.CounterSelector{Caller: "user:alice"}, want("alice", "aliceTB", "aliceCT", "shadow", "aliceOld")},
-		{enforce.CounterSelector{Caller: "user:al"}, nil},
-		{enforce.CounterSelector{Caller: odd}, want("odd")},
-		{enforce.CounterSelector{Target: "mcp_server:gw"}, want("aliceCT", "target")},
-		{enforce.CounterSelector{Definition: gw.ID}, want("target")},
-		{enforce.CounterSelector{Definition: dev.ID, Shared: enforce.SharedBuckets{Kind: counterkey.KindCaller, WindowSeconds: 60,
+		{counteradmin.Selector{Caller: "user:alice"}, want("alice", "aliceTB", "aliceCT", "shadow", "aliceOld")},
+		{counteradmin.Selector{Caller: "user:al"}, nil},
+		{counteradmin.Selector{Caller: odd}, want("odd")},
+		{counteradmin.Selector{Target: "mcp_server:gw"}, want("aliceCT", "target")},
+		{counteradmin.Selector{Definition: gw.ID}, want("target")},
+		{counteradmin.Selector{Definition: dev.ID, Shared: counteradmin.SharedBuckets{Kind: counterkey.KindCaller, WindowSeconds: 60,
 			Callers: []string{"user:bob", odd}}}, want("shadow", "bob", "odd")},
-		{enforce.CounterSelector{Definition: dev.ID, Shared: enforce.SharedBuckets{Kind: counterkey.KindCaller, WindowSeconds: 60,
+		{counteradmin.Selector{Definition: dev.ID, Shared: counteradmin.SharedBuckets{Kind: counterkey.KindCaller, WindowSeconds: 60,
 			Algorithm: enforce.AlgorithmTokenBucket, Callers: []string{"user:alice"}}}, want("shadow", "aliceTB")},
 	} {
 		_, order, truncated := list(tt.sel, 0)
@@ -109,7 +110,7 @@ func TestCounterAdmin(t *testing.T, newStore func(t *testing.T) AdminStore) {
 		}
 	}
 
-	got, _, _ := list(enforce.CounterSelector{Caller: "user:alice"}, 0)
+	got, _, _ := list(counteradmin.Selector{Caller: "user:alice"}, 0)
 	c := got[keys["alice"].String()]
 	if c.State.Count != 2 || c.Algorithm != enforce.AlgorithmFixedWindow || c.WindowIndex != now.Unix()/60 || !c.ExpiresAt.After(now) {
 		t.Errorf("alice's bucket after 2 calls: %+v, want count 2 in window %d, expiring after now", c, now.Unix()/60)
@@ -118,18 +119,18 @@ func TestCounterAdmin(t *testing.T, newStore func(t *testing.T) AdminStore) {
 	if tb.Algorithm != enforce.AlgorithmTokenBucket || tb.WindowIndex != 0 || !tb.State.TAT.After(now) || !tb.ExpiresAt.After(now) {
 		t.Errorf("alice's token bucket after 1 call: %+v, want a TAT after now", tb)
 	}
-	if _, order, truncated := list(enforce.CounterSelector{Caller: "user:alice"}, 2); len(order) != 2 || !truncated {
+	if _, order, truncated := list(counteradmin.Selector{Caller: "user:alice"}, 2); len(order) != 2 || !truncated {
 		t.Errorf("counters of alice, limit 2: %q, truncated %v; want 2, truncated", order, truncated)
 	}
 
-	reset, err := s.ResetCounters(ctx, enforce.CounterSelector{Definition: gw.ID}, now)
+	reset, err := s.ResetCounters(ctx, counteradmin.Selector{Definition: gw.ID}, now)
 	if err != nil || len(reset.Counters) != 1 || reset.Counters[0].Key != keys["target"].String() || reset.Counters[0].State.Count != 2 {
 		t.Fatalf("reset %s: %+v, %v; want the target counter at 2", gw.ID, reset, err)
 	}
-	if _, order, _ := list(enforce.CounterSelector{Target: "mcp_server:gw"}, 0); !slices.Equal(order, want("aliceCT")) {
+	if _, order, _ := list(counteradmin.Selector{Target: "mcp_server:gw"}, 0); !slices.Equal(order, want("aliceCT")) {
 		t.Errorf("after resetting %s, target mcp_server:gw lists %q, want alice's caller_target bucket only", gw.ID, order)
 	}
-	reset, err = s.ResetCounters(ctx, enforce.CounterSelector{Caller: "user:alice"}, now)
+	reset, err = s.ResetCounters(ctx, counteradmin.Selector{Caller: "user:alice"}, now)
 	var resetKeys []string
 	for _, c := range reset.Counters {
 		resetKeys = append(resetKeys, c.Key)
@@ -137,17 +138,17 @@ func TestCounterAdmin(t *testing.T, newStore func(t *testing.T) AdminStore) {
 	if err != nil || !slices.Equal(resetKeys, want("alice", "aliceTB", "aliceCT", "shadow", "aliceOld")) {
 		t.Fatalf("reset user:alice: %q, %v", resetKeys, err)
 	}
-	if _, order, _ := list(enforce.CounterSelector{Caller: "user:alice"}, 0); len(order) != 0 {
+	if _, order, _ := list(counteradmin.Selector{Caller: "user:alice"}, 0); len(order) != 0 {
 		t.Errorf("after the reset alice lists %q, want nothing", order)
 	}
-	if _, order, _ := list(enforce.CounterSelector{Caller: "user:bob"}, 0); !slices.Equal(order, want("bob")) {
+	if _, order, _ := list(counteradmin.Selector{Caller: "user:bob"}, 0); !slices.Equal(order, want("bob")) {
 		t.Errorf("resetting alice reset bob's bucket too: %q", order)
 	}
 	take(1, "alice")
-	if got, _, _ := list(enforce.CounterSelector{Caller: "user:alice"}, 0); got[keys["alice"].String()].State.Count != 1 {
+	if got, _, _ := list(counteradmin.Selector{Caller: "user:alice"}, 0); got[keys["alice"].String()].State.Count != 1 {
 		t.Errorf("a call after the reset: alice's bucket %+v, want a count of 1", got[keys["alice"].String()])
 	}
-	if _, err := s.Counters(ctx, enforce.CounterSelector{Caller: "user:a", Target: "mcp_server:gw"}, now, 0); err == nil {
+	if _, err := s.Counters(ctx, counteradmin.Selector{Caller: "user:a", Target: "mcp_server:gw"}, now, 0); err == nil {
 		t.Error("a selector naming a caller and a target was accepted")
 	}
 }

@@ -12,10 +12,11 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/counteradmin"
 )
 
 // Listing and resetting counters by caller, target or definition
-// (enforce.CounterAdmin) on Redis.
+// (counteradmin.Admin) on Redis.
 //
 // A counter's Redis key is <prefix>{<counter key>}:<f|s|t>[:<window>:<index>]:
 // the hash tag is the whole counter key, so that Take finds every key of
@@ -25,7 +26,7 @@ import (
 // every master of a cluster, with a MATCH pattern that narrows the names
 // sent back (the caller, the target's name or the definition id must
 // appear in the key); each name is then read as a counter key and
-// selected exactly as on PostgreSQL (enforce.CounterSelector.Selects).
+// selected exactly as on PostgreSQL (counteradmin.Selector.Selects).
 // Take writes nothing more than it did, so deciding costs the same.
 //
 // A SCAN still visits every key of the node, selected or not: its cost
@@ -49,49 +50,49 @@ const (
 	adminReadBatch = 512
 )
 
-var _ enforce.CounterAdmin = (*Store)(nil)
+var _ counteradmin.Admin = (*Store)(nil)
 
-// Counters lists the live counters sel selects (enforce.CounterAdmin), in
+// Counters lists the live counters sel selects (counteradmin.Admin), in
 // key byte order then window, at most limit (0: up to AdminMaxMatches).
-func (s *Store) Counters(ctx context.Context, sel enforce.CounterSelector, now time.Time, limit int) (enforce.CounterPage, error) {
+func (s *Store) Counters(ctx context.Context, sel counteradmin.Selector, now time.Time, limit int) (counteradmin.Page, error) {
 	if err := sel.Check(); err != nil {
-		return enforce.CounterPage{}, fmt.Errorf("redis: list counters: %w", err)
+		return counteradmin.Page{}, fmt.Errorf("redis: list counters: %w", err)
 	}
 	names, truncated, err := s.scanSelected(ctx, sel)
 	if err != nil {
-		return enforce.CounterPage{}, fmt.Errorf("redis: list counters %s: %w", sel, err)
+		return counteradmin.Page{}, fmt.Errorf("redis: list counters %s: %w", sel, err)
 	}
 	counters, err := s.readCounters(ctx, names, false)
 	if err != nil {
-		return enforce.CounterPage{}, fmt.Errorf("redis: list counters %s: %w", sel, err)
+		return counteradmin.Page{}, fmt.Errorf("redis: list counters %s: %w", sel, err)
 	}
-	enforce.SortCounters(counters)
+	counteradmin.Sort(counters)
 	if limit > 0 && len(counters) > limit {
 		counters, truncated = counters[:limit], true
 	}
-	return enforce.CounterPage{Counters: counters, Truncated: truncated}, nil
+	return counteradmin.Page{Counters: counters, Truncated: truncated}, nil
 }
 
 // ResetCounters deletes the live counters sel selects and returns them as
-// they were (enforce.CounterAdmin). Each is read and deleted at once
+// they were (counteradmin.Admin). Each is read and deleted at once
 // (GETDEL), so a count taken between the scan and the reset is reset too,
 // never lost from the answer. A missing key is an empty counter to Take,
 // and a reservation given back to a deleted key never drives it below
 // zero (giveBackScript).
-func (s *Store) ResetCounters(ctx context.Context, sel enforce.CounterSelector, now time.Time) (enforce.CounterPage, error) {
+func (s *Store) ResetCounters(ctx context.Context, sel counteradmin.Selector, now time.Time) (counteradmin.Page, error) {
 	if err := sel.Check(); err != nil {
-		return enforce.CounterPage{}, fmt.Errorf("redis: reset counters: %w", err)
+		return counteradmin.Page{}, fmt.Errorf("redis: reset counters: %w", err)
 	}
 	names, truncated, err := s.scanSelected(ctx, sel)
 	if err != nil {
-		return enforce.CounterPage{}, fmt.Errorf("redis: reset counters %s: %w", sel, err)
+		return counteradmin.Page{}, fmt.Errorf("redis: reset counters %s: %w", sel, err)
 	}
 	counters, err := s.readCounters(ctx, names, true)
 	if err != nil {
-		return enforce.CounterPage{}, fmt.Errorf("redis: reset counters %s: %w", sel, err)
+		return counteradmin.Page{}, fmt.Errorf("redis: reset counters %s: %w", sel, err)
 	}
-	enforce.SortCounters(counters)
-	return enforce.CounterPage{Counters: counters, Truncated: truncated}, nil
+	counteradmin.Sort(counters)
+	return counteradmin.Page{Counters: counters, Truncated: truncated}, nil
 }
 
 // storedName is a Redis key of the store read back.
@@ -103,7 +104,7 @@ type storedName struct {
 }
 
 // scanSelected scans every master for the keys sel selects.
-func (s *Store) scanSelected(ctx context.Context, sel enforce.CounterSelector) (names []storedName, truncated bool, err error) {
+func (s *Store) scanSelected(ctx context.Context, sel counteradmin.Selector) (names []storedName, truncated bool, err error) {
 	masters, err := s.masters(ctx)
 	if err != nil {
 		return nil, false, err
@@ -179,7 +180,7 @@ func (s *Store) masters(ctx context.Context) ([]rueidis.Client, error) {
 // matchPattern is the SCAN MATCH pattern for sel: the store's keys whose
 // counter key holds the text every selected key holds (the exact choice
 // is sel.Selects').
-func (s *Store) matchPattern(sel enforce.CounterSelector) string {
+func (s *Store) matchPattern(sel counteradmin.Selector) string {
 	base := globEscape(s.prefix) + "{"
 	var part string
 	switch {
@@ -289,8 +290,8 @@ func unescape(s string) (string, bool) {
 // names, pipelined in batches: each counter's expiry (PEXPIRETIME) and
 // value (GET, or GETDEL). A key gone since the scan, a window at zero and
 // a full bucket are left out.
-func (s *Store) readCounters(ctx context.Context, names []storedName, del bool) ([]enforce.LiveCounter, error) {
-	var out []enforce.LiveCounter
+func (s *Store) readCounters(ctx context.Context, names []storedName, del bool) ([]counteradmin.Counter, error) {
+	var out []counteradmin.Counter
 	for from := 0; from < len(names); from += adminReadBatch {
 		batch := names[from:min(from+adminReadBatch, len(names))]
 		cmds := make(rueidis.Commands, 0, 2*len(batch))
@@ -315,7 +316,7 @@ func (s *Store) readCounters(ctx context.Context, names []storedName, del bool) 
 			if err != nil {
 				return nil, fmt.Errorf("read %s: %w", n.key, err)
 			}
-			c := enforce.LiveCounter{Key: n.key, Algorithm: n.algo, WindowIndex: n.idx}
+			c := counteradmin.Counter{Key: n.key, Algorithm: n.algo, WindowIndex: n.idx}
 			if exp > 0 {
 				c.ExpiresAt = time.UnixMilli(exp)
 			}

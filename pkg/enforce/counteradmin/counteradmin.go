@@ -1,4 +1,10 @@
-package enforce
+// Package counteradmin is the seam for listing and resetting the live
+// counters of a counter store by caller, target or definition: what rlapi's
+// counters API and `rlctl counters get/reset` use, whichever store the
+// decisions count in. The enforcement core does not use it; the counter
+// stores implement it beside enforce.CounterStore, and
+// enforcetest.TestCounterAdmin holds each to it.
+package counteradmin
 
 import (
 	"cmp"
@@ -9,18 +15,21 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
+
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
 )
 
-// CounterAdmin lists and resets the live counters of a counter store by
+// Admin lists and resets the live counters of a counter store by
 // caller, by target or by definition: what rlapi's counters API (GET and
 // DELETE /api/rate-limit-counters) and `rlctl counters get/reset` read and
 // reset, whichever store the decisions count in. Every counter store that
 // rlapi can count in implements it (pkg/enforce/postgres, pkg/enforce/redis).
 //
 // Selection reads the parts of each stored key as counterkey.Parse reads
-// them (CounterSelector.Selects), so a store indexes or filters on the
+// them (Selector.Selects), so a store indexes or filters on the
 // same meaning: keys already stored stay selectable.
-type CounterAdmin interface {
+type Admin interface {
 	// BackendName names the store ("postgres", "redis", "redis-cluster"),
 	// as CounterStore backends do for the metrics.
 	BackendName() string
@@ -29,17 +38,17 @@ type CounterAdmin interface {
 	// most limit of them (0: all the store can list). Truncated says
 	// that more matched, or that the store stopped looking before it saw
 	// every counter (a bounded scan).
-	Counters(ctx context.Context, sel CounterSelector, now time.Time, limit int) (CounterPage, error)
+	Counters(ctx context.Context, sel Selector, now time.Time, limit int) (Page, error)
 	// ResetCounters sets the live counters sel selects back to zero (a
 	// token bucket full) and returns them as they were, in key byte order
 	// then window. Truncated says the store stopped looking before it saw
 	// every counter: some selected counters may remain.
-	ResetCounters(ctx context.Context, sel CounterSelector, now time.Time) (CounterPage, error)
+	ResetCounters(ctx context.Context, sel Selector, now time.Time) (Page, error)
 }
 
-// CounterSelector picks live counters. Exactly one of Caller, Target and
+// Selector picks live counters. Exactly one of Caller, Target and
 // Definition is set, in canonical form.
-type CounterSelector struct {
+type Selector struct {
 	// Caller selects the keys whose caller part (counterkey.Key.Caller) is
 	// this: user:<name>, agent:<client id>, ip:<address> (its caller and
 	// caller_target buckets and its shadow and per-ip counters), or
@@ -67,13 +76,13 @@ type SharedBuckets struct {
 	Kind          counterkey.Kind
 	WindowSeconds int
 	// Algorithm is the buckets' algorithm (empty: the fixed window).
-	Algorithm Algorithm
+	Algorithm algorithm.Name
 	// Callers are user:<name> and agent:<client id> callers.
 	Callers []string
 }
 
 // Check reports a selector that names not exactly one subject.
-func (s CounterSelector) Check() error {
+func (s Selector) Check() error {
 	set := 0
 	for _, v := range []string{s.Caller, s.Target, s.Definition} {
 		if v != "" {
@@ -90,7 +99,7 @@ func (s CounterSelector) Check() error {
 }
 
 // Selects reports whether the counter k is one s picks.
-func (s CounterSelector) Selects(k counterkey.Key) bool {
+func (s Selector) Selects(k counterkey.Key) bool {
 	switch {
 	case s.Caller != "":
 		return k.Caller == s.Caller
@@ -109,13 +118,13 @@ func (s CounterSelector) Selects(k counterkey.Key) bool {
 
 // SelectsKey is Selects on a stored key; a key counterkey.Parse refuses is
 // never selected.
-func (s CounterSelector) SelectsKey(key string) bool {
+func (s Selector) SelectsKey(key string) bool {
 	k, err := counterkey.Parse(key)
 	return err == nil && s.Selects(k)
 }
 
 // String is the selector as the audit log files it: caller=user:alice.
-func (s CounterSelector) String() string {
+func (s Selector) String() string {
 	switch {
 	case s.Caller != "":
 		return "caller=" + s.Caller
@@ -125,34 +134,34 @@ func (s CounterSelector) String() string {
 	return "definition=" + s.Definition
 }
 
-// LiveCounter is one stored counter: a key's count in one window, or a
+// Counter is one stored counter: a key's count in one window, or a
 // token bucket's state.
-type LiveCounter struct {
+type Counter struct {
 	// Key is the counter key as gateways built it (counterkey.Key.String).
 	Key string
 	// Algorithm is the counter's algorithm as the store keeps it.
-	Algorithm Algorithm
+	Algorithm algorithm.Name
 	// WindowIndex is floor(window start / window) for the windows, 0 for
 	// a token bucket (one counter per key).
 	WindowIndex int64
 	// State is the count (the windows) or the theoretical arrival time
 	// (a token bucket).
-	State GateState
+	State enforce.GateState
 	// ExpiresAt is when the store drops the counter.
 	ExpiresAt time.Time
 }
 
-// CounterPage is what a CounterAdmin lists or resets.
-type CounterPage struct {
-	Counters []LiveCounter
+// Page is what a Admin lists or resets.
+type Page struct {
+	Counters []Counter
 	// Truncated: more counters matched than were asked for, or the
 	// store stopped before it had looked at every counter.
 	Truncated bool
 }
 
-// SortCounters puts counters in key byte order, then window.
-func SortCounters(c []LiveCounter) {
-	slices.SortFunc(c, func(a, b LiveCounter) int {
+// Sort puts counters in key byte order, then window.
+func Sort(c []Counter) {
+	slices.SortFunc(c, func(a, b Counter) int {
 		return cmp.Or(strings.Compare(a.Key, b.Key), cmp.Compare(a.WindowIndex, b.WindowIndex))
 	})
 }
