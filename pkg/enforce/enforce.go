@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -116,17 +115,11 @@ type Enforcer struct {
 	now      func() time.Time
 	metrics  *metrics
 
-	snap atomic.Pointer[snapshot]
-	// refreshMu serializes snapshot loads.
-	refreshMu sync.Mutex
-	// lastRefreshErr is set while reloads fail.
-	lastRefreshErr atomic.Pointer[error]
-	// reload holds the changes notified since the last reload (refresh.go).
-	reload reloadState
+	// snaps keeps the snapshot decisions read (refresh.go).
+	snaps reloader
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	kick    chan struct{}
 	batcher *batcher
 	// events aggregates what the hot path would log (events.go).
 	events *eventLog
@@ -134,10 +127,8 @@ type Enforcer struct {
 	// fail policy (exhausted.go).
 	exhausted *exhaustedKeys
 	// recentLockouts are the escalation lockouts this replica's observers
-	// wrote, until its snapshot holds them (lockout_recent.go); reloads
-	// counts the snapshot reloads started.
+	// wrote, until its snapshot holds them (lockout_recent.go).
 	recentLockouts recentLockouts
-	reloads        atomic.Uint64
 	// local: counters decide some calls in memory and take each call
 	// directly (CounterCapabilities.Local; local.go); localNext is
 	// roundTrip, bound once rather than per call.
@@ -177,8 +168,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	if !clientip.ValidIPv6Prefix(opts.IPv6Prefix) {
 		opts.IPv6Prefix = clientip.DefaultIPv6Prefix
 	}
-	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now, exhausted: newExhaustedKeys(),
-		kick: make(chan struct{}, 1)}
+	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now, exhausted: newExhaustedKeys()}
 	e.canGiveBack = opts.Counters.Capabilities().GiveBack
 	e.local = opts.Counters.Capabilities().Local
 	e.localNext = e.roundTrip
@@ -195,7 +185,9 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	}
 	e.metrics = m
 	m.backendTimeout.Set(opts.BackendTimeout.Seconds())
-	if err := e.refresh(ctx); err != nil {
+	e.snaps = reloader{source: opts.Source, ttl: opts.CacheTTL, now: e.now, log: e.log, metrics: m,
+		recent: &e.recentLockouts, guardChanged: e.guardChanged, kick: make(chan struct{}, 1)}
+	if err := e.snaps.loadAll(ctx); err != nil {
 		return nil, err
 	}
 	// Bound last, once nothing else can fail: a New that fails leaves the
@@ -209,13 +201,13 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	for range opts.Workers {
 		e.wg.Go(func() { e.batcher.work(bg) })
 	}
-	e.wg.Add(3)
-	go e.listen(bg)
-	go e.refreshLoop(bg)
-	go e.every(bg, e.events.interval, e.flush)
+	e.wg.Go(func() { e.snaps.listen(bg) })
+	e.wg.Go(func() { e.snaps.loop(bg) })
+	e.wg.Go(func() { every(bg, e.events.interval, func(context.Context) { e.events.flushIfDue() }) })
 	if opts.SweepInterval > 0 {
-		e.wg.Add(1)
-		go e.every(bg, e.opts.SweepInterval, e.sweep)
+		e.wg.Go(func() {
+			every(bg, opts.SweepInterval, func(ctx context.Context) { sweep(ctx, e.counters, e.now(), e.metrics, e.log) })
+		})
 	}
 	return e, nil
 }
@@ -261,7 +253,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		return allowedNoGates, nil
 	}
 	now := e.now()
-	snap := e.usableSnapshot(now)
+	snap := e.snaps.usable(now)
 	if snap == nil {
 		if c.TargetType == "" {
 			// Only routes could have applied, and without a snapshot
@@ -424,7 +416,7 @@ func (e *Enforcer) quarantined(scope, entityType string, c Call, target string) 
 	e.metrics.checks.WithLabelValues("quarantined").Inc()
 	e.metrics.quarantineDenied.WithLabelValues(scope, entityType).Inc()
 	e.events.record(event{reason: eventQuarantined, scope: scope, username: c.Username, clientID: c.ClientID,
-		targetType: c.TargetType, target: target, caller: e.eventCaller(c)})
+		targetType: c.TargetType, target: target, caller: eventCaller(c, e.opts.IPv6Prefix)})
 	return Decision{Allowed: false, Reason: ReasonQuarantined, QuarantineScope: scope}
 }
 
@@ -432,7 +424,7 @@ func (e *Enforcer) quarantined(scope, entityType string, c Call, target string) 
 // its fail rule, limits follow theirs.
 func (e *Enforcer) noSnapshot(c Call) (Decision, error) {
 	err := errors.New("enforce: no usable snapshot of definitions and memberships")
-	if p := e.lastRefreshErr.Load(); p != nil {
+	if p := e.snaps.lastErr.Load(); p != nil {
 		err = fmt.Errorf("enforce: no usable snapshot: %w", *p)
 	}
 	e.metrics.errors.WithLabelValues("snapshot").Inc()
@@ -588,14 +580,14 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 		e.metrics.checks.WithLabelValues("throttled").Inc()
 		if consume {
 			e.events.record(event{reason: eventThrottled, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-				target: c.TargetName, gate: latest.DefinitionID, limit: latest.Limit, retryAfter: d.RetryAfter, caller: e.eventCaller(c)})
+				target: c.TargetName, gate: latest.DefinitionID, limit: latest.Limit, retryAfter: d.RetryAfter, caller: eventCaller(c, e.opts.IPv6Prefix)})
 		}
 	} else {
 		e.metrics.allowed.Inc()
 	}
 	if len(d.Shadow) > 0 && consume {
 		e.events.record(event{reason: eventShadow, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-			target: c.TargetName, gate: d.Shadow[0].DefinitionID, caller: e.eventCaller(c)})
+			target: c.TargetName, gate: d.Shadow[0].DefinitionID, caller: eventCaller(c, e.opts.IPv6Prefix)})
 	}
 	return d
 }

@@ -202,8 +202,9 @@ func (l *eventLog) writeLocked() {
 
 // eventCaller is the caller c's counters count, for the log lines: an
 // anonymous call with a client address is ip:<key>, as its buckets are
-// (its username and client_id are empty). Only the event paths call it.
-func (e *Enforcer) eventCaller(c Call) string {
+// (its username and client_id are empty), keyed by ipv6Prefix. Only the
+// event paths call it.
+func eventCaller(c Call, ipv6Prefix int) string {
 	switch {
 	case c.ClientID != "":
 		return "agent:" + c.ClientID
@@ -211,11 +212,7 @@ func (e *Enforcer) eventCaller(c Call) string {
 		return ratelimit.SubjectUser + ":" + c.Username
 	}
 	if ip := clientAddr(c.ClientIP); ip.IsValid() {
-		return CallerIP + ":" + clientip.Key(ip, e.opts.IPv6Prefix)
+		return CallerIP + ":" + clientip.Key(ip, ipv6Prefix)
 	}
 	return ""
 }
-
-// flush writes each interval's lines even when no event arrives to
-// trigger them (run by every).
-func (e *Enforcer) flush(context.Context) { e.events.flushIfDue() }

@@ -135,7 +135,7 @@ var ErrNoSnapshot = errors.New("enforce: no usable snapshot of definitions and m
 // client address lives in the counters and is not part of a plan.
 func (e *Enforcer) Explain(ctx context.Context, c Call) (Plan, error) {
 	now := e.now()
-	prev := e.snap.Load()
+	prev := e.snaps.snap.Load()
 	if prev == nil {
 		return Plan{}, ErrNoSnapshot
 	}

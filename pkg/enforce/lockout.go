@@ -51,7 +51,7 @@ func (e *Enforcer) lockedOut(c Call, m plan.Member, target string, now time.Time
 	e.metrics.checks.WithLabelValues("locked_out").Inc()
 	left := m.QuarantineExpireAt.Sub(now)
 	e.events.record(event{reason: eventLockedOut, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-		target: target, caller: e.eventCaller(c), retryAfter: left, until: m.QuarantineExpireAt})
+		target: target, caller: eventCaller(c, e.opts.IPv6Prefix), retryAfter: left, until: m.QuarantineExpireAt})
 	return Decision{Allowed: false, Reason: ReasonLockedOut, RetryAfter: retryAfter(left), LockoutRemaining: retryAfter(left)}
 }
 

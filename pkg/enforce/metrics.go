@@ -315,7 +315,7 @@ func (e *Enforcer) quarantineCount(ctx context.Context, now time.Time) (callers,
 	if e.source.Capabilities().CountQuarantined {
 		return e.source.CountQuarantined(ctx, now)
 	}
-	s := e.snap.Load()
+	s := e.snaps.snap.Load()
 	if s == nil {
 		return 0, 0, errors.New("no snapshot")
 	}

@@ -128,7 +128,7 @@ func (e *Enforcer) observed(ctx context.Context, c Call, d Decision, v *callView
 	default:
 		return d
 	}
-	o := Observation{Call: c, Decision: d, Now: now, Caller: e.eventCaller(c), IPKey: ipKeyOf(c, e.opts.IPv6Prefix),
+	o := Observation{Call: c, Decision: d, Now: now, Caller: eventCaller(c, e.opts.IPv6Prefix), IPKey: ipKeyOf(c, e.opts.IPv6Prefix),
 		Target: v.targetName, Admin: v.admin}
 	if d.Reason == ReasonThrottled {
 		o.Gate = longestWait(d.Denied, now)
@@ -143,7 +143,7 @@ func (e *Enforcer) observed(ctx context.Context, c Call, d Decision, v *callView
 		if l := vd.Lockout; l != nil {
 			// Refused until the snapshot holds it (lockout_recent.go),
 			// logged and counted as the core's own lockouts are.
-			e.recentLockouts.add(ratelimit.MembershipID(l.SubjectType, l.Subject), l.Until, now, e.reloads.Load())
+			e.recentLockouts.add(ratelimit.MembershipID(l.SubjectType, l.Subject), l.Until, now, e.snaps.started.Load())
 			e.metrics.checks.WithLabelValues("lockout_started").Inc()
 			e.events.record(event{reason: EventLockoutStarted, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
 				target: c.TargetName, caller: o.Caller, gate: l.Definition, limit: int64(l.Count), retryAfter: l.Until.Sub(l.Now), until: l.Until})

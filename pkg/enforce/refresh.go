@@ -3,6 +3,7 @@ package enforce
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,37 +78,71 @@ type ReloadStats struct {
 
 // ReloadStats reports the reloads so far.
 func (e *Enforcer) ReloadStats() ReloadStats {
-	r := &e.reload
+	r := &e.snaps.state
 	return ReloadStats{Full: r.full.Load(), Partial: r.partial.Load(),
 		Definitions: r.definitions.Load(), Memberships: r.memberships.Load(), Admins: r.admins.Load()}
 }
 
-// usableSnapshot returns the snapshot unless it is missing or too old to
-// trust (reloads have been failing for three TTLs).
-func (e *Enforcer) usableSnapshot(now time.Time) *snapshot {
-	s := e.snap.Load()
-	if s == nil || now.Sub(s.loadedAt) > 3*e.opts.CacheTTL {
-		e.metrics.cache.WithLabelValues("miss").Inc()
+// Refresh reloads definitions, memberships and admins now, whole. Changes
+// arrive on their own within a second; this is for callers that must not
+// wait.
+func (e *Enforcer) Refresh(ctx context.Context) error { return e.snaps.loadAll(ctx) }
+
+// reloader keeps the Enforcer's snapshot: it loads it whole at start and
+// every TTL, reloads the rows the source's change notices name, and says
+// which snapshot a decision may use. It is the one job of the Enforcer
+// that runs beside the decisions rather than in them.
+type reloader struct {
+	source  Source
+	ttl     time.Duration
+	now     func() time.Time
+	log     *slog.Logger
+	metrics *metrics
+	// recent are the lockouts the Enforcer's observers wrote, settled
+	// once a reload reads them back (lockout_recent.go).
+	recent *recentLockouts
+	// guardChanged tells the Guard of a change to its own table, or, on a
+	// reconnection, that it may have missed some (guard.go).
+	guardChanged func(Change)
+
+	snap atomic.Pointer[snapshot]
+	// mu serializes snapshot loads.
+	mu sync.Mutex
+	// lastErr is set while reloads fail.
+	lastErr atomic.Pointer[error]
+	// state holds the changes notified since the last reload and counts
+	// the reloads; started counts the reloads begun.
+	state   reloadState
+	started atomic.Uint64
+	kick    chan struct{}
+}
+
+// usable returns the snapshot unless it is missing or too old to trust
+// (reloads have been failing for three TTLs).
+func (r *reloader) usable(now time.Time) *snapshot {
+	s := r.snap.Load()
+	if s == nil || now.Sub(s.loadedAt) > 3*r.ttl {
+		r.metrics.cache.WithLabelValues("miss").Inc()
 		return nil
 	}
-	e.metrics.cacheHit.Inc()
+	r.metrics.cacheHit.Inc()
 	return s
 }
 
-// refresh reloads everything and swaps the new snapshot in.
-func (e *Enforcer) refresh(ctx context.Context) error {
-	_, err := e.reloadChanges(ctx, true)
+// loadAll reloads everything and swaps the new snapshot in.
+func (r *reloader) loadAll(ctx context.Context) error {
+	_, err := r.reloadChanges(ctx, true)
 	return err
 }
 
 // reloadChanges reads what the pending notifications named (everything
 // when full) and swaps the new snapshot in. It reports whether the reload
 // read everything; with nothing pending it does nothing.
-func (e *Enforcer) reloadChanges(ctx context.Context, full bool) (wasFull bool, err error) {
-	e.refreshMu.Lock()
-	defer e.refreshMu.Unlock()
-	ch := e.reload.take()
-	prev := e.snap.Load()
+func (r *reloader) reloadChanges(ctx context.Context, full bool) (wasFull bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := r.state.take()
+	prev := r.snap.Load()
 	if full || prev == nil {
 		ch.all = true
 	}
@@ -117,64 +152,58 @@ func (e *Enforcer) reloadChanges(ctx context.Context, full bool) (wasFull bool, 
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	reload := e.reloads.Add(1)
-	s, n, err := loadChanges(ctx, e.source, prev, ch, e.now())
+	reload := r.started.Add(1)
+	s, n, err := loadChanges(ctx, r.source, prev, ch, r.now())
 	if err != nil {
 		// What was taken is lost with the failed read: read everything
 		// next time.
-		e.reload.noteAll()
-		e.lastRefreshErr.Store(&err)
-		e.metrics.errors.WithLabelValues("snapshot").Inc()
+		r.state.noteAll()
+		r.lastErr.Store(&err)
+		r.metrics.errors.WithLabelValues("snapshot").Inc()
 		return ch.all, err
 	}
 	// Counted before the swap: whoever sees the new snapshot sees its
 	// reload counted.
 	if ch.all {
-		e.reload.full.Add(1)
-		e.metrics.reloads.WithLabelValues("full").Inc()
+		r.state.full.Add(1)
+		r.metrics.reloads.WithLabelValues("full").Inc()
 	} else {
-		e.reload.partial.Add(1)
-		e.metrics.reloads.WithLabelValues("partial").Inc()
+		r.state.partial.Add(1)
+		r.metrics.reloads.WithLabelValues("partial").Inc()
 	}
-	e.reload.definitions.Add(uint64(n.definitions))
-	e.reload.memberships.Add(uint64(n.memberships))
-	e.reload.admins.Add(uint64(n.admins))
-	e.metrics.rowsRead.WithLabelValues("definitions").Add(float64(n.definitions))
-	e.metrics.rowsRead.WithLabelValues("memberships").Add(float64(n.memberships))
-	e.metrics.rowsRead.WithLabelValues("admins").Add(float64(n.admins))
-	e.snap.Store(s)
+	r.state.definitions.Add(uint64(n.definitions))
+	r.state.memberships.Add(uint64(n.memberships))
+	r.state.admins.Add(uint64(n.admins))
+	r.metrics.rowsRead.WithLabelValues("definitions").Add(float64(n.definitions))
+	r.metrics.rowsRead.WithLabelValues("memberships").Add(float64(n.memberships))
+	r.metrics.rowsRead.WithLabelValues("admins").Add(float64(n.admins))
+	r.snap.Store(s)
 	// The lockouts this replica wrote that the new snapshot read again
 	// are its own now (lockout_recent.go).
 	if ch.all || ch.members.all {
-		e.recentLockouts.settled(reload, nil)
+		r.recent.settled(reload, nil)
 	} else {
-		e.recentLockouts.settled(reload, func(id string) bool { _, ok := ch.members.ids[id]; return ok })
+		r.recent.settled(reload, func(id string) bool { _, ok := ch.members.ids[id]; return ok })
 	}
-	e.metrics.setEnabled(!s.enforcementOff)
-	e.lastRefreshErr.Store(nil)
-	e.metrics.snapshotLoad.Observe(time.Since(start).Seconds())
+	r.metrics.setEnabled(!s.enforcementOff)
+	r.lastErr.Store(nil)
+	r.metrics.snapshotLoad.Observe(time.Since(start).Seconds())
 	return ch.all, nil
 }
 
-// Refresh reloads definitions, memberships and admins now, whole. Changes
-// arrive on their own within a second; this is for callers that must not
-// wait.
-func (e *Enforcer) Refresh(ctx context.Context) error { return e.refresh(ctx) }
-
-// requestRefresh asks the refresh loop for a reload; requests made while one
-// is pending fold into it.
-func (e *Enforcer) requestRefresh() {
+// request asks the refresh loop for a reload; requests made while one is
+// pending fold into it.
+func (r *reloader) request() {
 	select {
-	case e.kick <- struct{}{}:
+	case r.kick <- struct{}{}:
 	default:
 	}
 }
 
-// refreshLoop reloads what changed on request (a notification), everything
+// loop reloads what changed on request (a notification), everything
 // at least every TTL, and retries failures with a growing delay.
-func (e *Enforcer) refreshLoop(ctx context.Context) {
-	defer e.wg.Done()
-	timer := time.NewTimer(e.opts.CacheTTL)
+func (r *reloader) loop(ctx context.Context) {
+	timer := time.NewTimer(r.ttl)
 	defer timer.Stop()
 	backoff := 250 * time.Millisecond
 	for {
@@ -182,17 +211,17 @@ func (e *Enforcer) refreshLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-e.kick:
+		case <-r.kick:
 		case <-timer.C:
 			full = true
 		}
 		start := time.Now()
-		wasFull, err := e.reloadChanges(ctx, full)
+		wasFull, err := r.reloadChanges(ctx, full)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			e.log.Warn("reload of definitions and memberships failed; keeping the last snapshot", "err", err, "retry_in", backoff)
+			r.log.Warn("reload of definitions and memberships failed; keeping the last snapshot", "err", err, "retry_in", backoff)
 			resetTimer(timer, backoff)
 			backoff = min(backoff*2, 10*time.Second)
 			continue
@@ -201,7 +230,7 @@ func (e *Enforcer) refreshLoop(ctx context.Context) {
 		if wasFull {
 			// The TTL runs from the last whole reload: a stream of
 			// changes must not postpone the safety net forever.
-			resetTimer(timer, e.opts.CacheTTL)
+			resetTimer(timer, r.ttl)
 		}
 		// Under a stream of writes every change notifies; reloading back
 		// to back would spend a core on reloads (measured: rlapi's PUT
@@ -234,16 +263,15 @@ func resetTimer(t *time.Timer, d time.Duration) {
 // listen watches the source's change notices and asks for a reload of the
 // rows each names. When the stream breaks it starts it again and reloads
 // everything, since notices sent meanwhile are lost.
-func (e *Enforcer) listen(ctx context.Context) {
-	defer e.wg.Done()
+func (r *reloader) listen(ctx context.Context) {
 	backoff := 250 * time.Millisecond
 	for first := true; ctx.Err() == nil; first = false {
-		err := e.watchOnce(ctx, !first, func() { backoff = 250 * time.Millisecond })
+		err := r.watchOnce(ctx, !first, func() { backoff = 250 * time.Millisecond })
 		if ctx.Err() != nil {
 			return
 		}
-		e.metrics.errors.WithLabelValues("listen").Inc()
-		e.log.Warn("change listener lost its connection; reconnecting", "err", err, "retry_in", backoff)
+		r.metrics.errors.WithLabelValues("listen").Inc()
+		r.log.Warn("change listener lost its connection; reconnecting", "err", err, "retry_in", backoff)
 		select {
 		case <-ctx.Done():
 			return
@@ -262,31 +290,31 @@ func (e *Enforcer) listen(ctx context.Context) {
 // lockout lifted while nobody listened is asked of the store again. The
 // first connection has nothing to catch up on that matters as much, and
 // keeps what the first decisions cached.
-func (e *Enforcer) watchOnce(ctx context.Context, again bool, connected func()) error {
+func (r *reloader) watchOnce(ctx context.Context, again bool, connected func()) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	noted := make(chan struct{}, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.drainNotices(wctx, noted)
+		r.drainNotices(wctx, noted)
 	}()
-	err := e.source.Watch(wctx, func() {
+	err := r.source.Watch(wctx, func() {
 		connected()
 		// Changes made while we were not listening are picked up now;
 		// a lockout lifted meanwhile is asked of the store again.
 		if again {
-			e.guardChanged(Change{Table: TableAuthLockouts, All: true})
+			r.guardChanged(Change{Table: TableAuthLockouts, All: true})
 		}
-		e.reload.noteAll()
-		e.requestRefresh()
+		r.state.noteAll()
+		r.request()
 	}, func(ch Change) {
-		e.metrics.notifications.Inc()
+		r.metrics.notifications.Inc()
 		if ch.Table == TableAuthLockouts {
-			e.guardChanged(ch)
+			r.guardChanged(ch)
 			return
 		}
-		e.reload.note(ch)
+		r.state.note(ch)
 		select {
 		case noted <- struct{}{}:
 		default:
@@ -301,7 +329,7 @@ func (e *Enforcer) watchOnce(ctx context.Context, again bool, connected func()) 
 }
 
 // drainNotices asks for a reload after each burst of notices.
-func (e *Enforcer) drainNotices(ctx context.Context, noted <-chan struct{}) {
+func (r *reloader) drainNotices(ctx context.Context, noted <-chan struct{}) {
 	quiet := time.NewTimer(time.Hour)
 	quiet.Stop()
 	for {
@@ -323,14 +351,13 @@ func (e *Enforcer) drainNotices(ctx context.Context, noted <-chan struct{}) {
 			}
 			break
 		}
-		e.requestRefresh()
+		r.request()
 	}
 }
 
 // every runs fn each interval until ctx ends: the flush of aggregated
 // log lines and the sweep share it.
-func (e *Enforcer) every(ctx context.Context, interval time.Duration, fn func(context.Context)) {
-	defer e.wg.Done()
+func every(ctx context.Context, interval time.Duration, fn func(context.Context)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -345,12 +372,12 @@ func (e *Enforcer) every(ctx context.Context, interval time.Duration, fn func(co
 
 // sweep has the counter store remove expired counters (the PostgreSQL
 // store lets one replica at a time do it, in bounded batches).
-func (e *Enforcer) sweep(ctx context.Context) {
+func sweep(ctx context.Context, counters CounterStore, now time.Time, m *metrics, log *slog.Logger) {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	n, err := e.counters.Sweep(sctx, e.now())
+	n, err := counters.Sweep(sctx, now)
 	cancel()
-	e.metrics.swept.Add(float64(n))
+	m.swept.Add(float64(n))
 	if err != nil && ctx.Err() == nil {
-		e.log.Warn("counter sweep failed", "err", err)
+		log.Warn("counter sweep failed", "err", err)
 	}
 }
