@@ -86,8 +86,9 @@ func readImageArchive(t *testing.T, archive, dir string) *imageArchive {
 		t.Fatal(err)
 	}
 	for _, l := range manifest[0].Layers {
-		var r io.Reader = bytes.NewReader(blob(l))
-		if b := blob(l); len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b {
+		b := blob(l)
+		var r io.Reader = bytes.NewReader(b)
+		if len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b { // gzip
 			zr, err := gzip.NewReader(r)
 			if err != nil {
 				t.Fatal(err)
@@ -156,8 +157,8 @@ func TestImage(t *testing.T) {
 	}
 	root := filepath.Join(tmp, "rootfs")
 	img := readImageArchive(t, archive, root)
-	// buildah's storage holds files of the image's user; remove it with
-	// the rest of the temporary directory.
+	// Drop the image from buildah's storage (inside the temporary
+	// directory) before the directory is removed.
 	t.Cleanup(func() {
 		_ = exec.Command("buildah", "--root", store+"/root", "--runroot", store+"/run", "--storage-driver", "vfs", "rmi", "--all", "--force").Run()
 	})

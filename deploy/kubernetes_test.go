@@ -2,9 +2,7 @@ package deploy
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -225,8 +223,7 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Error("terminationGracePeriodSeconds must exceed rlapi's --shutdown-timeout (20 s), or in-flight requests are cut")
 	}
 
-	help, _ := exec.Command(rlapiBin, "serve", "-h").CombinedOutput()
-	known := regexp.MustCompile(`\b(RLAPI_[A-Z0-9_]+|DATABASE_URL)\b`).FindAllString(string(help), -1)
+	known := knownVariables(t)
 	for key := range m.configMap.Data {
 		if !slices.Contains(known, key) {
 			t.Errorf("the ConfigMap sets %s, which rlapi serve -h does not list", key)

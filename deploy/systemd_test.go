@@ -128,16 +128,23 @@ func readEnvFile(t *testing.T, path string) (set map[string]string, commented []
 	return set, commented
 }
 
-// TestEnvFileNamesRealSettings: every variable the example sets or shows
-// commented out is one rlapi reads (named in `rlapi serve -h`), so an
-// operator who uncomments a line gets the setting it says.
-func TestEnvFileNamesRealSettings(t *testing.T) {
-	bin := rlapiBin
-	help, _ := exec.Command(bin, "serve", "-h").CombinedOutput()
+// knownVariables are the environment variables `rlapi serve -h` names:
+// every setting rlapi reads.
+func knownVariables(t *testing.T) []string {
+	t.Helper()
+	help, _ := exec.Command(rlapiBin, "serve", "-h").CombinedOutput()
 	known := regexp.MustCompile(`\b(RLAPI_[A-Z0-9_]+|DATABASE_URL)\b`).FindAllString(string(help), -1)
 	if len(known) < 10 {
 		t.Fatalf("rlapi serve -h names %d variables; want its whole flag list:\n%s", len(known), help)
 	}
+	return known
+}
+
+// TestEnvFileNamesRealSettings: every variable the example sets or shows
+// commented out is one rlapi reads (named in `rlapi serve -h`), so an
+// operator who uncomments a line gets the setting it says.
+func TestEnvFileNamesRealSettings(t *testing.T) {
+	known := knownVariables(t)
 	set, commented := readEnvFile(t, filepath.Join("systemd", "rlapi.env"))
 	for name := range set {
 		commented = append(commented, name)
