@@ -438,10 +438,28 @@ func TestServeRefusesAMismatchedRedisScheme(t *testing.T) {
 // first probe after it answers again, each probe bounded by the check's
 // own deadline (half a second) rather than cached; /healthz (liveness)
 // stays 200 throughout, since restarting rlapi would not bring Redis back.
+// GET /api/server (rlctl status) says the store is unreachable, and why,
+// while it is.
 func TestReadyzFollowsTheCounterStore(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	addr, _ := startServe(t, env(map[string]string{"DATABASE_URL": pgtest.NewMigratedDatabase(t), "RLAPI_COUNTERS_URL": srv.URL}))
+	vars := env(map[string]string{"DATABASE_URL": pgtest.NewMigratedDatabase(t), "RLAPI_COUNTERS_URL": srv.URL})
+	tok := createToken(t, vars, "ops", "viewer")
+	addr, _ := startServe(t, vars)
+	sdk, err := client.New("http://"+addr, client.Options{Token: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reachable := func(when string, want bool) {
+		t.Helper()
+		info, err := sdk.ServerInfo(t.Context())
+		if err != nil {
+			t.Fatalf("%s: ServerInfo: %v", when, err)
+		}
+		if cs := info.CounterStore; cs.Reachable != want || (cs.Error == "") != want {
+			t.Errorf("%s: counter store reachable %v, error %q; want reachable %v, with an error only when not", when, cs.Reachable, cs.Error, want)
+		}
+	}
 	hc := &http.Client{Timeout: 10 * time.Second}
 	get := func(path string) (int, string) {
 		t.Helper()
@@ -467,10 +485,12 @@ func TestReadyzFollowsTheCounterStore(t *testing.T) {
 		}
 	}
 	check("Redis up", true)
+	reachable("Redis up", true)
 	if err := srv.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	check("Redis stalled", false)
+	reachable("Redis stalled", false)
 	if err := srv.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
