@@ -142,6 +142,37 @@ func (d Definition) LeaseOrDefault() string {
 	return d.Lease
 }
 
+// Fail policies of a definition (Definition.FailPolicy): what an
+// enforcer decides for the definition's gates while the counter store
+// cannot be reached. An empty FailPolicy follows the enforcer's default
+// (rlapi --fail-policy), except on a definition stored with FailClosed,
+// which is FailPolicyClosed: every definition stored before the field
+// existed keeps its meaning.
+const (
+	// FailPolicyOpen: the call passes, uncounted.
+	FailPolicyOpen = "open"
+	// FailPolicyClosed: the call is refused.
+	FailPolicyClosed = "closed"
+	// FailPolicyDegrade: each replica enforces its share of the limit,
+	// ceil(limit / live replicas) per window, on counters in its own
+	// memory, and reports what it admitted to the shared counters when
+	// they are back (docs/operations.md, "Degraded mode").
+	FailPolicyDegrade = "degrade"
+)
+
+// FailPolicies lists the values of Definition.FailPolicy.
+func FailPolicies() []string { return []string{FailPolicyOpen, FailPolicyClosed, FailPolicyDegrade} }
+
+// FailPolicyOf is the definition's own fail policy: FailPolicy, or
+// FailPolicyClosed for a definition marked FailClosed that names none, or
+// "" when it leaves the choice to the enforcer's default.
+func (d Definition) FailPolicyOf() string {
+	if d.FailPolicy == "" && d.FailClosed {
+		return FailPolicyClosed
+	}
+	return d.FailPolicy
+}
+
 // Kinds of calls (enforce.Call.Kind, Definition.Kinds): what an MCP call
 // invokes.
 const (
@@ -241,8 +272,16 @@ type Definition struct {
 	// Scope is the reference's field for the quarantine axis ("caller" or
 	// "target"). It is derived from the sentinel name and accepted on input
 	// only when it agrees with it.
-	Scope       string `json:"scope,omitempty" yaml:"scope,omitempty"`
-	FailClosed  bool   `json:"fail_closed" yaml:"fail_closed"`
+	Scope string `json:"scope,omitempty" yaml:"scope,omitempty"`
+	// FailClosed is the older spelling of FailPolicy closed, kept so
+	// that definitions, scripts and files written before FailPolicy
+	// existed keep their meaning; true with a FailPolicy other than
+	// closed is refused.
+	FailClosed bool `json:"fail_closed" yaml:"fail_closed"`
+	// FailPolicy is what an enforcer decides for the definition's gates
+	// while the counter store cannot be reached (FailPolicy*; empty: the
+	// enforcer's default, see FailPolicyOf).
+	FailPolicy  string `json:"fail_policy,omitempty" yaml:"fail_policy,omitempty"`
 	Enabled     bool   `json:"enabled" yaml:"enabled"`
 	Mode        string `json:"mode,omitempty" yaml:"mode,omitempty"`
 	Description string `json:"description,omitempty" yaml:"description,omitempty"`
