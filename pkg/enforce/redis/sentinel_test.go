@@ -1,0 +1,265 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
+	"github.com/rlctl/rlctl/pkg/enforce/redis"
+)
+
+// TestSentinel runs on a throwaway set of a master, a replica and three
+// sentinels (scripts/redisdev.sh scratch-sentinel): a redis+sentinel://
+// URL opens a store on the master the sentinels name, which passes the
+// conformance suite and the fail-policy checks like a standalone server,
+// and a URL whose scheme does not match what the server is, or whose
+// master name no sentinel monitors, is refused at Open with a
+// *ModeError naming the scheme (or the name) to use.
+func TestSentinel(t *testing.T) {
+	_, sentinelURL := scratch(t, "sentinel")
+	su, err := url.Parse(sentinelURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sentinels := strings.Split(su.Host, ",")
+	open := func(t *testing.T) enforce.CounterStore {
+		s, err := redis.Open(context.Background(), sentinelURL, redis.Options{Prefix: "t" + randomHex() + ":"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
+
+	t.Run("open", func(t *testing.T) {
+		t.Parallel()
+		s := open(t).(*redis.Store)
+		if got := s.BackendName(); got != "redis-sentinel" {
+			t.Errorf("BackendName() = %q, want redis-sentinel", got)
+		}
+		if got := s.Sentinel(); got != "rlctl" {
+			t.Errorf("Sentinel() = %q, want the master set rlctl", got)
+		}
+		if s.Cluster() {
+			t.Error("Cluster() = true for a Sentinel URL")
+		}
+		if err := s.Ping(context.Background()); err != nil {
+			t.Errorf("Ping through the sentinels' master: %v", err)
+		}
+	})
+
+	t.Run("mismatched schemes", func(t *testing.T) {
+		t.Parallel()
+		standalone, err := url.Parse(redistest.URL(t, "REDIS_URL"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cluster, err := url.Parse(redistest.URL(t, "REDIS_CLUSTER_URL"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		node := strings.Split(cluster.Host, ",")[0]
+		for _, c := range []struct {
+			name, url string
+			want      []string
+		}{
+			{"redis:// at a sentinel", "redis://" + sentinels[0], []string{"redis_mode:sentinel", "use redis+sentinel://" + sentinels[0] + "/<master-name>"}},
+			{"redis+sentinel:// at a standalone server", "redis+sentinel://" + standalone.Host + "/rlctl",
+				[]string{"redis_mode:standalone", "use redis://" + standalone.Host}},
+			{"redis+sentinel:// at a cluster node", "redis+sentinel://" + node + "/rlctl", []string{"redis_mode:cluster", "use redis+cluster://" + node}},
+			{"a master name no sentinel monitors", "redis+sentinel://" + su.Host + "/nosuchmaster", []string{`no master named "nosuchmaster"`}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				s, err := redis.Open(context.Background(), c.url, redis.Options{CheckInterval: -1})
+				if err == nil {
+					s.Close()
+					t.Fatalf("Open(%s) succeeded", c.url)
+				}
+				var me *redis.ModeError
+				if !errors.As(err, &me) {
+					t.Fatalf("Open(%s): %v, want a *ModeError", c.url, err)
+				}
+				for _, want := range c.want {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("Open's error %q does not say %q", err, want)
+					}
+				}
+			})
+		}
+	})
+
+	t.Run("a sentinel down is passed over", func(t *testing.T) {
+		t.Parallel()
+		// A listener that refuses: the first sentinel of the URL is down.
+		down := "127.0.0.1:1"
+		u := "redis+sentinel://" + down + "," + su.Host + "/rlctl"
+		s, err := redis.Open(context.Background(), u, redis.Options{CheckInterval: -1})
+		if err != nil {
+			t.Fatalf("Open with one sentinel of four down: %v", err)
+		}
+		s.Close()
+		_, err = redis.Open(context.Background(), "redis+sentinel://"+down+"/rlctl", redis.Options{CheckInterval: -1})
+		if err == nil || !strings.Contains(err.Error(), "no sentinel") || !strings.Contains(err.Error(), down) {
+			t.Errorf("Open with every sentinel down: %v, want an error saying no sentinel answered, naming %s", err, down)
+		}
+	})
+
+	t.Run("conformance", func(t *testing.T) {
+		t.Parallel()
+		enforcetest.TestCounterStore(t, open)
+	})
+	t.Run("fail policies", func(t *testing.T) {
+		t.Parallel()
+		enforcetest.TestFailPolicies(t, open, enforcetest.Build)
+	})
+	t.Run("counter admin", func(t *testing.T) {
+		enforcetest.TestCounterAdmin(t, func(t *testing.T) enforcetest.AdminStore { return open(t).(*redis.Store) })
+	})
+}
+
+// TestSentinelFailover kills the master of a throwaway sentinel set
+// (SIGKILL of the pid it wrote: no shutdown, no last write to the
+// replica) while 16 goroutines decide calls through one Enforcer, half of
+// them on fail_closed targets. While the sentinels fail over, every
+// decision follows its definition's fail policy (a fail_closed target's
+// is never fail-open, a fail-open target's never fail-closed); then the
+// same Store, without a restart, counts on the promoted replica: its
+// ping answers, it names the new master, and a fresh limit of 5 admits
+// exactly 5 of 10 calls.
+func TestSentinelFailover(t *testing.T) {
+	dir, sentinelURL := scratch(t, "sentinel")
+	ctx := context.Background()
+	s, err := redis.Open(ctx, sentinelURL, redis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const targets = 12
+	e, err := enforce.New(ctx, enforce.Options{Counters: s, Source: enforcetest.StaticSource(faultState(targets)),
+		OnClose: s.Close, SweepInterval: -1, BackendTimeout: 250 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+
+	masterPort, err := os.ReadFile(filepath.Join(dir, "master", "port"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldMaster := "127.0.0.1:" + strings.TrimSpace(string(masterPort))
+	if got := slices.Collect(maps.Keys(s.Client().Nodes())); !slices.Equal(got, []string{oldMaster}) {
+		t.Fatalf("before the failover the store talks to %v, want the master %s", got, oldMaster)
+	}
+	pid, err := os.ReadFile(filepath.Join(dir, "master", "redis.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type tally struct{ counted, failOpen, failClosed int }
+	var mu sync.Mutex
+	var total tally
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				closed := (g+i)%2 == 1
+				name := fmt.Sprintf("open-%d", (g+i)%targets)
+				if closed {
+					name = fmt.Sprintf("closed-%d", (g+i)%targets)
+				}
+				d, _ := e.Check(ctx, enforce.Call{Username: fmt.Sprintf("u%d", g), TargetType: "mcp_server", TargetName: name})
+				mu.Lock()
+				switch d.Reason {
+				case "allowed":
+					total.counted++
+				case "fail-open":
+					total.failOpen++
+					if closed {
+						t.Errorf("%s (fail_closed) was decided fail-open", name)
+					}
+				case "fail-closed":
+					total.failClosed++
+					if !closed {
+						t.Errorf("%s (fail open) was decided fail-closed", name)
+					}
+				default:
+					t.Errorf("%s: reason %q", name, d.Reason)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	waitFor(t, "decisions before the kill", func() bool { mu.Lock(); defer mu.Unlock(); return total.counted > 200 })
+	n, _ := strconv.Atoi(strings.TrimSpace(string(pid)))
+	if err := syscall.Kill(n, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the master (pid %d): %v", n, err)
+	}
+	killed := time.Now()
+	waitFor(t, "decisions to fail while the master is down", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return total.failOpen > 0 && total.failClosed > 0
+	})
+	var streak int
+	var last tally
+	waitFor(t, "the failover: 500 decisions in a row counted again", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if total.failOpen != last.failOpen || total.failClosed != last.failClosed {
+			streak = 0
+		} else {
+			streak += total.counted - last.counted
+		}
+		last = total
+		return streak >= 500
+	})
+	close(stop)
+	wg.Wait()
+	t.Logf("decisions: %d counted, %d fail-open, %d fail-closed; counting again %v after the kill",
+		total.counted, total.failOpen, total.failClosed, time.Since(killed).Round(100*time.Millisecond))
+
+	replicaPort, err := os.ReadFile(filepath.Join(dir, "replica", "port"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newMaster := "127.0.0.1:" + strings.TrimSpace(string(replicaPort))
+	if got := slices.Collect(maps.Keys(s.Client().Nodes())); !slices.Equal(got, []string{newMaster}) {
+		t.Errorf("after the failover the store talks to %v, want the promoted replica %s", got, newMaster)
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Errorf("Ping after the failover: %v", err)
+	}
+	allowed := 0
+	for range 10 {
+		d, err := e.Check(ctx, enforce.Call{Username: "x", TargetType: "mcp_server", TargetName: "after"})
+		if err != nil {
+			t.Fatalf("after the failover: %v", err)
+		}
+		if d.Allowed {
+			allowed++
+		}
+	}
+	if allowed != 5 {
+		t.Errorf("after the failover a limit of 5 admitted %d of 10 calls", allowed)
+	}
+}
