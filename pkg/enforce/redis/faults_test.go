@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/rlctl/rlctl/internal/testenv"
+	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/redis"
@@ -27,36 +26,18 @@ import (
 // only the point where a test that would wait forever fails instead.
 const hang = 90 * time.Second
 
-// scratch starts a throwaway server (kind "cluster" or "standalone") with
-// scripts/redisdev.sh, its data in a directory of the test's own, and
-// stops it when the test ends. Only these servers are ever killed or
-// restarted: the shared ones the other tests use are never touched.
+// scratch starts a throwaway server (kind "cluster", "standalone" or
+// "sentinel") of the test's own (redistest.Scratch). Only these servers
+// are ever killed or restarted: the shared ones the other tests use are
+// never touched.
 func scratch(t *testing.T, kind string) (dir, url string) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		testenv.Missing(t, "redis-server is not installed: the fault tests start throwaway servers with scripts/redisdev.sh (apt-get install redis-server)")
-	}
-	dir = t.TempDir()
-	url = redisdev(t, "scratch-"+kind, dir)
-	t.Cleanup(func() { redisdev(t, "scratch-stop", dir) })
-	return dir, url
+	return redistest.Scratch(t, kind)
 }
 
 func redisdev(t *testing.T, args ...string) string {
 	t.Helper()
-	script, err := filepath.Abs("../../../scripts/redisdev.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(script, args...)
-	cmd.Env = append(os.Environ(), "REDIS_URL=", "REDIS_CLUSTER_URL=")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("redisdev.sh %v: %v\n%s", args, err, stderr.String())
-	}
-	return strings.TrimSpace(string(out))
+	return redistest.Redisdev(t, args...)
 }
 
 // faultState: targets open-N (fail open, the default) and closed-N
