@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/pkg/enforce"
@@ -76,6 +79,7 @@ func TestSentinel(t *testing.T) {
 			{"redis+sentinel:// at a standalone server", "redis+sentinel://" + standalone.Host + "/rlctl",
 				[]string{"redis_mode:standalone", "use redis://" + standalone.Host}},
 			{"redis+sentinel:// at a cluster node", "redis+sentinel://" + node + "/rlctl", []string{"redis_mode:cluster", "use redis+cluster://" + node}},
+			{"redis+cluster:// at a sentinel", "redis+cluster://" + sentinels[0], []string{"redis_mode:sentinel", "use redis+sentinel://" + sentinels[0] + "/<master-name>"}},
 			{"a master name no sentinel monitors", "redis+sentinel://" + su.Host + "/nosuchmaster", []string{`no master named "nosuchmaster"`}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
@@ -95,6 +99,35 @@ func TestSentinel(t *testing.T) {
 					}
 				}
 			})
+		}
+	})
+
+	t.Run("the db of the URL", func(t *testing.T) {
+		t.Parallel()
+		prefix := "db" + randomHex() + ":"
+		s, err := redis.Open(context.Background(), sentinelURL+"/3", redis.Options{Prefix: prefix, CheckInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		gate := enforce.CounterGate{Key: "db", Window: time.Hour, Limit: 3, Enforce: true}
+		if _, err := s.Take(context.Background(), []enforce.TakeRequest{{Gates: []enforce.CounterGate{gate}, Cost: 1, Consume: true, Now: time.Now()}}, time.Now().Add(5*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		master := slices.Collect(maps.Keys(s.Client().Nodes()))[0]
+		for db, want := range map[int]int{0: 0, 3: 1} {
+			c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{master}, SelectDB: db, ForceSingleClient: true, DisableCache: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys, err := c.Do(context.Background(), c.B().Keys().Pattern(prefix+"*").Build()).AsStrSlice()
+			c.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(keys) != want {
+				t.Errorf("db %d of the master holds %d keys of the store, want %d (the URL names db 3)", db, len(keys), want)
+			}
 		}
 	})
 
