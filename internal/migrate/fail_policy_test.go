@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/migrate"
+	"github.com/rlctl/rlctl/internal/store"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // TestMigration025FailPolicyAndRollsBack: at 025 a definition stored
@@ -56,6 +58,16 @@ func TestMigration025FailPolicyAndRollsBack(t *testing.T) {
 	}
 	if _, closed := read("quarantine:group:quarantine-targets:1"); !closed {
 		t.Errorf("the sentinel's fail_closed was changed by 025")
+	}
+	// And as the API answers it: the store reads the row as a Definition.
+	if err := s.ReadTx(ctx, func(q *store.Queries) error {
+		d, err := q.GetDefinition(ctx, "target:mcp_server:strict:60")
+		if err == nil && (d.FailPolicy != ratelimit.FailPolicyClosed || !d.FailClosed || d.FailPolicyOf() != ratelimit.FailPolicyClosed) {
+			t.Errorf("the store reads a fail_closed definition from before 025 as fail_policy %q fail_closed %t, want closed and true", d.FailPolicy, d.FailClosed)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 	execSQL(t, s, `insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests, fail_policy, fail_closed, updated_by)
 		values ('target:mcp_server:open:60', 'target', 'mcp_server', 'open', 60, 100, 'open', false, 't'),
