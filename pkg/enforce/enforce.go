@@ -26,6 +26,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
 	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
+	"github.com/rlctl/rlctl/pkg/enforce/internal/eventlog"
 	"github.com/rlctl/rlctl/pkg/enforce/plan"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -121,8 +122,8 @@ type Enforcer struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	batcher *batcher
-	// events aggregates what the hot path would log (events.go).
-	events *eventLog
+	// events aggregates what the hot path would log (internal/eventlog).
+	events *eventlog.Log
 	// exhausted remembers the gates this replica saw used up, for the
 	// fail policy (exhausted.go).
 	exhausted *exhaustedKeys
@@ -178,7 +179,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	if e.now == nil {
 		e.now = time.Now
 	}
-	e.events = newEventLog(e.log, e.now, eventLogOpts{})
+	e.events = eventlog.New(e.log, e.now, eventlog.Opts{})
 	m, err := newMetrics(opts.Registerer, e.quarantineCount, e.now, backendName(opts.Counters))
 	if err != nil {
 		return nil, err
@@ -203,7 +204,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	}
 	e.wg.Go(func() { e.snaps.listen(bg) })
 	e.wg.Go(func() { e.snaps.loop(bg) })
-	e.wg.Go(func() { every(bg, e.events.interval, func(context.Context) { e.events.flushIfDue() }) })
+	e.wg.Go(func() { every(bg, e.events.Interval(), func(context.Context) { e.events.FlushIfDue() }) })
 	if opts.SweepInterval > 0 {
 		e.wg.Go(func() {
 			every(bg, opts.SweepInterval, func(ctx context.Context) { sweep(ctx, e.counters, e.now(), e.metrics, e.log) })
@@ -218,7 +219,7 @@ func (e *Enforcer) Close() {
 	e.cancel()
 	e.wg.Wait()
 	e.batcher.stop()
-	e.events.flush()
+	e.events.Flush()
 	if e.opts.OnClose != nil {
 		e.opts.OnClose()
 	}
@@ -415,8 +416,8 @@ func targetSubject(targetType, name string) string {
 func (e *Enforcer) quarantined(scope, entityType string, c Call, target string) Decision {
 	e.metrics.checks.WithLabelValues("quarantined").Inc()
 	e.metrics.quarantineDenied.WithLabelValues(scope, entityType).Inc()
-	e.events.record(event{reason: eventQuarantined, scope: scope, username: c.Username, clientID: c.ClientID,
-		targetType: c.TargetType, target: target, caller: eventCaller(c, e.opts.IPv6Prefix)})
+	e.events.Record(eventlog.Event{Reason: eventlog.Quarantined, Scope: scope, Username: c.Username, ClientID: c.ClientID,
+		TargetType: c.TargetType, Target: target, Caller: eventCaller(c, e.opts.IPv6Prefix)})
 	return Decision{Allowed: false, Reason: ReasonQuarantined, QuarantineScope: scope}
 }
 
@@ -579,15 +580,15 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 		d.RetryAfter = retryAfter(wait(latest, now))
 		e.metrics.checks.WithLabelValues("throttled").Inc()
 		if consume {
-			e.events.record(event{reason: eventThrottled, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-				target: c.TargetName, gate: latest.DefinitionID, limit: latest.Limit, retryAfter: d.RetryAfter, caller: eventCaller(c, e.opts.IPv6Prefix)})
+			e.events.Record(eventlog.Event{Reason: eventlog.Throttled, Username: c.Username, ClientID: c.ClientID, TargetType: c.TargetType,
+				Target: c.TargetName, Gate: latest.DefinitionID, Limit: latest.Limit, RetryAfter: d.RetryAfter, Caller: eventCaller(c, e.opts.IPv6Prefix)})
 		}
 	} else {
 		e.metrics.allowed.Inc()
 	}
 	if len(d.Shadow) > 0 && consume {
-		e.events.record(event{reason: eventShadow, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-			target: c.TargetName, gate: d.Shadow[0].DefinitionID, caller: eventCaller(c, e.opts.IPv6Prefix)})
+		e.events.Record(eventlog.Event{Reason: eventlog.Shadow, Username: c.Username, ClientID: c.ClientID, TargetType: c.TargetType,
+			Target: c.TargetName, Gate: d.Shadow[0].DefinitionID, Caller: eventCaller(c, e.opts.IPv6Prefix)})
 	}
 	return d
 }
@@ -636,7 +637,7 @@ func (e *Enforcer) backendFailed(c Call, gates []Gate, err error) (Decision, err
 		return Decision{Allowed: false, Reason: ReasonOverloaded, RetryAfter: time.Second}, err
 	}
 	e.metrics.errors.WithLabelValues("counters").Inc()
-	e.events.record(event{reason: eventBackend, failClosed: closed, target: c.TargetName, err: err})
+	e.events.Record(eventlog.Event{Reason: eventlog.Backend, FailClosed: closed, Target: c.TargetName, Err: err})
 	if closed {
 		e.metrics.checks.WithLabelValues("fail_closed").Inc()
 		return Decision{Allowed: false, Reason: ReasonFailClosed, Gates: gates, RetryAfter: time.Second}, err

@@ -1,6 +1,8 @@
 package enforce
 
 import (
+	"github.com/rlctl/rlctl/pkg/enforce/internal/eventlog"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -110,12 +112,12 @@ type guardHost struct{ e *Enforcer }
 
 func (h guardHost) Refused(r Refusal) { h.e.refused(r) }
 func (h guardHost) Failed()           { h.e.metrics.errors.WithLabelValues(h.e.opts.Guard.Name()).Inc() }
-func (h guardHost) Log(ev GuardEvent) { h.e.events.record(guardEventOf(ev)) }
+func (h guardHost) Log(ev GuardEvent) { h.e.events.Record(guardEventOf(ev)) }
 
 // guardEventOf is ev as the aggregated log keeps it.
-func guardEventOf(ev GuardEvent) event {
-	return event{reason: ev.Kind, message: ev.Message, attrs: ev.Attrs, caller: ev.Caller, username: ev.Username,
-		clientID: ev.ClientID, targetType: ev.TargetType, target: ev.Target, limit: ev.Limit}
+func guardEventOf(ev GuardEvent) eventlog.Event {
+	return eventlog.Event{Reason: ev.Kind, Message: ev.Message, Attrs: ev.Attrs, Caller: ev.Caller, Username: ev.Username,
+		ClientID: ev.ClientID, TargetType: ev.TargetType, Target: ev.Target, Limit: ev.Limit}
 }
 
 // bindGuard binds Options.Guard to e.
@@ -132,7 +134,7 @@ func (e *Enforcer) bindGuard() error {
 // refused counts and logs r, and is its decision.
 func (e *Enforcer) refused(r Refusal) Decision {
 	e.metrics.checks.WithLabelValues(r.Outcome).Inc()
-	e.events.record(guardEventOf(r.Event))
+	e.events.Record(guardEventOf(r.Event))
 	return r.Decision
 }
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlctl/rlctl/pkg/enforce/internal/eventlog"
 	"github.com/rlctl/rlctl/pkg/enforce/plan"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -35,11 +36,9 @@ const LockoutReasonPrefix = "lockout: "
 // RetryAfter and LockoutRemaining say for how long.
 const ReasonLockedOut = "locked-out"
 
-// Event kinds of escalation lockouts (events.go).
-const (
-	EventLockoutStarted = "lockout_started"
-	eventLockedOut      = "locked_out"
-)
+// EventLockoutStarted is the event attribute of the log line an
+// escalation lockout writes when it starts.
+const EventLockoutStarted = eventlog.LockoutStarted
 
 // isLockout reports whether m is an escalation lockout.
 func isLockout(m ratelimit.Membership) bool {
@@ -50,8 +49,8 @@ func isLockout(m ratelimit.Membership) bool {
 func (e *Enforcer) lockedOut(c Call, m plan.Member, target string, now time.Time) Decision {
 	e.metrics.checks.WithLabelValues("locked_out").Inc()
 	left := m.QuarantineExpireAt.Sub(now)
-	e.events.record(event{reason: eventLockedOut, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-		target: target, caller: eventCaller(c, e.opts.IPv6Prefix), retryAfter: left, until: m.QuarantineExpireAt})
+	e.events.Record(eventlog.Event{Reason: eventlog.LockedOut, Username: c.Username, ClientID: c.ClientID, TargetType: c.TargetType,
+		Target: target, Caller: eventCaller(c, e.opts.IPv6Prefix), RetryAfter: left, Until: m.QuarantineExpireAt})
 	return Decision{Allowed: false, Reason: ReasonLockedOut, RetryAfter: retryAfter(left), LockoutRemaining: retryAfter(left)}
 }
 

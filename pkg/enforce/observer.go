@@ -1,6 +1,8 @@
 package enforce
 
 import (
+	"github.com/rlctl/rlctl/pkg/enforce/internal/eventlog"
+
 	"context"
 	"time"
 
@@ -145,8 +147,8 @@ func (e *Enforcer) observed(ctx context.Context, c Call, d Decision, v *callView
 			// logged and counted as the core's own lockouts are.
 			e.recentLockouts.add(ratelimit.MembershipID(l.SubjectType, l.Subject), l.Until, now, e.snaps.started.Load())
 			e.metrics.checks.WithLabelValues("lockout_started").Inc()
-			e.events.record(event{reason: EventLockoutStarted, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-				target: c.TargetName, caller: o.Caller, gate: l.Definition, limit: int64(l.Count), retryAfter: l.Until.Sub(l.Now), until: l.Until})
+			e.events.Record(eventlog.Event{Reason: EventLockoutStarted, Username: c.Username, ClientID: c.ClientID, TargetType: c.TargetType,
+				Target: c.TargetName, Caller: o.Caller, Gate: l.Definition, Limit: int64(l.Count), RetryAfter: l.Until.Sub(l.Now), Until: l.Until})
 		}
 		if vd.Decision != nil {
 			out = *vd.Decision
