@@ -7,10 +7,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rlctl/rlctl/pkg/enforce/internal/tally"
 	"github.com/rlctl/rlctl/pkg/enforce/plan"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -39,7 +39,7 @@ type metrics struct {
 
 	// cacheHit is cache{result="hit"} and allowed checks{outcome="allowed"}:
 	// every decision adds to them, into tallies.
-	cacheHit, allowed tallied
+	cacheHit, allowed tally.Counter
 	// cacheHitSeries and allowedSeries are their series, which fold adds
 	// the tallies to.
 	cacheHitSeries, allowedSeries prometheus.Counter
@@ -55,7 +55,7 @@ type metrics struct {
 	gateMu     sync.Mutex
 	// tallies hold what every decision counts (allowed, cacheHit, the
 	// first gate series' checks) until fold adds it to the series.
-	tallies tallies
+	tallies tally.Tallies
 }
 
 // gateSeries are the gateChecks series of one axis and entity type: deny,
@@ -92,7 +92,7 @@ func (m *metrics) gateChecked(g *Gate, room bool) {
 		s.counters[i].Inc()
 		return
 	}
-	m.tallies.shard().n[s.slot+i].Add(1)
+	m.tallies.Add(s.slot + i)
 }
 
 // addGateSeries resolves the gateChecks series of axis and entityType and
@@ -111,7 +111,7 @@ func (m *metrics) addGateSeries(axis, entityType string) *gateSeries {
 		}
 	}
 	slot := firstGateSlot + 2*len(old)
-	if slot+1 >= tallySlots {
+	if slot+1 >= tally.Slots {
 		slot = -1
 	}
 	next := make([]gateSeries, len(old), len(old)+1)
@@ -123,105 +123,25 @@ func (m *metrics) addGateSeries(axis, entityType string) *gateSeries {
 	return &next[len(next)-1]
 }
 
-// Tallies: what every decision counts is added to one of tallyShards
-// shards of plain atomic counters, picked by the calling goroutine's
-// stack, and summed into the Prometheus series when they are collected
-// (fold, run by foldingCollector before their Collect). Every decision
-// adding to the same few counters made two cores pass those cache lines
-// back and forth on each call: at 64 goroutines deciding in memory from
-// leases, the increments were about a twentieth of the CPU (as much
-// again went to finding the gate series, gateSeries above). A
-// goroutine keeps its stack while it runs, so its increments stay in its
-// shard's cache lines, which no other core writes unless a goroutine
-// sharing the shard runs there.
-//
-// What a scrape sees is exact for every decision that ended before the
-// scrape began: each is in a shard or, folded already, in the series.
-
-// tallySlots is the number of counters of a shard: allowed, cacheHit and
-// then two per gate series (deny, allow). 32 is four cache lines; gate
-// series past the slots are counted in the series directly.
+// The tally slots: allowed, cacheHit, then two per gate series (deny,
+// allow); gate series past the slots are counted in the series directly.
 const (
-	tallyShardBits = 6
-	tallyShards    = 1 << tallyShardBits
-	tallySlots     = 32
-	slotAllowed    = 0
-	slotCacheHit   = 1
-	firstGateSlot  = 2
+	slotAllowed   = 0
+	slotCacheHit  = 1
+	firstGateSlot = 2
 )
-
-// tallies are the shards.
-type tallies struct{ shards *[tallyShards]tallyShard }
-
-// tallyShard is a whole number of cache lines (the array is allocated on
-// its own, so shards never share a line).
-type tallyShard struct{ n [tallySlots]atomic.Uint64 }
-
-// shard is the calling goroutine's shard: by the address of its stack,
-// hashed (goroutines' stacks are a few KiB apart; a goroutine's frame at
-// one call depth keeps its address while the stack is not moved).
-func (t tallies) shard() *tallyShard {
-	var here byte
-	p := uint64(uintptr(unsafe.Pointer(&here))) >> 10
-	return &t.shards[(p*0x9e3779b97f4a7c15)>>(64-tallyShardBits)]
-}
-
-// sum takes what the shards counted in slot since the last sum.
-func (t tallies) sum(slot int) uint64 {
-	var n uint64
-	for i := range t.shards {
-		if t.shards[i].n[slot].Load() != 0 {
-			n += t.shards[i].n[slot].Swap(0)
-		}
-	}
-	return n
-}
-
-// tallied is one counter kept in tallies (slot), with Prometheus's Inc.
-type tallied struct {
-	t    tallies
-	slot int
-}
-
-// Inc adds one.
-func (c tallied) Inc() { c.t.shard().n[c.slot].Add(1) }
 
 // fold adds what the tallies counted to their series.
 func (m *metrics) fold() {
-	add := func(c prometheus.Counter, slot int) {
-		if n := m.tallies.sum(slot); n > 0 {
-			c.Add(float64(n))
-		}
-	}
-	add(m.allowedSeries, slotAllowed)
-	add(m.cacheHitSeries, slotCacheHit)
+	m.tallies.FoldInto(m.allowedSeries, slotAllowed)
+	m.tallies.FoldInto(m.cacheHitSeries, slotCacheHit)
 	if p := m.gateSeries.Load(); p != nil {
 		for _, s := range *p {
 			if s.slot >= 0 {
-				add(s.counters[0], s.slot)
-				add(s.counters[1], s.slot+1)
+				m.tallies.FoldInto(s.counters[0], s.slot)
+				m.tallies.FoldInto(s.counters[1], s.slot+1)
 			}
 		}
-	}
-}
-
-// foldingCollector collects its collectors after folding m's tallies
-// into them.
-type foldingCollector struct {
-	m          *metrics
-	collectors []prometheus.Collector
-}
-
-func (f foldingCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range f.collectors {
-		c.Describe(ch)
-	}
-}
-
-func (f foldingCollector) Collect(ch chan<- prometheus.Metric) {
-	f.m.fold()
-	for _, c := range f.collectors {
-		c.Collect(ch)
 	}
 }
 
@@ -261,12 +181,12 @@ func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() ti
 			Help: "Rows read by snapshot reloads, by table (definitions, memberships, admins)."}, []string{"table"}),
 	}
 	m.cacheHitSeries, m.allowedSeries = m.cache.WithLabelValues("hit"), m.checks.WithLabelValues("allowed")
-	m.tallies = tallies{shards: new([tallyShards]tallyShard)}
-	m.cacheHit, m.allowed = tallied{m.tallies, slotCacheHit}, tallied{m.tallies, slotAllowed}
+	m.tallies = tally.New()
+	m.cacheHit, m.allowed = m.tallies.CounterAt(slotCacheHit), m.tallies.CounterAt(slotAllowed)
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{foldingCollector{m, []prometheus.Collector{m.checks, m.gateChecks, m.cache}}, m.throttled, m.shadowDenied, m.quarantineDenied,
+	for _, c := range []prometheus.Collector{tally.Folding{Fold: m.fold, Collectors: []prometheus.Collector{m.checks, m.gateChecks, m.cache}}, m.throttled, m.shadowDenied, m.quarantineDenied,
 		m.errors, m.backend, m.snapshotLoad, m.notifications, m.swept, m.reloads, m.rowsRead, m.backendTimeout, m.enabled,
 		newQuarantineCollector(count, now)} {
 		if err := reg.Register(c); err != nil {
