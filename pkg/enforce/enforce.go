@@ -138,9 +138,8 @@ type Enforcer struct {
 	// answers are the answers of calls taken through TakeLocal, reused
 	// (local.go).
 	answers sync.Pool
-	// canGiveBack: counters can give back what a call took (a call a Guard
-	// refuses in its own round trip: guard.go).
-	canGiveBack bool
+	// guard is the core's side of Options.Guard (guard.go).
+	guard guarding
 }
 
 // New starts an Enforcer over opts.Counters and opts.Source. It loads the
@@ -170,7 +169,6 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		opts.IPv6Prefix = clientip.DefaultIPv6Prefix
 	}
 	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now, exhausted: newExhaustedKeys()}
-	e.canGiveBack = opts.Counters.Capabilities().GiveBack
 	e.local = opts.Counters.Capabilities().Local
 	e.localNext = e.roundTrip
 	if e.log == nil {
@@ -185,15 +183,18 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		return nil, err
 	}
 	e.metrics = m
+	caps := opts.Counters.Capabilities()
+	e.guard = guarding{guard: opts.Guard, counters: opts.Counters, metrics: m, events: e.events, log: e.log,
+		timeout: opts.BackendTimeout, ride: !caps.Local && caps.GiveBack}
 	m.backendTimeout.Set(opts.BackendTimeout.Seconds())
 	e.snaps = reloader{source: opts.Source, ttl: opts.CacheTTL, now: e.now, log: e.log, metrics: m,
-		recent: &e.recentLockouts, guardChanged: e.guardChanged, kick: make(chan struct{}, 1)}
+		recent: &e.recentLockouts, guardChanged: e.guard.changed, kick: make(chan struct{}, 1)}
 	if err := e.snaps.loadAll(ctx); err != nil {
 		return nil, err
 	}
 	// Bound last, once nothing else can fail: a New that fails leaves the
 	// guard free for the next attempt.
-	if err := e.bindGuard(); err != nil {
+	if err := e.guard.bind(); err != nil {
 		return nil, err
 	}
 	bg, cancel := context.WithCancel(context.Background())
@@ -286,13 +287,13 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	// authentications): refused before anything else, administrators
 	// included. What it must ask the store rides in the round trip of
 	// the call's counters when there is one (guard.go).
-	q, d, refused := e.screen(ctx, c, ip)
+	q, d, refused := e.guard.screen(ctx, c, ip)
 	if refused {
 		return d, nil
 	}
 	v := e.callView(snap, c, ip, anonymous, routes, now)
 	if stop := e.stopBeforeGates(snap, v, c, anonymous, now); stop != nil {
-		if d, refused := e.settle(ctx, q); refused {
+		if d, refused := e.guard.settle(ctx, q); refused {
 			return d, nil
 		}
 		return e.observed(ctx, c, stop(), v, consume, now), nil
@@ -300,7 +301,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	// 3-5. Caller, caller_target, target, tool, route and descriptor gates.
 	gates := v.gatesAt(now)
 	if len(gates) == 0 {
-		if d, refused := e.settle(ctx, q); refused {
+		if d, refused := e.guard.settle(ctx, q); refused {
 			return d, nil
 		}
 		e.metrics.checks.WithLabelValues("allowed").Inc()
@@ -512,7 +513,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 		// The Guard's question went unanswered too: it is asked on its
 		// own (the round may have failed over the call's own gates), and
 		// only a call the guard lets through is left to the fail policy.
-		if d, refused := e.settle(ctx, q); refused {
+		if d, refused := e.guard.settle(ctx, q); refused {
 			return d, nil
 		}
 		return e.backendFailed(c, gates, rep.err)
@@ -520,9 +521,9 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 	if q != nil {
 		if r, refused := q.Answer(rep.peek); refused {
 			if consume && rep.res.Allowed {
-				e.giveBack(req, rep.res)
+				e.guard.giveBack(req, rep.res)
 			}
-			return e.refused(r), nil
+			return e.guard.refused(r), nil
 		}
 	}
 	if consume {

@@ -1,12 +1,11 @@
 package enforce
 
 import (
-	"github.com/rlctl/rlctl/pkg/enforce/internal/eventlog"
-
 	"context"
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/clientip"
+	"github.com/rlctl/rlctl/pkg/enforce/internal/eventlog"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
