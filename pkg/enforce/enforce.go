@@ -27,6 +27,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
 	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/enforce/internal/eventlog"
+	snapshots "github.com/rlctl/rlctl/pkg/enforce/internal/snapshot"
 	"github.com/rlctl/rlctl/pkg/enforce/plan"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -116,8 +117,8 @@ type Enforcer struct {
 	now      func() time.Time
 	metrics  *metrics
 
-	// snaps keeps the snapshot decisions read (refresh.go).
-	snaps reloader
+	// snaps keeps the snapshot decisions read (internal/snapshot).
+	snaps *snapshots.Reloader[viewCache]
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -128,8 +129,8 @@ type Enforcer struct {
 	// fail policy (exhausted.go).
 	exhausted *exhaustedKeys
 	// recentLockouts are the escalation lockouts this replica's observers
-	// wrote, until its snapshot holds them (lockout_recent.go).
-	recentLockouts recentLockouts
+	// wrote, until its snapshot holds them (internal/snapshot's Recent).
+	recentLockouts snapshots.Recent
 	// local: counters decide some calls in memory and take each call
 	// directly (CounterCapabilities.Local; local.go); localNext is
 	// roundTrip, bound once rather than per call.
@@ -187,9 +188,10 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	e.guard = guarding{guard: opts.Guard, counters: opts.Counters, metrics: m, events: e.events, log: e.log,
 		timeout: opts.BackendTimeout, ride: !caps.Local && caps.GiveBack}
 	m.backendTimeout.Set(opts.BackendTimeout.Seconds())
-	e.snaps = reloader{source: opts.Source, ttl: opts.CacheTTL, now: e.now, log: e.log, metrics: m,
-		recent: &e.recentLockouts, guardChanged: e.guard.changed, kick: make(chan struct{}, 1)}
-	if err := e.snaps.loadAll(ctx); err != nil {
+	e.snaps = snapshots.NewReloader(opts.Source, opts.CacheTTL, e.now, e.log, newViewCache, &e.recentLockouts, snapshots.Hooks{
+		Reloaded: m.reloaded, Failed: func(kind string) { m.errors.WithLabelValues(kind).Inc() },
+		Notified: m.notifications.Inc, Foreign: e.guard.changed})
+	if err := e.snaps.LoadAll(ctx); err != nil {
 		return nil, err
 	}
 	// Bound last, once nothing else can fail: a New that fails leaves the
@@ -203,8 +205,8 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	for range opts.Workers {
 		e.wg.Go(func() { e.batcher.work(bg) })
 	}
-	e.wg.Go(func() { e.snaps.listen(bg) })
-	e.wg.Go(func() { e.snaps.loop(bg) })
+	e.wg.Go(func() { e.snaps.Listen(bg) })
+	e.wg.Go(func() { e.snaps.Loop(bg) })
 	e.wg.Go(func() { every(bg, e.events.Interval(), func(context.Context) { e.events.FlushIfDue() }) })
 	if opts.SweepInterval > 0 {
 		e.wg.Go(func() {
@@ -255,8 +257,9 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		return allowedNoGates, nil
 	}
 	now := e.now()
-	snap := e.snaps.usable(now)
+	snap := e.snaps.Usable(now)
 	if snap == nil {
+		e.metrics.cache.WithLabelValues("miss").Inc()
 		if c.TargetType == "" {
 			// Only routes could have applied, and without a snapshot
 			// there is no route to say so: a call without a target is
@@ -266,6 +269,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		}
 		return e.noSnapshot(c)
 	}
+	e.metrics.cacheHit.Inc()
 	// Routes: an exempt path is never limited; a call without a target
 	// that no route matches is skipped, as every call without a target
 	// was before routes existed.
@@ -279,7 +283,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		}
 	}
 	// The master switch is off (rlctl enforcement off): allow, count nothing.
-	if snap.enforcementOff {
+	if snap.EnforcementOff {
 		e.metrics.checks.WithLabelValues("enforcement_off").Inc()
 		return Decision{Allowed: true, Reason: ReasonEnforcementOff}, nil
 	}
@@ -426,8 +430,8 @@ func (e *Enforcer) quarantined(scope, entityType string, c Call, target string) 
 // its fail rule, limits follow theirs.
 func (e *Enforcer) noSnapshot(c Call) (Decision, error) {
 	err := errors.New("enforce: no usable snapshot of definitions and memberships")
-	if p := e.snaps.lastErr.Load(); p != nil {
-		err = fmt.Errorf("enforce: no usable snapshot: %w", *p)
+	if last := e.snaps.LastErr(); last != nil {
+		err = fmt.Errorf("enforce: no usable snapshot: %w", last)
 	}
 	e.metrics.errors.WithLabelValues("snapshot").Inc()
 	if e.opts.QuarantineFailClosed || e.opts.FailClosed {

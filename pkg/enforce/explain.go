@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/clientip"
+	snapshots "github.com/rlctl/rlctl/pkg/enforce/internal/snapshot"
 	"github.com/rlctl/rlctl/pkg/enforce/plan"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -135,11 +136,11 @@ var ErrNoSnapshot = errors.New("enforce: no usable snapshot of definitions and m
 // client address lives in the counters and is not part of a plan.
 func (e *Enforcer) Explain(ctx context.Context, c Call) (Plan, error) {
 	now := e.now()
-	prev := e.snaps.snap.Load()
+	prev := e.snaps.Current()
 	if prev == nil {
 		return Plan{}, ErrNoSnapshot
 	}
-	snap, _, err := loadChanges(ctx, e.source, prev, e.explainRows(c), now)
+	snap, _, err := snapshots.Load(ctx, e.source, prev, e.explainRows(c), now, newViewCache)
 	if err != nil {
 		return Plan{}, fmt.Errorf("explain: %w", err)
 	}
@@ -148,17 +149,17 @@ func (e *Enforcer) Explain(ctx context.Context, c Call) (Plan, error) {
 
 // explainRows are the rows a plan of c reads fresh: every definition, and
 // the memberships and administrators c names.
-func (e *Enforcer) explainRows(c Call) changes {
-	var ch changes
-	ch.defs.all = true
+func (e *Enforcer) explainRows(c Call) snapshots.Changes {
+	var ch snapshots.Changes
+	ch.Defs.All = true
 	member := func(subjectType, subject string) {
 		if subject != "" {
-			ch.members.add(Change{Table: TableMemberships, IDs: []string{ratelimit.MembershipID(subjectType, subject)}})
+			ch.Members.Add(Change{Table: TableMemberships, IDs: []string{ratelimit.MembershipID(subjectType, subject)}})
 		}
 	}
 	admin := func(subjectType, subject string) {
 		if subject != "" {
-			ch.admin.add(Change{Table: TableAdmins, IDs: []string{ratelimit.MembershipID(subjectType, subject)}})
+			ch.Admins.Add(Change{Table: TableAdmins, IDs: []string{ratelimit.MembershipID(subjectType, subject)}})
 		}
 	}
 	member(ratelimit.SubjectUser, c.Username)
@@ -167,7 +168,7 @@ func (e *Enforcer) explainRows(c Call) changes {
 	admin(ratelimit.SubjectUser, c.Username)
 	admin(ratelimit.SubjectClient, c.ClientID)
 	if name, known, err := ratelimit.NormalizeTargetName(c.TargetType, c.TargetName); known && err == nil && c.TargetType != "" {
-		ch.members.add(Change{Table: TableMemberships, IDs: []string{targetSubject(c.TargetType, name)}})
+		ch.Members.Add(Change{Table: TableMemberships, IDs: []string{targetSubject(c.TargetType, name)}})
 	}
 	if ip := clientAddr(c.ClientIP); ip.IsValid() {
 		if n := clientip.Network(ip, e.opts.IPv6Prefix); n.IsValid() {
@@ -210,7 +211,7 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 	case c.TargetType == "" && c.Descriptors == nil && !p.AnyCaller:
 		p.AnyTarget, log.AnyTarget = true, true
 	}
-	if snap.enforcementOff {
+	if snap.EnforcementOff {
 		p.Skipped = PlanSkippedEnforcementOff
 		return p
 	}
@@ -223,7 +224,7 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 		// Any caller of a team: the team's groups, and the definitions
 		// for everyone, apply to each of them, on buckets kept per
 		// caller (listed without a counter).
-		for _, g := range plan.CallerGroups(snap.members, ratelimit.MembershipID(ratelimit.SubjectTeam, team)) {
+		for _, g := range plan.CallerGroups(snap.Members, ratelimit.MembershipID(ratelimit.SubjectTeam, team)) {
 			p.Groups = append(p.Groups, PlanGroup{Name: g.Name, Via: g.Via})
 			for _, d := range snap.GroupDefs[g.Name] {
 				if !d.Everyone {
@@ -279,7 +280,7 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 // plannedOf is the planned definition behind gate g (index i of the
 // plan's gates), outranked by the definition named, if any.
 func plannedOf(snap *snapshot, g Gate, i int, outrankedBy string) PlannedDefinition {
-	d, ok := snap.defs[g.DefinitionID]
+	d, ok := snap.Defs[g.DefinitionID]
 	if !ok {
 		// A descriptor's own limit (an Envoy request's override) is named
 		// by its counter, not by a stored definition.

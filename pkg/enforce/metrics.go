@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	snapshots "github.com/rlctl/rlctl/pkg/enforce/internal/snapshot"
 	"github.com/rlctl/rlctl/pkg/enforce/internal/tally"
 	"github.com/rlctl/rlctl/pkg/enforce/plan"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -199,12 +200,23 @@ func newMetrics(reg prometheus.Registerer, count countQuarantined, now func() ti
 	return m, nil
 }
 
-func (m *metrics) setEnabled(on bool) {
-	if on {
-		m.enabled.Set(1)
-	} else {
-		m.enabled.Set(0)
+// reloaded records one snapshot reload (internal/snapshot's
+// Hooks.Reloaded).
+func (m *metrics) reloaded(full bool, n snapshots.RowsRead, took time.Duration, enforcementOff bool) {
+	kind := "partial"
+	if full {
+		kind = "full"
 	}
+	m.reloads.WithLabelValues(kind).Inc()
+	m.rowsRead.WithLabelValues("definitions").Add(float64(n.Definitions))
+	m.rowsRead.WithLabelValues("memberships").Add(float64(n.Memberships))
+	m.rowsRead.WithLabelValues("admins").Add(float64(n.Admins))
+	if enforcementOff {
+		m.enabled.Set(0)
+	} else {
+		m.enabled.Set(1)
+	}
+	m.snapshotLoad.Observe(took.Seconds())
 }
 
 // observeBackend records one counter round trip.
@@ -235,11 +247,11 @@ func (e *Enforcer) quarantineCount(ctx context.Context, now time.Time) (callers,
 	if e.source.Capabilities().CountQuarantined {
 		return e.source.CountQuarantined(ctx, now)
 	}
-	s := e.snaps.snap.Load()
+	s := e.snaps.Current()
 	if s == nil {
 		return 0, 0, errors.New("no snapshot")
 	}
-	s.members.Each(func(_ string, m plan.Member) bool {
+	s.Members.Each(func(_ string, m plan.Member) bool {
 		if !m.QuarantinedAt(now) {
 			return true
 		}
@@ -253,7 +265,7 @@ func (e *Enforcer) quarantineCount(ctx context.Context, now time.Time) (callers,
 		}
 		return true
 	})
-	s.networks.Each(func(_ netip.Prefix, m plan.Member) bool {
+	s.Networks.Each(func(_ netip.Prefix, m plan.Member) bool {
 		if m.QuarantinedAt(now) {
 			callers++
 		}

@@ -142,9 +142,9 @@ func (e *Enforcer) observed(ctx context.Context, c Call, d Decision, v *callView
 			e.metrics.errors.WithLabelValues(ob.Name()).Inc()
 		}
 		if l := vd.Lockout; l != nil {
-			// Refused until the snapshot holds it (lockout_recent.go),
+			// Refused until the snapshot holds it (internal/snapshot, recent.go),
 			// logged and counted as the core's own lockouts are.
-			e.recentLockouts.add(ratelimit.MembershipID(l.SubjectType, l.Subject), l.Until, now, e.snaps.started.Load())
+			e.recentLockouts.Add(ratelimit.MembershipID(l.SubjectType, l.Subject), l.Until, now, e.snaps.Started())
 			e.metrics.checks.WithLabelValues("lockout_started").Inc()
 			e.events.Record(eventlog.Event{Reason: EventLockoutStarted, Username: c.Username, ClientID: c.ClientID, TargetType: c.TargetType,
 				Target: c.TargetName, Caller: o.Caller, Gate: l.Definition, Limit: int64(l.Count), RetryAfter: l.Until.Sub(l.Now), Until: l.Until})

@@ -101,14 +101,14 @@ func (vc *viewCache) slot(key *viewKey) *atomic.Pointer[callView] {
 // callView returns the view of c on snap: the cached one, or one built
 // now (and cached, for a call without descriptors).
 func (e *Enforcer) callView(snap *snapshot, c Call, ip netip.Addr, anonymous bool, routes []plan.RouteMatch, now time.Time) *callView {
-	if c.Descriptors != nil || snap.views == nil ||
+	if c.Descriptors != nil || snap.Views == nil ||
 		len(c.Username)+len(c.ClientID)+len(c.Team)+len(c.TargetType)+len(c.TargetName)+len(c.Tool)+len(c.Kind)+
 			len(c.Method)+len(c.Path) > maxViewKeyBytes {
 		return e.buildView(snap, c, ip, anonymous, routes, now, nil)
 	}
 	key := viewKey{username: c.Username, clientID: c.ClientID, team: c.Team, targetType: c.TargetType,
 		targetName: c.TargetName, tool: c.Tool, kind: c.Kind, method: c.Method, path: c.Path, ip: ip, isAdmin: c.IsAdmin}
-	slot := snap.views.slot(&key)
+	slot := snap.Views.slot(&key)
 	if v := slot.Load(); v != nil && v.key == key {
 		return v
 	}
@@ -148,7 +148,7 @@ func (e *Enforcer) buildView(snap *snapshot, c Call, ip netip.Addr, anonymous bo
 	// The most specific network holding the client address: its
 	// quarantine denies every call from it, its groups limit anonymous
 	// callers.
-	v.netPrefix, v.network.m, v.network.ok = snap.networks.Lookup(ip)
+	v.netPrefix, v.network.m, v.network.ok = snap.Networks.Lookup(ip)
 	userKey, clientKey, teamKey := "", "", ""
 	if c.Username != "" {
 		userKey = ratelimit.MembershipID(ratelimit.SubjectUser, c.Username)
@@ -159,18 +159,18 @@ func (e *Enforcer) buildView(snap *snapshot, c Call, ip netip.Addr, anonymous bo
 	if team := strings.TrimSpace(c.Team); team != "" {
 		teamKey = ratelimit.MembershipID(ratelimit.SubjectTeam, team)
 	}
-	v.admin = c.IsAdmin || snap.admins[userKey] || snap.admins[clientKey]
+	v.admin = c.IsAdmin || snap.Admins[userKey] || snap.Admins[clientKey]
 	if v.targetKnown && c.TargetType != "" {
-		v.target.m, v.target.ok = snap.members.Get(targetSubject(c.TargetType, targetName))
+		v.target.m, v.target.ok = snap.Members.Get(targetSubject(c.TargetType, targetName))
 	}
 	for i, k := range []string{userKey, clientKey, teamKey} {
 		if k != "" {
-			v.callers[i].m, v.callers[i].ok = snap.members.Get(k)
+			v.callers[i].m, v.callers[i].ok = snap.Members.Get(k)
 		}
 	}
 	if anonymous {
 		if v.ipNet = clientip.Network(ip, e.opts.IPv6Prefix); v.ipNet.IsValid() {
-			v.ipLock.m, v.ipLock.ok = snap.members.Get(ratelimit.MembershipID(ratelimit.SubjectNetwork, v.ipNet.String()))
+			v.ipLock.m, v.ipLock.ok = snap.Members.Get(ratelimit.MembershipID(ratelimit.SubjectNetwork, v.ipNet.String()))
 		}
 	}
 
@@ -195,10 +195,10 @@ func (e *Enforcer) buildView(snap *snapshot, c Call, ip netip.Addr, anonymous bo
 	if (c.TargetType != "" || c.Descriptors != nil || log.CallerOnly()) && (c.Descriptors == nil || !c.Descriptors.DescriptorsOnly) {
 		// A call with only a path meets the route definitions alone.
 		t := plan.Target{Type: c.TargetType, Name: targetName, Tool: c.Tool, Kind: c.Kind}
-		gates = plan.Gates(&snap.Index, snap.members, t, who, netGroups, v.admin, now, log)
+		gates = plan.Gates(&snap.Index, snap.Members, t, who, netGroups, v.admin, now, log)
 	}
 	if log != nil {
-		log.NoteGroups(snap.members, who, netGroups)
+		log.NoteGroups(snap.Members, who, netGroups)
 	}
 	if len(routes) > 0 {
 		gates = append(gates, plan.RouteGates(routes, callerType, identity, ipKeyOf(c, e.opts.IPv6Prefix), strings.TrimPrefix(who.Team, CallerTeam+":"), v.admin, now)...)
