@@ -42,7 +42,7 @@ func (e *Enforcer) countOver(ctx context.Context, c Call, gates []Gate, res *Tak
 	}
 	over, err := e.roundTrip(ctx, req)
 	if err != nil || !over.Allowed {
-		e.metrics.errors.WithLabelValues("counters").Inc()
+		e.metrics.Errors.WithLabelValues("counters").Inc()
 		return
 	}
 	for j, i := range at {

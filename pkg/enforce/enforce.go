@@ -27,6 +27,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
 	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
 	"github.com/rlctl/rlctl/pkg/enforce/internal/eventlog"
+	"github.com/rlctl/rlctl/pkg/enforce/internal/metrics"
 	snapshots "github.com/rlctl/rlctl/pkg/enforce/internal/snapshot"
 	"github.com/rlctl/rlctl/pkg/enforce/plan"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
@@ -115,7 +116,7 @@ type Enforcer struct {
 	opts     Options
 	log      *slog.Logger
 	now      func() time.Time
-	metrics  *metrics
+	metrics  *metrics.Metrics
 
 	// snaps keeps the snapshot decisions read (internal/snapshot).
 	snaps *snapshots.Reloader[viewCache]
@@ -179,7 +180,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		e.now = time.Now
 	}
 	e.events = eventlog.New(e.log, e.now, eventlog.Opts{})
-	m, err := newMetrics(opts.Registerer, e.quarantineCount, e.now, backendName(opts.Counters))
+	m, err := metrics.New(opts.Registerer, quarantineCounter(opts.Source, &e.snaps), e.now, backendName(opts.Counters))
 	if err != nil {
 		return nil, err
 	}
@@ -187,10 +188,10 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	caps := opts.Counters.Capabilities()
 	e.guard = guarding{guard: opts.Guard, counters: opts.Counters, metrics: m, events: e.events, log: e.log,
 		timeout: opts.BackendTimeout, ride: !caps.Local && caps.GiveBack}
-	m.backendTimeout.Set(opts.BackendTimeout.Seconds())
+	m.BackendTimeout.Set(opts.BackendTimeout.Seconds())
 	e.snaps = snapshots.NewReloader(opts.Source, opts.CacheTTL, e.now, e.log, newViewCache, &e.recentLockouts, snapshots.Hooks{
-		Reloaded: m.reloaded, Failed: func(kind string) { m.errors.WithLabelValues(kind).Inc() },
-		Notified: m.notifications.Inc, Foreign: e.guard.changed})
+		Reloaded: m.Reloaded, Failed: func(kind string) { m.Errors.WithLabelValues(kind).Inc() },
+		Notified: m.Notifications.Inc, Foreign: e.guard.changed})
 	if err := e.snaps.LoadAll(ctx); err != nil {
 		return nil, err
 	}
@@ -253,23 +254,23 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	ip := clientAddr(c.ClientIP)
 	anonymous := c.Username == "" && c.ClientID == ""
 	if c.Descriptors == nil && ((c.TargetType == "" && c.Path == "") || (anonymous && !ip.IsValid())) {
-		e.metrics.checks.WithLabelValues("skipped").Inc()
+		e.metrics.Checks.WithLabelValues("skipped").Inc()
 		return allowedNoGates, nil
 	}
 	now := e.now()
 	snap := e.snaps.Usable(now)
 	if snap == nil {
-		e.metrics.cache.WithLabelValues("miss").Inc()
+		e.metrics.Cache.WithLabelValues("miss").Inc()
 		if c.TargetType == "" {
 			// Only routes could have applied, and without a snapshot
 			// there is no route to say so: a call without a target is
 			// not ours to fail closed on.
-			e.metrics.checks.WithLabelValues("skipped").Inc()
+			e.metrics.Checks.WithLabelValues("skipped").Inc()
 			return allowedNoGates, nil
 		}
 		return e.noSnapshot(c)
 	}
-	e.metrics.cacheHit.Inc()
+	e.metrics.CacheHit.Inc()
 	// Routes: an exempt path is never limited; a call without a target
 	// that no route matches is skipped, as every call without a target
 	// was before routes existed.
@@ -278,13 +279,13 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		var exempt bool
 		routes, exempt = snap.Routes.Match(strings.ToUpper(c.Method), RoutePath(c.Path))
 		if exempt || (c.TargetType == "" && len(routes) == 0) {
-			e.metrics.checks.WithLabelValues("skipped").Inc()
+			e.metrics.Checks.WithLabelValues("skipped").Inc()
 			return allowedNoGates, nil
 		}
 	}
 	// The master switch is off (rlctl enforcement off): allow, count nothing.
 	if snap.EnforcementOff {
-		e.metrics.checks.WithLabelValues("enforcement_off").Inc()
+		e.metrics.Checks.WithLabelValues("enforcement_off").Inc()
 		return Decision{Allowed: true, Reason: ReasonEnforcementOff}, nil
 	}
 	// 0. The Guard's screening (a client address locked out for failed
@@ -308,7 +309,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		if d, refused := e.guard.settle(ctx, q); refused {
 			return d, nil
 		}
-		e.metrics.checks.WithLabelValues("allowed").Inc()
+		e.metrics.Checks.WithLabelValues("allowed").Inc()
 		return allowedNoGates, nil
 	}
 	cost := c.Cost
@@ -419,8 +420,8 @@ func targetSubject(targetType, name string) string {
 }
 
 func (e *Enforcer) quarantined(scope, entityType string, c Call, target string) Decision {
-	e.metrics.checks.WithLabelValues("quarantined").Inc()
-	e.metrics.quarantineDenied.WithLabelValues(scope, entityType).Inc()
+	e.metrics.Checks.WithLabelValues("quarantined").Inc()
+	e.metrics.QuarantineDenied.WithLabelValues(scope, entityType).Inc()
 	e.events.Record(eventlog.Event{Reason: eventlog.Quarantined, Scope: scope, Username: c.Username, ClientID: c.ClientID,
 		TargetType: c.TargetType, Target: target, Caller: eventCaller(c, e.opts.IPv6Prefix)})
 	return Decision{Allowed: false, Reason: ReasonQuarantined, QuarantineScope: scope}
@@ -433,12 +434,12 @@ func (e *Enforcer) noSnapshot(c Call) (Decision, error) {
 	if last := e.snaps.LastErr(); last != nil {
 		err = fmt.Errorf("enforce: no usable snapshot: %w", last)
 	}
-	e.metrics.errors.WithLabelValues("snapshot").Inc()
+	e.metrics.Errors.WithLabelValues("snapshot").Inc()
 	if e.opts.QuarantineFailClosed || e.opts.FailClosed {
-		e.metrics.checks.WithLabelValues("fail_closed").Inc()
+		e.metrics.Checks.WithLabelValues("fail_closed").Inc()
 		return Decision{Allowed: false, Reason: ReasonFailClosed, RetryAfter: time.Second}, err
 	}
-	e.metrics.checks.WithLabelValues("fail_open").Inc()
+	e.metrics.Checks.WithLabelValues("fail_open").Inc()
 	return Decision{Allowed: true, Reason: ReasonFailOpen}, err
 }
 
@@ -553,7 +554,7 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 	for i := range gates {
 		g := &gates[i]
 		describe(g, res.States[i], res.Room[i], cost, now)
-		e.metrics.gateChecked(g, res.Room[i])
+		e.metrics.GateChecked(g, res.Room[i])
 		if !res.Room[i] {
 			if cost == 1 && !g.Shadow && g.RetryAfter > 0 {
 				// No room for the smallest call: remembered for the
@@ -562,11 +563,11 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 			}
 			if g.Shadow {
 				d.Shadow = append(d.Shadow, *g)
-				e.metrics.shadowDenied.WithLabelValues(AxisLabel(g.Axis), g.EntityType, strconv.Itoa(g.WindowSeconds)).Inc()
+				e.metrics.ShadowDenied.WithLabelValues(AxisLabel(g.Axis), g.EntityType, strconv.Itoa(g.WindowSeconds)).Inc()
 				continue
 			}
 			d.Denied = append(d.Denied, *g)
-			e.metrics.throttled.WithLabelValues(AxisLabel(g.Axis), g.EntityType, strconv.Itoa(g.WindowSeconds)).Inc()
+			e.metrics.Throttled.WithLabelValues(AxisLabel(g.Axis), g.EntityType, strconv.Itoa(g.WindowSeconds)).Inc()
 		}
 		if !g.Shadow && (tightest < 0 || g.Remaining < gates[tightest].Remaining) {
 			tightest = i
@@ -583,13 +584,13 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 		latest := longestWait(d.Denied, now)
 		d.Limit, d.Remaining, d.Reset = latest.Limit, latest.Remaining, latest.Reset
 		d.RetryAfter = retryAfter(wait(latest, now))
-		e.metrics.checks.WithLabelValues("throttled").Inc()
+		e.metrics.Checks.WithLabelValues("throttled").Inc()
 		if consume {
 			e.events.Record(eventlog.Event{Reason: eventlog.Throttled, Username: c.Username, ClientID: c.ClientID, TargetType: c.TargetType,
 				Target: c.TargetName, Gate: latest.DefinitionID, Limit: latest.Limit, RetryAfter: d.RetryAfter, Caller: eventCaller(c, e.opts.IPv6Prefix)})
 		}
 	} else {
-		e.metrics.allowed.Inc()
+		e.metrics.Allowed.Inc()
 	}
 	if len(d.Shadow) > 0 && consume {
 		e.events.Record(eventlog.Event{Reason: eventlog.Shadow, Username: c.Username, ClientID: c.ClientID, TargetType: c.TargetType,
@@ -610,8 +611,22 @@ func (e *Enforcer) roundTrip(ctx context.Context, req TakeRequest) (TakeResult, 
 func (e *Enforcer) roundTripWith(ctx context.Context, req TakeRequest, peek *TakeRequest) takeReply {
 	start := time.Now()
 	rep := e.batcher.takeWith(ctx, req, peek, e.opts.BackendTimeout)
-	e.metrics.observeBackend(req.Consume, rep.err, time.Since(start))
+	e.metrics.ObserveBackend(req.Consume, backendResult(rep.err), time.Since(start))
 	return rep
+}
+
+// backendResult is a round trip's result label: ok, shed, timeout or
+// error.
+func backendResult(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, ErrOverloaded):
+		return "shed"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return "error"
 }
 
 // backendFailed applies the fail policy: a definition marked fail_closed,
@@ -623,7 +638,7 @@ func (e *Enforcer) backendFailed(c Call, gates []Gate, err error) (Decision, err
 	for _, g := range gates {
 		if until, ok := e.exhausted.until(g, now); ok && !g.Shadow {
 			g.RetryAfter = until.Sub(now)
-			e.metrics.checks.WithLabelValues("throttled").Inc()
+			e.metrics.Checks.WithLabelValues("throttled").Inc()
 			return Decision{Allowed: false, Reason: ReasonThrottled, Gates: gates, Denied: []Gate{g},
 				Limit: g.Limit, Reset: g.Reset, RetryAfter: retryAfter(g.RetryAfter)}, err
 		}
@@ -638,16 +653,16 @@ func (e *Enforcer) backendFailed(c Call, gates []Gate, err error) (Decision, err
 		// Shed: no policy's answer. A gateway answers 503, and Envoy
 		// applies its failure_mode_deny; a fail-closed call is refused as
 		// fail-closed below, so that shedding never opens it.
-		e.metrics.checks.WithLabelValues("overloaded").Inc()
+		e.metrics.Checks.WithLabelValues("overloaded").Inc()
 		return Decision{Allowed: false, Reason: ReasonOverloaded, RetryAfter: time.Second}, err
 	}
-	e.metrics.errors.WithLabelValues("counters").Inc()
+	e.metrics.Errors.WithLabelValues("counters").Inc()
 	e.events.Record(eventlog.Event{Reason: eventlog.Backend, FailClosed: closed, Target: c.TargetName, Err: err})
 	if closed {
-		e.metrics.checks.WithLabelValues("fail_closed").Inc()
+		e.metrics.Checks.WithLabelValues("fail_closed").Inc()
 		return Decision{Allowed: false, Reason: ReasonFailClosed, Gates: gates, RetryAfter: time.Second}, err
 	}
-	e.metrics.checks.WithLabelValues("fail_open").Inc()
+	e.metrics.Checks.WithLabelValues("fail_open").Inc()
 	return Decision{Allowed: true, Reason: ReasonFailOpen, Gates: gates}, err
 }
 
@@ -679,23 +694,7 @@ func retryAfter(wait time.Duration) time.Duration {
 	return max(secs*time.Second, time.Second)
 }
 
-func outcome(room bool) string {
-	if room {
-		return "allow"
-	}
-	return "deny"
-}
-
 // AxisLabel is an axis's label in the metrics (clr, ctg, tgt): short, and
 // the same in the core's series and those of the features built beside it
 // (the record of violations).
-func AxisLabel(axis string) string {
-	switch axis {
-	case ratelimit.AxisCaller:
-		return "clr"
-	case ratelimit.AxisCallerTarget:
-		return "ctg"
-	default:
-		return "tgt"
-	}
-}
+func AxisLabel(axis string) string { return metrics.AxisLabel(axis) }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce/internal/eventlog"
+	"github.com/rlctl/rlctl/pkg/enforce/internal/metrics"
 )
 
 // A Guard screens every call before anything else of its decision
@@ -114,7 +115,7 @@ type GuardHost interface {
 type guarding struct {
 	guard    Guard
 	counters CounterStore
-	metrics  *metrics
+	metrics  *metrics.Metrics
 	events   *eventlog.Log
 	log      *slog.Logger
 	timeout  time.Duration
@@ -128,7 +129,7 @@ type guarding struct {
 type guardHost struct{ g *guarding }
 
 func (h guardHost) Refused(r Refusal) { h.g.refused(r) }
-func (h guardHost) Failed()           { h.g.metrics.errors.WithLabelValues(h.g.guard.Name()).Inc() }
+func (h guardHost) Failed()           { h.g.metrics.Errors.WithLabelValues(h.g.guard.Name()).Inc() }
 func (h guardHost) Log(ev GuardEvent) { h.g.events.Record(guardEventOf(ev)) }
 
 // guardEventOf is ev as the aggregated log keeps it.
@@ -150,7 +151,7 @@ func (g *guarding) bind() error {
 
 // refused counts and logs r, and is its decision.
 func (g *guarding) refused(r Refusal) Decision {
-	g.metrics.checks.WithLabelValues(r.Outcome).Inc()
+	g.metrics.Checks.WithLabelValues(r.Outcome).Inc()
 	g.events.Record(guardEventOf(r.Event))
 	return r.Decision
 }
@@ -207,7 +208,7 @@ func (g *guarding) giveBack(req TakeRequest, res TakeResult) {
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	if err := g.counters.ReturnUnused(ctx, rs, deadline); err != nil {
-		g.metrics.errors.WithLabelValues(g.guard.Name()).Inc()
+		g.metrics.Errors.WithLabelValues(g.guard.Name()).Inc()
 		g.log.Warn("guard: could not give back what a refused call took", "guard", g.guard.Name(), "gates", len(rs), "err", err)
 	}
 }

@@ -42,7 +42,7 @@ const EventLockoutStarted = eventlog.LockoutStarted
 
 // lockedOut is the decision for a caller under an escalation lockout.
 func (e *Enforcer) lockedOut(c Call, m plan.Member, target string, now time.Time) Decision {
-	e.metrics.checks.WithLabelValues("locked_out").Inc()
+	e.metrics.Checks.WithLabelValues("locked_out").Inc()
 	left := m.QuarantineExpireAt.Sub(now)
 	e.events.Record(eventlog.Event{Reason: eventlog.LockedOut, Username: c.Username, ClientID: c.ClientID, TargetType: c.TargetType,
 		Target: target, Caller: eventCaller(c, e.opts.IPv6Prefix), RetryAfter: left, Until: m.QuarantineExpireAt})

@@ -139,13 +139,13 @@ func (e *Enforcer) observed(ctx context.Context, c Call, d Decision, v *callView
 	for _, ob := range e.opts.Observers {
 		vd := ob.Observe(ctx, o)
 		if vd.Err != nil {
-			e.metrics.errors.WithLabelValues(ob.Name()).Inc()
+			e.metrics.Errors.WithLabelValues(ob.Name()).Inc()
 		}
 		if l := vd.Lockout; l != nil {
 			// Refused until the snapshot holds it (internal/snapshot, recent.go),
 			// logged and counted as the core's own lockouts are.
 			e.recentLockouts.Add(ratelimit.MembershipID(l.SubjectType, l.Subject), l.Until, now, e.snaps.Started())
-			e.metrics.checks.WithLabelValues("lockout_started").Inc()
+			e.metrics.Checks.WithLabelValues("lockout_started").Inc()
 			e.events.Record(eventlog.Event{Reason: EventLockoutStarted, Username: c.Username, ClientID: c.ClientID, TargetType: c.TargetType,
 				Target: c.TargetName, Caller: o.Caller, Gate: l.Definition, Limit: int64(l.Count), RetryAfter: l.Until.Sub(l.Now), Until: l.Until})
 		}

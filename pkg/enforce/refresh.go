@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/rlctl/rlctl/pkg/enforce/internal/metrics"
 )
 
 // ReloadStats counts the snapshot reloads of an Enforcer since New: whole
@@ -42,11 +44,11 @@ func every(ctx context.Context, interval time.Duration, fn func(context.Context)
 
 // sweep has the counter store remove expired counters (the PostgreSQL
 // store lets one replica at a time do it, in bounded batches).
-func sweep(ctx context.Context, counters CounterStore, now time.Time, m *metrics, log *slog.Logger) {
+func sweep(ctx context.Context, counters CounterStore, now time.Time, m *metrics.Metrics, log *slog.Logger) {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	n, err := counters.Sweep(sctx, now)
 	cancel()
-	m.swept.Add(float64(n))
+	m.Swept.Add(float64(n))
 	if err != nil && ctx.Err() == nil {
 		log.Warn("counter sweep failed", "err", err)
 	}

@@ -79,7 +79,7 @@ func (e *Enforcer) unfold(ctx context.Context, d Decision, reps []repeat, consum
 				g.Limit, g.Burst = r.limit, r.burst
 				req := TakeRequest{Cost: r.extra, Consume: true, Now: now, Gates: []CounterGate{counterGateOf(g)}}
 				if res, err := e.roundTrip(ctx, req); err != nil || !res.Allowed {
-					e.metrics.errors.WithLabelValues("counters").Inc()
+					e.metrics.Errors.WithLabelValues("counters").Inc()
 				}
 				break
 			}
