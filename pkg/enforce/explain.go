@@ -131,14 +131,14 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 	v := e.buildView(snap, c, ip, anonymous, routes, now, log)
 	p.Admin = v.admin
 	for _, g := range log.Groups {
-		p.Groups = append(p.Groups, PlanGroup{Name: g.Name, Via: g.Via})
+		p.Groups = append(p.Groups, PlanGroup(g))
 	}
 	if p.AnyCaller && team != "" {
 		// Any caller of a team: the team's groups, and the definitions
 		// for everyone, apply to each of them, on buckets kept per
 		// caller (listed without a counter).
 		for _, g := range plan.CallerGroups(snap.Members, ratelimit.MembershipID(ratelimit.SubjectTeam, team)) {
-			p.Groups = append(p.Groups, PlanGroup{Name: g.Name, Via: g.Via})
+			p.Groups = append(p.Groups, PlanGroup(g))
 			for _, d := range snap.GroupDefs[g.Name] {
 				if !d.Everyone {
 					log.PerCaller = append(log.PerCaller, plan.Keyless{Def: d, Via: g.Via})
