@@ -121,9 +121,12 @@ type Enforcer struct {
 	// snaps keeps the snapshot decisions read (internal/snapshot).
 	snaps *snapshots.Reloader[viewCache]
 
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	batcher *batcher
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// count is the take through the counter store (counting.go).
+	count counting
+	// views builds and caches calls' views (viewcache.go).
+	views viewer
 	// events aggregates what the hot path would log (internal/eventlog).
 	events *eventlog.Log
 	// exhausted remembers the gates this replica saw used up, for the
@@ -132,14 +135,6 @@ type Enforcer struct {
 	// recentLockouts are the escalation lockouts this replica's observers
 	// wrote, until its snapshot holds them (internal/snapshot's Recent).
 	recentLockouts snapshots.Recent
-	// local: counters decide some calls in memory and take each call
-	// directly (CounterCapabilities.Local; local.go); localNext is
-	// roundTrip, bound once rather than per call.
-	local     bool
-	localNext TakeFunc
-	// answers are the answers of calls taken through TakeLocal, reused
-	// (local.go).
-	answers sync.Pool
 	// guard is the core's side of Options.Guard (guard.go).
 	guard guarding
 }
@@ -171,8 +166,9 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		opts.IPv6Prefix = clientip.DefaultIPv6Prefix
 	}
 	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now, exhausted: newExhaustedKeys()}
-	e.local = opts.Counters.Capabilities().Local
-	e.localNext = e.roundTrip
+	e.count = counting{counters: opts.Counters, timeout: opts.BackendTimeout, local: opts.Counters.Capabilities().Local}
+	e.count.localNext = e.count.roundTrip
+	e.views = viewer{ipv6Prefix: opts.IPv6Prefix, counterGates: e.count.local}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -185,6 +181,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		return nil, err
 	}
 	e.metrics = m
+	e.count.metrics = m
 	caps := opts.Counters.Capabilities()
 	e.guard = guarding{guard: opts.Guard, counters: opts.Counters, metrics: m, events: e.events, log: e.log,
 		timeout: opts.BackendTimeout, ride: !caps.Local && caps.GiveBack}
@@ -202,9 +199,9 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	e.batcher = newBatcher(e.counters)
+	e.count.batcher = newBatcher(e.counters)
 	for range opts.Workers {
-		e.wg.Go(func() { e.batcher.work(bg) })
+		e.wg.Go(func() { e.count.batcher.work(bg) })
 	}
 	e.wg.Go(func() { e.snaps.Listen(bg) })
 	e.wg.Go(func() { e.snaps.Loop(bg) })
@@ -222,7 +219,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 func (e *Enforcer) Close() {
 	e.cancel()
 	e.wg.Wait()
-	e.batcher.stop()
+	e.count.batcher.stop()
 	e.events.Flush()
 	if e.opts.OnClose != nil {
 		e.opts.OnClose()
@@ -296,7 +293,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	if refused {
 		return d, nil
 	}
-	v := e.callView(snap, c, ip, anonymous, routes, now)
+	v := e.views.view(snap, c, ip, anonymous, routes, now)
 	if stop := e.stopBeforeGates(snap, v, c, anonymous, now); stop != nil {
 		if d, refused := e.guard.settle(ctx, q); refused {
 			return d, nil
@@ -323,7 +320,7 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	}
 	d, err := e.take(ctx, c, gates, hints, cost, consume, now, q)
 	if reps != nil {
-		d = e.unfold(ctx, d, reps, consume, now)
+		d = e.count.unfold(ctx, d, reps, consume, now)
 	}
 	if err == nil {
 		d = e.observed(ctx, c, d, v, consume, now)
@@ -495,12 +492,20 @@ func describe(g *Gate, st GateState, room bool, cost int64, now time.Time) {
 // decides the call, and what the call took is given back.
 func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time, q *Question) (Decision, error) {
 	// gates are sorted: a call's view keeps them in the order the stores
-	// take them (buildView).
-	if e.local {
+	// take them (viewer.build).
+	if e.count.local {
 		// The Guard's question is asked before the call over such a
 		// store: a decision made in memory makes no round trip to share
 		// (screen).
-		return e.takeLocal(ctx, c, gates, hints, cost, consume, now)
+		res, release, err := e.count.takeLocal(ctx, gates, hints, cost, consume, now)
+		defer release()
+		if err != nil {
+			return e.backendFailed(c, gates, err)
+		}
+		if consume {
+			e.count.countOver(ctx, c, gates, &res, cost, now)
+		}
+		return e.decision(c, gates, res, cost, consume, now), nil
 	}
 	req := TakeRequest{Cost: cost, Consume: consume, Now: now, Gates: make([]CounterGate, len(gates))}
 	for i, g := range gates {
@@ -510,7 +515,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 	if q != nil {
 		pr = &q.Request
 	}
-	rep := e.roundTripWith(ctx, req, pr)
+	rep := e.count.roundTripWith(ctx, req, pr)
 	if errors.Is(rep.err, ErrOverloaded) {
 		return e.backendFailed(c, gates, rep.err)
 	}
@@ -532,7 +537,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 		}
 	}
 	if consume {
-		e.countOver(ctx, c, gates, &rep.res, cost, now)
+		e.count.countOver(ctx, c, gates, &rep.res, cost, now)
 	}
 	return e.decision(c, gates, rep.res, cost, consume, now), nil
 }
@@ -597,22 +602,6 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 			Target: c.TargetName, Gate: d.Shadow[0].DefinitionID, Caller: eventCaller(c, e.opts.IPv6Prefix)})
 	}
 	return d
-}
-
-// roundTrip sends req to the counter store through the batcher within the
-// backend timeout, and observes it.
-func (e *Enforcer) roundTrip(ctx context.Context, req TakeRequest) (TakeResult, error) {
-	rep := e.roundTripWith(ctx, req, nil)
-	return rep.res, rep.err
-}
-
-// roundTripWith is roundTrip with peek (when not nil) asked in the same
-// round trip, just before req.
-func (e *Enforcer) roundTripWith(ctx context.Context, req TakeRequest, peek *TakeRequest) takeReply {
-	start := time.Now()
-	rep := e.batcher.takeWith(ctx, req, peek, e.opts.BackendTimeout)
-	e.metrics.ObserveBackend(req.Consume, backendResult(rep.err), time.Since(start))
-	return rep
 }
 
 // backendResult is a round trip's result label: ok, shed, timeout or

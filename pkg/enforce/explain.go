@@ -77,7 +77,7 @@ func (e *Enforcer) explainRows(c Call) snapshots.Changes {
 	}
 	member(ratelimit.SubjectUser, c.Username)
 	member(ratelimit.SubjectClient, c.ClientID)
-	member(ratelimit.SubjectTeam, strings.TrimSpace(c.Team)) // as buildView keys it
+	member(ratelimit.SubjectTeam, strings.TrimSpace(c.Team)) // as viewer.build keys it
 	admin(ratelimit.SubjectUser, c.Username)
 	admin(ratelimit.SubjectClient, c.ClientID)
 	if name, known, err := ratelimit.NormalizeTargetName(c.TargetType, c.TargetName); known && err == nil && c.TargetType != "" {
@@ -128,7 +128,7 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 		p.Skipped = PlanSkippedEnforcementOff
 		return p
 	}
-	v := e.buildView(snap, c, ip, anonymous, routes, now, log)
+	v := e.views.build(snap, c, ip, anonymous, routes, now, log)
 	p.Admin = v.admin
 	for _, g := range log.Groups {
 		p.Groups = append(p.Groups, PlanGroup(g))
