@@ -127,6 +127,11 @@ type Enforcer struct {
 	count counting
 	// views builds and caches calls' views (viewcache.go).
 	views viewer
+	// observing tells the observers of refusals (observer.go).
+	observing observing
+	// stops finds and decides the quarantines and lockouts that refuse a
+	// call before its gates (stops.go).
+	stops stops
 	// events aggregates what the hot path would log (internal/eventlog).
 	events *eventlog.Log
 	// exhausted remembers the gates this replica saw used up, for the
@@ -182,6 +187,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	}
 	e.metrics = m
 	e.count.metrics = m
+	e.stops = stops{metrics: m, events: e.events, ipv6Prefix: opts.IPv6Prefix, recent: &e.recentLockouts}
 	caps := opts.Counters.Capabilities()
 	e.guard = guarding{guard: opts.Guard, counters: opts.Counters, metrics: m, events: e.events, log: e.log,
 		timeout: opts.BackendTimeout, ride: !caps.Local && caps.GiveBack}
@@ -189,6 +195,8 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	e.snaps = snapshots.NewReloader(opts.Source, opts.CacheTTL, e.now, e.log, newViewCache, &e.recentLockouts, snapshots.Hooks{
 		Reloaded: m.Reloaded, Failed: func(kind string) { m.Errors.WithLabelValues(kind).Inc() },
 		Notified: m.Notifications.Inc, Foreign: e.guard.changed})
+	e.observing = observing{observers: opts.Observers, metrics: m, events: e.events, ipv6Prefix: opts.IPv6Prefix,
+		recent: &e.recentLockouts, reloads: e.snaps.Started}
 	if err := e.snaps.LoadAll(ctx); err != nil {
 		return nil, err
 	}
@@ -294,11 +302,11 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		return d, nil
 	}
 	v := e.views.view(snap, c, ip, anonymous, routes, now)
-	if stop := e.stopBeforeGates(snap, v, c, anonymous, now); stop != nil {
+	if stop := e.stops.before(snap, v, c, anonymous, now); stop != nil {
 		if d, refused := e.guard.settle(ctx, q); refused {
 			return d, nil
 		}
-		return e.observed(ctx, c, stop(), v, consume, now), nil
+		return e.observing.observed(ctx, c, stop(), v, consume, now), nil
 	}
 	// 3-5. Caller, caller_target, target, tool, route and descriptor gates.
 	gates := v.gatesAt(now)
@@ -323,87 +331,9 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		d = e.count.unfold(ctx, d, reps, consume, now)
 	}
 	if err == nil {
-		d = e.observed(ctx, c, d, v, consume, now)
+		d = e.observing.observed(ctx, c, d, v, consume, now)
 	}
 	return d, err
-}
-
-// stopBeforeGates applies the quarantines (steps 1 and 2): nil when none
-// applies, else what decides the call (it counts and logs that decision
-// when it is called, so that a Guard's refusal found meanwhile can decide
-// instead).
-func (e *Enforcer) stopBeforeGates(snap *snapshot, v *callView, c Call, anonymous bool, now time.Time) func() Decision {
-	s := e.stopOf(snap, v, c, anonymous, now)
-	switch s.kind {
-	case stopTarget:
-		return func() Decision { return e.quarantined("target", c.TargetType, c, v.targetName) }
-	case stopCaller:
-		return func() Decision { return e.quarantined("caller", s.subjectType, c, v.targetName) }
-	case stopLockout:
-		return func() Decision { return e.lockedOut(c, s.m, v.targetName, now) }
-	}
-	return nil
-}
-
-// stopKind is what refuses a call before its gates (stopOf).
-type stopKind uint8
-
-const (
-	stopNone stopKind = iota
-	stopTarget
-	stopCaller
-	stopLockout
-)
-
-// stopCause is the quarantine or lockout that refuses a call before its
-// gates: its kind, the subject type of a caller quarantine (user, client,
-// team, network) and the membership that holds it.
-type stopCause struct {
-	kind        stopKind
-	subjectType string
-	m           plan.Member
-}
-
-// stopOf finds the quarantine or escalation lockout that refuses the call
-// before its gates, in the order decisions apply them; it counts and logs
-// nothing, so that Explain reads the same rule a decision does.
-func (e *Enforcer) stopOf(snap *snapshot, v *callView, c Call, anonymous bool, now time.Time) stopCause {
-	// 1. Target quarantine: for everyone, administrators included.
-	if snap.TargetsOn && v.targetKnown && c.TargetType != "" && v.target.ok && v.target.m.QuarantinedAt(now) {
-		return stopCause{kind: stopTarget, subjectType: c.TargetType, m: v.target.m}
-	}
-	if v.admin {
-		return stopCause{}
-	}
-	// 2. Caller quarantine: not for administrators. The callers' sentinel
-	// switches the operators' quarantines; an escalation lockout is the
-	// enforcer's own answer to a caller's violations and holds without it
-	// (docs/operations.md, "Escalation lockouts").
-	for i, r := range v.callers {
-		if r.ok && r.m.QuarantinedAt(now) {
-			if r.m.Lockout {
-				return stopCause{kind: stopLockout, m: r.m}
-			}
-			if !snap.CallersOn {
-				continue
-			}
-			return stopCause{kind: stopCaller, subjectType: callerSubjectTypes[i], m: r.m}
-		}
-	}
-	if snap.CallersOn && v.network.ok && v.network.m.QuarantinedAt(now) && !v.network.m.Lockout {
-		return stopCause{kind: stopCaller, subjectType: ratelimit.SubjectNetwork, m: v.network.m}
-	}
-	if anonymous {
-		if m, ok := v.ipLockout(now); ok {
-			return stopCause{kind: stopLockout, m: m}
-		}
-	}
-	// A lockout this replica has just written, before its change notice
-	// brings it into the snapshot.
-	if m, ok := e.recentlyLockedOut(c, now); ok {
-		return stopCause{kind: stopLockout, m: m}
-	}
-	return stopCause{}
 }
 
 // callerSubjectTypes are the subject types of callView.callers, in order.
@@ -414,14 +344,6 @@ func targetSubject(targetType, name string) string {
 		return ratelimit.MembershipID(ratelimit.SubjectAgent, name)
 	}
 	return ratelimit.MembershipID(ratelimit.SubjectServer, name)
-}
-
-func (e *Enforcer) quarantined(scope, entityType string, c Call, target string) Decision {
-	e.metrics.Checks.WithLabelValues("quarantined").Inc()
-	e.metrics.QuarantineDenied.WithLabelValues(scope, entityType).Inc()
-	e.events.Record(eventlog.Event{Reason: eventlog.Quarantined, Scope: scope, Username: c.Username, ClientID: c.ClientID,
-		TargetType: c.TargetType, Target: target, Caller: eventCaller(c, e.opts.IPv6Prefix)})
-	return Decision{Allowed: false, Reason: ReasonQuarantined, QuarantineScope: scope}
 }
 
 // noSnapshot decides without definitions or memberships: quarantine follows

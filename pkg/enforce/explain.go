@@ -53,16 +53,17 @@ func (e *Enforcer) Explain(ctx context.Context, c Call) (Plan, error) {
 	if prev == nil {
 		return Plan{}, ErrNoSnapshot
 	}
-	snap, _, err := snapshots.Load(ctx, e.source, prev, e.explainRows(c), now, newViewCache)
+	snap, _, err := snapshots.Load(ctx, e.source, prev, explainRows(c, e.opts.IPv6Prefix), now, newViewCache)
 	if err != nil {
 		return Plan{}, fmt.Errorf("explain: %w", err)
 	}
-	return e.plan(snap, c, now), nil
+	return explain(snap, c, now, e.views, &e.stops), nil
 }
 
 // explainRows are the rows a plan of c reads fresh: every definition, and
-// the memberships and administrators c names.
-func (e *Enforcer) explainRows(c Call) snapshots.Changes {
+// the memberships and administrators c names (its client address's
+// network keyed by ipv6Prefix).
+func explainRows(c Call, ipv6Prefix int) snapshots.Changes {
 	var ch snapshots.Changes
 	ch.Defs.All = true
 	member := func(subjectType, subject string) {
@@ -84,15 +85,16 @@ func (e *Enforcer) explainRows(c Call) snapshots.Changes {
 		ch.Members.Add(Change{Table: TableMemberships, IDs: []string{targetSubject(c.TargetType, name)}})
 	}
 	if ip := clientAddr(c.ClientIP); ip.IsValid() {
-		if n := clientip.Network(ip, e.opts.IPv6Prefix); n.IsValid() {
+		if n := clientip.Network(ip, ipv6Prefix); n.IsValid() {
 			member(ratelimit.SubjectNetwork, n.String())
 		}
 	}
 	return ch
 }
 
-// plan explains c on snap, following decide step by step.
-func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
+// explain explains c on snap, following decide step by step, with the
+// views and stops a decision uses.
+func explain(snap *snapshot, c Call, now time.Time, views viewer, stops *stops) Plan {
 	p := Plan{Groups: []PlanGroup{}, Gates: []Gate{}, Definitions: []PlannedDefinition{}}
 	ip := clientAddr(c.ClientIP)
 	anonymous := c.Username == "" && c.ClientID == ""
@@ -128,7 +130,7 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 		p.Skipped = PlanSkippedEnforcementOff
 		return p
 	}
-	v := e.views.build(snap, c, ip, anonymous, routes, now, log)
+	v := views.build(snap, c, ip, anonymous, routes, now, log)
 	p.Admin = v.admin
 	for _, g := range log.Groups {
 		p.Groups = append(p.Groups, PlanGroup(g))
@@ -149,7 +151,7 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 			log.PerCaller = append(log.PerCaller, plan.Keyless{Def: d, Via: MatchedEveryone})
 		}
 	}
-	if s := e.stopOf(snap, v, c, anonymous, now); s.kind != stopNone {
+	if s := stops.of(snap, v, c, anonymous, now); s.kind != stopNone {
 		p.Stop = &PlanStop{Reason: ReasonQuarantined, Scope: "caller", SubjectType: s.subjectType, Until: s.m.QuarantineExpireAt}
 		switch s.kind {
 		case stopTarget:

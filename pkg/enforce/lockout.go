@@ -1,12 +1,8 @@
 package enforce
 
 import (
-	"time"
-
 	"github.com/rlctl/rlctl/pkg/enforce/internal/eventlog"
 	snapshots "github.com/rlctl/rlctl/pkg/enforce/internal/snapshot"
-	"github.com/rlctl/rlctl/pkg/enforce/plan"
-	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // Lockouts as the core reads them. An escalation lockout (written by
@@ -39,27 +35,3 @@ const ReasonLockedOut = "locked-out"
 // EventLockoutStarted is the event attribute of the log line an
 // escalation lockout writes when it starts.
 const EventLockoutStarted = eventlog.LockoutStarted
-
-// lockedOut is the decision for a caller under an escalation lockout.
-func (e *Enforcer) lockedOut(c Call, m plan.Member, target string, now time.Time) Decision {
-	e.metrics.Checks.WithLabelValues("locked_out").Inc()
-	left := m.QuarantineExpireAt.Sub(now)
-	e.events.Record(eventlog.Event{Reason: eventlog.LockedOut, Username: c.Username, ClientID: c.ClientID, TargetType: c.TargetType,
-		Target: target, Caller: eventCaller(c, e.opts.IPv6Prefix), RetryAfter: left, Until: m.QuarantineExpireAt})
-	return Decision{Allowed: false, Reason: ReasonLockedOut, RetryAfter: retryAfter(left), LockoutRemaining: retryAfter(left)}
-}
-
-// recentlyLockedOut is the end of a lockout of the call's caller that an
-// observer of this replica wrote (Verdict.Lockout) and its snapshot may
-// not hold yet (internal/snapshot, recent.go).
-func (e *Enforcer) recentlyLockedOut(c Call, now time.Time) (plan.Member, bool) {
-	if e.recentLockouts.Empty() {
-		return plan.Member{}, false
-	}
-	subjectType, subject := LockoutSubject(c, e.opts.IPv6Prefix)
-	if subject == "" {
-		return plan.Member{}, false
-	}
-	until, ok := e.recentLockouts.Find(ratelimit.MembershipID(subjectType, subject), now)
-	return plan.Member{Quarantined: true, QuarantineExpireAt: until, Lockout: true}, ok
-}
