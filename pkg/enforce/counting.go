@@ -48,9 +48,9 @@ func (k *counting) roundTripWith(ctx context.Context, req TakeRequest, peek *Tak
 // takeLocal asks a store that declares Local to decide a call. A cached
 // view's counter gates (hints) are shared by its calls: the store reads
 // them and keeps no reference (CounterStore.TakeLocal), so a call decided
-// in memory allocates nothing for its request. release puts the answer's
-// room back once the decision is built from it.
-func (k *counting) takeLocal(ctx context.Context, gates []Gate, hints *callView, cost int64, consume bool, now time.Time) (res TakeResult, release func(), err error) {
+// in memory allocates nothing for its request. buf, when not nil, is the
+// answer's room, for release once the decision is built from it.
+func (k *counting) takeLocal(ctx context.Context, gates []Gate, hints *callView, cost int64, consume bool, now time.Time) (res TakeResult, buf *answer, err error) {
 	req := TakeRequest{Cost: cost, Consume: consume, Now: now}
 	if hints != nil && len(hints.counterGates) == len(gates) {
 		req.Gates = hints.counterGates
@@ -61,13 +61,17 @@ func (k *counting) takeLocal(ctx context.Context, gates []Gate, hints *callView,
 		}
 	}
 	buf, into := answerBuf(&k.answers, len(gates))
-	release = func() {}
-	if buf != nil {
-		release = func() { k.answers.Put(buf) }
-	}
 	res, err = k.counters.TakeLocal(ctx, req, into, k.localNext)
 	if err == nil && (len(res.States) != len(gates) || len(res.Room) != len(gates)) {
 		err = fmt.Errorf("counter store answered %d states and %d rooms for %d gates: %w", len(res.States), len(res.Room), len(gates), ErrOutcomeUnknown)
 	}
-	return res, release, err
+	return res, buf, err
+}
+
+// release puts an answer's room (takeLocal's buf; nil: none) back once
+// the decision built from it is made.
+func (k *counting) release(buf *answer) {
+	if buf != nil {
+		k.answers.Put(buf)
+	}
 }

@@ -419,8 +419,8 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 		// The Guard's question is asked before the call over such a
 		// store: a decision made in memory makes no round trip to share
 		// (screen).
-		res, release, err := e.count.takeLocal(ctx, gates, hints, cost, consume, now)
-		defer release()
+		res, buf, err := e.count.takeLocal(ctx, gates, hints, cost, consume, now)
+		defer e.count.release(buf)
 		if err != nil {
 			return e.backendFailed(c, gates, err)
 		}
