@@ -71,7 +71,7 @@ func (e *Enforcer) takeLocal(ctx context.Context, c Call, gates []Gate, hints *c
 		err = fmt.Errorf("counter store answered %d states and %d rooms for %d gates: %w", len(res.States), len(res.Room), len(gates), ErrOutcomeUnknown)
 	}
 	if err != nil {
-		return e.backendFailed(c, gates, err)
+		return e.backendFailed(c, gates, cost, consume, err)
 	}
 	if consume {
 		e.countOver(ctx, c, gates, &res, cost, now)
