@@ -639,16 +639,18 @@ func (e *Enforcer) roundTripWith(ctx context.Context, req TakeRequest, peek *Tak
 func (e *Enforcer) backendFailed(c Call, gates []Gate, cost int64, consume bool, err error) (Decision, error) {
 	// Whatever decides, not a gate this replica saw used up and that
 	// cannot have room yet (exhausted.go): the store would refuse it.
+	// Under degrade that refusal is a local decision too.
 	now := e.now()
+	policy := e.callFailPolicy(gates)
 	for _, g := range gates {
 		if until, ok := e.exhausted.until(g, now); ok && !g.Shadow {
 			g.RetryAfter = until.Sub(now)
 			e.metrics.checks.WithLabelValues("throttled").Inc()
 			return Decision{Allowed: false, Reason: ReasonThrottled, Gates: gates, Denied: []Gate{g},
-				Limit: g.Limit, Reset: g.Reset, RetryAfter: retryAfter(g.RetryAfter)}, err
+				Limit: g.Limit, Reset: g.Reset, RetryAfter: retryAfter(g.RetryAfter),
+				Degraded: policy == ratelimit.FailPolicyDegrade && !errors.Is(err, ErrOverloaded)}, err
 		}
 	}
-	policy := e.callFailPolicy(gates)
 	closed := policy == ratelimit.FailPolicyClosed
 	if errors.Is(err, ErrOverloaded) && !closed {
 		// Shed: no policy's answer. A gateway answers 503, and Envoy
