@@ -47,6 +47,15 @@ type Options struct {
 	// report on its own, without waiting for a call to ask the store
 	// (default 1 s; negative: never, calls alone report).
 	ProbeInterval time.Duration
+	// Settle is how long, once the store has answered a report, the
+	// replica still decides locally (reporting what it admits meanwhile)
+	// before it decides on the shared counters again: long enough for
+	// every other replica's probe to have written its report, so that the
+	// shared counters hold every replica's admissions when any of them
+	// decides there again (default 2 × ProbeInterval + Timeout; without
+	// a probe, 0; negative: 0). Real time, not Now: it waits for the
+	// other replicas' probes.
+	Settle time.Duration
 	// MaxKeys bounds the local counters (memory.Options.MaxKeys).
 	MaxKeys int
 	// Now is the clock; give the Enforcer's (default time.Now).
@@ -55,6 +64,10 @@ type Options struct {
 	// Registerer receives the metrics (nil: not registered).
 	Registerer prometheus.Registerer
 }
+
+// errSettling is Report's answer while the replica settles (Options.Settle):
+// the store answers, and the call is still decided locally.
+var errSettling = errors.New("degrade: the counter store is back; deciding locally until every replica has reported")
 
 // reportBatch bounds the reports written in one round trip.
 const reportBatch = 256
@@ -81,6 +94,9 @@ type Fallback struct {
 	pending map[slot]*owed
 	// flight is the report being written, which others wait for.
 	flight *flight
+	// back is when the store first answered a report after an outage
+	// (real time; zero: not yet): the settling starts there.
+	back time.Time
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -116,6 +132,12 @@ func New(opts Options) (*Fallback, error) {
 	}
 	if opts.ProbeInterval == 0 {
 		opts.ProbeInterval = time.Second
+	}
+	switch {
+	case opts.Settle < 0 || (opts.Settle == 0 && opts.ProbeInterval < 0):
+		opts.Settle = 0
+	case opts.Settle == 0:
+		opts.Settle = 2*opts.ProbeInterval + opts.Timeout
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -273,7 +295,16 @@ func (f *Fallback) Report(ctx context.Context) error {
 				f.pending[s] = o
 			}
 		}
-		if err == nil && len(f.pending) == 0 {
+		switch {
+		case err != nil:
+			f.back = time.Time{}
+		case f.back.IsZero() && f.opts.Settle > 0:
+			f.back = time.Now()
+			err = errSettling
+		case time.Since(f.back) < f.opts.Settle:
+			err = errSettling
+		case len(f.pending) == 0:
+			f.back = time.Time{}
 			f.degraded.Store(false)
 			f.metrics.degraded.Set(0)
 			f.log.Info("counter store back: local admissions reported, deciding on the shared counters again",

@@ -295,3 +295,40 @@ func TestProbeReports(t *testing.T) {
 		t.Errorf("the shared counter after the probe: %+v, %v; want 3 counted", got, err)
 	}
 }
+
+// TestSettle: once the store answers, the replica keeps deciding locally
+// for Settle (reporting what it admits meanwhile), so that the other
+// replicas' probes report before any of them decides on the shared
+// counters again; then it leaves the degraded mode.
+func TestSettle(t *testing.T) {
+	t.Parallel()
+	shared := enforcetest.Failing(memory.New(), enforcetest.ErrInjected)
+	c := newClock()
+	const settle = 300 * time.Millisecond
+	f, err := degrade.New(degrade.Options{Counters: shared, Replicas: func() int { return 2 }, Now: c.now, ProbeInterval: -1, Settle: settle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	g := enforce.CounterGate{Key: "settle-test", Algorithm: enforce.AlgorithmFixedWindow, Window: time.Minute, Limit: 10, Enforce: true}
+	take := func() bool {
+		return f.Take(enforce.TakeRequest{Gates: []enforce.CounterGate{g}, Cost: 1, Consume: true, Now: c.now()}).Allowed
+	}
+	take()
+	shared.Repair()
+	start := time.Now()
+	if err := f.Report(context.Background()); err == nil {
+		t.Fatal("the first report after the outage ended the degraded mode at once")
+	}
+	take() // while settling: decided locally, owed, and reported below
+	for f.Report(context.Background()) != nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if waited := time.Since(start); waited < settle {
+		t.Errorf("left the degraded mode after %v, want at least %v", waited, settle)
+	}
+	got, err := shared.Take(context.Background(), []enforce.TakeRequest{{Gates: []enforce.CounterGate{g}, Cost: 1, Now: c.now()}}, time.Now().Add(time.Second))
+	if err != nil || got[0].States[0].Count != 2 || f.Degraded() {
+		t.Errorf("after settling: %+v, %v, degraded %v; want both admissions counted", got, err, f.Degraded())
+	}
+}
