@@ -238,10 +238,16 @@ func (f *Fallback) enter() {
 		"replicas", f.Replicas())
 }
 
-// owe records what a call admitted locally on gates.
+// owe records what a call admitted locally on gates. A report that
+// ended the degraded mode between the call's enter and here would leave
+// it owed and unreported: the mode is entered again, so that it is
+// reported before the next shared decision.
 func (f *Fallback) owe(gates []enforce.CounterGate, cost int64, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.degraded.Swap(true) {
+		f.metrics.degraded.Set(1)
+	}
 	for _, g := range gates {
 		s := slot{key: g.Key}
 		if g.KnownAlgorithm() != enforce.AlgorithmTokenBucket {
