@@ -1,11 +1,13 @@
 package scripts_test
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlctl/rlctl/internal/testenv"
 )
@@ -132,5 +134,47 @@ func TestScratchClusterQuiet(t *testing.T) {
 	}
 	if l := lines(stderr); len(l) != 1 || !strings.HasPrefix(l[0], "redisdev: starting a Redis Cluster (3 masters, 3 replicas) on 127.0.0.1:") {
 		t.Errorf("scratch-cluster said:\n%s\nwant one line", stderr)
+	}
+}
+
+// TestScratchSentinel: scratch-sentinel prints one redis+sentinel:// URL
+// of three sentinels and the master set rlctl, says what it started in
+// one line, answers the same URL when asked again while the set runs,
+// and scratch-stop leaves none of the five servers listening.
+func TestScratchSentinel(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		testenv.Missing(t, "redis-server is not installed: apt-get install redis-server")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	t.Cleanup(func() { in(t, ".", "bash redisdev.sh scratch-stop "+dir) })
+	url, stderr, code := in(t, ".", "bash redisdev.sh scratch-sentinel "+dir)
+	url = strings.TrimSpace(url)
+	if code != 0 || !strings.HasPrefix(url, "redis+sentinel://") || !strings.HasSuffix(url, "/rlctl") || strings.Count(url, ",") != 2 {
+		t.Fatalf("scratch-sentinel: exit status %d, stdout %q, stderr:\n%s", code, url, stderr)
+	}
+	if l := lines(stderr); len(l) != 1 || !strings.HasPrefix(l[0], "redisdev: starting a Redis master, replica and three sentinels on 127.0.0.1:") {
+		t.Errorf("scratch-sentinel said:\n%s\nwant one line", stderr)
+	}
+	again, _, code := in(t, ".", "bash redisdev.sh scratch-sentinel "+dir)
+	if code != 0 || strings.TrimSpace(again) != url {
+		t.Errorf("scratch-sentinel again: exit status %d, %q, want the running set's %q", code, again, url)
+	}
+	var ports []string
+	for _, node := range []string{"master", "replica", "sentinel0", "sentinel1", "sentinel2"} {
+		p, err := os.ReadFile(filepath.Join(dir, node, "port"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, strings.TrimSpace(string(p)))
+	}
+	if _, stderr, code := in(t, ".", "bash redisdev.sh scratch-stop "+dir); code != 0 {
+		t.Fatalf("scratch-stop: exit status %d:\n%s", code, stderr)
+	}
+	for _, p := range ports {
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+p, time.Second); err == nil {
+			c.Close()
+			t.Errorf("after scratch-stop, 127.0.0.1:%s still accepts connections", p)
+		}
 	}
 }

@@ -13,7 +13,9 @@
 #   scripts/redisdev.sh scratch-cluster DIR   a throwaway cluster with its data in DIR
 #                                    (an empty or missing directory); print its URL
 #   scripts/redisdev.sh scratch-standalone DIR  a throwaway standalone server in DIR; print its URL
-#   scripts/redisdev.sh scratch-stop DIR      stop the throwaway server or cluster in DIR
+#   scripts/redisdev.sh scratch-sentinel DIR  a throwaway master, replica and three sentinels
+#                                    (master set "rlctl") in DIR; print the redis+sentinel:// URL
+#   scripts/redisdev.sh scratch-stop DIR      stop the throwaway server, cluster or sentinel set in DIR
 #
 # The fault tests (pkg/enforce/redis) kill and restart only such throwaway
 # servers, never the shared ones the other tests use.
@@ -85,7 +87,9 @@ is_running() {
 	[ "$("$cli" -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = PONG ]
 }
 
-# start_node DIR PORT [cluster]: start one server (daemonized) in DIR.
+# start_node DIR PORT [cluster|sentinel|ARGS...]: start one server
+# (daemonized) in DIR: a Cluster node, a sentinel (its configuration
+# already in DIR/sentinel.conf), or a standalone server with ARGS added.
 start_node() {
 	local dir=$1 port=$2 cluster=${3:-} i
 	mkdir -p "$dir"
@@ -94,7 +98,16 @@ start_node() {
 	local args=(--port "$port" --bind 127.0.0.1 --dir "$dir" --daemonize yes
 		--pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
 		--save '' --appendonly no --protected-mode no)
-	if [ -n "$cluster" ]; then
+	if [ "$cluster" = sentinel ]; then
+		# Debian's redis-server is also the sentinel (redis-sentinel is
+		# the same binary under another name): no package of its own. A
+		# sentinel persists nothing but its configuration, which it
+		# rewrites as it learns the set.
+		args=("$dir/sentinel.conf" --sentinel --port "$port" --bind 127.0.0.1 --dir "$dir" --daemonize yes
+			--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --protected-mode no)
+	elif [ -n "$cluster" ] && [ "$cluster" != cluster ]; then
+		args+=("${@:3}")
+	elif [ -n "$cluster" ]; then
 		# A short node timeout so that a killed master fails over within
 		# seconds (the fault tests wait for it), and a replica always
 		# stands in, however long it was cut off (validity factor 0: a
@@ -311,10 +324,101 @@ cmd_scratch_standalone() {
 	echo "redis://127.0.0.1:$(cat "$dir/port")"
 }
 
+sentinel_master=rlctl
+
+sentinel_url() {
+	local base=$1 urls= i
+	for i in 0 1 2; do
+		urls="${urls:+$urls,}127.0.0.1:$(cat "$base/sentinel$i/port")"
+	done
+	echo "redis+sentinel://$urls/$sentinel_master"
+}
+
+# sentinel_ok BASE: the replica is in sync, and every sentinel knows the
+# master, its replica and the two other sentinels (so that a master
+# killed next is failed over: the sentinels find each other through the
+# master's hello channel, every 2 s).
+sentinel_ok() {
+	local base=$1 i info
+	info=$("$cli" -h 127.0.0.1 -p "$(cat "$base/replica/port")" info replication 2>/dev/null) || return 1
+	grep -q '^master_link_status:up' <<<"$info" || return 1
+	for i in 0 1 2; do
+		info=$("$cli" -h 127.0.0.1 -p "$(cat "$base/sentinel$i/port")" sentinel master "$sentinel_master" 2>/dev/null) || return 1
+		grep -qx 'num-slaves' <<<"$info" || return 1
+		[ "$(grep -A1 -x 'num-slaves' <<<"$info" | tail -n 1)" = 1 ] || return 1
+		[ "$(grep -A1 -x 'num-other-sentinels' <<<"$info" | tail -n 1)" = 2 ] || return 1
+	done
+}
+
+stop_sentinel_set() {
+	local base=$1 i
+	[ -d "$base" ] || return 0
+	[ -f "$base/$marker" ] || die "$base was not created by this script; refusing to touch it"
+	# The sentinels first, so that none fails the master over while the
+	# servers stop.
+	for i in 0 1 2; do stop_node "$base/sentinel$i"; done
+	stop_node "$base/replica"
+	stop_node "$base/master"
+}
+
+# cmd_scratch_sentinel DIR: a master, one replica and three sentinels
+# (quorum 2) with a directory each under DIR. A sentinel calls the master
+# down after 1 s without an answer and a failover takes a few seconds,
+# so the fault tests can wait for one.
+cmd_scratch_sentinel() {
+	local dir=${1:-} ports=() i up=1
+	[ -n "$dir" ] || die "scratch-sentinel needs a directory"
+	need_binaries
+	if [ -e "$dir" ] && [ -n "$(ls -A "$dir")" ] && [ ! -f "$dir/$marker" ]; then
+		die "$dir is not empty and was not created by this script; refusing to touch it"
+	fi
+	dir=$(mkdir -p "$dir" && cd "$dir" && pwd)
+	touch "$dir/$marker"
+	for d in master replica sentinel0 sentinel1 sentinel2; do
+		is_running "$dir/$d" || up=
+	done
+	if [ -n "$up" ] && sentinel_ok "$dir"; then
+		sentinel_url "$dir"
+		return
+	fi
+	# Whatever runs of an earlier set (a failover may have swapped the
+	# roles) stops: the set starts over on new ports.
+	stop_sentinel_set "$dir"
+	mapfile -t ports < <(pick_ports 5 "$((400 + $(printf '%s' "$dir" | cksum | cut -d' ' -f1) % 5000))")
+	log "starting a Redis master, replica and three sentinels on 127.0.0.1:${ports[0]}..${ports[4]} (data in $dir)"
+	start_node "$dir/master" "${ports[0]}"
+	start_node "$dir/replica" "${ports[1]}" --replicaof 127.0.0.1 "${ports[0]}"
+	for i in 0 1 2; do
+		mkdir -p "$dir/sentinel$i"
+		touch "$dir/sentinel$i/$marker"
+		cat >"$dir/sentinel$i/sentinel.conf" <<-EOF
+			sentinel monitor $sentinel_master 127.0.0.1 ${ports[0]} 2
+			sentinel down-after-milliseconds $sentinel_master 1000
+			sentinel failover-timeout $sentinel_master 5000
+			sentinel parallel-syncs $sentinel_master 1
+		EOF
+		start_node "$dir/sentinel$i" "${ports[$((i + 2))]}" sentinel
+	done
+	for i in $(seq 1 300); do
+		if sentinel_ok "$dir"; then
+			sentinel_url "$dir"
+			return
+		fi
+		sleep 0.1
+	done
+	die "the sentinels in $dir did not all see the master, its replica and each other"
+}
+
 cmd_scratch_stop() {
 	local dir=${1:-}
 	[ -n "$dir" ] || die "scratch-stop needs a directory"
-	if [ -d "$dir/node0" ]; then stop_cluster "$dir"; else stop_node "$dir"; fi
+	if [ -d "$dir/node0" ]; then
+		stop_cluster "$dir"
+	elif [ -d "$dir/sentinel0" ]; then
+		stop_sentinel_set "$dir"
+	else
+		stop_node "$dir"
+	fi
 }
 
 case "${1:-}" in
@@ -326,6 +430,7 @@ status) cmd_status ;;
 running) cmd_running ;;
 scratch-cluster) cmd_scratch_cluster "${2:-}" ;;
 scratch-standalone) cmd_scratch_standalone "${2:-}" ;;
+scratch-sentinel) cmd_scratch_sentinel "${2:-}" ;;
 scratch-stop) cmd_scratch_stop "${2:-}" ;;
-*) echo "usage: $0 start|url|cluster-url|stop|status|running|scratch-cluster DIR|scratch-standalone DIR|scratch-stop DIR" >&2; exit 2 ;;
+*) echo "usage: $0 start|url|cluster-url|stop|status|running|scratch-cluster DIR|scratch-standalone DIR|scratch-sentinel DIR|scratch-stop DIR" >&2; exit 2 ;;
 esac

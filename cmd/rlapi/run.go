@@ -417,7 +417,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		"client connections served at once; more wait in the accept queue until one closes; -1: no cap (RLAPI_MAX_CLIENT_CONNS)")
 	countersURL := &dsnValue{s: getenv("RLAPI_COUNTERS_URL")}
 	fs.Var(countersURL, "counters-url",
-		"where decisions count: empty for PostgreSQL (the default), redis://host:port[/db] for a Redis server or redis+cluster://host:port,host:port for a Redis Cluster; configuration stays in PostgreSQL (RLAPI_COUNTERS_URL)")
+		"where decisions count: empty for PostgreSQL (the default), redis://host:port[/db] for a Redis server, redis+cluster://host:port,host:port for a Redis Cluster, or redis+sentinel://sentinel:port,sentinel:port/master-name[/db][?sentinel_password=...] for the master Redis Sentinel names (rediss... over TLS); configuration stays in PostgreSQL (RLAPI_COUNTERS_URL)")
 	allowEviction := fs.Bool("counters-allow-eviction", envBool(getenv, "RLAPI_COUNTERS_ALLOW_EVICTION"),
 		"start even though a Redis node of --counters-url may evict counters (a maxmemory-policy other than noeviction), which rlapi otherwise refuses: evicted counters forget their counts; rlapi then warns and exports rlctl_redis_eviction_safe 0 (RLAPI_COUNTERS_ALLOW_EVICTION)")
 	eventsRetentionDef, err := envDuration(getenv, "RLAPI_EVENTS_RETENTION", api.DefaultEventsRetention)
@@ -669,7 +669,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		counters, enfOpts.OnClose = rs, rs.Close
 		ready = append(ready, api.ReadyCheck{Name: "counter store (redis)", Check: rs.Ping})
-		setup.Info.CounterStore = wire.CounterStoreInfo{Backend: "redis", Cluster: rs.Cluster(), Address: redisstore.Redact(countersURL.s)}
+		setup.Info.CounterStore = wire.CounterStoreInfo{Backend: "redis", Cluster: rs.Cluster(), Sentinel: rs.Sentinel(), Address: redisstore.Redact(countersURL.s)}
 		setup.PingCounters = rs.Ping
 		log.Info("counters in Redis", "url", redisstore.Redact(countersURL.s))
 	}

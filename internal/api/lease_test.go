@@ -101,16 +101,9 @@ func TestDefinitionLeaseThroughTheAPI(t *testing.T) {
 
 	// Export, then apply back: nothing changes; a new lease is an update
 	// of that field alone.
-	defs, err := admin.ListAllDefinitions(ctx, client.DefinitionFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := admin.Apply(ctx, client.State{Definitions: defs}, client.ApplyOptions{DryRun: true})
-	if err != nil || res.Changed() {
-		t.Errorf("applying what is stored: %+v, %v, want no change", res, err)
-	}
+	wantStoredDefinitionsUnchangedByApply(t, admin)
 	billing.Lease = ratelimit.LeaseAlways
-	res, err = admin.Apply(ctx, client.State{Definitions: []ratelimit.Definition{billing}}, client.ApplyOptions{})
+	res, err := admin.Apply(ctx, client.State{Definitions: []ratelimit.Definition{billing}}, client.ApplyOptions{})
 	if err != nil || res.Updated != 1 || len(res.Changes) != 1 || len(res.Changes[0].Fields) != 1 || res.Changes[0].Fields[0].Field != "lease" ||
 		res.Changes[0].Fields[0].From != "never" || res.Changes[0].Fields[0].To != "always" {
 		t.Errorf("apply lease always: %+v, %v, want one update of lease, never to always", res, err)

@@ -84,7 +84,7 @@ var sizes = [][2]int{{80, 24}, {120, 40}}
 
 // loadedAlgorithms is loaded with the developers group a token bucket with
 // an agent burst, partners a sliding window and github-mcp a token bucket
-// of burst 50 with lease never.
+// of burst 50 with lease never and fail policy degrade.
 func loadedAlgorithms(t *testing.T, w, h int) Model {
 	t.Helper()
 	defs := fixtureDefinitions()
@@ -92,6 +92,7 @@ func loadedAlgorithms(t *testing.T, w, h int) Model {
 	defs[1].Algorithm = ratelimit.AlgorithmSlidingWindow
 	defs[3].Algorithm, defs[3].Burst = ratelimit.AlgorithmTokenBucket, ptr(50)
 	defs[3].Lease = ratelimit.LeaseNever // shown in the detail pane
+	defs[3].FailPolicy = ratelimit.FailPolicyDegrade
 	m := loaded(t, w, h)
 	m.limits.SetDefinitions(defs)
 	return m

@@ -238,15 +238,15 @@ func TestFilterByAlgorithm(t *testing.T) {
 	wantRows(t, m, 5) // the kill switches are fixed windows
 }
 
-// The form edits limits and the algorithm only: a definition's lease
-// goes back as it was loaded.
-func TestLimitFormKeepsLease(t *testing.T) {
+// The form edits limits and the algorithm only: a definition's lease and
+// fail policy go back as they were loaded.
+func TestLimitFormKeepsLeaseAndFailPolicy(t *testing.T) {
 	t.Parallel()
 	keys, styles := DefaultKeyMap(), NewStyles(&strings.Builder{}, false)
 	d := ratelimit.Definition{Axis: "target", EntityType: "mcp_server", Name: "billing", WindowSeconds: 3600,
-		MaxRequests: ptr(1000), Enabled: true, Mode: "enforce", Lease: ratelimit.LeaseNever, Version: 1}
+		MaxRequests: ptr(1000), Enabled: true, Mode: "enforce", Lease: ratelimit.LeaseNever, FailPolicy: ratelimit.FailPolicyDegrade, Version: 1}
 	f, _ := newLimitForm(d, &keys, &styles).submit()
-	if f.State() != formSubmitted || f.Definition().Lease != ratelimit.LeaseNever {
-		t.Fatalf("submitted: state %v, lease %q; want submitted with lease never", f.State(), f.Definition().Lease)
+	if got := f.Definition(); f.State() != formSubmitted || got.Lease != ratelimit.LeaseNever || got.FailPolicy != ratelimit.FailPolicyDegrade {
+		t.Fatalf("submitted: state %v, lease %q, fail policy %q; want submitted with lease never, fail policy degrade", f.State(), got.Lease, got.FailPolicy)
 	}
 }

@@ -251,6 +251,11 @@ func (v limitsView) detailView(w, h int) string {
 		if d.Lease != "" {
 			alg += "  " + field(st, "lease", d.Lease)
 		}
+		// The fail policy: shown when the definition has one of its own
+		// (none follows the enforcer's default, rlapi --fail-policy).
+		if d.FailPolicy != "" {
+			alg += "  " + field(st, "fail-policy", d.FailPolicy)
+		}
 		lines = append(lines, alg)
 	}
 	// Routes and tools: what the definition selects.

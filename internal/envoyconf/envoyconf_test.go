@@ -103,3 +103,29 @@ func TestRenderWritesWildcardsMostLiteralFirst(t *testing.T) {
 		t.Errorf("the export warns: %v\n%s", ws, text)
 	}
 }
+
+// TestRenderSkipsFailPolicies: Envoy's format has no per-limit failure
+// mode, so a definition with a fail policy of its own (fail_closed alone
+// included) is left out and named; one that leaves it to the enforcer is
+// written.
+func TestRenderSkipsFailPolicies(t *testing.T) {
+	t.Parallel()
+	defs, err := envoyconf.Parse("in.yaml", []byte("domain: edge\ndescriptors:\n"+
+		"  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1}\n"+
+		"  - key: b\n    rate_limit: {unit: second, requests_per_unit: 1}\n"+
+		"  - key: c\n    rate_limit: {unit: second, requests_per_unit: 1}\n"))
+	if err != nil || len(defs) != 3 {
+		t.Fatalf("parse: %d definitions, %v", len(defs), err)
+	}
+	defs[1].FailPolicy = "degrade"
+	defs[2].FailClosed = true
+	out, _, skipped := envoyconf.Render(defs)
+	want := []string{defs[1].Key() + ": fail_policy degrade (Envoy's format has no per-limit failure mode)",
+		defs[2].Key() + ": fail_policy closed (Envoy's format has no per-limit failure mode)"}
+	if strings.Join(skipped, "\n") != strings.Join(want, "\n") {
+		t.Errorf("skipped:\n%s\nwant:\n%s", strings.Join(skipped, "\n"), strings.Join(want, "\n"))
+	}
+	if text := string(out); !strings.Contains(text, "key: a") || strings.Contains(text, "key: b") || strings.Contains(text, "key: c") {
+		t.Errorf("written:\n%s\nwant a alone", text)
+	}
+}

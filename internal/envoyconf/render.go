@@ -45,7 +45,7 @@ type yamlReplaces struct {
 // separated by "---" (Envoy's service reads one domain per file: see
 // domains). A definition the format cannot hold (disabled, a window that
 // is not a second, minute, hour or day, another algorithm than
-// fixed_window, fail_closed, or a second definition at the same
+// fixed_window, a fail policy of its own, or a second definition at the same
 // descriptor) is left out and named in skipped.
 func Render(defs []ratelimit.Definition) (out []byte, domains []string, skipped []string) {
 	trees := map[string]*yamlRoot{}
@@ -70,8 +70,8 @@ func Render(defs []ratelimit.Definition) (out []byte, domains []string, skipped 
 		case d.AlgorithmOrDefault() != ratelimit.AlgorithmFixedWindow:
 			skipped = append(skipped, fmt.Sprintf("%s: algorithm %s (Envoy's service counts fixed windows only)", d.Key(), d.Algorithm))
 			continue
-		case d.FailClosed:
-			skipped = append(skipped, d.Key()+": fail_closed (Envoy's format has no per-limit failure mode)")
+		case d.FailPolicyOf() != "":
+			skipped = append(skipped, fmt.Sprintf("%s: fail_policy %s (Envoy's format has no per-limit failure mode)", d.Key(), d.FailPolicyOf()))
 			continue
 		}
 		if prev, dup := at[d.Name]; dup {

@@ -106,7 +106,14 @@ func TestMigration024KeyColumns(t *testing.T) {
 	at23 := schema()
 	check("at 023", nil)
 
-	if err := migrate.To(ctx, s.Pool(), 24); err != nil {
+	// The store of this binary reads the definition columns of later
+	// migrations too (the selectors resolve definitions), so what is
+	// checked through it is checked at the latest schema, 024 included.
+	latest := func() error {
+		_, err := migrate.Up(ctx, s.Pool())
+		return err
+	}
+	if err := latest(); err != nil {
 		t.Fatal(err)
 	}
 	check("at 024, rows written before it", list)
@@ -184,7 +191,7 @@ func TestMigration024KeyColumns(t *testing.T) {
 		}
 	}
 	check("after rolling back 024", nil)
-	if err := migrate.To(ctx, s.Pool(), 24); err != nil {
+	if err := latest(); err != nil {
 		t.Fatalf("apply 024 again: %v", err)
 	}
 	check("at 024 again", list)

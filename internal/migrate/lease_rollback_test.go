@@ -21,23 +21,12 @@ func TestMigration021LeaseAndRollsBack(t *testing.T) {
 	s := storeAt(t, 20)
 	schema := func() map[string]string {
 		t.Helper()
-		return schemaOf(t, ctx, s, `
-			select 'constraint ' || conname, pg_get_constraintdef(oid) from pg_constraint where conrelid = 'rl_definitions'::regclass
-			union all
-			select 'column ' || column_name, data_type || ' ' || coalesce(column_default, '') from information_schema.columns where table_name = 'rl_definitions'`)
+		return schemaOf(t, ctx, s, definitionsTable)
 	}
 	execSQL(t, s, `insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests, updated_by)
 		values ('target:mcp_server:old:60', 'target', 'mcp_server', 'old', 60, 100, 't')`)
 	at20 := schema()
-	count := func() int {
-		t.Helper()
-		var n int
-		if err := s.Pool().QueryRow(ctx, `select count(*) from rl_definitions`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	rows20 := count()
+	rows20 := countDefinitions(t, ctx, s)
 	if err := migrate.To(ctx, s.Pool(), 21); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +62,7 @@ func TestMigration021LeaseAndRollsBack(t *testing.T) {
 			t.Errorf("after rolling back 021, %s is left", name)
 		}
 	}
-	if got := count(); got != rows20+2 {
+	if got := countDefinitions(t, ctx, s); got != rows20+2 {
 		t.Errorf("after rolling back 021, %d definitions, want %d: the never and always ones kept", got, rows20+2)
 	}
 	if err := migrate.To(ctx, s.Pool(), 21); err != nil {

@@ -35,3 +35,20 @@ func schemaOf(t *testing.T, ctx context.Context, s *store.Store, query string) m
 	}
 	return out
 }
+
+// definitionsTable is a schemaOf query: rl_definitions' constraints and
+// columns (type and default), the part of the schema a migration of a
+// definition field changes.
+const definitionsTable = `select 'constraint ' || conname, pg_get_constraintdef(oid) from pg_constraint where conrelid = 'rl_definitions'::regclass
+	union all
+	select 'column ' || column_name, data_type || ' ' || coalesce(column_default, '') from information_schema.columns where table_name = 'rl_definitions'`
+
+// countDefinitions counts the rows of rl_definitions: a rollback keeps them.
+func countDefinitions(t *testing.T, ctx context.Context, s *store.Store) int {
+	t.Helper()
+	var n int
+	if err := s.Pool().QueryRow(ctx, `select count(*) from rl_definitions`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -157,4 +158,55 @@ func waitPong(addr string, exited <-chan struct{}) error {
 			return errors.New("redis-server did not answer PING within 30 s")
 		}
 	}
+}
+
+// Scratch starts a throwaway Redis deployment of the test's own with
+// scripts/redisdev.sh (kind: standalone, cluster or sentinel, for its
+// scratch-KIND command), its data in a directory of the test's own, and
+// stops it when the test ends; it returns the directory (where each
+// server's port and pid are) and the deployment's URL. The test may kill
+// any of its servers. Without redis-server the test is skipped, or fails
+// under make test and CI=true (testenv.Missing).
+func Scratch(t testing.TB, kind string) (dir, url string) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		testenv.Missing(t, "redis-server is not installed: this test starts throwaway servers with scripts/redisdev.sh (apt-get install redis-server)")
+	}
+	dir = t.TempDir()
+	url = Redisdev(t, "scratch-"+kind, dir)
+	t.Cleanup(func() { Redisdev(t, "scratch-stop", dir) })
+	return dir, url
+}
+
+// redisdevPath is scripts/redisdev.sh of the module the test runs in.
+func redisdevPath(t testing.TB) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, "scripts", "redisdev.sh")
+		}
+		if filepath.Dir(d) == d {
+			t.Fatalf("no go.mod above %s: cannot find scripts/redisdev.sh", wd)
+		}
+	}
+}
+
+// Redisdev runs scripts/redisdev.sh with args (say "scratch-stop", dir)
+// and returns what it printed, failing the test if it fails.
+func Redisdev(t testing.TB, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(redisdevPath(t), args...)
+	// The scratch servers are the script's own, never the shared ones.
+	cmd.Env = append(os.Environ(), "REDIS_URL=", "REDIS_CLUSTER_URL=")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("redisdev.sh %v: %v\n%s", args, err, stderr.String())
+	}
+	return strings.TrimSpace(string(out))
 }

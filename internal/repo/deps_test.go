@@ -182,6 +182,12 @@ var rules = []rule{
 		forbid: func(p *pkgInfo) bool { return p.ImportPath == module+"/pkg/enforce" },
 	},
 	{
+		name:   "core-parts-below-core",
+		want:   "pkg/enforce/source (the definitions-source seam) and the core's own parts (pkg/enforce/internal/...: the snapshot, the event log, the tallies) import no pkg/enforce core: the core is built from them, so they cannot lean on it in turn",
+		from:   under("pkg/enforce/source", "pkg/enforce/internal"),
+		forbid: func(p *pkgInfo) bool { return p.ImportPath == module+"/pkg/enforce" },
+	},
+	{
 		name:   "enforce-no-grpc",
 		want:   "pkg/enforce and its packages link no gRPC or Envoy code (grpc, go-control-plane, pkg/envoyrls): the Envoy protocol is an adapter over them",
 		from:   under("pkg/enforce"),

@@ -41,6 +41,9 @@ func Definition(old, d ratelimit.Definition) []Change {
 	c.add("everyone", old.Everyone, d.Everyone, old.Everyone == d.Everyone)
 	c.add("exempt", old.Exempt, d.Exempt, old.Exempt == d.Exempt)
 	c.add("fail_closed", old.FailClosed, d.FailClosed, old.FailClosed == d.FailClosed)
+	// No fail policy is the enforcer's default; both sides come validated,
+	// so fail_closed alone already reads as closed here.
+	c.add("fail_policy", textValue(old.FailPolicy), textValue(d.FailPolicy), old.FailPolicy == d.FailPolicy)
 	c.add("ip_burst", intValue(old.IPBurst), intValue(d.IPBurst), equalInt(old.IPBurst, d.IPBurst))
 	c.add("ip_max_requests", intValue(old.IPMaxRequests), intValue(d.IPMaxRequests), equalInt(old.IPMaxRequests, d.IPMaxRequests))
 	c.add("kinds", listValue(old.Kinds), listValue(d.Kinds), slices.Equal(old.Kinds, d.Kinds))

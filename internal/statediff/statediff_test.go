@@ -184,3 +184,30 @@ func TestDefinitionRouteTeam(t *testing.T) {
 		t.Errorf("team fields:\n got %#v\nwant %#v", got, want)
 	}
 }
+
+// A fail policy is a field of its own; closed is also fail_closed, so
+// leaving closed changes both.
+func TestDefinitionFailPolicy(t *testing.T) {
+	old := ratelimit.Definition{Axis: ratelimit.AxisTarget, EntityType: ratelimit.EntityMCPServer, Name: "billing", WindowSeconds: 60,
+		MaxRequests: ptr(100), Enabled: true, FailPolicy: ratelimit.FailPolicyClosed, FailClosed: true}
+	if got := Definition(old, old); len(got) != 0 {
+		t.Errorf("unchanged: %v", got)
+	}
+	d := old
+	d.FailPolicy, d.FailClosed = ratelimit.FailPolicyDegrade, false
+	want := []Change{
+		{Field: "fail_closed", From: true, To: false},
+		{Field: "fail_policy", From: ratelimit.FailPolicyClosed, To: ratelimit.FailPolicyDegrade},
+	}
+	if got := Definition(old, d); !reflect.DeepEqual(got, want) {
+		t.Errorf("closed to degrade:\n got %#v\nwant %#v", got, want)
+	}
+	d.FailPolicy = ""
+	want = []Change{
+		{Field: "fail_closed", From: true, To: false},
+		{Field: "fail_policy", From: ratelimit.FailPolicyClosed, To: nil},
+	}
+	if got := Definition(old, d); !reflect.DeepEqual(got, want) {
+		t.Errorf("closed to the enforcer's default:\n got %#v\nwant %#v", got, want)
+	}
+}

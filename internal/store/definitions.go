@@ -14,7 +14,7 @@ import (
 const definitionColumns = `id, axis, entity_type, name, window_seconds, max_requests, user_max_requests,
 	agent_max_requests, members, fail_closed, enabled, mode, description, created_at, updated_at,
 	updated_by, version, algorithm, burst, user_burst, agent_burst, everyone, per, descriptor,
-	methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst, lease, counts_toward_lockout`
+	methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst, lease, counts_toward_lockout, fail_policy`
 
 func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	var (
@@ -29,7 +29,7 @@ func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	err := row.Scan(&d.ID, &d.Axis, &d.EntityType, &d.Name, &d.WindowSeconds, &maxR, &userR, &agentR,
 		&d.Members, &d.FailClosed, &d.Enabled, &d.Mode, &d.Description, &d.CreatedAt, &d.UpdatedAt,
 		&d.UpdatedBy, &d.Version, &d.Algorithm, &burst, &userB, &agentB, &d.Everyone, &d.Per, &descriptor,
-		&d.Methods, &d.Paths, &d.Exempt, &ipR, &ipB, &d.Kinds, &toolScope, &teamR, &teamB, &d.Lease, &d.CountsTowardLockout)
+		&d.Methods, &d.Paths, &d.Exempt, &ipR, &ipB, &d.Kinds, &toolScope, &teamR, &teamB, &d.Lease, &d.CountsTowardLockout, &d.FailPolicy)
 	if err != nil {
 		return d, err
 	}
@@ -83,6 +83,26 @@ func leaseRead(l string) string {
 
 // leaseColumn is what the lease column stores for d.
 func leaseColumn(d ratelimit.Definition) string { return d.LeaseOrDefault() }
+
+// failPolicyColumn is what the fail_policy column stores for d: its own
+// policy, closed for one that says fail_closed alone (the older spelling).
+// The quarantine sentinels take none (their fail_closed is kept as given).
+func failPolicyColumn(d ratelimit.Definition) string {
+	if d.Axis == ratelimit.AxisQuarantine {
+		return d.FailPolicy
+	}
+	return d.FailPolicyOf()
+}
+
+// failClosedColumn is what the fail_closed column stores for d: in step
+// with fail_policy (migration 025), for the replicas of the version before
+// it that read fail_closed alone.
+func failClosedColumn(d ratelimit.Definition) bool {
+	if d.Axis == ratelimit.AxisQuarantine {
+		return d.FailClosed
+	}
+	return failPolicyColumn(d) == ratelimit.FailPolicyClosed
+}
 
 // perColumn is what the per column stores for d.
 func perColumn(d ratelimit.Definition) string { return d.PerOrDefault() }
@@ -242,8 +262,8 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 		insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests,
 			user_max_requests, agent_max_requests, members, fail_closed, enabled, mode, description, updated_by,
 			algorithm, burst, user_burst, agent_burst, everyone, per, descriptor,
-			methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst, lease, counts_toward_lockout)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32)
+			methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst, lease, counts_toward_lockout, fail_policy)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33)
 		on conflict (id) do update set
 			max_requests = excluded.max_requests,
 			user_max_requests = excluded.user_max_requests,
@@ -268,6 +288,7 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 			counts_toward_lockout = excluded.counts_toward_lockout,
 			members = excluded.members,
 			fail_closed = excluded.fail_closed,
+			fail_policy = excluded.fail_policy,
 			enabled = excluded.enabled,
 			mode = excluded.mode,
 			description = excluded.description,
@@ -276,10 +297,10 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 			version = rl_definitions.version + 1
 		returning `+definitionColumns,
 		id, d.Axis, d.EntityType, d.Name, d.WindowSeconds, d.MaxRequests, d.UserMaxRequests,
-		d.AgentMaxRequests, members, d.FailClosed, d.Enabled, mode, d.Description, w.Actor,
+		d.AgentMaxRequests, members, failClosedColumn(d), d.Enabled, mode, d.Description, w.Actor,
 		algorithmColumn(d), d.Burst, d.UserBurst, d.AgentBurst, d.Everyone, perColumn(d), descriptorColumn(d),
 		routeMethods(d), routePaths(d), d.Exempt, d.IPMaxRequests, d.IPBurst, toolKinds(d), toolScope(d),
-		d.TeamMaxRequests, d.TeamBurst, leaseColumn(d), d.CountsTowardLockout))
+		d.TeamMaxRequests, d.TeamBurst, leaseColumn(d), d.CountsTowardLockout, failPolicyColumn(d)))
 	if err != nil {
 		return res, fmt.Errorf("put definition %q: %w", id, interpretError(err))
 	}
@@ -294,7 +315,7 @@ func sameDefinition(a, b ratelimit.Definition) bool {
 	}
 	return equalInt(a.MaxRequests, b.MaxRequests) && equalInt(a.UserMaxRequests, b.UserMaxRequests) &&
 		equalInt(a.AgentMaxRequests, b.AgentMaxRequests) && slices.Equal(a.Members, b.Members) &&
-		a.FailClosed == b.FailClosed && a.Enabled == b.Enabled && a.Mode == modeB && a.Description == b.Description &&
+		a.FailClosed == failClosedColumn(b) && a.FailPolicy == failPolicyColumn(b) && a.Enabled == b.Enabled && a.Mode == modeB && a.Description == b.Description &&
 		a.AlgorithmOrDefault() == b.AlgorithmOrDefault() && equalInt(a.Burst, b.Burst) &&
 		equalInt(a.UserBurst, b.UserBurst) && equalInt(a.AgentBurst, b.AgentBurst) &&
 		a.Everyone == b.Everyone && a.PerOrDefault() == b.PerOrDefault() && a.LeaseOrDefault() == b.LeaseOrDefault() &&

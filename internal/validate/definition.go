@@ -33,7 +33,8 @@ const floorWindowSeconds = 60
 // first-seen order, Mode defaulted to enforce, Scope derived from the
 // quarantine sentinel (empty elsewhere), Description trimmed, an explicit
 // fixed_window algorithm, caller per and auto lease dropped (they are the
-// defaults) and ID set from the result. On failure it returns an *Error
+// defaults), fail_policy and fail_closed in step (fail_closed alone is
+// fail_policy closed) and ID set from the result. On failure it returns an *Error
 // listing every field at fault.
 //
 // A field that does not belong to d's axis is an error rather than being
@@ -73,6 +74,7 @@ func Definition(d ratelimit.Definition, f Floors) (ratelimit.Definition, error) 
 		out.Per = ""
 	}
 	out.Lease = leaseMode(&probs, d)
+	out.FailPolicy, out.FailClosed = failPolicy(&probs, d)
 	if d.CountsTowardLockout != nil && d.Axis == ratelimit.AxisQuarantine {
 		probs.add(fieldError("counts_toward_lockout", "not allowed on the quarantine axis; quarantine blocks outright and throttles nothing (got %t)", *d.CountsTowardLockout))
 	}
@@ -327,6 +329,29 @@ func leaseMode(probs *problems, d ratelimit.Definition) string {
 		probs.add(fieldError("lease", "not allowed on an unlimited descriptor definition: it counts nothing, so there is nothing to lease (got %q)", d.Lease))
 	}
 	return mode
+}
+
+// failPolicy checks a definition's fail policy (a known one, none on the
+// quarantine axis, not contradicted by fail_closed) and returns it with
+// fail_closed in step: fail_closed alone, the older spelling, is policy
+// closed, and policy closed is fail_closed, so that a replica that reads
+// fail_closed alone and one that reads fail_policy decide alike. A
+// quarantine sentinel's fail_closed, which the API has always taken and
+// nothing counts by, is kept as it is.
+func failPolicy(probs *problems, d ratelimit.Definition) (string, bool) {
+	switch {
+	case d.FailPolicy != "" && !slices.Contains(ratelimit.FailPolicies(), d.FailPolicy):
+		probs.add(fieldError("fail_policy", "must be one of %s, or absent for the enforcer's default (got %q)",
+			strings.Join(ratelimit.FailPolicies(), ", "), d.FailPolicy))
+	case d.Axis == ratelimit.AxisQuarantine && d.FailPolicy != "":
+		probs.add(fieldError("fail_policy", "not allowed on the quarantine axis; quarantine blocks outright and counts nothing (got %q)", d.FailPolicy))
+	case d.Axis == ratelimit.AxisQuarantine:
+		return "", d.FailClosed
+	case d.FailClosed && d.FailPolicy != ratelimit.FailPolicyClosed && d.FailPolicy != "":
+		probs.add(fieldError("fail_policy", "%q contradicts fail_closed: true, the older spelling of fail_policy closed; give fail_policy alone", d.FailPolicy))
+	}
+	policy := d.FailPolicyOf()
+	return policy, policy == ratelimit.FailPolicyClosed
 }
 
 // misplaced reports a limit that is set on an axis that does not take it.

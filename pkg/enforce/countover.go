@@ -22,7 +22,7 @@ const overLimit = int64(1) << 52
 // take's. Only such calls pay the second round trip; when it fails, the
 // decision stands and the hits go uncounted (counted in the counters'
 // errors metric).
-func (e *Enforcer) countOver(ctx context.Context, c Call, gates []Gate, res *TakeResult, cost int64, now time.Time) {
+func (k *counting) countOver(ctx context.Context, c Call, gates []Gate, res *TakeResult, cost int64, now time.Time) {
 	if c.Descriptors == nil || !c.Descriptors.CountOver {
 		return
 	}
@@ -40,9 +40,9 @@ func (e *Enforcer) countOver(ctx context.Context, c Call, gates []Gate, res *Tak
 	if len(at) == 0 {
 		return
 	}
-	over, err := e.roundTrip(ctx, req)
+	over, err := k.roundTrip(ctx, req)
 	if err != nil || !over.Allowed {
-		e.metrics.errors.WithLabelValues("counters").Inc()
+		k.metrics.Errors.WithLabelValues("counters").Inc()
 		return
 	}
 	for j, i := range at {

@@ -26,6 +26,9 @@ import (
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
 	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
+	"github.com/rlctl/rlctl/pkg/enforce/internal/eventlog"
+	"github.com/rlctl/rlctl/pkg/enforce/internal/metrics"
+	snapshots "github.com/rlctl/rlctl/pkg/enforce/internal/snapshot"
 	"github.com/rlctl/rlctl/pkg/enforce/plan"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -125,33 +128,32 @@ type Enforcer struct {
 	opts     Options
 	log      *slog.Logger
 	now      func() time.Time
-	metrics  *metrics
+	metrics  *metrics.Metrics
 
-	// snaps keeps the snapshot decisions read (refresh.go).
-	snaps reloader
+	// snaps keeps the snapshot decisions read (internal/snapshot).
+	snaps *snapshots.Reloader[viewCache]
 
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	batcher *batcher
-	// events aggregates what the hot path would log (events.go).
-	events *eventLog
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// count is the take through the counter store (counting.go).
+	count counting
+	// views builds and caches calls' views (viewcache.go).
+	views viewer
+	// observing tells the observers of refusals (observer.go).
+	observing observing
+	// stops finds and decides the quarantines and lockouts that refuse a
+	// call before its gates (stops.go).
+	stops stops
+	// events aggregates what the hot path would log (internal/eventlog).
+	events *eventlog.Log
 	// exhausted remembers the gates this replica saw used up, for the
 	// fail policy (exhausted.go).
 	exhausted *exhaustedKeys
 	// recentLockouts are the escalation lockouts this replica's observers
-	// wrote, until its snapshot holds them (lockout_recent.go).
-	recentLockouts recentLockouts
-	// local: counters decide some calls in memory and take each call
-	// directly (CounterCapabilities.Local; local.go); localNext is
-	// roundTrip, bound once rather than per call.
-	local     bool
-	localNext TakeFunc
-	// answers are the answers of calls taken through TakeLocal, reused
-	// (local.go).
-	answers sync.Pool
-	// canGiveBack: counters can give back what a call took (a call a Guard
-	// refuses in its own round trip: guard.go).
-	canGiveBack bool
+	// wrote, until its snapshot holds them (internal/snapshot's Recent).
+	recentLockouts snapshots.Recent
+	// guard is the core's side of Options.Guard (guard.go).
+	guard guarding
 	// failPolicy is the default fail policy (Options.FailPolicy, or
 	// closed for Options.FailClosed): never "".
 	failPolicy string
@@ -189,41 +191,49 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	}
 	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now, exhausted: newExhaustedKeys(),
 		failPolicy: policy}
-	e.canGiveBack = opts.Counters.Capabilities().GiveBack
-	e.local = opts.Counters.Capabilities().Local
-	e.localNext = e.roundTrip
+	e.count = counting{counters: opts.Counters, timeout: opts.BackendTimeout, local: opts.Counters.Capabilities().Local}
+	e.count.localNext = e.count.roundTrip
+	e.views = viewer{ipv6Prefix: opts.IPv6Prefix, counterGates: e.count.local}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
 	if e.now == nil {
 		e.now = time.Now
 	}
-	e.events = newEventLog(e.log, e.now, eventLogOpts{})
-	m, err := newMetrics(opts.Registerer, e.quarantineCount, e.now, backendName(opts.Counters))
+	e.events = eventlog.New(e.log, e.now, eventlog.Opts{})
+	m, err := metrics.New(opts.Registerer, quarantineCounter(opts.Source, &e.snaps), e.now, backendName(opts.Counters))
 	if err != nil {
 		return nil, err
 	}
 	e.metrics = m
-	m.backendTimeout.Set(opts.BackendTimeout.Seconds())
-	e.snaps = reloader{source: opts.Source, ttl: opts.CacheTTL, now: e.now, log: e.log, metrics: m,
-		recent: &e.recentLockouts, guardChanged: e.guardChanged, kick: make(chan struct{}, 1)}
-	if err := e.snaps.loadAll(ctx); err != nil {
+	e.count.metrics = m
+	e.stops = stops{metrics: m, events: e.events, ipv6Prefix: opts.IPv6Prefix, recent: &e.recentLockouts}
+	caps := opts.Counters.Capabilities()
+	e.guard = guarding{guard: opts.Guard, counters: opts.Counters, metrics: m, events: e.events, log: e.log,
+		timeout: opts.BackendTimeout, ride: !caps.Local && caps.GiveBack}
+	m.BackendTimeout.Set(opts.BackendTimeout.Seconds())
+	e.snaps = snapshots.NewReloader(opts.Source, opts.CacheTTL, e.now, e.log, newViewCache, &e.recentLockouts, snapshots.Hooks{
+		Reloaded: m.Reloaded, Failed: func(kind string) { m.Errors.WithLabelValues(kind).Inc() },
+		Notified: m.Notifications.Inc, Foreign: e.guard.changed})
+	e.observing = observing{observers: opts.Observers, metrics: m, events: e.events, ipv6Prefix: opts.IPv6Prefix,
+		recent: &e.recentLockouts, reloads: e.snaps.Started}
+	if err := e.snaps.LoadAll(ctx); err != nil {
 		return nil, err
 	}
 	// Bound last, once nothing else can fail: a New that fails leaves the
 	// guard free for the next attempt.
-	if err := e.bindGuard(); err != nil {
+	if err := e.guard.bind(); err != nil {
 		return nil, err
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	e.batcher = newBatcher(e.counters)
+	e.count.batcher = newBatcher(e.counters)
 	for range opts.Workers {
-		e.wg.Go(func() { e.batcher.work(bg) })
+		e.wg.Go(func() { e.count.batcher.work(bg) })
 	}
-	e.wg.Go(func() { e.snaps.listen(bg) })
-	e.wg.Go(func() { e.snaps.loop(bg) })
-	e.wg.Go(func() { every(bg, e.events.interval, func(context.Context) { e.events.flushIfDue() }) })
+	e.wg.Go(func() { e.snaps.Listen(bg) })
+	e.wg.Go(func() { e.snaps.Loop(bg) })
+	e.wg.Go(func() { every(bg, e.events.Interval(), func(context.Context) { e.events.FlushIfDue() }) })
 	if opts.SweepInterval > 0 {
 		e.wg.Go(func() {
 			every(bg, opts.SweepInterval, func(ctx context.Context) { sweep(ctx, e.counters, e.now(), e.metrics, e.log) })
@@ -237,8 +247,8 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 func (e *Enforcer) Close() {
 	e.cancel()
 	e.wg.Wait()
-	e.batcher.stop()
-	e.events.flush()
+	e.count.batcher.stop()
+	e.events.Flush()
 	if e.opts.OnClose != nil {
 		e.opts.OnClose()
 	}
@@ -247,8 +257,8 @@ func (e *Enforcer) Close() {
 // Check decides a call and, when it is allowed, takes its cost from every
 // gate. The error is non-nil only when a backend failure decided the call
 // (the decision then says fail-open or fail-closed, or is Degraded) or
-// overload shed it (ReasonOverloaded, ErrOverloaded): gateways can log it and must still
-// follow the decision.
+// overload shed it (ReasonOverloaded, ErrOverloaded): gateways can log it
+// and must still follow the decision.
 func (e *Enforcer) Check(ctx context.Context, c Call) (Decision, error) {
 	return e.decide(ctx, c, true)
 }
@@ -269,21 +279,23 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	ip := clientAddr(c.ClientIP)
 	anonymous := c.Username == "" && c.ClientID == ""
 	if c.Descriptors == nil && ((c.TargetType == "" && c.Path == "") || (anonymous && !ip.IsValid())) {
-		e.metrics.checks.WithLabelValues("skipped").Inc()
+		e.metrics.Checks.WithLabelValues("skipped").Inc()
 		return allowedNoGates, nil
 	}
 	now := e.now()
-	snap := e.snaps.usable(now)
+	snap := e.snaps.Usable(now)
 	if snap == nil {
+		e.metrics.Cache.WithLabelValues("miss").Inc()
 		if c.TargetType == "" {
 			// Only routes could have applied, and without a snapshot
 			// there is no route to say so: a call without a target is
 			// not ours to fail closed on.
-			e.metrics.checks.WithLabelValues("skipped").Inc()
+			e.metrics.Checks.WithLabelValues("skipped").Inc()
 			return allowedNoGates, nil
 		}
 		return e.noSnapshot(c)
 	}
+	e.metrics.CacheHit.Inc()
 	// Routes: an exempt path is never limited; a call without a target
 	// that no route matches is skipped, as every call without a target
 	// was before routes existed.
@@ -292,37 +304,37 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		var exempt bool
 		routes, exempt = snap.Routes.Match(strings.ToUpper(c.Method), RoutePath(c.Path))
 		if exempt || (c.TargetType == "" && len(routes) == 0) {
-			e.metrics.checks.WithLabelValues("skipped").Inc()
+			e.metrics.Checks.WithLabelValues("skipped").Inc()
 			return allowedNoGates, nil
 		}
 	}
 	// The master switch is off (rlctl enforcement off): allow, count nothing.
-	if snap.enforcementOff {
-		e.metrics.checks.WithLabelValues("enforcement_off").Inc()
+	if snap.EnforcementOff {
+		e.metrics.Checks.WithLabelValues("enforcement_off").Inc()
 		return Decision{Allowed: true, Reason: ReasonEnforcementOff}, nil
 	}
 	// 0. The Guard's screening (a client address locked out for failed
 	// authentications): refused before anything else, administrators
 	// included. What it must ask the store rides in the round trip of
 	// the call's counters when there is one (guard.go).
-	q, d, refused := e.screen(ctx, c, ip)
+	q, d, refused := e.guard.screen(ctx, c, ip)
 	if refused {
 		return d, nil
 	}
-	v := e.callView(snap, c, ip, anonymous, routes, now)
-	if stop := e.stopBeforeGates(snap, v, c, anonymous, now); stop != nil {
-		if d, refused := e.settle(ctx, q); refused {
+	v := e.views.view(snap, c, ip, anonymous, routes, now)
+	if stop := e.stops.before(snap, v, c, anonymous, now); stop != nil {
+		if d, refused := e.guard.settle(ctx, q); refused {
 			return d, nil
 		}
-		return e.observed(ctx, c, stop(), v, consume, now), nil
+		return e.observing.observed(ctx, c, stop(), v, consume, now), nil
 	}
 	// 3-5. Caller, caller_target, target, tool, route and descriptor gates.
 	gates := v.gatesAt(now)
 	if len(gates) == 0 {
-		if d, refused := e.settle(ctx, q); refused {
+		if d, refused := e.guard.settle(ctx, q); refused {
 			return d, nil
 		}
-		e.metrics.checks.WithLabelValues("allowed").Inc()
+		e.metrics.Checks.WithLabelValues("allowed").Inc()
 		return allowedNoGates, nil
 	}
 	cost := c.Cost
@@ -336,90 +348,12 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 	}
 	d, err := e.take(ctx, c, gates, hints, cost, consume, now, q)
 	if reps != nil {
-		d = e.unfold(ctx, d, reps, consume, now)
+		d = e.count.unfold(ctx, d, reps, consume, now)
 	}
 	if err == nil {
-		d = e.observed(ctx, c, d, v, consume, now)
+		d = e.observing.observed(ctx, c, d, v, consume, now)
 	}
 	return d, err
-}
-
-// stopBeforeGates applies the quarantines (steps 1 and 2): nil when none
-// applies, else what decides the call (it counts and logs that decision
-// when it is called, so that a Guard's refusal found meanwhile can decide
-// instead).
-func (e *Enforcer) stopBeforeGates(snap *snapshot, v *callView, c Call, anonymous bool, now time.Time) func() Decision {
-	s := e.stopOf(snap, v, c, anonymous, now)
-	switch s.kind {
-	case stopTarget:
-		return func() Decision { return e.quarantined("target", c.TargetType, c, v.targetName) }
-	case stopCaller:
-		return func() Decision { return e.quarantined("caller", s.subjectType, c, v.targetName) }
-	case stopLockout:
-		return func() Decision { return e.lockedOut(c, s.m, v.targetName, now) }
-	}
-	return nil
-}
-
-// stopKind is what refuses a call before its gates (stopOf).
-type stopKind uint8
-
-const (
-	stopNone stopKind = iota
-	stopTarget
-	stopCaller
-	stopLockout
-)
-
-// stopCause is the quarantine or lockout that refuses a call before its
-// gates: its kind, the subject type of a caller quarantine (user, client,
-// team, network) and the membership that holds it.
-type stopCause struct {
-	kind        stopKind
-	subjectType string
-	m           plan.Member
-}
-
-// stopOf finds the quarantine or escalation lockout that refuses the call
-// before its gates, in the order decisions apply them; it counts and logs
-// nothing, so that Explain reads the same rule a decision does.
-func (e *Enforcer) stopOf(snap *snapshot, v *callView, c Call, anonymous bool, now time.Time) stopCause {
-	// 1. Target quarantine: for everyone, administrators included.
-	if snap.TargetsOn && v.targetKnown && c.TargetType != "" && v.target.ok && v.target.m.QuarantinedAt(now) {
-		return stopCause{kind: stopTarget, subjectType: c.TargetType, m: v.target.m}
-	}
-	if v.admin {
-		return stopCause{}
-	}
-	// 2. Caller quarantine: not for administrators. The callers' sentinel
-	// switches the operators' quarantines; an escalation lockout is the
-	// enforcer's own answer to a caller's violations and holds without it
-	// (docs/operations.md, "Escalation lockouts").
-	for i, r := range v.callers {
-		if r.ok && r.m.QuarantinedAt(now) {
-			if r.m.Lockout {
-				return stopCause{kind: stopLockout, m: r.m}
-			}
-			if !snap.CallersOn {
-				continue
-			}
-			return stopCause{kind: stopCaller, subjectType: callerSubjectTypes[i], m: r.m}
-		}
-	}
-	if snap.CallersOn && v.network.ok && v.network.m.QuarantinedAt(now) && !v.network.m.Lockout {
-		return stopCause{kind: stopCaller, subjectType: ratelimit.SubjectNetwork, m: v.network.m}
-	}
-	if anonymous {
-		if m, ok := v.ipLockout(now); ok {
-			return stopCause{kind: stopLockout, m: m}
-		}
-	}
-	// A lockout this replica has just written, before its change notice
-	// brings it into the snapshot.
-	if m, ok := e.recentlyLockedOut(c, now); ok {
-		return stopCause{kind: stopLockout, m: m}
-	}
-	return stopCause{}
 }
 
 // callerSubjectTypes are the subject types of callView.callers, in order.
@@ -432,27 +366,19 @@ func targetSubject(targetType, name string) string {
 	return ratelimit.MembershipID(ratelimit.SubjectServer, name)
 }
 
-func (e *Enforcer) quarantined(scope, entityType string, c Call, target string) Decision {
-	e.metrics.checks.WithLabelValues("quarantined").Inc()
-	e.metrics.quarantineDenied.WithLabelValues(scope, entityType).Inc()
-	e.events.record(event{reason: eventQuarantined, scope: scope, username: c.Username, clientID: c.ClientID,
-		targetType: c.TargetType, target: target, caller: eventCaller(c, e.opts.IPv6Prefix)})
-	return Decision{Allowed: false, Reason: ReasonQuarantined, QuarantineScope: scope}
-}
-
 // noSnapshot decides without definitions or memberships: quarantine follows
 // its fail rule, limits follow theirs.
 func (e *Enforcer) noSnapshot(c Call) (Decision, error) {
 	err := errors.New("enforce: no usable snapshot of definitions and memberships")
-	if p := e.snaps.lastErr.Load(); p != nil {
-		err = fmt.Errorf("enforce: no usable snapshot: %w", *p)
+	if last := e.snaps.LastErr(); last != nil {
+		err = fmt.Errorf("enforce: no usable snapshot: %w", last)
 	}
-	e.metrics.errors.WithLabelValues("snapshot").Inc()
+	e.metrics.Errors.WithLabelValues("snapshot").Inc()
 	if e.opts.QuarantineFailClosed || e.failPolicy == ratelimit.FailPolicyClosed {
-		e.metrics.checks.WithLabelValues("fail_closed").Inc()
+		e.metrics.Checks.WithLabelValues("fail_closed").Inc()
 		return Decision{Allowed: false, Reason: ReasonFailClosed, RetryAfter: time.Second}, err
 	}
-	e.metrics.checks.WithLabelValues("fail_open").Inc()
+	e.metrics.Checks.WithLabelValues("fail_open").Inc()
 	return Decision{Allowed: true, Reason: ReasonFailOpen}, err
 }
 
@@ -508,18 +434,26 @@ func describe(g *Gate, st GateState, room bool, cost int64, now time.Time) {
 // decides the call, and what the call took is given back.
 func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time, q *Question) (Decision, error) {
 	// gates are sorted: a call's view keeps them in the order the stores
-	// take them (buildView).
+	// take them (viewer.build).
 	if err := e.reportDegraded(ctx); err != nil {
-		if d, refused := e.settle(ctx, q); refused {
+		if d, refused := e.guard.settle(ctx, q); refused {
 			return d, nil
 		}
 		return e.backendFailed(c, gates, cost, consume, err)
 	}
-	if e.local {
+	if e.count.local {
 		// The Guard's question is asked before the call over such a
 		// store: a decision made in memory makes no round trip to share
 		// (screen).
-		return e.takeLocal(ctx, c, gates, hints, cost, consume, now)
+		res, release, err := e.count.takeLocal(ctx, gates, hints, cost, consume, now)
+		defer release()
+		if err != nil {
+			return e.backendFailed(c, gates, cost, consume, err)
+		}
+		if consume {
+			e.count.countOver(ctx, c, gates, &res, cost, now)
+		}
+		return e.decision(c, gates, res, cost, consume, now), nil
 	}
 	req := TakeRequest{Cost: cost, Consume: consume, Now: now, Gates: make([]CounterGate, len(gates))}
 	for i, g := range gates {
@@ -529,7 +463,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 	if q != nil {
 		pr = &q.Request
 	}
-	rep := e.roundTripWith(ctx, req, pr)
+	rep := e.count.roundTripWith(ctx, req, pr)
 	if errors.Is(rep.err, ErrOverloaded) {
 		return e.backendFailed(c, gates, cost, consume, rep.err)
 	}
@@ -537,7 +471,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 		// The Guard's question went unanswered too: it is asked on its
 		// own (the round may have failed over the call's own gates), and
 		// only a call the guard lets through is left to the fail policy.
-		if d, refused := e.settle(ctx, q); refused {
+		if d, refused := e.guard.settle(ctx, q); refused {
 			return d, nil
 		}
 		return e.backendFailed(c, gates, cost, consume, rep.err)
@@ -545,13 +479,13 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 	if q != nil {
 		if r, refused := q.Answer(rep.peek); refused {
 			if consume && rep.res.Allowed {
-				e.giveBack(req, rep.res)
+				e.guard.giveBack(req, rep.res)
 			}
-			return e.refused(r), nil
+			return e.guard.refused(r), nil
 		}
 	}
 	if consume {
-		e.countOver(ctx, c, gates, &rep.res, cost, now)
+		e.count.countOver(ctx, c, gates, &rep.res, cost, now)
 	}
 	return e.decision(c, gates, rep.res, cost, consume, now), nil
 }
@@ -573,7 +507,7 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 	for i := range gates {
 		g := &gates[i]
 		describe(g, res.States[i], res.Room[i], cost, now)
-		e.metrics.gateChecked(g, res.Room[i])
+		e.metrics.GateChecked(g, res.Room[i])
 		if !res.Room[i] {
 			if cost == 1 && !g.Shadow && g.RetryAfter > 0 {
 				// No room for the smallest call: remembered for the
@@ -582,11 +516,11 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 			}
 			if g.Shadow {
 				d.Shadow = append(d.Shadow, *g)
-				e.metrics.shadowDenied.WithLabelValues(AxisLabel(g.Axis), g.EntityType, strconv.Itoa(g.WindowSeconds)).Inc()
+				e.metrics.ShadowDenied.WithLabelValues(AxisLabel(g.Axis), g.EntityType, strconv.Itoa(g.WindowSeconds)).Inc()
 				continue
 			}
 			d.Denied = append(d.Denied, *g)
-			e.metrics.throttled.WithLabelValues(AxisLabel(g.Axis), g.EntityType, strconv.Itoa(g.WindowSeconds)).Inc()
+			e.metrics.Throttled.WithLabelValues(AxisLabel(g.Axis), g.EntityType, strconv.Itoa(g.WindowSeconds)).Inc()
 		}
 		if !g.Shadow && (tightest < 0 || g.Remaining < gates[tightest].Remaining) {
 			tightest = i
@@ -603,35 +537,33 @@ func (e *Enforcer) decision(c Call, gates []Gate, res TakeResult, cost int64, co
 		latest := longestWait(d.Denied, now)
 		d.Limit, d.Remaining, d.Reset = latest.Limit, latest.Remaining, latest.Reset
 		d.RetryAfter = retryAfter(wait(latest, now))
-		e.metrics.checks.WithLabelValues("throttled").Inc()
+		e.metrics.Checks.WithLabelValues("throttled").Inc()
 		if consume {
-			e.events.record(event{reason: eventThrottled, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-				target: c.TargetName, gate: latest.DefinitionID, limit: latest.Limit, retryAfter: d.RetryAfter, caller: eventCaller(c, e.opts.IPv6Prefix)})
+			e.events.Record(eventlog.Event{Reason: eventlog.Throttled, Username: c.Username, ClientID: c.ClientID, TargetType: c.TargetType,
+				Target: c.TargetName, Gate: latest.DefinitionID, Limit: latest.Limit, RetryAfter: d.RetryAfter, Caller: eventCaller(c, e.opts.IPv6Prefix)})
 		}
 	} else {
-		e.metrics.allowed.Inc()
+		e.metrics.Allowed.Inc()
 	}
 	if len(d.Shadow) > 0 && consume {
-		e.events.record(event{reason: eventShadow, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-			target: c.TargetName, gate: d.Shadow[0].DefinitionID, caller: eventCaller(c, e.opts.IPv6Prefix)})
+		e.events.Record(eventlog.Event{Reason: eventlog.Shadow, Username: c.Username, ClientID: c.ClientID, TargetType: c.TargetType,
+			Target: c.TargetName, Gate: d.Shadow[0].DefinitionID, Caller: eventCaller(c, e.opts.IPv6Prefix)})
 	}
 	return d
 }
 
-// roundTrip sends req to the counter store through the batcher within the
-// backend timeout, and observes it.
-func (e *Enforcer) roundTrip(ctx context.Context, req TakeRequest) (TakeResult, error) {
-	rep := e.roundTripWith(ctx, req, nil)
-	return rep.res, rep.err
-}
-
-// roundTripWith is roundTrip with peek (when not nil) asked in the same
-// round trip, just before req.
-func (e *Enforcer) roundTripWith(ctx context.Context, req TakeRequest, peek *TakeRequest) takeReply {
-	start := time.Now()
-	rep := e.batcher.takeWith(ctx, req, peek, e.opts.BackendTimeout)
-	e.metrics.observeBackend(req.Consume, rep.err, time.Since(start))
-	return rep
+// backendResult is a round trip's result label: ok, shed, timeout or
+// error.
+func backendResult(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, ErrOverloaded):
+		return "shed"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return "error"
 }
 
 // backendFailed applies the fail policy (failpolicy.go): closed denies,
@@ -645,7 +577,7 @@ func (e *Enforcer) backendFailed(c Call, gates []Gate, cost int64, consume bool,
 	for _, g := range gates {
 		if until, ok := e.exhausted.until(g, now); ok && !g.Shadow {
 			g.RetryAfter = until.Sub(now)
-			e.metrics.checks.WithLabelValues("throttled").Inc()
+			e.metrics.Checks.WithLabelValues("throttled").Inc()
 			return Decision{Allowed: false, Reason: ReasonThrottled, Gates: gates, Denied: []Gate{g},
 				Limit: g.Limit, Reset: g.Reset, RetryAfter: retryAfter(g.RetryAfter),
 				Degraded: policy == ratelimit.FailPolicyDegrade && !errors.Is(err, ErrOverloaded)}, err
@@ -656,19 +588,19 @@ func (e *Enforcer) backendFailed(c Call, gates []Gate, cost int64, consume bool,
 		// Shed: no policy's answer. A gateway answers 503, and Envoy
 		// applies its failure_mode_deny; a fail-closed call is refused as
 		// fail-closed below, so that shedding never opens it.
-		e.metrics.checks.WithLabelValues("overloaded").Inc()
+		e.metrics.Checks.WithLabelValues("overloaded").Inc()
 		return Decision{Allowed: false, Reason: ReasonOverloaded, RetryAfter: time.Second}, err
 	}
-	e.metrics.errors.WithLabelValues("counters").Inc()
-	e.events.record(event{reason: eventBackend, failClosed: closed, target: c.TargetName, err: err})
+	e.metrics.Errors.WithLabelValues("counters").Inc()
+	e.events.Record(eventlog.Event{Reason: eventlog.Backend, FailClosed: closed, Target: c.TargetName, Err: err})
 	if policy == ratelimit.FailPolicyDegrade {
 		return e.degraded(c, gates, cost, consume, now), err
 	}
 	if closed {
-		e.metrics.checks.WithLabelValues("fail_closed").Inc()
+		e.metrics.Checks.WithLabelValues("fail_closed").Inc()
 		return Decision{Allowed: false, Reason: ReasonFailClosed, Gates: gates, RetryAfter: time.Second}, err
 	}
-	e.metrics.checks.WithLabelValues("fail_open").Inc()
+	e.metrics.Checks.WithLabelValues("fail_open").Inc()
 	return Decision{Allowed: true, Reason: ReasonFailOpen, Gates: gates}, err
 }
 
@@ -700,23 +632,7 @@ func retryAfter(wait time.Duration) time.Duration {
 	return max(secs*time.Second, time.Second)
 }
 
-func outcome(room bool) string {
-	if room {
-		return "allow"
-	}
-	return "deny"
-}
-
 // AxisLabel is an axis's label in the metrics (clr, ctg, tgt): short, and
 // the same in the core's series and those of the features built beside it
 // (the record of violations).
-func AxisLabel(axis string) string {
-	switch axis {
-	case ratelimit.AxisCaller:
-		return "clr"
-	case ratelimit.AxisCallerTarget:
-		return "ctg"
-	default:
-		return "tgt"
-	}
-}
+func AxisLabel(axis string) string { return metrics.AxisLabel(axis) }

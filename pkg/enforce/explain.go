@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/clientip"
+	snapshots "github.com/rlctl/rlctl/pkg/enforce/internal/snapshot"
 	"github.com/rlctl/rlctl/pkg/enforce/plan"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -18,108 +19,21 @@ import (
 // Explain's answer. It is built by the code a decision is built by (the
 // same view, gates and quarantine rule), so that what rlapi's status, the
 // counters API's selectors or a simulation read from it is what a gateway
-// enforces.
-type Plan struct {
-	// Skipped says why no limit and no quarantine applies to the call at
-	// all (PlanSkipped*); empty when the call meets its gates.
-	Skipped string `json:"skipped,omitempty"`
-	// AnyTarget: the call named no target, path or descriptor, and is
-	// explained as its caller on any target. (A decision of such a call
-	// is a control-plane call and meets nothing.) Its caller_target
-	// definitions are listed with no key, since their counters are per
-	// target.
-	AnyTarget bool `json:"any_target,omitempty"`
-	// AnyCaller: the call named no identity and no client address, and is
-	// explained as any caller of its target or path (of its team, when it
-	// names one: the team's groups and the definitions for everyone are
-	// then listed without a counter, their buckets being per caller). (A decision of such
-	// a call has no one to limit and meets nothing.) The limits every
-	// caller shares are its gates; the definitions kept per caller (tool
-	// scopes principal and principal_tool, a route's per-caller
-	// dimensions) are listed with no key.
-	AnyCaller bool `json:"any_caller,omitempty"`
-	// Admin: the caller is an administrator, whom no caller limit or
-	// caller quarantine applies to.
-	Admin bool `json:"admin,omitempty"`
-	// Groups are the groups the caller's limits come from, each with the
-	// membership that put the caller in it.
-	Groups []PlanGroup `json:"groups"`
-	// Stop is the quarantine or escalation lockout that refuses the call
-	// before any gate; nil when none does.
-	Stop *PlanStop `json:"stop,omitempty"`
-	// Gates are the gates a decision takes, in the order it takes them.
-	// Nothing is read from the counters: Count, Remaining and RetryAfter
-	// are zero, Reset is the end of the current window.
-	Gates []Gate `json:"gates"`
-	// Definitions are the definitions that apply to the call, each with
-	// why and the counter it counts on: the ones behind the gates, those
-	// a more restrictive definition outranked on the bucket they share,
-	// and, without a counter (Gate -1), the caller_target ones of an
-	// AnyTarget plan and those kept per client address or per team of a
-	// call that names none (Dimension ip or team). Sorted by definition
-	// id, then dimension.
-	Definitions []PlannedDefinition `json:"definitions"`
-}
+// enforces. The types live in pkg/enforce/plan.
+type (
+	Plan              = plan.Explanation
+	PlanGroup         = plan.Group
+	PlanStop          = plan.Stop
+	PlannedDefinition = plan.Planned
+)
 
 // Reasons a Plan gives for a call that meets nothing (Plan.Skipped).
 const (
-	// PlanSkippedNothing: the call names no caller, target, path or
-	// descriptor: there is nothing to explain.
-	PlanSkippedNothing = "nothing"
-	// PlanSkippedNoRoute: a call with a path but no target that no route
-	// definition matches.
-	PlanSkippedNoRoute = "no-route"
-	// PlanSkippedExemptRoute: an exempt route definition matched the
-	// call's path (Plan.Definitions lists it).
-	PlanSkippedExemptRoute = "exempt-route"
-	// PlanSkippedEnforcementOff: the master switch is off.
-	PlanSkippedEnforcementOff = "enforcement-off"
+	PlanSkippedNothing        = plan.SkippedNothing
+	PlanSkippedNoRoute        = plan.SkippedNoRoute
+	PlanSkippedExemptRoute    = plan.SkippedExemptRoute
+	PlanSkippedEnforcementOff = plan.SkippedEnforcementOff
 )
-
-// PlanGroup is one group of the caller and why the caller is in it.
-type PlanGroup struct {
-	Name string `json:"name"`
-	// Via is the membership that put the caller in the group (user:alice,
-	// client:bot, team:acme, network:10.0.0.0/8).
-	Via string `json:"via"`
-}
-
-// PlanStop is a quarantine or escalation lockout that refuses a call
-// before its gates.
-type PlanStop struct {
-	// Reason is ReasonQuarantined or ReasonLockedOut.
-	Reason string `json:"reason"`
-	// Scope is "target" or "caller".
-	Scope string `json:"scope"`
-	// SubjectType is the subject whose membership holds it: the target's
-	// type for a target quarantine, user, client, team or network for a
-	// caller's; empty for a lockout.
-	SubjectType string `json:"subject_type,omitempty"`
-	// Until is when it ends (zero: when an operator lifts it).
-	Until time.Time `json:"until,omitzero"`
-}
-
-// PlannedDefinition is one definition that applies to a call.
-type PlannedDefinition struct {
-	Definition ratelimit.Definition `json:"definition"`
-	// MatchedBy is why a caller or caller_target definition applies (as
-	// Gate.MatchedBy); Matched the route pattern or tool glob that matched
-	// and Dimension what the bucket is kept per (as Gate.Matched and
-	// Gate.Dimension).
-	MatchedBy string `json:"matched_by,omitempty"`
-	Matched   string `json:"matched,omitempty"`
-	Dimension string `json:"dimension,omitempty"`
-	// Key is the counter it counts on; empty for a caller_target
-	// definition of a plan without a target.
-	Key string `json:"key,omitempty"`
-	// Gate is the index in Plan.Gates of the gate that decides its
-	// counter, -1 when none does (no key, or an exempt route).
-	Gate int `json:"gate"`
-	// OutrankedBy names the more restrictive definition whose limit the
-	// bucket this one shares is kept at (the lowest limit of one axis,
-	// window and algorithm wins); empty when its own limit applies.
-	OutrankedBy string `json:"outranked_by,omitempty"`
-}
 
 // ErrNoSnapshot: the Enforcer holds no usable snapshot of definitions and
 // memberships (its source has not been read).
@@ -135,50 +49,52 @@ var ErrNoSnapshot = errors.New("enforce: no usable snapshot of definitions and m
 // client address lives in the counters and is not part of a plan.
 func (e *Enforcer) Explain(ctx context.Context, c Call) (Plan, error) {
 	now := e.now()
-	prev := e.snaps.snap.Load()
+	prev := e.snaps.Current()
 	if prev == nil {
 		return Plan{}, ErrNoSnapshot
 	}
-	snap, _, err := loadChanges(ctx, e.source, prev, e.explainRows(c), now)
+	snap, _, err := snapshots.Load(ctx, e.source, prev, explainRows(c, e.opts.IPv6Prefix), now, newViewCache)
 	if err != nil {
 		return Plan{}, fmt.Errorf("explain: %w", err)
 	}
-	return e.plan(snap, c, now), nil
+	return explain(snap, c, now, e.views, &e.stops), nil
 }
 
 // explainRows are the rows a plan of c reads fresh: every definition, and
-// the memberships and administrators c names.
-func (e *Enforcer) explainRows(c Call) changes {
-	var ch changes
-	ch.defs.all = true
+// the memberships and administrators c names (its client address's
+// network keyed by ipv6Prefix).
+func explainRows(c Call, ipv6Prefix int) snapshots.Changes {
+	var ch snapshots.Changes
+	ch.Defs.All = true
 	member := func(subjectType, subject string) {
 		if subject != "" {
-			ch.members.add(Change{Table: TableMemberships, IDs: []string{ratelimit.MembershipID(subjectType, subject)}})
+			ch.Members.Add(Change{Table: TableMemberships, IDs: []string{ratelimit.MembershipID(subjectType, subject)}})
 		}
 	}
 	admin := func(subjectType, subject string) {
 		if subject != "" {
-			ch.admin.add(Change{Table: TableAdmins, IDs: []string{ratelimit.MembershipID(subjectType, subject)}})
+			ch.Admins.Add(Change{Table: TableAdmins, IDs: []string{ratelimit.MembershipID(subjectType, subject)}})
 		}
 	}
 	member(ratelimit.SubjectUser, c.Username)
 	member(ratelimit.SubjectClient, c.ClientID)
-	member(ratelimit.SubjectTeam, strings.TrimSpace(c.Team)) // as buildView keys it
+	member(ratelimit.SubjectTeam, strings.TrimSpace(c.Team)) // as viewer.build keys it
 	admin(ratelimit.SubjectUser, c.Username)
 	admin(ratelimit.SubjectClient, c.ClientID)
 	if name, known, err := ratelimit.NormalizeTargetName(c.TargetType, c.TargetName); known && err == nil && c.TargetType != "" {
-		ch.members.add(Change{Table: TableMemberships, IDs: []string{targetSubject(c.TargetType, name)}})
+		ch.Members.Add(Change{Table: TableMemberships, IDs: []string{targetSubject(c.TargetType, name)}})
 	}
 	if ip := clientAddr(c.ClientIP); ip.IsValid() {
-		if n := clientip.Network(ip, e.opts.IPv6Prefix); n.IsValid() {
+		if n := clientip.Network(ip, ipv6Prefix); n.IsValid() {
 			member(ratelimit.SubjectNetwork, n.String())
 		}
 	}
 	return ch
 }
 
-// plan explains c on snap, following decide step by step.
-func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
+// explain explains c on snap, following decide step by step, with the
+// views and stops a decision uses.
+func explain(snap *snapshot, c Call, now time.Time, views viewer, stops *stops) Plan {
 	p := Plan{Groups: []PlanGroup{}, Gates: []Gate{}, Definitions: []PlannedDefinition{}}
 	ip := clientAddr(c.ClientIP)
 	anonymous := c.Username == "" && c.ClientID == ""
@@ -200,7 +116,7 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 		routes, exempt = snap.Routes.Match(method, path)
 		if exempt {
 			p.Skipped = PlanSkippedExemptRoute
-			p.Definitions = exemptRoutes(snap, method, path)
+			p.Definitions = plan.ExemptRoutes(snap.Routes, method, path)
 			return p
 		}
 		if c.TargetType == "" && len(routes) == 0 {
@@ -210,21 +126,21 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 	case c.TargetType == "" && c.Descriptors == nil && !p.AnyCaller:
 		p.AnyTarget, log.AnyTarget = true, true
 	}
-	if snap.enforcementOff {
+	if snap.EnforcementOff {
 		p.Skipped = PlanSkippedEnforcementOff
 		return p
 	}
-	v := e.buildView(snap, c, ip, anonymous, routes, now, log)
+	v := views.build(snap, c, ip, anonymous, routes, now, log)
 	p.Admin = v.admin
 	for _, g := range log.Groups {
-		p.Groups = append(p.Groups, PlanGroup{Name: g.Name, Via: g.Via})
+		p.Groups = append(p.Groups, PlanGroup(g))
 	}
 	if p.AnyCaller && team != "" {
 		// Any caller of a team: the team's groups, and the definitions
 		// for everyone, apply to each of them, on buckets kept per
 		// caller (listed without a counter).
-		for _, g := range plan.CallerGroups(snap.members, ratelimit.MembershipID(ratelimit.SubjectTeam, team)) {
-			p.Groups = append(p.Groups, PlanGroup{Name: g.Name, Via: g.Via})
+		for _, g := range plan.CallerGroups(snap.Members, ratelimit.MembershipID(ratelimit.SubjectTeam, team)) {
+			p.Groups = append(p.Groups, PlanGroup(g))
 			for _, d := range snap.GroupDefs[g.Name] {
 				if !d.Everyone {
 					log.PerCaller = append(log.PerCaller, plan.Keyless{Def: d, Via: g.Via})
@@ -235,7 +151,7 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 			log.PerCaller = append(log.PerCaller, plan.Keyless{Def: d, Via: MatchedEveryone})
 		}
 	}
-	if s := e.stopOf(snap, v, c, anonymous, now); s.kind != stopNone {
+	if s := stops.of(snap, v, c, anonymous, now); s.kind != stopNone {
 		p.Stop = &PlanStop{Reason: ReasonQuarantined, Scope: "caller", SubjectType: s.subjectType, Until: s.m.QuarantineExpireAt}
 		switch s.kind {
 		case stopTarget:
@@ -250,14 +166,14 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 		if _, seen := byKey[g.Key()]; !seen {
 			byKey[g.Key()] = i
 		}
-		p.Definitions = append(p.Definitions, plannedOf(snap, g, i, ""))
+		p.Definitions = append(p.Definitions, plan.PlannedOf(snap.Defs, g, i, ""))
 	}
 	for _, g := range log.Losers {
 		i, ok := byKey[g.Key()]
 		if !ok {
 			continue
 		}
-		p.Definitions = append(p.Definitions, plannedOf(snap, g, i, p.Gates[i].DefinitionID))
+		p.Definitions = append(p.Definitions, plan.PlannedOf(snap.Defs, g, i, p.Gates[i].DefinitionID))
 	}
 	for _, u := range log.PerCaller {
 		p.Definitions = append(p.Definitions, PlannedDefinition{Definition: u.Def, MatchedBy: u.Via, Matched: u.Matched, Dimension: u.Dimension, Gate: -1})
@@ -274,27 +190,4 @@ func (e *Enforcer) plan(snap *snapshot, c Call, now time.Time) Plan {
 		return cmp.Or(strings.Compare(a.Definition.ID, b.Definition.ID), strings.Compare(a.Dimension, b.Dimension))
 	})
 	return p
-}
-
-// plannedOf is the planned definition behind gate g (index i of the
-// plan's gates), outranked by the definition named, if any.
-func plannedOf(snap *snapshot, g Gate, i int, outrankedBy string) PlannedDefinition {
-	d, ok := snap.defs[g.DefinitionID]
-	if !ok {
-		// A descriptor's own limit (an Envoy request's override) is named
-		// by its counter, not by a stored definition.
-		d = ratelimit.Definition{ID: g.DefinitionID, Axis: g.Axis, EntityType: g.EntityType, WindowSeconds: g.WindowSeconds}
-	}
-	return PlannedDefinition{Definition: d, MatchedBy: g.MatchedBy, Matched: g.Matched, Dimension: g.Dimension,
-		Key: g.Key(), Gate: i, OutrankedBy: outrankedBy}
-}
-
-// exemptRoutes are the exempt route definitions matching a call's method
-// and path, each with the first of its patterns that matched.
-func exemptRoutes(snap *snapshot, method, path string) []PlannedDefinition {
-	out := []PlannedDefinition{}
-	for _, m := range snap.Routes.Exempt(method, path) {
-		out = append(out, PlannedDefinition{Definition: *m.Def, Matched: m.Pattern, Gate: -1})
-	}
-	return out
 }

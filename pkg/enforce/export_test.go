@@ -3,6 +3,8 @@ package enforce
 import (
 	"context"
 	"time"
+
+	snapshots "github.com/rlctl/rlctl/pkg/enforce/internal/snapshot"
 )
 
 // What the external tests (which may import pkg/enforce/postgres, as the
@@ -27,17 +29,17 @@ type Snapshot struct{ s *snapshot }
 
 // LoadSnapshot loads everything from src.
 func LoadSnapshot(ctx context.Context, src Source, now time.Time) (Snapshot, error) {
-	s, _, err := loadSnapshot(ctx, src, now)
+	s, _, err := snapshots.Load(ctx, src, nil, snapshots.Changes{All: true}, now, newViewCache)
 	return Snapshot{s}, err
 }
 
 // ReloadAfter reloads prev after ch (nil: everything), as the refresh loop
 // would, and reports how many rows it read.
 func ReloadAfter(ctx context.Context, src Source, prev Snapshot, ch *Change, now time.Time) (rows int, err error) {
-	c := changes{all: ch == nil}
+	c := snapshots.Changes{All: ch == nil}
 	if ch != nil {
-		c.add(*ch)
+		c.Add(*ch)
 	}
-	_, n, err := loadChanges(ctx, src, prev.s, c, now)
-	return n.definitions + n.memberships + n.admins, err
+	_, n, err := snapshots.Load(ctx, src, prev.s, c, now, newViewCache)
+	return n.Definitions + n.Memberships + n.Admins, err
 }

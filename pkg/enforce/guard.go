@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"time"
+
+	"github.com/rlctl/rlctl/pkg/enforce/internal/eventlog"
+	"github.com/rlctl/rlctl/pkg/enforce/internal/metrics"
 )
 
 // A Guard screens every call before anything else of its decision
@@ -105,63 +109,77 @@ type GuardHost interface {
 	Log(ev GuardEvent)
 }
 
-// guardHost is the Enforcer's GuardHost.
-type guardHost struct{ e *Enforcer }
-
-func (h guardHost) Refused(r Refusal) { h.e.refused(r) }
-func (h guardHost) Failed()           { h.e.metrics.errors.WithLabelValues(h.e.opts.Guard.Name()).Inc() }
-func (h guardHost) Log(ev GuardEvent) { h.e.events.record(guardEventOf(ev)) }
-
-// guardEventOf is ev as the aggregated log keeps it.
-func guardEventOf(ev GuardEvent) event {
-	return event{reason: ev.Kind, message: ev.Message, attrs: ev.Attrs, caller: ev.Caller, username: ev.Username,
-		clientID: ev.ClientID, targetType: ev.TargetType, target: ev.Target, limit: ev.Limit}
+// guarding is the core's side of its Guard (Options.Guard, nil for
+// none): screening a call, asking the store what the Guard asks, and
+// counting and logging what it refuses.
+type guarding struct {
+	guard    Guard
+	counters CounterStore
+	metrics  *metrics.Metrics
+	events   *eventlog.Log
+	log      *slog.Logger
+	timeout  time.Duration
+	// ride: a Guard's question may ride in the round trip of the call's
+	// counters: the store can give back what the call took, and it never
+	// decides in memory without a round trip (CounterCapabilities).
+	ride bool
 }
 
-// bindGuard binds Options.Guard to e.
-func (e *Enforcer) bindGuard() error {
-	if e.opts.Guard == nil {
+// guardHost is the Enforcer's GuardHost.
+type guardHost struct{ g *guarding }
+
+func (h guardHost) Refused(r Refusal) { h.g.refused(r) }
+func (h guardHost) Failed()           { h.g.metrics.Errors.WithLabelValues(h.g.guard.Name()).Inc() }
+func (h guardHost) Log(ev GuardEvent) { h.g.events.Record(guardEventOf(ev)) }
+
+// guardEventOf is ev as the aggregated log keeps it.
+func guardEventOf(ev GuardEvent) eventlog.Event {
+	return eventlog.Event{Reason: ev.Kind, Message: ev.Message, Attrs: ev.Attrs, Caller: ev.Caller, Username: ev.Username,
+		ClientID: ev.ClientID, TargetType: ev.TargetType, Target: ev.Target, Limit: ev.Limit}
+}
+
+// bind binds the Guard to g.
+func (g *guarding) bind() error {
+	if g.guard == nil {
 		return nil
 	}
-	if err := e.opts.Guard.Bind(guardHost{e}); err != nil {
+	if err := g.guard.Bind(guardHost{g}); err != nil {
 		return fmt.Errorf("enforce: Options.Guard: %w", err)
 	}
 	return nil
 }
 
 // refused counts and logs r, and is its decision.
-func (e *Enforcer) refused(r Refusal) Decision {
-	e.metrics.checks.WithLabelValues(r.Outcome).Inc()
-	e.events.record(guardEventOf(r.Event))
+func (g *guarding) refused(r Refusal) Decision {
+	g.metrics.Checks.WithLabelValues(r.Outcome).Inc()
+	g.events.Record(guardEventOf(r.Event))
 	return r.Decision
 }
 
 // screen is the decision's first step: the Guard's screening of c from
 // ip. A refusal decides the call; a question the store must answer is
-// returned to ride in the call's round trip when it can (the round trip
-// can give back what the call took, and the counter store never decides
-// in memory, without one: CounterCapabilities.Local), else it is asked
-// now.
-func (e *Enforcer) screen(ctx context.Context, c Call, ip netip.Addr) (q *Question, d Decision, refused bool) {
-	if e.opts.Guard == nil || !ip.IsValid() {
+// returned to ride in the call's round trip when it can (ride), else it
+// is asked now.
+func (g *guarding) screen(ctx context.Context, c Call, ip netip.Addr) (q *Question, d Decision, refused bool) {
+	if g.guard == nil || !ip.IsValid() {
 		return nil, Decision{}, false
 	}
-	s := e.opts.Guard.Screen(c, ip)
+	s := g.guard.Screen(c, ip)
 	switch {
 	case s.Refused:
-		return nil, e.refused(s.Refusal), true
+		return nil, g.refused(s.Refusal), true
 	case s.Question == nil:
 		return nil, Decision{}, false
-	case !e.local && e.canGiveBack:
+	case g.ride:
 		return s.Question, Decision{}, false
 	}
-	d, refused = e.settle(ctx, s.Question)
+	d, refused = g.settle(ctx, s.Question)
 	return nil, d, refused
 }
 
 // settle asks q (nil: nothing to ask) on its own round trip, for a call
 // that ends before its counters or whose round trip failed.
-func (e *Enforcer) settle(ctx context.Context, q *Question) (Decision, bool) {
+func (g *guarding) settle(ctx context.Context, q *Question) (Decision, bool) {
 	if q == nil {
 		return Decision{}, false
 	}
@@ -169,36 +187,36 @@ func (e *Enforcer) settle(ctx context.Context, q *Question) (Decision, bool) {
 	if !refused {
 		return Decision{}, false
 	}
-	return e.refused(r), true
+	return g.refused(r), true
 }
 
 // giveBack returns what an allowed call took (res, the answer to req)
-// after a guard refused it in the same round trip. A store that fails to
-// take it back leaves it counted until the window ends or the tokens drip
-// back: stricter, never looser.
-func (e *Enforcer) giveBack(req TakeRequest, res TakeResult) {
+// after the Guard refused it in the same round trip. A store that fails
+// to take it back leaves it counted until the window ends or the tokens
+// drip back: stricter, never looser.
+func (g *guarding) giveBack(req TakeRequest, res TakeResult) {
 	var rs []Return
-	for i, g := range req.Gates {
+	for i, cg := range req.Gates {
 		if res.Room[i] { // an allowed call takes from every gate with room
-			rs = append(rs, Return{Gate: g, Units: req.Cost, Taken: req.Now, Now: req.Now})
+			rs = append(rs, Return{Gate: cg, Units: req.Cost, Taken: req.Now, Now: req.Now})
 		}
 	}
 	if len(rs) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), e.opts.BackendTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	if err := e.counters.ReturnUnused(ctx, rs, deadline); err != nil {
-		e.metrics.errors.WithLabelValues(e.opts.Guard.Name()).Inc()
-		e.log.Warn("guard: could not give back what a refused call took", "guard", e.opts.Guard.Name(), "gates", len(rs), "err", err)
+	if err := g.counters.ReturnUnused(ctx, rs, deadline); err != nil {
+		g.metrics.Errors.WithLabelValues(g.guard.Name()).Inc()
+		g.log.Warn("guard: could not give back what a refused call took", "guard", g.guard.Name(), "gates", len(rs), "err", err)
 	}
 }
 
-// guardChanged tells the Guard of a change notice of a table the
-// snapshot does not hold.
-func (e *Enforcer) guardChanged(ch Change) {
-	if e.opts.Guard != nil {
-		e.opts.Guard.Changed(ch)
+// changed tells the Guard of a change notice of a table the snapshot
+// does not hold.
+func (g *guarding) changed(ch Change) {
+	if g.guard != nil {
+		g.guard.Changed(ch)
 	}
 }

@@ -1,10 +1,7 @@
 package enforce
 
 import (
-	"context"
-	"fmt"
 	"sync"
-	"time"
 )
 
 // The seam's hook for a counter store that decides some calls in memory
@@ -46,35 +43,4 @@ func answerBuf(pool *sync.Pool, n int) (*answer, TakeResult) {
 	clear(res.Room)
 	clear(res.States)
 	return buf, res
-}
-
-// takeLocal is take over a store that declares Local. A cached view's
-// counter gates (hints) are shared by its calls: the store reads them and
-// keeps no reference (CounterStore.TakeLocal), so a call decided in
-// memory allocates nothing for its request.
-func (e *Enforcer) takeLocal(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time) (Decision, error) {
-	req := TakeRequest{Cost: cost, Consume: consume, Now: now}
-	if hints != nil && len(hints.counterGates) == len(gates) {
-		req.Gates = hints.counterGates
-	} else {
-		req.Gates = make([]CounterGate, len(gates))
-		for i, g := range gates {
-			req.Gates[i] = counterGateOf(g)
-		}
-	}
-	buf, into := answerBuf(&e.answers, len(gates))
-	if buf != nil {
-		defer e.answers.Put(buf)
-	}
-	res, err := e.counters.TakeLocal(ctx, req, into, e.localNext)
-	if err == nil && (len(res.States) != len(gates) || len(res.Room) != len(gates)) {
-		err = fmt.Errorf("counter store answered %d states and %d rooms for %d gates: %w", len(res.States), len(res.Room), len(gates), ErrOutcomeUnknown)
-	}
-	if err != nil {
-		return e.backendFailed(c, gates, cost, consume, err)
-	}
-	if consume {
-		e.countOver(ctx, c, gates, &res, cost, now)
-	}
-	return e.decision(c, gates, res, cost, consume, now), nil
 }

@@ -1,11 +1,8 @@
 package enforce
 
 import (
-	"strings"
-	"time"
-
-	"github.com/rlctl/rlctl/pkg/enforce/plan"
-	"github.com/rlctl/rlctl/pkg/ratelimit"
+	"github.com/rlctl/rlctl/pkg/enforce/internal/eventlog"
+	snapshots "github.com/rlctl/rlctl/pkg/enforce/internal/snapshot"
 )
 
 // Lockouts as the core reads them. An escalation lockout (written by
@@ -29,52 +26,12 @@ import (
 // caller quarantine with an expiry whose reason starts with it is answered
 // ReasonLockedOut (429, Retry-After, X-Lockout-Remaining) rather than as a
 // quarantine (403).
-const LockoutReasonPrefix = "lockout: "
+const LockoutReasonPrefix = snapshots.LockoutReasonPrefix
 
 // ReasonLockedOut: the caller is locked out by an escalation lockout;
 // RetryAfter and LockoutRemaining say for how long.
 const ReasonLockedOut = "locked-out"
 
-// Event kinds of escalation lockouts (events.go).
-const (
-	EventLockoutStarted = "lockout_started"
-	eventLockedOut      = "locked_out"
-)
-
-// isLockout reports whether m is an escalation lockout.
-func isLockout(m ratelimit.Membership) bool {
-	return m.QuarantineExpiresAt != nil && strings.HasPrefix(m.QuarantineReason, LockoutReasonPrefix)
-}
-
-// lockedOut is the decision for a caller under an escalation lockout.
-func (e *Enforcer) lockedOut(c Call, m plan.Member, target string, now time.Time) Decision {
-	e.metrics.checks.WithLabelValues("locked_out").Inc()
-	left := m.QuarantineExpireAt.Sub(now)
-	e.events.record(event{reason: eventLockedOut, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-		target: target, caller: eventCaller(c, e.opts.IPv6Prefix), retryAfter: left, until: m.QuarantineExpireAt})
-	return Decision{Allowed: false, Reason: ReasonLockedOut, RetryAfter: retryAfter(left), LockoutRemaining: retryAfter(left)}
-}
-
-// ipLockoutOnly reports whether m is a network membership holding nothing
-// but an escalation lockout (an anonymous caller's, expired or not): the
-// snapshot keeps it with the other memberships, by id, not among the
-// networks.
-func ipLockoutOnly(m ratelimit.Membership) bool {
-	return m.SubjectType == ratelimit.SubjectNetwork && isLockout(m) &&
-		len(m.Groups) == 1 && m.Groups[0] == ratelimit.GroupQuarantineCallers
-}
-
-// recentlyLockedOut is the end of a lockout of the call's caller that an
-// observer of this replica wrote (Verdict.Lockout) and its snapshot may
-// not hold yet (lockout_recent.go).
-func (e *Enforcer) recentlyLockedOut(c Call, now time.Time) (plan.Member, bool) {
-	if e.recentLockouts.n.Load() == 0 {
-		return plan.Member{}, false
-	}
-	subjectType, subject := LockoutSubject(c, e.opts.IPv6Prefix)
-	if subject == "" {
-		return plan.Member{}, false
-	}
-	until, ok := e.recentLockouts.find(ratelimit.MembershipID(subjectType, subject), now)
-	return plan.Member{Quarantined: true, QuarantineExpireAt: until, Lockout: true}, ok
-}
+// EventLockoutStarted is the event attribute of the log line an
+// escalation lockout writes when it starts.
+const EventLockoutStarted = eventlog.LockoutStarted

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/clientip"
+	"github.com/rlctl/rlctl/pkg/enforce/internal/eventlog"
+	"github.com/rlctl/rlctl/pkg/enforce/internal/metrics"
+	snapshots "github.com/rlctl/rlctl/pkg/enforce/internal/snapshot"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
@@ -114,12 +117,27 @@ func LockoutSubject(c Call, ipv6Prefix int) (subjectType, subject string) {
 // its RetryAfter, or (without one) the time to its Reset.
 func LongestWait(gates []Gate, now time.Time) Gate { return longestWait(gates, now) }
 
+// observing tells the Observers (Options.Observers) of the decisions
+// that refuse a call by a rule of the core, and takes what they answer: a
+// decision in its stead, or an escalation lockout to enforce at once.
+type observing struct {
+	observers  []Observer
+	metrics    *metrics.Metrics
+	events     *eventlog.Log
+	ipv6Prefix int
+	// recent are the lockouts observers wrote, refused until a reload
+	// started after them reads them back; reloads is how many have
+	// started.
+	recent  *snapshots.Recent
+	reloads func() uint64
+}
+
 // observed tells the observers of d, the decision for c, when it refuses c
 // by a rule of the core (a consuming throttle, or a quarantine), and
 // returns the decision to answer. It is the one point observers are called
 // from.
-func (e *Enforcer) observed(ctx context.Context, c Call, d Decision, v *callView, consume bool, now time.Time) Decision {
-	if len(e.opts.Observers) == 0 {
+func (ob *observing) observed(ctx context.Context, c Call, d Decision, v *callView, consume bool, now time.Time) Decision {
+	if len(ob.observers) == 0 {
 		return d
 	}
 	switch {
@@ -128,25 +146,25 @@ func (e *Enforcer) observed(ctx context.Context, c Call, d Decision, v *callView
 	default:
 		return d
 	}
-	o := Observation{Call: c, Decision: d, Now: now, Caller: eventCaller(c, e.opts.IPv6Prefix), IPKey: ipKeyOf(c, e.opts.IPv6Prefix),
+	o := Observation{Call: c, Decision: d, Now: now, Caller: eventCaller(c, ob.ipv6Prefix), IPKey: ipKeyOf(c, ob.ipv6Prefix),
 		Target: v.targetName, Admin: v.admin}
 	if d.Reason == ReasonThrottled {
 		o.Gate = longestWait(d.Denied, now)
 	}
-	o.SubjectType, o.Subject = LockoutSubject(c, e.opts.IPv6Prefix)
+	o.SubjectType, o.Subject = LockoutSubject(c, ob.ipv6Prefix)
 	out := d
-	for _, ob := range e.opts.Observers {
-		vd := ob.Observe(ctx, o)
+	for _, obs := range ob.observers {
+		vd := obs.Observe(ctx, o)
 		if vd.Err != nil {
-			e.metrics.errors.WithLabelValues(ob.Name()).Inc()
+			ob.metrics.Errors.WithLabelValues(obs.Name()).Inc()
 		}
 		if l := vd.Lockout; l != nil {
-			// Refused until the snapshot holds it (lockout_recent.go),
+			// Refused until the snapshot holds it (internal/snapshot, recent.go),
 			// logged and counted as the core's own lockouts are.
-			e.recentLockouts.add(ratelimit.MembershipID(l.SubjectType, l.Subject), l.Until, now, e.snaps.started.Load())
-			e.metrics.checks.WithLabelValues("lockout_started").Inc()
-			e.events.record(event{reason: EventLockoutStarted, username: c.Username, clientID: c.ClientID, targetType: c.TargetType,
-				target: c.TargetName, caller: o.Caller, gate: l.Definition, limit: int64(l.Count), retryAfter: l.Until.Sub(l.Now), until: l.Until})
+			ob.recent.Add(ratelimit.MembershipID(l.SubjectType, l.Subject), l.Until, now, ob.reloads())
+			ob.metrics.Checks.WithLabelValues("lockout_started").Inc()
+			ob.events.Record(eventlog.Event{Reason: EventLockoutStarted, Username: c.Username, ClientID: c.ClientID, TargetType: c.TargetType,
+				Target: c.TargetName, Caller: o.Caller, Gate: l.Definition, Limit: int64(l.Count), RetryAfter: l.Until.Sub(l.Now), Until: l.Until})
 		}
 		if vd.Decision != nil {
 			out = *vd.Decision

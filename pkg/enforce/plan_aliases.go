@@ -51,7 +51,7 @@ type DescriptorMatch = plan.DescriptorMatch
 // current snapshot (for the adapters' answers and metrics: unlimited
 // descriptors, unknown domains). It consumes nothing.
 func (e *Enforcer) MatchDescriptors(r *DescriptorRequest) []DescriptorMatch {
-	snap := e.snaps.snap.Load()
+	snap := e.snaps.Current()
 	if r == nil {
 		return nil
 	}
@@ -65,7 +65,7 @@ func (e *Enforcer) MatchDescriptors(r *DescriptorRequest) []DescriptorMatch {
 // KnownDomain reports whether the current snapshot has descriptor
 // definitions of domain (enabled ones).
 func (e *Enforcer) KnownDomain(domain string) bool {
-	snap := e.snaps.snap.Load()
+	snap := e.snaps.Current()
 	return snap != nil && snap.KnownDomain(domain)
 }
 

@@ -68,7 +68,7 @@ func foldRepeats(gates []Gate, cost int64) ([]Gate, []repeat) {
 // unfold takes what the other mentions of reps cost (when the call was
 // allowed and consumes) and gives d's gates their own limits back, with a
 // copy per mention.
-func (e *Enforcer) unfold(ctx context.Context, d Decision, reps []repeat, consume bool, now time.Time) Decision {
+func (k *counting) unfold(ctx context.Context, d Decision, reps []repeat, consume bool, now time.Time) Decision {
 	taken := consume && d.Allowed && d.Reason == ReasonAllowed
 	if taken {
 		for _, r := range reps {
@@ -78,8 +78,8 @@ func (e *Enforcer) unfold(ctx context.Context, d Decision, reps []repeat, consum
 				}
 				g.Limit, g.Burst = r.limit, r.burst
 				req := TakeRequest{Cost: r.extra, Consume: true, Now: now, Gates: []CounterGate{counterGateOf(g)}}
-				if res, err := e.roundTrip(ctx, req); err != nil || !res.Allowed {
-					e.metrics.errors.WithLabelValues("counters").Inc()
+				if res, err := k.roundTrip(ctx, req); err != nil || !res.Allowed {
+					k.metrics.Errors.WithLabelValues("counters").Inc()
 				}
 				break
 			}

@@ -98,23 +98,32 @@ func (vc *viewCache) slot(key *viewKey) *atomic.Pointer[callView] {
 	return &vc.slots[maphash.Comparable(vc.seed, *key)%viewCacheSize]
 }
 
-// callView returns the view of c on snap: the cached one, or one built
-// now (and cached, for a call without descriptors).
-func (e *Enforcer) callView(snap *snapshot, c Call, ip netip.Addr, anonymous bool, routes []plan.RouteMatch, now time.Time) *callView {
-	if c.Descriptors != nil || snap.views == nil ||
+// viewer builds and caches calls' views: client addresses keyed by
+// ipv6Prefix, and (counterGates) each cached view with its counter gates
+// built once, for a counter store that decides in memory
+// (CounterCapabilities.Local) and reads them on every call.
+type viewer struct {
+	ipv6Prefix   int
+	counterGates bool
+}
+
+// view returns the view of c on snap: the cached one, or one built now
+// (and cached, for a call without descriptors).
+func (vw viewer) view(snap *snapshot, c Call, ip netip.Addr, anonymous bool, routes []plan.RouteMatch, now time.Time) *callView {
+	if c.Descriptors != nil || snap.Views == nil ||
 		len(c.Username)+len(c.ClientID)+len(c.Team)+len(c.TargetType)+len(c.TargetName)+len(c.Tool)+len(c.Kind)+
 			len(c.Method)+len(c.Path) > maxViewKeyBytes {
-		return e.buildView(snap, c, ip, anonymous, routes, now, nil)
+		return vw.build(snap, c, ip, anonymous, routes, now, nil)
 	}
 	key := viewKey{username: c.Username, clientID: c.ClientID, team: c.Team, targetType: c.TargetType,
 		targetName: c.TargetName, tool: c.Tool, kind: c.Kind, method: c.Method, path: c.Path, ip: ip, isAdmin: c.IsAdmin}
-	slot := snap.views.slot(&key)
+	slot := snap.Views.slot(&key)
 	if v := slot.Load(); v != nil && v.key == key {
 		return v
 	}
-	v := e.buildView(snap, c, ip, anonymous, routes, now, nil)
+	v := vw.build(snap, c, ip, anonymous, routes, now, nil)
 	v.key = key
-	if e.local {
+	if vw.counterGates {
 		v.counterGates = make([]CounterGate, len(v.gates))
 		for i, g := range v.gates {
 			v.counterGates[i] = counterGateOf(g)
@@ -124,9 +133,9 @@ func (e *Enforcer) callView(snap *snapshot, c Call, ip netip.Addr, anonymous boo
 	return v
 }
 
-// buildView looks up what c's decision needs in snap and builds its gates.
+// build looks up what c's decision needs in snap and builds its gates.
 // log is nil but for Explain (plan.Gates).
-func (e *Enforcer) buildView(snap *snapshot, c Call, ip netip.Addr, anonymous bool, routes []plan.RouteMatch, now time.Time, log *plan.Log) *callView {
+func (vw viewer) build(snap *snapshot, c Call, ip netip.Addr, anonymous bool, routes []plan.RouteMatch, now time.Time, log *plan.Log) *callView {
 	v := &callView{}
 	// A target name that is not valid (too long, control characters) can
 	// match no target definition or quarantine, but the caller's own
@@ -143,12 +152,12 @@ func (e *Enforcer) buildView(snap *snapshot, c Call, ip netip.Addr, anonymous bo
 	case c.ClientID != "":
 		callerType, identity = "agent", c.ClientID
 	case anonymous:
-		callerType, identity = CallerIP, clientip.Key(ip, e.opts.IPv6Prefix)
+		callerType, identity = CallerIP, clientip.Key(ip, vw.ipv6Prefix)
 	}
 	// The most specific network holding the client address: its
 	// quarantine denies every call from it, its groups limit anonymous
 	// callers.
-	v.netPrefix, v.network.m, v.network.ok = snap.networks.Lookup(ip)
+	v.netPrefix, v.network.m, v.network.ok = snap.Networks.Lookup(ip)
 	userKey, clientKey, teamKey := "", "", ""
 	if c.Username != "" {
 		userKey = ratelimit.MembershipID(ratelimit.SubjectUser, c.Username)
@@ -159,18 +168,18 @@ func (e *Enforcer) buildView(snap *snapshot, c Call, ip netip.Addr, anonymous bo
 	if team := strings.TrimSpace(c.Team); team != "" {
 		teamKey = ratelimit.MembershipID(ratelimit.SubjectTeam, team)
 	}
-	v.admin = c.IsAdmin || snap.admins[userKey] || snap.admins[clientKey]
+	v.admin = c.IsAdmin || snap.Admins[userKey] || snap.Admins[clientKey]
 	if v.targetKnown && c.TargetType != "" {
-		v.target.m, v.target.ok = snap.members.Get(targetSubject(c.TargetType, targetName))
+		v.target.m, v.target.ok = snap.Members.Get(targetSubject(c.TargetType, targetName))
 	}
 	for i, k := range []string{userKey, clientKey, teamKey} {
 		if k != "" {
-			v.callers[i].m, v.callers[i].ok = snap.members.Get(k)
+			v.callers[i].m, v.callers[i].ok = snap.Members.Get(k)
 		}
 	}
 	if anonymous {
-		if v.ipNet = clientip.Network(ip, e.opts.IPv6Prefix); v.ipNet.IsValid() {
-			v.ipLock.m, v.ipLock.ok = snap.members.Get(ratelimit.MembershipID(ratelimit.SubjectNetwork, v.ipNet.String()))
+		if v.ipNet = clientip.Network(ip, vw.ipv6Prefix); v.ipNet.IsValid() {
+			v.ipLock.m, v.ipLock.ok = snap.Members.Get(ratelimit.MembershipID(ratelimit.SubjectNetwork, v.ipNet.String()))
 		}
 	}
 
@@ -183,7 +192,7 @@ func (e *Enforcer) buildView(snap *snapshot, c Call, ip netip.Addr, anonymous bo
 		who.Caller = callerType + ":" + identity
 	}
 	if ip.IsValid() {
-		who.IP = CallerIP + ":" + clientip.Key(ip, e.opts.IPv6Prefix)
+		who.IP = CallerIP + ":" + clientip.Key(ip, vw.ipv6Prefix)
 	}
 	if teamKey != "" {
 		who.Team = CallerTeam + ":" + strings.TrimSpace(c.Team)
@@ -195,13 +204,13 @@ func (e *Enforcer) buildView(snap *snapshot, c Call, ip netip.Addr, anonymous bo
 	if (c.TargetType != "" || c.Descriptors != nil || log.CallerOnly()) && (c.Descriptors == nil || !c.Descriptors.DescriptorsOnly) {
 		// A call with only a path meets the route definitions alone.
 		t := plan.Target{Type: c.TargetType, Name: targetName, Tool: c.Tool, Kind: c.Kind}
-		gates = plan.Gates(&snap.Index, snap.members, t, who, netGroups, v.admin, now, log)
+		gates = plan.Gates(&snap.Index, snap.Members, t, who, netGroups, v.admin, now, log)
 	}
 	if log != nil {
-		log.NoteGroups(snap.members, who, netGroups)
+		log.NoteGroups(snap.Members, who, netGroups)
 	}
 	if len(routes) > 0 {
-		gates = append(gates, plan.RouteGates(routes, callerType, identity, ipKeyOf(c, e.opts.IPv6Prefix), strings.TrimPrefix(who.Team, CallerTeam+":"), v.admin, now)...)
+		gates = append(gates, plan.RouteGates(routes, callerType, identity, ipKeyOf(c, vw.ipv6Prefix), strings.TrimPrefix(who.Team, CallerTeam+":"), v.admin, now)...)
 	}
 	if !v.admin {
 		// Administrators are never limited by descriptors either: an

@@ -186,9 +186,13 @@ type FailPolicyInfo struct {
 // CounterStoreInfo is where decisions count, and whether the store answered
 // a ping just now.
 type CounterStoreInfo struct {
-	// Backend is postgres or redis (a Cluster: redis, with Cluster true).
+	// Backend is postgres or redis (a Cluster: redis, with Cluster true;
+	// found through Redis Sentinel: redis, with Sentinel set).
 	Backend string `json:"backend"`
 	Cluster bool   `json:"cluster"`
+	// Sentinel is the master set whose master the sentinels name, when
+	// the store finds its server through Redis Sentinel.
+	Sentinel string `json:"sentinel,omitempty"`
 	// Address is the store's address, without credentials.
 	Address   string `json:"address"`
 	Reachable bool   `json:"reachable"`

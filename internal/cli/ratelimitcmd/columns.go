@@ -26,6 +26,9 @@ var Columns = []printer.Column[ratelimit.Definition]{
 	{Header: "MODE", Value: func(d ratelimit.Definition) string { return d.Mode }},
 	{Header: "ENABLED", Value: func(d ratelimit.Definition) string { return strconv.FormatBool(d.Enabled) }},
 	{Header: "FAIL-CLOSED", Wide: true, Value: func(d ratelimit.Definition) string { return strconv.FormatBool(d.FailClosed) }},
+	// Shown when some definition has a fail policy of its own (none: the
+	// enforcer's default, rlapi --fail-policy).
+	{Header: "FAIL-POLICY", Wide: true, Optional: true, Value: func(d ratelimit.Definition) string { return d.FailPolicy }},
 	{Header: "MEMBERS", Wide: true, Value: func(d ratelimit.Definition) string { return strings.Join(d.Members, ",") }},
 	{Header: "MATCH", Wide: true, Optional: true, Value: cmdutil.MatchText},
 	// Shown when some definition says lease never or always.

@@ -67,7 +67,14 @@ counts) or always (leased from the first call, hot or not). Leases are off unles
 enforcer turns them on (rlapi --lease-time > 0): without that, never and always change
 nothing. A limit (a token bucket's burst) below 2 x rlapi --lease-replicas is never
 leased, whatever it says. Where several caller definitions share one bucket, never on any
-of them wins over always, which wins over auto.`,
+of them wins over always, which wins over auto.
+
+--fail-policy is what an enforcer decides for the definition's calls while the counter
+store cannot be reached: open (the call passes, uncounted), closed (it is refused) or
+degrade (each replica enforces its share of the limit in its own memory; see "Degraded
+mode" in docs/operations.md). Without it the enforcer's default applies (rlapi
+--fail-policy). --fail-closed is the older spelling of --fail-policy closed; it still
+works, and is refused beside another policy.`,
 		Example: `  # humans 60/min, agents 30/min for members of "power-users"
   rlctl rate-limit set --axis caller --entity-type group --name power-users \
     --user-max-requests 60 --agent-max-requests 30 --window-seconds 60
@@ -104,6 +111,10 @@ of them wins over always, which wins over auto.`,
   # a billing-grade limit: every call counted on the shared counter, never leased
   rlctl rate-limit set --axis target --entity-type mcp_server --name billing-api \
     --max-requests 1000 --window-seconds 3600 --lease never
+
+  # a payment API refused rather than let through unchecked when the counters are down
+  rlctl rate-limit set --axis target --entity-type mcp_server --name payments \
+    --max-requests 100 --window-seconds 60 --fail-policy closed
 
   # every delete tool on any server: 5/min per caller per tool, tool calls only
   rlctl rate-limit set --axis target --entity-type mcp_tool --name '*:delete_*' --window-seconds 60 \
@@ -158,6 +169,9 @@ of them wins over always, which wins over auto.`,
 				d.CountsTowardLockout = &v
 			}
 			d.Enabled = !disabled
+			if d.FailClosed && d.FailPolicy != "" && d.FailPolicy != ratelimit.FailPolicyClosed {
+				return cmdutil.NothingSent(fmt.Errorf("--fail-closed is the older spelling of --fail-policy closed and contradicts --fail-policy %s: give --fail-policy alone", d.FailPolicy))
+			}
 			// The server's rules, without its floors (its configuration):
 			// what they refuse is refused here, before any request.
 			if _, err := validate.Definition(*d, validate.Floors{}); err != nil {
@@ -195,7 +209,8 @@ of them wins over always, which wins over auto.`,
 	fl.StringVar(&opts.Definition.ToolScope, "tool-scope", "", "what a tool definition's bucket is kept per: global (default), tool, principal, principal_tool")
 	fl.StringVar(&opts.Definition.Lease, "lease", "", "leases of the definition's gates when the enforcer has leases on (rlapi --lease-time): auto (the default), never or always")
 	fl.StringVar(&lockout, "counts-toward-lockout", "", "whether the definition's throttles count toward the caller's escalation lockout (rlapi --lockout-after): true, false, or default (limits kept for the caller alone count, shared ones do not)")
-	fl.BoolVar(&opts.Definition.FailClosed, "fail-closed", false, "deny when the counter store fails (default: allow)")
+	fl.StringVar(&opts.Definition.FailPolicy, "fail-policy", "", "what the enforcer decides while the counter store cannot be reached: open, closed or degrade (default: the enforcer's, rlapi --fail-policy)")
+	fl.BoolVar(&opts.Definition.FailClosed, "fail-closed", false, "the older spelling of --fail-policy closed")
 	fl.BoolVar(&disabled, "disabled", false, "store the definition disabled")
 	fl.StringVar(&opts.Definition.Mode, "mode", "enforce", "enforce, or shadow to count and report without denying")
 	fl.StringVar(&opts.Definition.Description, "description", "", "free text shown in lists and the dashboard")
@@ -208,6 +223,7 @@ of them wins over always, which wins over auto.`,
 	cmdutil.EnumFlag(cmd, "per", ratelimit.Pers()...)
 	cmdutil.EnumFlag(cmd, "counts-toward-lockout", "true", "false", "default")
 	cmdutil.EnumFlag(cmd, "lease", ratelimit.Leases()...)
+	cmdutil.EnumFlag(cmd, "fail-policy", ratelimit.FailPolicies()...)
 	cmdutil.EnumFlag(cmd, "mode", ratelimit.ModeEnforce, ratelimit.ModeShadow)
 	_ = cmd.RegisterFlagCompletionFunc("method", cobra.FixedCompletions(ratelimit.Methods(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(ratelimit.Kinds(), cobra.ShellCompDirectiveNoFileComp))

@@ -292,7 +292,7 @@ admins:
 	}
 	for _, want := range []string{
 		"definition/target:mcp_server:newsrv:60 created\n",
-		`definition/target:server_group:fragile:60 configured: fail_closed: true -> false, members: ["aws-kb","airegistry-tools"] -> ["aws-kb","extra"], mode: "shadow" -> "enforce"` + "\n",
+		`definition/target:server_group:fragile:60 configured: fail_closed: true -> false, fail_policy: "closed" -> (none), members: ["aws-kb","airegistry-tools"] -> ["aws-kb","extra"], mode: "shadow" -> "enforce"` + "\n",
 		"definition/" + ratelimit.SentinelCallers + " configured: ",
 		"enabled: true -> false",
 		"definition/target:mcp_server:mcpgw:60 deleted\n",

@@ -59,7 +59,7 @@ the objects' names instead.
 --format envoy-ratelimit writes the descriptor definitions instead, in the configuration
 format of Envoy's ratelimit service (one YAML document per domain, --domain for one): what
 'rlctl import envoy-ratelimit' reads. Definitions that format cannot hold (disabled ones,
-windows other than a second, minute, hour or day, other algorithms, fail_closed) are left
+windows other than a second, minute, hour or day, other algorithms, a fail_policy) are left
 out, each named on stderr. Wildcard values are written most literal first, the order rlctl
 matches them in: Envoy's service tries them in the order written.
 

@@ -287,6 +287,9 @@ func setupLines(s *client.ServerInfo) [][2]string {
 	if cs.Cluster {
 		store += " cluster"
 	}
+	if cs.Sentinel != "" {
+		store += " sentinel (master set " + cs.Sentinel + ")"
+	}
 	store += " " + cs.Address
 	if cs.Reachable {
 		store += fmt.Sprintf(" (reachable, %.1f ms)", cs.LatencyMS)

@@ -1,11 +1,25 @@
 // Package redis is an enforce.CounterStore on Redis 7 (a standalone
-// server, or a Redis Cluster with replicas) through rueidis: the counters
+// server, the master a Redis Sentinel set names, or a Redis Cluster with
+// replicas) through rueidis: the counters
 // of a deployment that outgrows one PostgreSQL primary. Only counters live
 // here; definitions and their change notices stay in a Source
 // (pkg/enforce/postgres's, or pkg/enforce/filesource's).
 //
 //	counters, err := redis.Open(ctx, "redis+cluster://10.0.0.5:6379,10.0.0.6:6379", redis.Options{})
 //	e, err := postgres.Open(ctx, dsn, enforce.Options{Counters: counters, OnClose: counters.Close})
+//
+// Open's doc lists the URLs. A Sentinel URL lists the sentinels and names
+// the master set, then optionally the db:
+//
+//	redis+sentinel://[user:password@]s1:26379,s2:26379/master-name[/db][?sentinel_username=u&sentinel_password=p]
+//
+// (rediss+sentinel:// over TLS). The user info is the master's, the query
+// parameters the sentinels' credentials; no other parameter is accepted.
+// Open asks a sentinel what it is and whether it monitors the master set
+// before trusting it, and the client follows the master across failovers
+// (the sentinels' +switch-master, and a check every two seconds); the
+// takes the master answered but had not yet replicated when it died are
+// lost with it.
 //
 // Every algorithm counts with pkg/enforce/algorithm's integer arithmetic,
 // in Lua scripts (EVALSHA, EVAL when the server does not know them yet),

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/rlctl/rlctl/internal/testenv"
+	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/pkg/enforce"
 	"github.com/rlctl/rlctl/pkg/enforce/enforcetest"
 	"github.com/rlctl/rlctl/pkg/enforce/redis"
@@ -27,36 +26,18 @@ import (
 // only the point where a test that would wait forever fails instead.
 const hang = 90 * time.Second
 
-// scratch starts a throwaway server (kind "cluster" or "standalone") with
-// scripts/redisdev.sh, its data in a directory of the test's own, and
-// stops it when the test ends. Only these servers are ever killed or
-// restarted: the shared ones the other tests use are never touched.
+// scratch starts a throwaway server (kind "cluster", "standalone" or
+// "sentinel") of the test's own (redistest.Scratch). Only these servers
+// are ever killed or restarted: the shared ones the other tests use are
+// never touched.
 func scratch(t *testing.T, kind string) (dir, url string) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		testenv.Missing(t, "redis-server is not installed: the fault tests start throwaway servers with scripts/redisdev.sh (apt-get install redis-server)")
-	}
-	dir = t.TempDir()
-	url = redisdev(t, "scratch-"+kind, dir)
-	t.Cleanup(func() { redisdev(t, "scratch-stop", dir) })
-	return dir, url
+	return redistest.Scratch(t, kind)
 }
 
 func redisdev(t *testing.T, args ...string) string {
 	t.Helper()
-	script, err := filepath.Abs("../../../scripts/redisdev.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(script, args...)
-	cmd.Env = append(os.Environ(), "REDIS_URL=", "REDIS_CLUSTER_URL=")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("redisdev.sh %v: %v\n%s", args, err, stderr.String())
-	}
-	return strings.TrimSpace(string(out))
+	return redistest.Redisdev(t, args...)
 }
 
 // faultState: targets open-N (fail open, the default) and closed-N
@@ -76,34 +57,40 @@ func faultState(n int) enforce.State {
 
 // TestMasterKilledMidLoad kills a cluster master (its pid, as the script
 // recorded it) while 16 goroutines decide calls spread over 24 targets,
-// half of them fail_closed. Every decision follows its definition's fail
-// policy: a fail_closed target's is never fail-open, a fail-open target's
-// never fail-closed; none panics or hangs past the backend timeout's
-// bound. Once a replica is promoted, decisions are counted again, by the
-// same Enforcer and client (no restart), and exactly: a fresh limit of 5
-// admits 5 of 10.
+// half of them fail_closed (killUnderLoad says what holds).
 func TestMasterKilledMidLoad(t *testing.T) {
 	dir, url := scratch(t, "cluster")
+	victim := masterDir(t, dir)
+	killUnderLoad(t, url, func(t *testing.T, _ *redis.Store) { killPidIn(t, victim) })
+}
+
+// killUnderLoad opens a Store on url and an Enforcer over it, decides
+// calls from 16 goroutines spread over 24 targets, half of them
+// fail_closed (faultState), calls kill with the Store once 200 were counted, and
+// checks that every decision follows its definition's fail policy: a
+// fail_closed target's is never fail-open, a fail-open target's never
+// fail-closed; none panics or hangs past the backend timeout's bound.
+// Once the deployment has failed over, decisions are counted again, by
+// the same Enforcer and client (no restart), and exactly: a fresh limit
+// of 5 admits 5 of 10. It returns the Store, still open, for what the
+// caller checks next.
+func killUnderLoad(t *testing.T, url string, kill func(t *testing.T, s *redis.Store)) *redis.Store {
+	t.Helper()
 	ctx := context.Background()
 	s, err := redis.Open(ctx, url, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	const targets = 12
 	e, err := enforce.New(ctx, enforce.Options{Counters: s, Source: enforcetest.StaticSource(faultState(targets)),
-		OnClose: s.Close, SweepInterval: -1, BackendTimeout: 250 * time.Millisecond})
+		SweepInterval: -1, BackendTimeout: 250 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 
-	victim := masterDir(t, dir)
-	pid, err := os.ReadFile(filepath.Join(victim, "redis.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	type tally struct{ counted, failOpen, failClosed, wrong int }
+	type tally struct{ counted, failOpen, failClosed int }
 	var mu sync.Mutex
 	var total tally
 	stop := make(chan struct{})
@@ -129,17 +116,14 @@ func TestMasterKilledMidLoad(t *testing.T) {
 				case "fail-open":
 					total.failOpen++
 					if closed {
-						total.wrong++
 						t.Errorf("%s (fail_closed) was decided fail-open", name)
 					}
 				case "fail-closed":
 					total.failClosed++
 					if !closed {
-						total.wrong++
 						t.Errorf("%s (fail open) was decided fail-closed", name)
 					}
 				default:
-					total.wrong++
 					t.Errorf("%s: reason %q", name, d.Reason)
 				}
 				mu.Unlock()
@@ -148,11 +132,8 @@ func TestMasterKilledMidLoad(t *testing.T) {
 	}
 	// Some load first, then the kill.
 	waitFor(t, "decisions before the kill", func() bool { mu.Lock(); defer mu.Unlock(); return total.counted > 200 })
-	n, _ := strconv.Atoi(strings.TrimSpace(string(pid)))
-	if err := syscall.Kill(n, syscall.SIGKILL); err != nil {
-		t.Fatalf("kill the master (pid %d in %s): %v", n, victim, err)
-	}
-	t.Logf("killed the master in %s (pid %d)", victim, n)
+	kill(t, s)
+	killed := time.Now()
 	waitFor(t, "decisions to fail while the master is down", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -174,7 +155,8 @@ func TestMasterKilledMidLoad(t *testing.T) {
 	})
 	close(stop)
 	wg.Wait()
-	t.Logf("decisions: %d counted, %d fail-open, %d fail-closed", total.counted, total.failOpen, total.failClosed)
+	t.Logf("decisions: %d counted, %d fail-open, %d fail-closed; counting again %v after the kill",
+		total.counted, total.failOpen, total.failClosed, time.Since(killed).Round(100*time.Millisecond))
 	allowed := 0
 	for range 10 {
 		d, err := e.Check(ctx, enforce.Call{Username: "x", TargetType: "mcp_server", TargetName: "after"})
@@ -188,6 +170,25 @@ func TestMasterKilledMidLoad(t *testing.T) {
 	if allowed != 5 {
 		t.Errorf("after the failover a limit of 5 admitted %d of 10 calls", allowed)
 	}
+	return s
+}
+
+// killPidIn kills (SIGKILL: no shutdown, as in a crash) the server whose
+// pid the script wrote in dir.
+func killPidIn(t *testing.T, dir string) {
+	t.Helper()
+	pid, err := os.ReadFile(filepath.Join(dir, "redis.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(pid)))
+	if err != nil {
+		t.Fatalf("%s/redis.pid: %v", dir, err)
+	}
+	if err := syscall.Kill(n, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the master (pid %d in %s): %v", n, dir, err)
+	}
+	t.Logf("killed the master in %s (pid %d)", dir, n)
 }
 
 // masterDir is the data directory of a master of the cluster in dir.

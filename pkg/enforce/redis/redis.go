@@ -29,13 +29,17 @@ import (
 // a little behind still find it.
 const Slack = 10 * time.Second
 
-// Store is an enforce.CounterStore on Redis (standalone or Cluster). It is
-// safe for concurrent use. Build it with Open or New.
+// Store is an enforce.CounterStore on Redis (standalone, found through
+// Redis Sentinel, or Cluster). It is safe for concurrent use. Build it
+// with Open or New.
 type Store struct {
 	client  rueidis.Client
 	cluster bool
-	prefix  string
-	own     bool // Close closes the client
+	// masterSet is the master set of a store that finds its server
+	// through Redis Sentinel (Open of a redis+sentinel:// URL).
+	masterSet string
+	prefix    string
+	own       bool // Close closes the client
 
 	take, giveBack script
 
@@ -104,11 +108,19 @@ type Options struct {
 // Open connects to the Redis a counters URL names, and inspects its nodes
 // (Inspect): a node whose maxmemory-policy may evict counters is an
 // *EvictionError unless Options.AllowEviction, and a URL whose scheme does
-// not match what the server is (a Cluster or not) a *ModeError. The URL:
+// not match what the server is (a Cluster, a sentinel or neither) a
+// *ModeError. The URL:
 //
 //	redis://[user:password@]host:port[/db]       a standalone server (db: 0 by default)
 //	rediss://...                                 the same over TLS
 //	redis+cluster://[user:password@]h1:p1,h2:p2  a Redis Cluster, seeded by any of its nodes
+//	rediss+cluster://...                         the same over TLS
+//	redis+sentinel://[user:password@]s1:p1,s2:p2/master-name[/db][?sentinel_username=u&sentinel_password=p]
+//	                                             the master of a set Redis Sentinel monitors, found
+//	                                             through any of the listed sentinels and followed
+//	                                             across failovers; user:password are the master's
+//	                                             credentials, the query parameters the sentinels'
+//	rediss+sentinel://...                        the same over TLS (to the sentinels and the servers)
 //
 // The Store owns the connection: Close closes it. It inspects the nodes
 // again every Options.CheckInterval.
@@ -116,6 +128,11 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	co, cluster, err := ParseURL(rawURL)
 	if err != nil {
 		return nil, err
+	}
+	if co.Sentinel.MasterSet != "" {
+		if err := checkSentinels(ctx, co, rawURL); err != nil {
+			return nil, err
+		}
 	}
 	client, err := rueidis.NewClient(co)
 	if err != nil {
@@ -127,6 +144,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.own = true
+	s.masterSet = co.Sentinel.MasterSet
 	if err := client.Do(ctx, client.B().Ping().Build()).Error(); err != nil {
 		client.Close()
 		return nil, fmt.Errorf("redis: ping %s: %w", Redact(rawURL), err)
@@ -193,7 +211,8 @@ func New(client rueidis.Client, cluster bool, opts Options) (*Store, error) {
 }
 
 // ParseURL reads a counters URL (see Open) into rueidis options, and says
-// whether it names a cluster.
+// whether it names a cluster. A Sentinel URL's options name the master set
+// (ClientOption.Sentinel.MasterSet) and list the sentinels as InitAddress.
 func ParseURL(rawURL string) (rueidis.ClientOption, bool, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -204,7 +223,7 @@ func ParseURL(rawURL string) (rueidis.ClientOption, bool, error) {
 		}
 		return rueidis.ClientOption{}, false, fmt.Errorf("redis: counters URL: %w", err)
 	}
-	if u.Hostname() == "" {
+	if u.Hostname() == "" && u.Scheme != "redis+sentinel" && u.Scheme != "rediss+sentinel" {
 		return rueidis.ClientOption{}, false, fmt.Errorf("redis: counters URL %s: no host", Redact(rawURL))
 	}
 	var co rueidis.ClientOption
@@ -234,8 +253,13 @@ func ParseURL(rawURL string) (rueidis.ClientOption, bool, error) {
 			co.TLSConfig = tlsConfig()
 		}
 		cluster = true
+	case "redis+sentinel", "rediss+sentinel":
+		co, err = parseSentinelURL(u, rawURL)
+		if err != nil {
+			return co, false, err
+		}
 	default:
-		return co, false, fmt.Errorf("redis: counters URL %s: scheme %q: want redis://, rediss://, redis+cluster:// or rediss+cluster://", Redact(rawURL), u.Scheme)
+		return co, false, fmt.Errorf("redis: counters URL %s: scheme %q: want redis://, rediss://, redis+cluster://, rediss+cluster://, redis+sentinel:// or rediss+sentinel://", Redact(rawURL), u.Scheme)
 	}
 	if len(co.InitAddress) == 0 || co.InitAddress[0] == "" {
 		return co, false, fmt.Errorf("redis: counters URL %s: no host", Redact(rawURL))
@@ -248,11 +272,18 @@ func ParseURL(rawURL string) (rueidis.ClientOption, bool, error) {
 	return co, cluster, nil
 }
 
-// Redact is rawURL with its password replaced, for messages.
+// Redact is rawURL with its passwords replaced, for messages: the user
+// info's and a Sentinel URL's sentinel_password.
 func Redact(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "(unparsable URL)"
+	}
+	if q := u.Query(); q.Has("sentinel_password") {
+		for i := range q["sentinel_password"] {
+			q["sentinel_password"][i] = "xxxxx"
+		}
+		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
 }
@@ -957,10 +988,14 @@ func escape(k string) string {
 
 var _ enforce.CounterStore = (*Store)(nil)
 
-// BackendName is "redis" or "redis-cluster", the metrics' backend label.
+// BackendName is "redis", "redis-cluster" or "redis-sentinel", the
+// metrics' backend label.
 func (s *Store) BackendName() string {
-	if s.cluster {
+	switch {
+	case s.cluster:
 		return "redis-cluster"
+	case s.masterSet != "":
+		return "redis-sentinel"
 	}
 	return "redis"
 }

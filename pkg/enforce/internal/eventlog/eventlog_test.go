@@ -1,4 +1,4 @@
-package enforce
+package eventlog
 
 import (
 	"bufio"
@@ -55,15 +55,15 @@ func TestFloodOfThrottlesWritesBoundedLines(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	clk := &testClock{now: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)}
-	l := newEventLog(slog.New(slog.NewJSONHandler(&buf, nil)), clk.Now, eventLogOpts{Interval: 10 * time.Second})
+	l := New(slog.New(slog.NewJSONHandler(&buf, nil)), clk.Now, Opts{Interval: 10 * time.Second})
 	const n = 100_000
 	callers := []string{"alice", "bob", "mallory"}
 	for i := range n {
-		l.record(event{reason: eventThrottled, username: callers[i%len(callers)], targetType: "mcp_server", target: "s",
-			gate: "target:mcp_server:s:60", limit: 5, retryAfter: time.Second})
+		l.Record(Event{Reason: Throttled, Username: callers[i%len(callers)], TargetType: "mcp_server", Target: "s",
+			Gate: "target:mcp_server:s:60", Limit: 5, RetryAfter: time.Second})
 		clk.Advance(time.Millisecond)
 	}
-	l.flush()
+	l.Flush()
 	lines, total := logLines(t, &buf)
 	// 100 s of calls: ten intervals, plus the partial one Close flushes.
 	if maxLines := len(callers) * 11; len(lines) > maxLines || len(lines) < len(callers) {
@@ -87,15 +87,15 @@ func TestFloodFromManySubjectsIsBounded(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	clk := &testClock{now: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)}
-	l := newEventLog(slog.New(slog.NewJSONHandler(&buf, nil)), clk.Now, eventLogOpts{MaxKeys: 100})
+	l := New(slog.New(slog.NewJSONHandler(&buf, nil)), clk.Now, Opts{MaxKeys: 100})
 	const n = 200_000
 	for i := range n {
-		l.record(event{reason: eventQuarantined, scope: "caller", clientID: fmt.Sprintf("bot-%d", i), targetType: "mcp_server", target: "s"})
+		l.Record(Event{Reason: Quarantined, Scope: "caller", ClientID: fmt.Sprintf("bot-%d", i), TargetType: "mcp_server", Target: "s"})
 	}
 	if buf.Len() != 0 {
 		t.Fatalf("lines written before the interval ended:\n%s", buf.String())
 	}
-	l.flush()
+	l.Flush()
 	lines, total := logLines(t, &buf)
 	if len(lines) != 101 {
 		t.Errorf("%d denials from %d subjects wrote %d lines, want 100 itemized and one for the rest", n, n, len(lines))
@@ -103,13 +103,13 @@ func TestFloodFromManySubjectsIsBounded(t *testing.T) {
 	if total != n {
 		t.Errorf("the lines count %d denials, want %d", total, n)
 	}
-	if last := lines[len(lines)-1]; last["reason"] != eventQuarantined || last["count"] != float64(n-100) {
+	if last := lines[len(lines)-1]; last["reason"] != Quarantined || last["count"] != float64(n-100) {
 		t.Errorf("the line for the rest: %v", last)
 	}
 	// The next interval starts empty: its keys are tracked afresh.
 	buf.Reset()
 	clk.Advance(10 * time.Second)
-	l.record(event{reason: eventBackend, failClosed: true, target: "s", err: fmt.Errorf("boom")})
+	l.Record(Event{Reason: Backend, FailClosed: true, Target: "s", Err: fmt.Errorf("boom")})
 	if lines, total := logLines(t, &buf); len(lines) != 1 || total != 1 || lines[0]["msg"] != "counter store failed; applied the fail policy" {
 		t.Errorf("after the interval: %v", lines)
 	}

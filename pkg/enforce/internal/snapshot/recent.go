@@ -1,4 +1,4 @@
-package enforce
+package snapshot
 
 import (
 	"sync"
@@ -13,10 +13,10 @@ import (
 // pass on this replica. The bound only matters when that notice is lost.
 const recentLockoutMemory = 5 * time.Second
 
-// recentLockouts are the escalation lockouts this replica's observers
-// wrote (Verdict.Lockout), by the locked caller's membership id, until its
+// Recent are the escalation lockouts this replica's observers wrote
+// (enforce.Verdict.Lockout), by the locked caller's membership id, until its
 // snapshot holds them.
-type recentLockouts struct {
+type Recent struct {
 	n     atomic.Int32 // entries: the hot path looks no further while 0
 	mu    sync.RWMutex
 	m     map[string]recentLockout
@@ -31,9 +31,9 @@ type recentLockout struct {
 	reloads uint64
 }
 
-// add remembers a lockout of id until until, written at now, after reloads
+// Add remembers a lockout of id until until, written at now, after reloads
 // reloads had started.
-func (r *recentLockouts) add(id string, until, now time.Time, reloads uint64) {
+func (r *Recent) Add(id string, until, now time.Time, reloads uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
@@ -47,7 +47,7 @@ func (r *recentLockouts) add(id string, until, now time.Time, reloads uint64) {
 // after they were written (its number is above theirs) and read their
 // memberships (read names them, or is nil for everything), so the
 // snapshot it made holds them, or their removal by an operator.
-func (r *recentLockouts) settled(reload uint64, read func(id string) bool) {
+func (r *Recent) settled(reload uint64, read func(id string) bool) {
 	if r.n.Load() == 0 {
 		return
 	}
@@ -61,11 +61,11 @@ func (r *recentLockouts) settled(reload uint64, read func(id string) bool) {
 	r.n.Store(int32(len(r.m)))
 }
 
-// find reports the end of a lockout of id this replica wrote and still
+// Find reports the end of a lockout of id this replica wrote and still
 // remembers at now. A lookup is a read lock and a map index; the entries
 // whose time is up are removed at most once a second, so a storm of
 // lockouts costs the other callers' decisions little.
-func (r *recentLockouts) find(id string, now time.Time) (time.Time, bool) {
+func (r *Recent) Find(id string, now time.Time) (time.Time, bool) {
 	if r.n.Load() == 0 {
 		return time.Time{}, false
 	}
@@ -91,3 +91,7 @@ func (r *recentLockouts) find(id string, now time.Time) (time.Time, bool) {
 	}
 	return l.until, true
 }
+
+// Empty reports whether no lockout is remembered: the hot path looks no
+// further.
+func (r *Recent) Empty() bool { return r.n.Load() == 0 }
