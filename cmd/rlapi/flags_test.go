@@ -26,6 +26,8 @@ func TestEveryServeFlagHasItsEnvironmentVariable(t *testing.T) {
 		"RLAPI_AUTH_WINDOW":             {"2m", "2m0s"},
 		"RLAPI_AUTH_LOCKOUT":            {"9m", "9m0s"},
 		"RLAPI_FAIL_CLOSED":             {"true", "true"},
+		"RLAPI_FAIL_POLICY":             {"degrade", `"degrade"`},
+		"RLAPI_REPLICAS":                {"3", "3"},
 		"RLAPI_QUARANTINE_FAIL_CLOSED":  {"true", "true"},
 		"RLAPI_BACKEND_TIMEOUT":         {"300ms", "300ms"},
 		"RLAPI_CACHE_TTL":               {"45s", "45s"},

@@ -38,7 +38,7 @@ func leaseFlags(fs *flag.FlagSet, getenv func(string) string) (leaseConfig, erro
 		time: fs.Duration("lease-time", timeDef,
 			"leases for hot keys: how long a replica may decide a key from a block of its capacity taken from the shared counter; 0: off (RLAPI_LEASE_TIME)"),
 		replicas: fs.Int("lease-replicas", replicasDef,
-			"how many rlapi replicas share the counters: a block is at most a limit / (2 x replicas) (RLAPI_LEASE_REPLICAS)"),
+			"the older spelling of --replicas: how many rlapi replicas share the counters; a block is at most a limit / (2 x replicas) (RLAPI_LEASE_REPLICAS)"),
 		hotRate: fs.Int("lease-hot-rate", hotDef,
 			"a key this replica sees more than this many times in one second is leased (RLAPI_LEASE_HOT_RATE)"),
 		keys: fs.String("lease-keys", keysDef, "which keys are leased: hot or all (RLAPI_LEASE_KEYS)"),

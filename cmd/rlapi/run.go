@@ -398,7 +398,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		"how long a client address reported failing stays locked out, whole seconds (RLAPI_GATEWAY_AUTH_LOCKOUT)")
 	tokenCacheTTL := fs.Duration("token-cache-ttl", tokenCacheDef, "how long a verified token is trusted without asking the database; revocations reach every replica at once anyway (RLAPI_TOKEN_CACHE_TTL; negative: no cache)")
 	decisionConns := fs.Int("decision-max-conns", decisionConnsDef, "size of the decisions' own database pool (counters, token checks), apart from the management API's (RLAPI_DECISION_MAX_CONNS)")
-	failClosed := fs.Bool("fail-closed", envBool(getenv, "RLAPI_FAIL_CLOSED"), "decision endpoints deny when the counter store fails (RLAPI_FAIL_CLOSED; default fail open)")
 	quarantineFailClosed := fs.Bool("quarantine-fail-closed", envBool(getenv, "RLAPI_QUARANTINE_FAIL_CLOSED"),
 		"decision endpoints deny when quarantine cannot be checked (RLAPI_QUARANTINE_FAIL_CLOSED)")
 	backendTimeout := fs.Duration("backend-timeout", durations["RLAPI_BACKEND_TIMEOUT"], "bound on each counter round trip of a decision (RLAPI_BACKEND_TIMEOUT)")
@@ -449,6 +448,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	failCfg, err := failPolicyFlags(fs, getenv)
+	if err != nil {
+		return err
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -459,6 +462,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		debug.SetMemoryLimit(limit)
 	}
 	go returnIdleMemoryUntil(ctx)
+	failPolicy, replicas, err := failCfg.check(fs, getenv, leaseCfg)
+	if err != nil {
+		return err
+	}
 	leases, err := leaseCfg.options()
 	if err != nil {
 		return err
@@ -623,8 +630,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	source := postgres.NewSource(decisions.Pool())
 	enfOpts := enforce.Options{
 		Registerer: registry, Source: source, Observers: []enforce.Observer{rec},
-		FailClosed: *failClosed, QuarantineFailClosed: *quarantineFailClosed,
-		BackendTimeout: *backendTimeout, CacheTTL: *cacheTTL, Logger: log, IPv6Prefix: *ipv6Prefix,
+		QuarantineFailClosed: *quarantineFailClosed,
+		BackendTimeout:       *backendTimeout, CacheTTL: *cacheTTL, Logger: log, IPv6Prefix: *ipv6Prefix,
 	}
 	// counters is where the decisions count, and with them rlapi's own
 	// failed-credential lockout and the counters API: the decisions'
@@ -704,6 +711,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			log.Info("leases for hot keys on", "lease_time", leases.Time, "replicas", leases.Replicas, "hot_rate", leases.HotRate, "all_keys", leases.All)
 			setup.Info.Leases = wire.LeaseInfo{Enabled: true, LeaseTimeSeconds: leases.Time.Seconds(), Replicas: leases.Replicas, Keys: *leaseCfg.keys}
 		}
+	}
+	if err == nil {
+		setup.Info.FailPolicy, setup.Degraded, err = wireFallback(&enfOpts, counters, failPolicy, replicas, *backendTimeout, log, registry)
 	}
 	var enf *enforce.Enforcer
 	if err == nil {

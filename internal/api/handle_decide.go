@@ -22,7 +22,7 @@ import (
 
 func newCheckResult(d enforce.Decision) wire.CheckResult {
 	res := wire.CheckResult{Allowed: d.Allowed, Reason: d.Reason, Limit: d.Limit, Remaining: d.Remaining,
-		Reset: unixOrZero(d.Reset), QuarantineScope: d.QuarantineScope, Gates: make([]wire.CheckGate, 0, len(d.Gates))}
+		Reset: unixOrZero(d.Reset), QuarantineScope: d.QuarantineScope, Degraded: d.Degraded, Gates: make([]wire.CheckGate, 0, len(d.Gates))}
 	if !d.Allowed && d.Reason != enforce.ReasonQuarantined {
 		res.RetryAfter = max(int64((d.RetryAfter+time.Second-1)/time.Second), 1)
 	}

@@ -18,6 +18,9 @@ type ServerSetup struct {
 	// PingCounters asks the counter store whether it answers (nil: the
 	// store is reported unreachable, with that reason).
 	PingCounters func(ctx context.Context) error
+	// Degraded says whether the replica decides in its degraded mode now
+	// (nil: it has none), for Info.FailPolicy.Degraded.
+	Degraded func() bool
 }
 
 // handleServer answers GET /api/server: the replica's setup, with a fresh
@@ -26,6 +29,9 @@ func (s *Server) handleServer() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := s.setup.Info
 		info.Replica, _ = os.Hostname()
+		if s.setup.Degraded != nil {
+			info.FailPolicy.Degraded = s.setup.Degraded()
+		}
 		cs := &info.CounterStore
 		if s.setup.PingCounters == nil {
 			cs.Error = "this rlapi was given no way to ping its counter store"

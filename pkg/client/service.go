@@ -41,11 +41,13 @@ func (c *Client) Readyz(ctx context.Context) error {
 // and its leases. See wire.ServerInfo.
 type ServerInfo = wire.ServerInfo
 
-// CounterStoreInfo, GRPCInfo and LeaseInfo are ServerInfo's parts.
+// CounterStoreInfo, GRPCInfo, LeaseInfo and FailPolicyInfo are
+// ServerInfo's parts.
 type (
 	CounterStoreInfo = wire.CounterStoreInfo
 	GRPCInfo         = wire.GRPCInfo
 	LeaseInfo        = wire.LeaseInfo
+	FailPolicyInfo   = wire.FailPolicyInfo
 )
 
 // ServerInfo returns the setup of the replica that answers (GET

@@ -230,6 +230,12 @@ type Decision struct {
 	// lockout lasts still (whole seconds, at least one): the
 	// X-Lockout-Remaining header.
 	LockoutRemaining time.Duration `json:"lockout_remaining,omitempty"`
+	// Degraded: the counter store could not be reached and the call's
+	// fail policy is degrade, so this replica decided it on counters of
+	// its own, each gate's limit being its share (ceil(limit / live
+	// replicas); the gates' Limit say it). Reason is allowed or throttled
+	// as those counters decided.
+	Degraded bool `json:"degraded,omitempty"`
 }
 
 // NormalizeTeam trims a team name and says why it cannot be one: a team

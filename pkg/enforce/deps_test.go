@@ -83,14 +83,30 @@ func TestCoreHoldsNoProtocol(t *testing.T) {
 // enforce.Guard only: the core, and each counter store, link none of it.
 func TestCoreLinksNoThrottle(t *testing.T) {
 	t.Parallel()
+	assertNotLinked(t, "pkg/auththrottle", "pkg/enforce", "pkg/enforce/memory", "pkg/enforce/postgres", "pkg/enforce/redis")
+}
+
+// TestCoreLinksNoFallback: the degraded mode (pkg/enforce/degrade) is an
+// implementation of enforce.Fallback beside the core, which reaches it
+// only through that seam: the core and the counter stores link none of
+// it, so a gateway that wants no degraded mode links none.
+func TestCoreLinksNoFallback(t *testing.T) {
+	t.Parallel()
+	assertNotLinked(t, "pkg/enforce/degrade", "pkg/enforce", "pkg/enforce/memory", "pkg/enforce/postgres", "pkg/enforce/redis", "pkg/enforce/lease")
+}
+
+// assertNotLinked fails t for each of pkgs (the module's) that links
+// banned (the module's).
+func assertNotLinked(t *testing.T, banned string, pkgs ...string) {
+	t.Helper()
 	const module = "github.com/rlctl/rlctl/"
-	for _, pkg := range []string{"pkg/enforce", "pkg/enforce/memory", "pkg/enforce/postgres", "pkg/enforce/redis"} {
+	for _, pkg := range pkgs {
 		out, err := exec.Command("go", "list", "-deps", module+pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list: %v\n%s", err, out)
 		}
 		for _, dep := range strings.Fields(string(out)) {
-			if dep == module+"pkg/auththrottle" {
+			if dep == module+banned {
 				t.Errorf("%s links %s", pkg, dep)
 			}
 		}

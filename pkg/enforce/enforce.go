@@ -46,11 +46,23 @@ type Options struct {
 	// closes a counter-store layer there, pkg/enforce/lease's, before the
 	// store it wraps).
 	OnClose func()
-	// FailClosed denies calls when the counter store fails or times out.
-	// The default (false) fails open: rate limiting is an availability
-	// guardrail, and a store outage must not become a gateway outage.
-	// A definition marked fail_closed denies on its own regardless.
+	// FailPolicy is what calls get when the counter store fails or times
+	// out, for the gates whose definition names no fail policy of its own
+	// (ratelimit.FailPolicy*): "" or open passes them uncounted (rate
+	// limiting is an availability guardrail, and a store outage must not
+	// become a gateway outage), closed refuses them, degrade decides them
+	// on this replica's share of each limit through Fallback (required
+	// then). A call's policy over its enforce gates: closed on any wins,
+	// then degrade, then open (failpolicy.go).
+	FailPolicy string
+	// FailClosed is the older spelling of FailPolicy closed; with another
+	// FailPolicy, New refuses the pair.
 	FailClosed bool
+	// Fallback decides the gates whose fail policy is degrade while the
+	// counter store is down, and reports what it admitted once it is
+	// back (seams.go; pkg/enforce/degrade). Without one, a definition's
+	// degrade is decided as the default policy open.
+	Fallback Fallback
 	// QuarantineFailClosed denies calls when quarantine cannot be checked
 	// (no usable snapshot of the memberships). Default false.
 	QuarantineFailClosed bool
@@ -142,6 +154,9 @@ type Enforcer struct {
 	recentLockouts snapshots.Recent
 	// guard is the core's side of Options.Guard (guard.go).
 	guard guarding
+	// failPolicy is the default fail policy (Options.FailPolicy, or
+	// closed for Options.FailClosed): never "".
+	failPolicy string
 }
 
 // New starts an Enforcer over opts.Counters and opts.Source. It loads the
@@ -170,7 +185,12 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	if !clientip.ValidIPv6Prefix(opts.IPv6Prefix) {
 		opts.IPv6Prefix = clientip.DefaultIPv6Prefix
 	}
-	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now, exhausted: newExhaustedKeys()}
+	policy, err := defaultFailPolicy(opts)
+	if err != nil {
+		return nil, err
+	}
+	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now, exhausted: newExhaustedKeys(),
+		failPolicy: policy}
 	e.count = counting{counters: opts.Counters, timeout: opts.BackendTimeout, local: opts.Counters.Capabilities().Local}
 	e.count.localNext = e.count.roundTrip
 	e.views = viewer{ipv6Prefix: opts.IPv6Prefix, counterGates: e.count.local}
@@ -236,9 +256,9 @@ func (e *Enforcer) Close() {
 
 // Check decides a call and, when it is allowed, takes its cost from every
 // gate. The error is non-nil only when a backend failure decided the call
-// (the decision then says fail-open or fail-closed) or overload shed it
-// (ReasonOverloaded, ErrOverloaded): gateways can log it and must still
-// follow the decision.
+// (the decision then says fail-open or fail-closed, or is Degraded) or
+// overload shed it (ReasonOverloaded, ErrOverloaded): gateways can log it
+// and must still follow the decision.
 func (e *Enforcer) Check(ctx context.Context, c Call) (Decision, error) {
 	return e.decide(ctx, c, true)
 }
@@ -354,7 +374,7 @@ func (e *Enforcer) noSnapshot(c Call) (Decision, error) {
 		err = fmt.Errorf("enforce: no usable snapshot: %w", last)
 	}
 	e.metrics.Errors.WithLabelValues("snapshot").Inc()
-	if e.opts.QuarantineFailClosed || e.opts.FailClosed {
+	if e.opts.QuarantineFailClosed || e.failPolicy == ratelimit.FailPolicyClosed {
 		e.metrics.Checks.WithLabelValues("fail_closed").Inc()
 		return Decision{Allowed: false, Reason: ReasonFailClosed, RetryAfter: time.Second}, err
 	}
@@ -415,6 +435,12 @@ func describe(g *Gate, st GateState, room bool, cost int64, now time.Time) {
 func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time, q *Question) (Decision, error) {
 	// gates are sorted: a call's view keeps them in the order the stores
 	// take them (viewer.build).
+	if err := e.reportDegraded(ctx); err != nil {
+		if d, refused := e.guard.settle(ctx, q); refused {
+			return d, nil
+		}
+		return e.backendFailed(c, gates, cost, consume, err)
+	}
 	if e.count.local {
 		// The Guard's question is asked before the call over such a
 		// store: a decision made in memory makes no round trip to share
@@ -422,7 +448,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 		res, buf, err := e.count.takeLocal(ctx, gates, hints, cost, consume, now)
 		defer e.count.release(buf)
 		if err != nil {
-			return e.backendFailed(c, gates, err)
+			return e.backendFailed(c, gates, cost, consume, err)
 		}
 		if consume {
 			e.count.countOver(ctx, c, gates, &res, cost, now)
@@ -439,7 +465,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 	}
 	rep := e.count.roundTripWith(ctx, req, pr)
 	if errors.Is(rep.err, ErrOverloaded) {
-		return e.backendFailed(c, gates, rep.err)
+		return e.backendFailed(c, gates, cost, consume, rep.err)
 	}
 	if rep.err != nil {
 		// The Guard's question went unanswered too: it is asked on its
@@ -448,7 +474,7 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 		if d, refused := e.guard.settle(ctx, q); refused {
 			return d, nil
 		}
-		return e.backendFailed(c, gates, rep.err)
+		return e.backendFailed(c, gates, cost, consume, rep.err)
 	}
 	if q != nil {
 		if r, refused := q.Answer(rep.peek); refused {
@@ -540,26 +566,24 @@ func backendResult(err error) string {
 	return "error"
 }
 
-// backendFailed applies the fail policy: a definition marked fail_closed,
-// or the global FailClosed, denies; otherwise the call passes.
-func (e *Enforcer) backendFailed(c Call, gates []Gate, err error) (Decision, error) {
+// backendFailed applies the fail policy (failpolicy.go): closed denies,
+// degrade decides on this replica's share of the limits, open passes.
+func (e *Enforcer) backendFailed(c Call, gates []Gate, cost int64, consume bool, err error) (Decision, error) {
 	// Whatever decides, not a gate this replica saw used up and that
 	// cannot have room yet (exhausted.go): the store would refuse it.
+	// Under degrade that refusal is a local decision too.
 	now := e.now()
+	policy := e.callFailPolicy(gates)
 	for _, g := range gates {
 		if until, ok := e.exhausted.until(g, now); ok && !g.Shadow {
 			g.RetryAfter = until.Sub(now)
 			e.metrics.Checks.WithLabelValues("throttled").Inc()
 			return Decision{Allowed: false, Reason: ReasonThrottled, Gates: gates, Denied: []Gate{g},
-				Limit: g.Limit, Reset: g.Reset, RetryAfter: retryAfter(g.RetryAfter)}, err
+				Limit: g.Limit, Reset: g.Reset, RetryAfter: retryAfter(g.RetryAfter),
+				Degraded: policy == ratelimit.FailPolicyDegrade && !errors.Is(err, ErrOverloaded)}, err
 		}
 	}
-	closed := e.opts.FailClosed
-	for _, g := range gates {
-		if g.FailClosed() && !g.Shadow {
-			closed = true
-		}
-	}
+	closed := policy == ratelimit.FailPolicyClosed
 	if errors.Is(err, ErrOverloaded) && !closed {
 		// Shed: no policy's answer. A gateway answers 503, and Envoy
 		// applies its failure_mode_deny; a fail-closed call is refused as
@@ -569,6 +593,9 @@ func (e *Enforcer) backendFailed(c Call, gates []Gate, err error) (Decision, err
 	}
 	e.metrics.Errors.WithLabelValues("counters").Inc()
 	e.events.Record(eventlog.Event{Reason: eventlog.Backend, FailClosed: closed, Target: c.TargetName, Err: err})
+	if policy == ratelimit.FailPolicyDegrade {
+		return e.degraded(c, gates, cost, consume, now), err
+	}
 	if closed {
 		e.metrics.Checks.WithLabelValues("fail_closed").Inc()
 		return Decision{Allowed: false, Reason: ReasonFailClosed, Gates: gates, RetryAfter: time.Second}, err

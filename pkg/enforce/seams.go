@@ -328,3 +328,37 @@ const (
 
 // SelectRows picks from st what req names (source.SelectRows).
 func SelectRows(st State, req TablesRequest) Rows { return source.SelectRows(st, req) }
+
+// Fallback decides, while the counter store cannot be reached, the gates
+// whose fail policy is degrade (ratelimit.FailPolicyDegrade), on counters
+// of this replica's own, and reports what it admitted to the store once it
+// is back. pkg/enforce/degrade implements it; the core imports no
+// implementation. Every method is safe for concurrent use.
+//
+// The core asks it in two places only: a call the fail policy decides
+// (backendFailed) whose policy is degrade goes to Take instead of being
+// allowed or refused; and while Pending, every call that is about to ask
+// the counter store first waits for Report, so that what this replica
+// admitted locally is counted before it decides on the shared counters
+// again (docs/operations.md, "Degraded mode", states the bound).
+type Fallback interface {
+	// Take decides req (consuming or not, as req says) on local
+	// counters whose limits are this replica's share of each gate's
+	// (pkg/enforce/degrade: ceil(limit / live replicas)); it sets each
+	// req.Gates[i]'s Limit and Burst to the share it decided on (the
+	// decision describes the gates by it), and remembers what it
+	// admitted, for Report. The answer is as a CounterStore's: all or
+	// nothing, one Room and one State per gate.
+	Take(req TakeRequest) TakeResult
+	// Pending reports whether this replica decides locally and has not
+	// yet reported to the counter store that it is back. It is read by
+	// every decision: it must cost no more than an atomic load.
+	Pending() bool
+	// Report writes what was admitted locally to the counter store and,
+	// when nothing is left to write and the store answered, ends the
+	// degraded mode (Pending becomes false). An error means the store is
+	// still unreachable (or refused the report): what was not written
+	// stays pending, and the call is decided by the fail policy again.
+	// It bounds its own round trips.
+	Report(ctx context.Context) error
+}

@@ -186,6 +186,12 @@ func (s *Service) Register(gs grpc.ServiceRegistrar) {
 // carries.
 const QuarantineHeader = "x-rlctl-quarantined"
 
+// DegradedHeader marks, with the value 1, the answer to a call decided in
+// the degraded mode (enforce.Decision.Degraded: the counter store was
+// unreachable and this replica decided on its share of the limits), with
+// or without Options.Headers.
+const DegradedHeader = "x-rlctl-degraded"
+
 // Bounds on a request: its descriptors, and each entry's key and value
 // (a descriptor's values are part of its counter's key; a descriptor has at
 // most ratelimit.MaxDescriptorEntries entries).
@@ -319,6 +325,9 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		// No rate headers (an access decision, not a rate), but a mark
 		// Envoy's local_reply_config can turn into a 403 (docs/envoy.md).
 		resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, &corev3.HeaderValue{Key: QuarantineHeader, Value: dec.QuarantineScope})
+	}
+	if dec.Degraded {
+		resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, &corev3.HeaderValue{Key: DegradedHeader, Value: "1"})
 	}
 	if s.opts.Headers && dec.Reason != enforce.ReasonQuarantined {
 		h := http.Header{}

@@ -24,6 +24,12 @@ const (
 	// (enforce.ReasonLockedOut), the seconds the escalation lockout lasts
 	// still, beside Retry-After.
 	HeaderLockoutRemaining = "X-Lockout-Remaining"
+	// HeaderDegraded is 1 on the answer to a call decided in the degraded
+	// mode (enforce.Decision.Degraded): the counter store was unreachable
+	// and this replica decided on its share of the limits. It sits beside
+	// the X-RateLimit-* trio, a vendor header, rather than among the IETF
+	// draft's RateLimit-* fields, which are the draft's to name.
+	HeaderDegraded = "X-RateLimit-Degraded"
 )
 
 // SetHeaders writes the rate-limit headers of decision d into h, replacing
@@ -59,7 +65,8 @@ const (
 // A decision without gates (Limit 0) carries no rate headers, and neither
 // does a quarantine: it is an access decision, not a rate, and a client must
 // not read it as "retry later". A fail-closed denial carries Retry-After
-// only.
+// only. A decision of the degraded mode adds X-RateLimit-Degraded: 1 (and
+// its limits are this replica's share).
 func SetHeaders(h http.Header, d enforce.Decision, now time.Time) {
 	for _, k := range canonicalHeaders {
 		delete(h, k)
@@ -69,6 +76,10 @@ func SetHeaders(h http.Header, d enforce.Decision, now time.Time) {
 	}
 	var hs headerSet
 	hs.buf = make([]byte, 0, 256)
+	if d.Degraded {
+		hs.buf = append(hs.buf, '1')
+		hs.end(canonDegraded)
+	}
 	if !d.Allowed {
 		wait := d.RetryAfter
 		if wait <= 0 && d.Limit > 0 {
@@ -127,8 +138,8 @@ func SetHeaders(h http.Header, d enforce.Decision, now time.Time) {
 // them are two allocations instead of two per header.
 type headerSet struct {
 	buf  []byte
-	keys [7]string // canonical
-	ends [7]int    // where each value ends in buf
+	keys [8]string // canonical
+	ends [8]int    // where each value ends in buf
 	n    int
 }
 
@@ -162,7 +173,8 @@ var (
 	canonRateLimit        = textproto.CanonicalMIMEHeaderKey(HeaderRateLimit)
 	canonRetryAfter       = textproto.CanonicalMIMEHeaderKey(HeaderRetryAfter)
 	canonLockoutRemaining = textproto.CanonicalMIMEHeaderKey(HeaderLockoutRemaining)
-	canonicalHeaders      = []string{canonLimit, canonRemaining, canonReset, canonPolicy, canonRateLimit, canonRetryAfter, canonLockoutRemaining}
+	canonDegraded         = textproto.CanonicalMIMEHeaderKey(HeaderDegraded)
+	canonicalHeaders      = []string{canonLimit, canonRemaining, canonReset, canonPolicy, canonRateLimit, canonRetryAfter, canonLockoutRemaining, canonDegraded}
 )
 
 // appendPolicy appends one member of RateLimit-Policy for g.

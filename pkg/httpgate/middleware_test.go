@@ -12,8 +12,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rlctl/rlctl/internal/enforcefixture"
 	"github.com/rlctl/rlctl/pkg/enforce"
+	"github.com/rlctl/rlctl/pkg/enforce/degrade"
+	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/httpgate"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // gateway is a gateway in miniature: Middleware in front of a backend that
@@ -212,5 +216,37 @@ func TestMiddlewareFailClosedIs503(t *testing.T) {
 	repair()
 	if a := g.call(t, "/mcp/s", "alice"); a.status != http.StatusOK || a.header.Get("X-RateLimit-Limit") != "100" {
 		t.Errorf("after repair: %d, headers %v", a.status, a.header)
+	}
+}
+
+// TestMiddlewareDegraded: with the fail policy degrade and the counters
+// broken, the middleware passes a call admitted on this replica's share
+// (2 of 4, for 2 replicas) with X-RateLimit-Degraded: 1 beside the rate
+// headers of that share, and refuses the next one 429, marked the same.
+func TestMiddlewareDegraded(t *testing.T) {
+	t.Parallel()
+	f := enforcefixture.Start(t)
+	fb, err := degrade.New(degrade.Options{Counters: postgres.NewCounterStore(f.Store.Pool()), Replicas: func() int { return 2 },
+		Now: f.Clock.Now, ProbeInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fb.Close)
+	f.Enforce(enforce.Options{FailPolicy: ratelimit.FailPolicyDegrade, Fallback: fb})
+	f.Def(target("mcp_server", "s", 60, 4))
+	g := newGateway(t, f)
+	if a := g.call(t, "/mcp/s", "alice"); a.status != http.StatusOK || a.header.Get(httpgate.HeaderDegraded) != "" {
+		t.Fatalf("with the counters working: %d, %s %q", a.status, httpgate.HeaderDegraded, a.header.Get(httpgate.HeaderDegraded))
+	}
+	breakCounters(t, f)
+	for i := range 2 {
+		a := g.call(t, "/mcp/s", "alice")
+		if a.status != http.StatusOK || a.header.Get(httpgate.HeaderDegraded) != "1" || a.header.Get("X-RateLimit-Limit") != "2" {
+			t.Errorf("call %d, counters broken: %d, %s %q, limit %q; want 200, degraded, on the share 2",
+				i+1, a.status, httpgate.HeaderDegraded, a.header.Get(httpgate.HeaderDegraded), a.header.Get("X-RateLimit-Limit"))
+		}
+	}
+	if a := g.call(t, "/mcp/s", "alice"); a.status != http.StatusTooManyRequests || a.header.Get(httpgate.HeaderDegraded) != "1" {
+		t.Errorf("past the share: %d, %s %q; want 429, degraded", a.status, httpgate.HeaderDegraded, a.header.Get(httpgate.HeaderDegraded))
 	}
 }

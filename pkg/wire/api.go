@@ -164,6 +164,23 @@ type ServerInfo struct {
 	CounterStore CounterStoreInfo `json:"counter_store"`
 	GRPC         GRPCInfo         `json:"grpc"`
 	Leases       LeaseInfo        `json:"leases"`
+	FailPolicy   FailPolicyInfo   `json:"fail_policy"`
+}
+
+// FailPolicyInfo is what the replica's decisions get while its counter
+// store cannot be reached.
+type FailPolicyInfo struct {
+	// Default is the fail policy of definitions that name none: open,
+	// closed or degrade (rlapi --fail-policy).
+	Default string `json:"default"`
+	// Replicas is how many replicas the operator said share the counters
+	// (--replicas): a degraded replica enforces limit / Replicas, rounded
+	// up. 0: not known, and a definition's degrade is then decided open.
+	Replicas int `json:"replicas,omitempty"`
+	// Degraded: the replica decides degrade-policy gates on its own
+	// counters now (the store is unreachable, or its report of what it
+	// admitted meanwhile is not yet written).
+	Degraded bool `json:"degraded"`
 }
 
 // CounterStoreInfo is where decisions count, and whether the store answered

@@ -60,6 +60,10 @@ type CheckResult struct {
 	// LockoutRemaining is, for reason locked-out, the seconds the
 	// escalation lockout lasts still (X-Lockout-Remaining).
 	LockoutRemaining int64 `json:"lockout_remaining,omitempty"`
+	// Degraded: the counter store was unreachable and the replica decided
+	// the call on its share of the limits (fail policy degrade); Limit
+	// and the gates' limits are that share.
+	Degraded bool `json:"degraded,omitempty"`
 }
 
 // ResetTime is Reset as a time; the zero time when no gate applied.

@@ -31,3 +31,10 @@ func TestFailOpenKeepsUsedUpGates(t *testing.T) {
 	t.Parallel()
 	enforcetest.TestFailOpenKeepsUsedUpGates(t, func(t *testing.T) enforce.CounterStore { return memory.New() }, enforcetest.Build)
 }
+
+// The fail policy degrade: two replicas on their shares, then the
+// reports, on the in-memory store.
+func TestDegradedMode(t *testing.T) {
+	t.Parallel()
+	enforcetest.TestDegradedMode(t, func(t *testing.T) enforce.CounterStore { return memory.New() }, enforcetest.Build)
+}

@@ -62,9 +62,13 @@ type Gate struct {
 	Matched   string `json:"matched,omitempty"`
 	Dimension string `json:"dimension,omitempty"`
 
-	key        string
-	parts      counterkey.Parts // of key, for the store (CounterGate.Parts)
-	failClosed bool
+	key   string
+	parts counterkey.Parts // of key, for the store (CounterGate.Parts)
+	// failPolicy is the definition's own fail policy
+	// (ratelimit.Definition.FailPolicyOf; "" leaves it to the enforcer's
+	// default); of a bucket several definitions share, the strictest
+	// (StricterFailPolicy).
+	failPolicy string
 	// lockout is the definition's counts_toward_lockout (nil: by the
 	// bucket's kind, Gate.countsTowardLockout); of a bucket several
 	// definitions share, that of the definition whose limit applies.
@@ -79,8 +83,36 @@ type Gate struct {
 func (g Gate) Key() string { return g.key }
 
 // FailClosed reports whether the gate denies calls when the counter store
-// fails: a definition behind it is marked fail_closed.
-func (g Gate) FailClosed() bool { return g.failClosed }
+// fails: a definition behind it has the fail policy closed (or is marked
+// fail_closed).
+func (g Gate) FailClosed() bool { return g.failPolicy == ratelimit.FailPolicyClosed }
+
+// FailPolicy is the fail policy of the gate's definition
+// (ratelimit.FailPolicy*), "" when it leaves the choice to the enforcer's
+// default; of a bucket several definitions share, the strictest.
+func (g Gate) FailPolicy() string { return g.failPolicy }
+
+// StricterFailPolicy is the stricter of two fail policies, for a bucket
+// several definitions share: closed, then degrade, then open, then ""
+// (the enforcer's default).
+func StricterFailPolicy(a, b string) string {
+	if failPolicyRank(b) > failPolicyRank(a) {
+		return b
+	}
+	return a
+}
+
+func failPolicyRank(p string) int {
+	switch p {
+	case ratelimit.FailPolicyClosed:
+		return 3
+	case ratelimit.FailPolicyDegrade:
+		return 2
+	case ratelimit.FailPolicyOpen:
+		return 1
+	}
+	return 0
+}
 
 // Lease is the definitions' say in leases of the gate's counter (of a
 // bucket several definitions share, the strongest).
@@ -155,7 +187,7 @@ func newGate(d ratelimit.Definition, key string, limit int64, burst *int, shadow
 	g := Gate{
 		DefinitionID: d.ID, Axis: d.Axis, EntityType: d.EntityType, Algorithm: algorithmOf(d), WindowSeconds: d.WindowSeconds,
 		Limit: limit, Reset: time.Unix((idx+1)*w, 0), Shadow: shadow,
-		key: key, parts: counterkey.PartsOf(key), failClosed: d.FailClosed, lease: leaseModeOf(d), lockout: d.CountsTowardLockout,
+		key: key, parts: counterkey.PartsOf(key), failPolicy: d.FailPolicyOf(), lease: leaseModeOf(d), lockout: d.CountsTowardLockout,
 	}
 	if g.Algorithm == algorithm.TokenBucket {
 		g.Burst = limit

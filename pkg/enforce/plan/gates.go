@@ -106,14 +106,14 @@ func Gates(idx *Index, members Members, t Target, who Caller, network *Member, a
 			slot := bucketSlot{k.Kind, d.WindowSeconds, k.Algorithm}
 			gate := matched(newGate(d, k.String(), int64(*limit), burst, false, now), via)
 			if i, ok := best[slot]; ok {
-				fc := gates[i].failClosed || d.FailClosed
+				fp := StricterFailPolicy(gates[i].failPolicy, gate.failPolicy)
 				// never on any of them, else always on any, else auto.
 				lm := max(gates[i].lease, gate.lease)
 				if gate.Limit < gates[i].Limit || (gate.Limit == gates[i].Limit && gate.Burst < gates[i].Burst) {
 					gates[i], gate = gate, gates[i]
 				}
 				log.outranked(gate)
-				gates[i].failClosed, gates[i].lease = fc, lm
+				gates[i].failPolicy, gates[i].lease = fp, lm
 				return
 			}
 			best[slot] = len(gates)

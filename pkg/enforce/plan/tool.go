@@ -74,15 +74,16 @@ func toolGates(idx *Index, t Target, caller, name string, admin bool, now time.T
 		g := newGate(*d, key, int64(*d.MaxRequests), d.Burst, shadow, now)
 		g.Matched, g.Dimension = pattern, scope
 		if i, ok := byKey[key]; ok {
-			// As Gates: the lowest limit wins, and the bucket fails
-			// closed if any of its definitions does and leases by the
-			// strictest mode (never, then always, then auto).
-			lm, fc := max(gates[i].lease, g.lease), gates[i].failClosed || g.failClosed
+			// As Gates: the lowest limit wins, and the bucket takes the
+			// strictest fail policy of its definitions (closed, degrade,
+			// open) and leases by the strictest mode (never, then
+			// always, then auto).
+			lm, fp := max(gates[i].lease, g.lease), StricterFailPolicy(gates[i].failPolicy, g.failPolicy)
 			if g.Limit < gates[i].Limit || (g.Limit == gates[i].Limit && g.Burst < gates[i].Burst) {
 				gates[i], g = g, gates[i]
 			}
 			log.outranked(g)
-			gates[i].lease, gates[i].failClosed = lm, fc
+			gates[i].lease, gates[i].failPolicy = lm, fp
 			return
 		}
 		byKey[key] = len(gates)

@@ -79,3 +79,12 @@ func TestSourceCapabilities(t *testing.T) {
 		return postgres.NewSource(pgtest.NewStore(t).Pool())
 	})
 }
+
+// The fail policy degrade: two replicas on their shares during an
+// outage, then their reports written to PostgreSQL.
+func TestDegradedMode(t *testing.T) {
+	t.Parallel()
+	enforcetest.TestDegradedMode(t, func(t *testing.T) enforce.CounterStore {
+		return postgres.NewCounterStore(pgtest.NewStore(t).Pool())
+	}, enforcetest.Build)
+}

@@ -39,3 +39,11 @@ func TestFailOpenKeepsUsedUpGates(t *testing.T) {
 		enforcetest.TestFailOpenKeepsUsedUpGates(t, newStore, enforcetest.Build)
 	})
 }
+
+// The fail policy degrade: two replicas on their shares during an
+// outage, then their reports written to Redis.
+func TestDegradedMode(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, newStore func(t *testing.T) enforce.CounterStore) {
+		enforcetest.TestDegradedMode(t, newStore, enforcetest.Build)
+	})
+}
