@@ -154,9 +154,9 @@ type Enforcer struct {
 	recentLockouts snapshots.Recent
 	// guard is the core's side of Options.Guard (guard.go).
 	guard guarding
-	// failPolicy is the default fail policy (Options.FailPolicy, or
-	// closed for Options.FailClosed): never "".
-	failPolicy string
+	// policies are the fail policies: the default (Options.FailPolicy, or
+	// closed for Options.FailClosed) and the Fallback (failpolicy.go).
+	policies failPolicies
 }
 
 // New starts an Enforcer over opts.Counters and opts.Source. It loads the
@@ -190,7 +190,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		return nil, err
 	}
 	e := &Enforcer{counters: opts.Counters, source: opts.Source, opts: opts, log: opts.Logger, now: opts.Now, exhausted: newExhaustedKeys(),
-		failPolicy: policy}
+		policies: failPolicies{def: policy, fallback: opts.Fallback}}
 	e.count = counting{counters: opts.Counters, timeout: opts.BackendTimeout, local: opts.Counters.Capabilities().Local}
 	e.count.localNext = e.count.roundTrip
 	e.views = viewer{ipv6Prefix: opts.IPv6Prefix, counterGates: e.count.local}
@@ -374,7 +374,7 @@ func (e *Enforcer) noSnapshot(c Call) (Decision, error) {
 		err = fmt.Errorf("enforce: no usable snapshot: %w", last)
 	}
 	e.metrics.Errors.WithLabelValues("snapshot").Inc()
-	if e.opts.QuarantineFailClosed || e.failPolicy == ratelimit.FailPolicyClosed {
+	if e.opts.QuarantineFailClosed || e.policies.def == ratelimit.FailPolicyClosed {
 		e.metrics.Checks.WithLabelValues("fail_closed").Inc()
 		return Decision{Allowed: false, Reason: ReasonFailClosed, RetryAfter: time.Second}, err
 	}
@@ -435,7 +435,7 @@ func describe(g *Gate, st GateState, room bool, cost int64, now time.Time) {
 func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callView, cost int64, consume bool, now time.Time, q *Question) (Decision, error) {
 	// gates are sorted: a call's view keeps them in the order the stores
 	// take them (viewer.build).
-	if err := e.reportDegraded(ctx); err != nil {
+	if err := e.policies.report(ctx); err != nil {
 		if d, refused := e.guard.settle(ctx, q); refused {
 			return d, nil
 		}
@@ -573,7 +573,7 @@ func (e *Enforcer) backendFailed(c Call, gates []Gate, cost int64, consume bool,
 	// cannot have room yet (exhausted.go): the store would refuse it.
 	// Under degrade that refusal is a local decision too.
 	now := e.now()
-	policy := e.callFailPolicy(gates)
+	policy := e.policies.ofCall(gates)
 	for _, g := range gates {
 		if until, ok := e.exhausted.until(g, now); ok && !g.Shadow {
 			g.RetryAfter = until.Sub(now)
@@ -594,7 +594,9 @@ func (e *Enforcer) backendFailed(c Call, gates []Gate, cost int64, consume bool,
 	e.metrics.Errors.WithLabelValues("counters").Inc()
 	e.events.Record(eventlog.Event{Reason: eventlog.Backend, FailClosed: closed, Target: c.TargetName, Err: err})
 	if policy == ratelimit.FailPolicyDegrade {
-		return e.degraded(c, gates, cost, consume, now), err
+		d := e.decision(c, gates, e.policies.decideLocally(gates, cost, consume, now), cost, consume, now)
+		d.Degraded = true
+		return d, err
 	}
 	if closed {
 		e.metrics.Checks.WithLabelValues("fail_closed").Inc()

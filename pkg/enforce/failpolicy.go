@@ -35,27 +35,35 @@ func defaultFailPolicy(opts Options) (string, error) {
 	return p, nil
 }
 
-// gateFailPolicy is g's fail policy: its definition's, else the
-// default; degrade without a Fallback is open.
-func (e *Enforcer) gateFailPolicy(g Gate) string {
-	p := g.FailPolicy()
-	if p == "" {
-		p = e.failPolicy
-	}
-	if p == ratelimit.FailPolicyDegrade && e.opts.Fallback == nil {
-		return ratelimit.FailPolicyOpen
-	}
-	return p
+// failPolicies are an Enforcer's fail policies: the default (never "")
+// and the Fallback that decides gates of policy degrade while the counter
+// store is down (nil: none).
+type failPolicies struct {
+	def      string
+	fallback Fallback
 }
 
-// callFailPolicy is the policy of a call over gates.
-func (e *Enforcer) callFailPolicy(gates []Gate) string {
+// ofGate is g's fail policy: its definition's, else the default; degrade
+// without a Fallback is open.
+func (p failPolicies) ofGate(g Gate) string {
+	policy := g.FailPolicy()
+	if policy == "" {
+		policy = p.def
+	}
+	if policy == ratelimit.FailPolicyDegrade && p.fallback == nil {
+		return ratelimit.FailPolicyOpen
+	}
+	return policy
+}
+
+// ofCall is the policy of a call over gates.
+func (p failPolicies) ofCall(gates []Gate) string {
 	policy := ratelimit.FailPolicyOpen
 	for _, g := range gates {
 		if g.Shadow {
 			continue
 		}
-		switch e.gateFailPolicy(g) {
+		switch p.ofGate(g) {
 		case ratelimit.FailPolicyClosed:
 			return ratelimit.FailPolicyClosed
 		case ratelimit.FailPolicyDegrade:
@@ -65,20 +73,21 @@ func (e *Enforcer) callFailPolicy(gates []Gate) string {
 	return policy
 }
 
-// degraded decides a call whose policy is degrade on the Fallback's local
-// counters: the gates of policy degrade count there, on their share of
-// the limit; the others (open, and shadow gates) pass uncounted, as they
-// do when the call fails open.
-func (e *Enforcer) degraded(c Call, gates []Gate, cost int64, consume bool, now time.Time) Decision {
+// decideLocally decides a call whose policy is degrade on the Fallback's
+// local counters: the gates of policy degrade count there, on their share
+// of the limit (their Limit and Burst become it); the others (open, and
+// shadow gates) pass uncounted, as they do when the call fails open. The
+// answer is one for all of gates, as a store's.
+func (p failPolicies) decideLocally(gates []Gate, cost int64, consume bool, now time.Time) TakeResult {
 	var idx []int
 	req := TakeRequest{Cost: cost, Consume: consume, Now: now}
 	for i, g := range gates {
-		if !g.Shadow && e.gateFailPolicy(g) == ratelimit.FailPolicyDegrade {
+		if !g.Shadow && p.ofGate(g) == ratelimit.FailPolicyDegrade {
 			idx = append(idx, i)
 			req.Gates = append(req.Gates, counterGateOf(g))
 		}
 	}
-	local := e.opts.Fallback.Take(req)
+	local := p.fallback.Take(req)
 	res := TakeResult{Allowed: local.Allowed, Room: make([]bool, len(gates)), States: make([]GateState, len(gates))}
 	for i := range res.Room {
 		res.Room[i] = true
@@ -87,18 +96,15 @@ func (e *Enforcer) degraded(c Call, gates []Gate, cost int64, consume bool, now 
 		gates[i].Limit, gates[i].Burst = req.Gates[j].Limit, req.Gates[j].Burst
 		res.Room[i], res.States[i] = local.Room[j], local.States[j]
 	}
-	d := e.decision(c, gates, res, cost, consume, now)
-	d.Degraded = true
-	return d
+	return res
 }
 
-// reportDegraded writes what the Fallback admitted while the store was
-// down before a decision asks the store again; nil when there is nothing
-// to report (or no Fallback).
-func (e *Enforcer) reportDegraded(ctx context.Context) error {
-	f := e.opts.Fallback
-	if f == nil || !f.Pending() {
+// report writes what the Fallback admitted while the store was down
+// before a decision asks the store again; nil when there is nothing to
+// report (or no Fallback).
+func (p failPolicies) report(ctx context.Context) error {
+	if p.fallback == nil || !p.fallback.Pending() {
 		return nil
 	}
-	return f.Report(ctx)
+	return p.fallback.Report(ctx)
 }
