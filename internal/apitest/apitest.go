@@ -26,6 +26,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/enforce/escalation"
 	"github.com/rlctl/rlctl/pkg/enforce/postgres"
 	"github.com/rlctl/rlctl/pkg/enforce/violations"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 	"github.com/rlctl/rlctl/pkg/wire"
 )
 
@@ -178,7 +179,9 @@ func serve(t testing.TB, st *store.Store, cfg api.Config, o Options) *Env {
 	t.Cleanup(func() { enf.Close(); rec.Close() })
 	pgc := st.Pool().Config().ConnConfig
 	setup := api.ServerSetup{PingCounters: st.Pool().Ping, Info: wire.ServerInfo{CounterStore: wire.CounterStoreInfo{
-		Backend: "postgres", Address: fmt.Sprintf("%s:%d/%s", pgc.Host, pgc.Port, pgc.Database)}}}
+		Backend: "postgres", Address: fmt.Sprintf("%s:%d/%s", pgc.Host, pgc.Port, pgc.Database)},
+		// The harness's Enforcer takes the default fail policy.
+		FailPolicy: wire.FailPolicyInfo{Default: ratelimit.FailPolicyOpen}}}
 	srv := api.New(st, cfg, api.Opts{Logger: log, Enforcer: enf, AuthThrottle: throttle, Registry: registry, Counters: counters, CounterAdmin: counters,
 		Violations: rec, Setup: setup})
 	ctx, cancel := context.WithCancel(context.Background())

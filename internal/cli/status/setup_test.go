@@ -27,3 +27,22 @@ func TestSetupLinesNameTheRedisMode(t *testing.T) {
 		}
 	}
 }
+
+// The fail policy's line says the default, the replica count the degraded
+// mode divides limits by, and, loudly, that the replica is degraded now.
+func TestSetupLinesSayTheFailPolicy(t *testing.T) {
+	for _, c := range []struct {
+		fp   client.FailPolicyInfo
+		want string
+	}{
+		{client.FailPolicyInfo{Default: "open"}, "open"},
+		{client.FailPolicyInfo{Default: "degrade", Replicas: 3}, "degrade, 3 replicas"},
+		{client.FailPolicyInfo{Default: "closed", Replicas: 2, Degraded: true}, "closed, 2 replicas (DEGRADED: deciding on this replica's own counters)"},
+	} {
+		lines := setupLines(&client.ServerInfo{FailPolicy: c.fp})
+		last := lines[len(lines)-1]
+		if last[0] != "Fail policy" || last[1] != c.want {
+			t.Errorf("fail policy line %q: %q, want %q", last[0], last[1], c.want)
+		}
+	}
+}

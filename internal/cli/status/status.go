@@ -280,7 +280,7 @@ func write(f *cmdutil.Factory, st Status) error {
 // setupLines describe the answering replica's setup, or say it is unknown.
 func setupLines(s *client.ServerInfo) [][2]string {
 	if s == nil {
-		return [][2]string{{"Counter store", "-"}, {"gRPC", "-"}, {"Leases", "-"}}
+		return [][2]string{{"Counter store", "-"}, {"gRPC", "-"}, {"Leases", "-"}, {"Fail policy", "-"}}
 	}
 	cs := s.CounterStore
 	store := cs.Backend
@@ -308,7 +308,22 @@ func setupLines(s *client.ServerInfo) [][2]string {
 	if s.Leases.Enabled {
 		leases = fmt.Sprintf("on: %gs blocks, %d replicas, %s keys", s.Leases.LeaseTimeSeconds, s.Leases.Replicas, s.Leases.Keys)
 	}
-	return [][2]string{{"Replica", dash(s.Replica)}, {"Counter store", store}, {"gRPC", grpc}, {"Leases", leases}}
+	return [][2]string{{"Replica", dash(s.Replica)}, {"Counter store", store}, {"gRPC", grpc}, {"Leases", leases},
+		{"Fail policy", failPolicyLine(s.FailPolicy)}}
+}
+
+// failPolicyLine is the replica's default fail policy, how many replicas
+// it shares the counters with when it knows, and whether it decides on
+// its own counters now (the degraded mode).
+func failPolicyLine(f client.FailPolicyInfo) string {
+	line := dash(f.Default)
+	if f.Replicas > 0 {
+		line += fmt.Sprintf(", %d replicas", f.Replicas)
+	}
+	if f.Degraded {
+		line += " (DEGRADED: deciding on this replica's own counters)"
+	}
+	return line
 }
 
 // enforcementLine says whether the master switch is on, and when it is off,

@@ -86,7 +86,7 @@ func TestStatusAsAdmin(t *testing.T) {
 
 	r = h.Run("status")
 	for _, line := range []string{"Server:              " + h.Env.URL, "Context:             -", "Ready:               yes", "Definitions:         4", "Quarantined callers: 1", "Live tokens:         1",
-		"gRPC:                off", "Leases:              off"} {
+		"gRPC:                off", "Leases:              off", "Fail policy:         open"} {
 		if !strings.Contains(r.Out, line+"\n") {
 			t.Errorf("table lacks %q:\n%s", line, r.Out)
 		}
@@ -146,7 +146,7 @@ func TestStableShape(t *testing.T) {
 	// An enforcer may read nothing: every count, the switch and the
 	// setup are "-", and status still works.
 	r = h.RunWith(clitest.Opts{Token: h.Env.Token(t, "gw", "enforcer")}, "status")
-	if r.Code != 0 || strings.Count(r.Out, " -\n") != 11 {
+	if r.Code != 0 || strings.Count(r.Out, " -\n") != 12 {
 		t.Errorf("table as enforcer: exit %d\n%s%s", r.Code, r.Out, r.ErrOut)
 	}
 }
