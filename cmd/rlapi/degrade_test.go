@@ -104,4 +104,31 @@ func TestServeDegradesWhenRedisIsGone(t *testing.T) {
 	if want := (client.FailPolicyInfo{Default: "degrade", Replicas: 2, Degraded: true}); info.FailPolicy != want {
 		t.Errorf("fail policy with Redis gone: %+v, want %+v", info.FailPolicy, want)
 	}
+
+	// /metrics counts what the replica decided on its own: the two
+	// allowed and the one throttled, says it is degraded now, and labels
+	// the failed round trips with the backend.
+	req, _ = http.NewRequestWithContext(ctx, "GET", "http://"+srv.addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+srv.token)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body.Reset()
+	_, _ = body.ReadFrom(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		"\nrlctl_enforce_degraded 1\n",
+		"\nrlctl_enforce_degraded_decisions_total{outcome=\"allowed\"} 2\n",
+		"\nrlctl_enforce_degraded_decisions_total{outcome=\"throttled\"} 1\n",
+	} {
+		if !strings.Contains(body.String(), want) {
+			t.Errorf("/metrics (%d) lacks %q:\n%s", resp.StatusCode, strings.TrimSpace(want), grepLines(body.String(), "rlctl_enforce_degraded"))
+		}
+	}
+	// A refused connection is an error, a hung one a timeout.
+	failed := `rlctl_enforce_backend_duration_seconds_count{backend="redis",op="take",result="`
+	if !strings.Contains(body.String(), failed+`error"}`) && !strings.Contains(body.String(), failed+`timeout"}`) {
+		t.Errorf("/metrics counts no failed round trip to redis:\n%s", grepLines(body.String(), "rlctl_enforce_backend_duration_seconds_count"))
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,12 +70,24 @@ func TestAccessLogLeavesDecisionsAndPollsOut(t *testing.T) {
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		env := apitest.StartWith(t, api.Config{AccessLogDecisions: decisions}, apitest.Options{Logger: log})
 		gw := env.Token(t, "gw", "enforcer")
-		const checks = 5
-		for range checks {
-			if a := do(t, env.URL, call{method: "POST", path: "/api/check", token: gw, body: `{"username":"alice"}`}); a.status != 200 {
-				t.Fatalf("check: %d %s", a.status, a.body)
-			}
+		// By default a gateway's load writes nothing: 10,000 decisions
+		// from 16 connections at once; with the flag each writes a line.
+		checks, workers := 10_000, 16
+		if decisions {
+			checks, workers = 5, 1
 		}
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := w; i < checks; i += workers {
+					if a := do(t, env.URL, call{method: "POST", path: "/api/check", token: gw, body: `{"username":"alice"}`}); a.status != 200 {
+						t.Errorf("check: %d %s", a.status, a.body)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
 		for _, c := range []call{
 			{method: "GET", path: "/api/rate-limits"},
 			{method: "GET", path: "/api/rate-limit-events?after=0"},
