@@ -322,11 +322,12 @@ func (e *Enforcer) decide(ctx context.Context, c Call, consume bool) (Decision, 
 		return d, nil
 	}
 	v := e.views.view(snap, c, ip, anonymous, routes, now)
-	if stop := e.stops.before(snap, v, c, anonymous, now); stop != nil {
+	// 1-2. Quarantines and lockouts refuse the call before its gates.
+	if s := e.stops.of(snap, v, c, anonymous, now); s.kind != stopNone {
 		if d, refused := e.guard.settle(ctx, q); refused {
 			return d, nil
 		}
-		return e.observing.observed(ctx, c, stop(), v, consume, now), nil
+		return e.observing.observed(ctx, c, e.stops.decide(s, c, v, now), v, consume, now), nil
 	}
 	// 3-5. Caller, caller_target, target, tool, route and descriptor gates.
 	gates := v.gatesAt(now)

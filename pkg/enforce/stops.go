@@ -23,21 +23,20 @@ type stops struct {
 	recent *snapshots.Recent
 }
 
-// before applies the quarantines (steps 1 and 2): nil when none
-// applies, else what decides the call (it counts and logs that decision
-// when it is called, so that a Guard's refusal found meanwhile can decide
-// instead).
-func (st *stops) before(snap *snapshot, v *callView, c Call, anonymous bool, now time.Time) func() Decision {
-	s := st.of(snap, v, c, anonymous, now)
+// decide is the decision of a call that s (not stopNone) refuses, counted
+// and logged. The core finds s first (of) and decides it only once a
+// Guard's refusal found meanwhile has not decided the call instead.
+// (Returning a closure over the call instead cost a decision an
+// allocation of the whole Call: the captured parameter escapes on every
+// path.)
+func (st *stops) decide(s stopCause, c Call, v *callView, now time.Time) Decision {
 	switch s.kind {
 	case stopTarget:
-		return func() Decision { return st.quarantined("target", c.TargetType, c, v.targetName) }
+		return st.quarantined("target", c.TargetType, c, v.targetName)
 	case stopCaller:
-		return func() Decision { return st.quarantined("caller", s.subjectType, c, v.targetName) }
-	case stopLockout:
-		return func() Decision { return st.lockedOut(c, s.m, v.targetName, now) }
+		return st.quarantined("caller", s.subjectType, c, v.targetName)
 	}
-	return nil
+	return st.lockedOut(c, s.m, v.targetName, now)
 }
 
 // stopKind is what refuses a call before its gates (stops.of).
