@@ -172,3 +172,43 @@ func TestGRPCFlagsNeedTheAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestGRPCBurstAfterTokenCacheExpiry: once a gateway's token has been
+// verified, the expiry of its cache entry does not send the gateway's
+// next burst of concurrent calls to the few admission slots of unverified
+// tokens: 64 calls at once right after the TTL all get decisions, none is
+// refused ResourceExhausted.
+func TestGRPCBurstAfterTokenCacheExpiry(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewMigratedDatabase(t)
+	vars := env(map[string]string{"DATABASE_URL": dsn})
+	enforcerTok := createToken(t, vars, "envoy", "enforcer")
+	grpcAddr := freeAddr(t)
+	startServe(t, vars, "--grpc-addr", grpcAddr, "--backend-timeout", "1m", "--token-cache-ttl", "1s")
+
+	rls := rlsv3.NewRateLimitServiceClient(dialGRPC(t, grpcAddr))
+	req := &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*ratelimitv3.RateLimitDescriptor{{
+		Entries: []*ratelimitv3.RateLimitDescriptor_Entry{{Key: "generic_key", Value: "checkout"}}}}}
+	authed := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+enforcerTok)
+	if _, err := rls.ShouldRateLimit(authed, req); err != nil {
+		t.Fatalf("the first call, which verifies the token: %v", err)
+	}
+	time.Sleep(1200 * time.Millisecond) // past the token cache's TTL
+
+	const burst = 64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codesSeen := map[codes.Code]int{}
+	for range burst {
+		wg.Go(func() {
+			_, err := rls.ShouldRateLimit(authed, req)
+			mu.Lock()
+			codesSeen[status.Code(err)]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if codesSeen[codes.OK] != burst {
+		t.Errorf("%d concurrent calls after the token cache's TTL: %v, want every one answered OK", burst, codesSeen)
+	}
+}

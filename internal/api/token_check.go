@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/rlctl/rlctl/internal/store"
 	"github.com/rlctl/rlctl/internal/token"
+	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
 
 // TokenRefusal says why VerifyDecisionToken refused a token: Status is
@@ -65,21 +67,40 @@ func (s *Server) VerifyDecisionToken(ctx context.Context, secret string, ip neti
 }
 
 // DecisionTokenCached reports, from memory alone, whether secret is a
-// token this replica verified recently that may decide now: known true
-// when its cache holds the token (then valid says whether it is live,
-// unexpired and of a deciding role), known false when only the database
-// can tell. It does no I/O, so it can run where blocking would stall
-// other calls (a gRPC connection's reader); the full check,
-// VerifyDecisionToken, still follows.
+// token this replica verified that may decide: known true when its cache
+// holds the token (then valid says whether it is live, unexpired and of a
+// deciding role, as last read; read past its TTL or since a change to
+// some token, valid only when it could decide then, and the full check
+// reads it again), known false when only the database can tell. It does
+// no I/O, so it can run where blocking would stall other calls (a gRPC
+// connection's reader); the full check, VerifyDecisionToken, still
+// follows.
 func (s *Server) DecisionTokenCached(secret string) (valid, known bool) {
 	secret = strings.TrimSpace(secret)
 	if secret == "" {
 		return false, true
 	}
-	tok, ok := s.tokens.get([32]byte(token.Hash(secret)), s.now())
+	key := [32]byte(token.Hash(secret))
+	tok, ok := s.tokens.get(key, s.now())
 	if !ok {
+		// Past its TTL, or made stale by a change to some token: a token
+		// that could decide when it was last read is let through, and its
+		// handler verifies it against the database again (the cache
+		// misses). Without this, every cached token's expiry, and every
+		// revocation anywhere, sent a gateway's burst of calls to the
+		// few admission slots of unverified tokens, and the rest were
+		// refused (ResourceExhausted) although their token was good.
+		if tok, ok = s.tokens.hint(key, s.now()); ok && decides(tok, s.now()) {
+			return true, true
+		}
 		return false, false
 	}
-	live := tok.RevokedAt == nil && (tok.ExpiresAt == nil || s.now().Before(*tok.ExpiresAt))
-	return live && permDecide.allows(tok.Role), true
+	return decides(tok, s.now()), true
+}
+
+// decides reports whether tok, as read, is live, unexpired at now and of
+// a role that may decide.
+func decides(tok ratelimit.Token, now time.Time) bool {
+	live := tok.RevokedAt == nil && (tok.ExpiresAt == nil || now.Before(*tok.ExpiresAt))
+	return live && permDecide.allows(tok.Role)
 }

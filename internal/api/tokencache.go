@@ -34,7 +34,12 @@ type tokenCache struct {
 type cachedToken struct {
 	key [32]byte
 	tok ratelimit.Token
-	at  time.Time
+	// at is when tok was read from the database; zero once an
+	// invalidation made the entry stale (hint still knows it).
+	at time.Time
+	// verified is when tok was read, kept through invalidations: what
+	// hint goes by.
+	verified time.Time
 	// touchedAt is when last_used_at was last written (or read).
 	touchedAt time.Time
 }
@@ -46,7 +51,9 @@ func newTokenCache(ttl time.Duration, max int) *tokenCache {
 	return &tokenCache{ttl: ttl, max: max, entries: map[[32]byte]*list.Element{}, order: list.New()}
 }
 
-// get returns the cached token for key, if younger than the TTL.
+// get returns the cached token for key, if younger than the TTL and not
+// invalidated since. An entry past it stays, stale, for hint, until the
+// next read of the token replaces it or the oldest entries make room.
 func (c *tokenCache) get(key [32]byte, now time.Time) (ratelimit.Token, bool) {
 	if c.ttl <= 0 {
 		return ratelimit.Token{}, false
@@ -58,9 +65,33 @@ func (c *tokenCache) get(key [32]byte, now time.Time) (ratelimit.Token, bool) {
 		return ratelimit.Token{}, false
 	}
 	ct := e.Value.(*cachedToken)
-	if now.Sub(ct.at) >= c.ttl || now.Before(ct.at) {
-		c.order.Remove(e)
-		delete(c.entries, key)
+	if ct.at.IsZero() || now.Sub(ct.at) >= c.ttl || now.Before(ct.at) {
+		return ratelimit.Token{}, false
+	}
+	return ct.tok, true
+}
+
+// staleHintFor is how long after its last read a token stays a hint.
+const staleHintFor = time.Hour
+
+// hint returns what the database said of key when it was last read, fresh
+// or stale (past the TTL, or invalidated since), if that was within
+// staleHintFor. It is never an answer about the token, only a hint for
+// admission: a token that was valid a moment ago is, most likely, still;
+// whoever admits on it verifies the token again (get misses, so the
+// database is read).
+func (c *tokenCache) hint(key [32]byte, now time.Time) (ratelimit.Token, bool) {
+	if c.ttl <= 0 {
+		return ratelimit.Token{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[key]
+	if e == nil {
+		return ratelimit.Token{}, false
+	}
+	ct := e.Value.(*cachedToken)
+	if now.Sub(ct.verified) >= staleHintFor || now.Before(ct.verified) {
 		return ratelimit.Token{}, false
 	}
 	return ct.tok, true
@@ -90,7 +121,7 @@ func (c *tokenCache) put(key [32]byte, tok ratelimit.Token, now time.Time, gen u
 	}
 	if e := c.entries[key]; e != nil {
 		ct := e.Value.(*cachedToken)
-		ct.tok, ct.at = tok, now
+		ct.tok, ct.at, ct.verified = tok, now, now
 		ct.touchedAt = later(ct.touchedAt, touched)
 		c.order.MoveToBack(e)
 		return
@@ -100,7 +131,7 @@ func (c *tokenCache) put(key [32]byte, tok ratelimit.Token, now time.Time, gen u
 		c.order.Remove(front)
 		delete(c.entries, front.Value.(*cachedToken).key)
 	}
-	c.entries[key] = c.order.PushBack(&cachedToken{key: key, tok: tok, at: now, touchedAt: touched})
+	c.entries[key] = c.order.PushBack(&cachedToken{key: key, tok: tok, at: now, verified: now, touchedAt: touched})
 }
 
 // touchDue reports whether last_used_at should be written now (at most once
@@ -121,13 +152,17 @@ func (c *tokenCache) touchDue(key [32]byte, now time.Time, every time.Duration) 
 	return true
 }
 
-// invalidate forgets every token: one changed somewhere.
+// invalidate makes every token stale: one changed somewhere, so each is
+// read again before it is trusted (get misses). What was read of them
+// stays a hint (hint), so that a revocation somewhere does not make every
+// gateway's burst of calls wait for an admission slot.
 func (c *tokenCache) invalidate() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
-	clear(c.entries)
-	c.order.Init()
+	for _, e := range c.entries {
+		e.Value.(*cachedToken).at = time.Time{}
+	}
 }
 
 func later(a, b time.Time) time.Time {

@@ -33,8 +33,22 @@ func TestTokenCacheBoundsAndInvalidation(t *testing.T) {
 	if _, ok := c.get(key(7), t0); ok {
 		t.Error("a lookup from before the invalidation was cached")
 	}
-	if len(c.entries) != 0 {
-		t.Errorf("invalidate left %d entries", len(c.entries))
+	// An invalidation makes every entry stale: get misses each, so it is
+	// read again before it is trusted, and hint still says what was read
+	// (for admission only), for an hour after that read.
+	for i := byte(2); i <= 4; i++ {
+		if _, ok := c.get(key(i), t0); ok {
+			t.Errorf("entry %d still fresh after invalidate", i)
+		}
+		if tok, ok := c.hint(key(i), t0.Add(time.Minute)); !ok || tok.Name != string('a'+rune(i)) {
+			t.Errorf("entry %d: hint %+v %v after invalidate, want what was read", i, tok, ok)
+		}
+	}
+	if _, ok := c.hint(key(4), t0.Add(staleHintFor)); ok {
+		t.Error("a hint outlived staleHintFor")
+	}
+	if _, ok := c.hint(key(9), t0); ok {
+		t.Error("a hint for a token never read")
 	}
 	// last_used_at is written at most once per interval.
 	c.put(key(8), ratelimit.Token{Name: "t"}, t0, c.generation())
