@@ -168,12 +168,12 @@ func explain(snap *snapshot, c Call, now time.Time, views viewer, stops *stops) 
 		}
 		p.Definitions = append(p.Definitions, plan.PlannedOf(snap.Defs, g, i, ""))
 	}
-	for _, g := range log.Losers {
+	for n, g := range log.Losers {
 		i, ok := byKey[g.Key()]
 		if !ok {
 			continue
 		}
-		p.Definitions = append(p.Definitions, plan.PlannedOf(snap.Defs, g, i, p.Gates[i].DefinitionID))
+		p.Definitions = append(p.Definitions, plan.LoserOf(snap.Defs, g, i, p.Gates[i], log.Overridden[n]))
 	}
 	for _, u := range log.PerCaller {
 		p.Definitions = append(p.Definitions, PlannedDefinition{Definition: u.Def, MatchedBy: u.Via, Matched: u.Matched, Dimension: u.Dimension, Gate: -1})
