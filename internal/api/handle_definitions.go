@@ -415,6 +415,12 @@ func (s *Server) handleStatus() http.Handler {
 					res.MatchedBy[pd.Definition.ID] = pd.MatchedBy
 				}
 			}
+			if pd.OverriddenBy != "" {
+				if res.OverriddenBy == nil {
+					res.OverriddenBy = map[string]string{}
+				}
+				res.OverriddenBy[pd.Definition.ID] = pd.OverriddenBy
+			}
 			if pd.Matched != "" && !slices.ContainsFunc(res.Matches, func(m wire.StatusMatch) bool { return m.DefinitionID == pd.Definition.ID }) {
 				res.Matches = append(res.Matches, wire.StatusMatch{DefinitionID: pd.Definition.ID, Pattern: pd.Matched})
 			}
