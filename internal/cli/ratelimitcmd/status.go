@@ -103,6 +103,12 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 			cols = append(slices.Clone(Columns), printer.Column[ratelimit.Definition]{Header: "MATCHED-BY",
 				Value: func(d ratelimit.Definition) string { return cmp.Or(res.MatchedBy[d.ID], "-") }})
 		}
+		if len(res.OverriddenBy) > 0 {
+			// Which limits an override took the place of: listed, since
+			// they apply to the caller, but not what the caller gets.
+			cols = append(slices.Clone(cols), printer.Column[ratelimit.Definition]{Header: "OVERRIDDEN-BY",
+				Value: func(d ratelimit.Definition) string { return cmp.Or(res.OverriddenBy[d.ID], "-") }})
+		}
 		return printer.List(f.IOStreams, f.Global.Output, res.Definitions, cols, res, "definition", idOf)
 	})
 }
