@@ -89,8 +89,5 @@ func SelectorText(d ratelimit.Definition) string {
 	if p := d.PerOrDefault(); p != ratelimit.PerCaller {
 		parts = append(parts, "per "+p)
 	}
-	if d.Override {
-		parts = append(parts, "override")
-	}
 	return strings.Join(parts, ", ")
 }
