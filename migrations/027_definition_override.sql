@@ -2,7 +2,7 @@
 -- over the less specific definitions sharing its bucket (one axis, window
 -- and algorithm of a caller), raising or lowering their limit, where
 -- before the most restrictive one always applied (pkg/enforce/plan,
--- gates.go; docs/concepts.md, "Which limit applies").
+-- precedence.go; docs/api.md, "Overrides: which limit applies").
 --
 --   override     false on every definition so far: the most restrictive
 --                definition of a bucket applies, as it always has

@@ -8,8 +8,8 @@ import (
 
 // Level is how specifically a caller or caller_target definition selects
 // a caller, least specific first: the order in which overrides outrank
-// one another on a bucket they share (docs/concepts.md, "Which limit
-// applies").
+// one another on a bucket they share (docs/api.md, "Overrides: which
+// limit applies").
 type Level int8
 
 const (
