@@ -155,6 +155,9 @@ func TestOverridesThroughTheAPI(t *testing.T) {
 	if st, err := admin.Status(ctx, client.StatusQuery{Username: "carol", EntityType: "mcp_server", Name: "srv"}); err != nil || st.OverriddenBy != nil {
 		t.Errorf("carol's status: overridden_by %v (%v), want none", st.OverriddenBy, err)
 	}
+	if st, err := admin.Status(ctx, client.StatusQuery{EntityType: "user", Name: "bob"}); err != nil || len(st.Definitions) != 1 || st.Definitions[0].ID != bob.Key() {
+		t.Errorf("status of the user bob's definitions: %+v (%v), want %s alone", st.Definitions, err, bob.Key())
+	}
 
 	// Export, then apply back: nothing changes; dropping override is a
 	// change apply reports by field.

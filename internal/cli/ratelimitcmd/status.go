@@ -67,7 +67,7 @@ shared bucket are listed, disabled ones are not.`,
 	fl.StringVar(&opts.Query.Username, "username", "", "a human caller; its groups are resolved")
 	fl.StringVar(&opts.Query.ClientID, "client-id", "", "an agent caller; its groups are resolved")
 	fl.StringVar(&opts.Query.Team, "team", "", "the caller's team; its groups are resolved with the caller's")
-	fl.StringVar(&opts.Query.EntityType, "entity-type", "", "target type: mcp_server, a2a_agent, mcp_tool, a2a_skill")
+	fl.StringVar(&opts.Query.EntityType, "entity-type", "", "target type: mcp_server, a2a_agent, mcp_tool, a2a_skill; or user, client, team: the definitions naming that one caller")
 	fl.StringVar(&opts.Query.Name, "name", "", "target name (for tools and skills, the definitions whose name or glob matches it)")
 	fl.StringVar(&opts.Query.Path, "path", "", "a request path: the route definitions matching it, and which pattern matched")
 	fl.StringVar(&opts.Query.Method, "method", "", "the request method, with --path")
