@@ -37,6 +37,7 @@ var landed = map[string]string{
 	"023_events_team_path_overflow.sql": "8da31093a594755ef695addbf84c55b95525495f902e889126c954faf53ec9ec",
 	"024_counter_key_columns.sql":       "2fe80a5bf264f4125dd0a774f7ce404b2b6f3cc90fc250bde79101443d056589",
 	"025_definition_fail_policy.sql":    "25aaf883e4b5789094d2acb952e4ffddd95fb4b98fb3d127058b147252f6d2f2",
+	"026_definition_override.sql":       "28d4e95612e42d2984c67c59982e0fa25a9d9db0f30023710a4fe162d657473d",
 	// Templates a landed migration includes are frozen with it.
 	"shared/rl_take_002.sql": "a4894629da2988fbd9bab877f29d23901b49b5a62f3cf247e7c85019700ee5c3",
 	"shared/rl_take_006.sql": "821557b32a97007f66cf905b120a840e415e62ed868a22c53a5859d67d35fe41",

@@ -33,7 +33,7 @@ func newCheckResult(d enforce.Decision) wire.CheckResult {
 		res.Gates = append(res.Gates, wire.CheckGate{DefinitionID: g.DefinitionID, Axis: g.Axis, EntityType: g.EntityType,
 			WindowSeconds: g.WindowSeconds, Limit: g.Limit, Count: g.Count, Remaining: g.Remaining,
 			Reset: unixOrZero(g.Reset), Shadow: g.Shadow, MatchedBy: g.MatchedBy,
-			Matched: g.Matched, Dimension: g.Dimension})
+			Overrides: g.Overrides, Matched: g.Matched, Dimension: g.Dimension})
 	}
 	return res
 }

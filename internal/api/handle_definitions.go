@@ -415,6 +415,12 @@ func (s *Server) handleStatus() http.Handler {
 					res.MatchedBy[pd.Definition.ID] = pd.MatchedBy
 				}
 			}
+			if pd.OverriddenBy != "" {
+				if res.OverriddenBy == nil {
+					res.OverriddenBy = map[string]string{}
+				}
+				res.OverriddenBy[pd.Definition.ID] = pd.OverriddenBy
+			}
 			if pd.Matched != "" && !slices.ContainsFunc(res.Matches, func(m wire.StatusMatch) bool { return m.DefinitionID == pd.Definition.ID }) {
 				res.Matches = append(res.Matches, wire.StatusMatch{DefinitionID: pd.Definition.ID, Pattern: pd.Matched})
 			}
@@ -440,7 +446,8 @@ func (s *Server) handleStatus() http.Handler {
 // its target (entity_type mcp_server or a2a_agent and name; mcp_tool or
 // a2a_skill names <target>:<tool>), and its method, path and kind. nil
 // when the query names none of them. named is the definition filter of an
-// entity_type no call carries (group, server_group, route, descriptor).
+// entity_type no call carries (group, server_group, route, descriptor, and
+// the user, client and team definitions naming one subject).
 func statusCall(q url.Values, withCaller bool) (call *enforce.Call, named *store.DefinitionFilter, err error) {
 	var c enforce.Call
 	if withCaller {
@@ -461,6 +468,9 @@ func statusCall(q url.Values, withCaller bool) (call *enforce.Call, named *store
 				c.TargetType = ratelimit.EntityA2AAgent
 			}
 			c.TargetName, c.Tool = ratelimit.SplitToolName(n)
+		case ratelimit.EntityUser, ratelimit.EntityClient, ratelimit.EntityTeam:
+			// The definitions naming that one subject, on either caller axis.
+			named = &store.DefinitionFilter{EntityType: et, Name: n}
 		default:
 			named = &store.DefinitionFilter{Axis: ratelimit.AxisTarget, EntityType: et, Name: n}
 		}

@@ -37,7 +37,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"quarantine", "remove", "--subject", ""}, "mallory\tuser, quarantined: scraping|evil-srv\tserver, quarantined"},
 		{[]string{"quarantine", "add", "--subject-type", "user", "--subject", ""}, "alice\tuser in developers"},
 		{[]string{"rate-limit", "set", "--axis", "target", "--entity-type", ""}, "mcp_server|a2a_agent|mcp_tool|a2a_skill|server_group|route"},
-		{[]string{"rate-limit", "set", "--axis", "caller", "--entity-type", ""}, "group"},
+		{[]string{"rate-limit", "set", "--axis", "caller", "--entity-type", ""}, "group|user|client|team"},
 		{[]string{"quarantine", "add", "--reason", ""}, ""},
 		{[]string{"rate-limit", "list", ""}, ""},
 		{[]string{"help", "exit-codes", ""}, ""},

@@ -250,3 +250,28 @@ func TestLimitFormKeepsLeaseAndFailPolicy(t *testing.T) {
 		t.Fatalf("submitted: state %v, lease %q, fail policy %q; want submitted with lease never, fail policy degrade", f.State(), got.Lease, got.FailPolicy)
 	}
 }
+
+// The form edits limits and the algorithm only: an override goes back as
+// it was loaded, and the detail pane says the definition is one.
+func TestOverrideKeptAndShown(t *testing.T) {
+	t.Parallel()
+	keys, styles := DefaultKeyMap(), NewStyles(&strings.Builder{}, false)
+	d := ratelimit.Definition{Axis: "caller", EntityType: "group", Name: "premium", WindowSeconds: 60,
+		UserMaxRequests: ptr(100), Enabled: true, Mode: "enforce", Override: true, Version: 1}
+	d.ID = d.Key()
+	f, _ := newLimitForm(d, &keys, &styles).submit()
+	if got := f.Definition(); f.State() != formSubmitted || !got.Override {
+		t.Fatalf("submitted: state %v, override %t; want submitted with override", f.State(), got.Override)
+	}
+	m := loaded(t, 120, 40)
+	m.limits.SetDefinitions([]ratelimit.Definition{d})
+	if got := m.limits.detailView(60, 20); !strings.Contains(got, "override yes") {
+		t.Errorf("detail pane of an override:\n%s\nwant it to say override yes", got)
+	}
+	plain := d
+	plain.Override = false
+	m.limits.SetDefinitions([]ratelimit.Definition{plain})
+	if got := m.limits.detailView(60, 20); strings.Contains(got, "override") {
+		t.Errorf("detail pane of a definition that is no override:\n%s\nwant no override", got)
+	}
+}

@@ -246,6 +246,11 @@ func (v limitsView) detailView(w, h int) string {
 		if sel := cmdutil.SelectorText(d); sel != "" {
 			alg += "  " + field(st, "buckets", sel)
 		}
+		// An override outranks the less specific definitions sharing the
+		// caller's bucket (rlctl rate-limit status names which).
+		if d.Override {
+			alg += "  " + field(st, "override", "yes")
+		}
 		// Leases: shown when the definition overrides the enforcer's
 		// choice (auto, the default, goes unsaid).
 		if d.Lease != "" {

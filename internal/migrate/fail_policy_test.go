@@ -60,6 +60,11 @@ func TestMigration025FailPolicyAndRollsBack(t *testing.T) {
 		t.Errorf("the sentinel's fail_closed was changed by 025")
 	}
 	// And as the API answers it: the store reads the row as a Definition.
+	// It reads the definition columns of later migrations too, so it reads
+	// at the latest schema, and the test goes on at 025.
+	if _, err := migrate.Up(ctx, s.Pool()); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.ReadTx(ctx, func(q *store.Queries) error {
 		d, err := q.GetDefinition(ctx, "target:mcp_server:strict:60")
 		if err == nil && (d.FailPolicy != ratelimit.FailPolicyClosed || !d.FailClosed || d.FailPolicyOf() != ratelimit.FailPolicyClosed) {
@@ -67,6 +72,9 @@ func TestMigration025FailPolicyAndRollsBack(t *testing.T) {
 		}
 		return err
 	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate.To(ctx, s.Pool(), 25); err != nil {
 		t.Fatal(err)
 	}
 	execSQL(t, s, `insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests, fail_policy, fail_closed, updated_by)

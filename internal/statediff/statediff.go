@@ -54,6 +54,7 @@ func Definition(old, d ratelimit.Definition) []Change {
 	c.add("members", listValue(old.Members), listValue(d.Members), slices.Equal(old.Members, d.Members))
 	c.add("methods", listValue(old.Methods), listValue(d.Methods), slices.Equal(old.Methods, d.Methods))
 	c.add("mode", textValue(old.Mode), textValue(d.Mode), old.Mode == d.Mode)
+	c.add("override", flagValue(old.Override), flagValue(d.Override), old.Override == d.Override)
 	c.add("paths", listValue(old.Paths), listValue(d.Paths), slices.Equal(old.Paths, d.Paths))
 	// No per is per caller, as no algorithm is a fixed window.
 	c.add("per", old.PerOrDefault(), d.PerOrDefault(), old.PerOrDefault() == d.PerOrDefault())

@@ -147,12 +147,12 @@ var definitionCopyColumns = []string{"id", "axis", "entity_type", "name", "windo
 	"user_max_requests", "agent_max_requests", "members", "fail_closed", "enabled", "mode", "description",
 	"created_at", "updated_at", "updated_by", "version", "algorithm", "burst", "user_burst", "agent_burst",
 	"everyone", "per", "descriptor",
-	"methods", "paths", "exempt", "ip_max_requests", "ip_burst", "kinds", "tool_scope", "team_max_requests", "team_burst", "lease", "counts_toward_lockout", "fail_policy"}
+	"methods", "paths", "exempt", "ip_max_requests", "ip_burst", "kinds", "tool_scope", "team_max_requests", "team_burst", "lease", "counts_toward_lockout", "fail_policy", "override"}
 
 var definitionUpdateColumns = []string{"id", "max_requests", "user_max_requests", "agent_max_requests", "members",
 	"fail_closed", "enabled", "mode", "description", "updated_at", "updated_by", "algorithm", "burst", "user_burst",
 	"agent_burst", "everyone", "per", "descriptor",
-	"methods", "paths", "exempt", "ip_max_requests", "ip_burst", "kinds", "tool_scope", "team_max_requests", "team_burst", "lease", "counts_toward_lockout", "fail_policy"}
+	"methods", "paths", "exempt", "ip_max_requests", "ip_burst", "kinds", "tool_scope", "team_max_requests", "team_burst", "lease", "counts_toward_lockout", "fail_policy", "override"}
 
 // serverGroupMembers is what the members column holds: the list for a
 // server group, NULL for everything else.
@@ -173,7 +173,7 @@ func definitionRow(d ratelimit.Definition) []any {
 		d.Description, timeOrNil(d.CreatedAt), timeOrNil(d.UpdatedAt), d.UpdatedBy, d.Version,
 		algorithmColumn(d), int32Ptr(d.Burst), int32Ptr(d.UserBurst), int32Ptr(d.AgentBurst), d.Everyone, perColumn(d), descriptorColumn(d),
 		routeMethods(d), routePaths(d), d.Exempt, int32Ptr(d.IPMaxRequests), int32Ptr(d.IPBurst), toolKinds(d), toolScope(d),
-		int32Ptr(d.TeamMaxRequests), int32Ptr(d.TeamBurst), leaseColumn(d), d.CountsTowardLockout, failPolicyColumn(d)}
+		int32Ptr(d.TeamMaxRequests), int32Ptr(d.TeamBurst), leaseColumn(d), d.CountsTowardLockout, failPolicyColumn(d), d.Overrides()}
 }
 
 func int32Ptr(v *int) *int32 {
@@ -224,7 +224,7 @@ func (q *Queries) UpdateDefinitions(ctx context.Context, defs []ratelimit.Defini
 			serverGroupMembers(d), failClosedColumn(d), d.Enabled, mode, d.Description, timeOrNil(d.UpdatedAt), d.UpdatedBy,
 			algorithmColumn(d), int32Ptr(d.Burst), int32Ptr(d.UserBurst), int32Ptr(d.AgentBurst), d.Everyone, perColumn(d), descriptorColumn(d),
 			routeMethods(d), routePaths(d), d.Exempt, int32Ptr(d.IPMaxRequests), int32Ptr(d.IPBurst), toolKinds(d), toolScope(d),
-			int32Ptr(d.TeamMaxRequests), int32Ptr(d.TeamBurst), leaseColumn(d), d.CountsTowardLockout, failPolicyColumn(d)}
+			int32Ptr(d.TeamMaxRequests), int32Ptr(d.TeamBurst), leaseColumn(d), d.CountsTowardLockout, failPolicyColumn(d), d.Overrides()}
 	}
 	if err := q.tempTable(ctx, "rl_apply_definitions", "rl_definitions"); err != nil {
 		return fmt.Errorf("update %d definitions: %w", len(defs), err)
@@ -240,7 +240,7 @@ func (q *Queries) UpdateDefinitions(ctx context.Context, defs []ratelimit.Defini
 			everyone = s.everyone, per = s.per, descriptor = s.descriptor,
 			methods = s.methods, paths = s.paths, exempt = s.exempt, ip_max_requests = s.ip_max_requests, ip_burst = s.ip_burst,
 			kinds = s.kinds, tool_scope = s.tool_scope, team_max_requests = s.team_max_requests, team_burst = s.team_burst,
-			lease = s.lease, counts_toward_lockout = s.counts_toward_lockout, fail_policy = s.fail_policy, updated_at = s.updated_at, updated_by = s.updated_by, version = t.version + 1
+			lease = s.lease, counts_toward_lockout = s.counts_toward_lockout, fail_policy = s.fail_policy, override = s.override, updated_at = s.updated_at, updated_by = s.updated_by, version = t.version + 1
 		from rl_apply_definitions s where t.id = s.id`)
 	if err != nil {
 		return fmt.Errorf("update %d definitions: %w", len(defs), interpretError(err))

@@ -14,7 +14,7 @@ import (
 const definitionColumns = `id, axis, entity_type, name, window_seconds, max_requests, user_max_requests,
 	agent_max_requests, members, fail_closed, enabled, mode, description, created_at, updated_at,
 	updated_by, version, algorithm, burst, user_burst, agent_burst, everyone, per, descriptor,
-	methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst, lease, counts_toward_lockout, fail_policy`
+	methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst, lease, counts_toward_lockout, fail_policy, override`
 
 func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	var (
@@ -29,7 +29,7 @@ func scanDefinition(row pgx.Row) (ratelimit.Definition, error) {
 	err := row.Scan(&d.ID, &d.Axis, &d.EntityType, &d.Name, &d.WindowSeconds, &maxR, &userR, &agentR,
 		&d.Members, &d.FailClosed, &d.Enabled, &d.Mode, &d.Description, &d.CreatedAt, &d.UpdatedAt,
 		&d.UpdatedBy, &d.Version, &d.Algorithm, &burst, &userB, &agentB, &d.Everyone, &d.Per, &descriptor,
-		&d.Methods, &d.Paths, &d.Exempt, &ipR, &ipB, &d.Kinds, &toolScope, &teamR, &teamB, &d.Lease, &d.CountsTowardLockout, &d.FailPolicy)
+		&d.Methods, &d.Paths, &d.Exempt, &ipR, &ipB, &d.Kinds, &toolScope, &teamR, &teamB, &d.Lease, &d.CountsTowardLockout, &d.FailPolicy, &d.Override)
 	if err != nil {
 		return d, err
 	}
@@ -262,8 +262,8 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 		insert into rl_definitions (id, axis, entity_type, name, window_seconds, max_requests,
 			user_max_requests, agent_max_requests, members, fail_closed, enabled, mode, description, updated_by,
 			algorithm, burst, user_burst, agent_burst, everyone, per, descriptor,
-			methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst, lease, counts_toward_lockout, fail_policy)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33)
+			methods, paths, exempt, ip_max_requests, ip_burst, kinds, tool_scope, team_max_requests, team_burst, lease, counts_toward_lockout, fail_policy, override)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34)
 		on conflict (id) do update set
 			max_requests = excluded.max_requests,
 			user_max_requests = excluded.user_max_requests,
@@ -289,6 +289,7 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 			members = excluded.members,
 			fail_closed = excluded.fail_closed,
 			fail_policy = excluded.fail_policy,
+			override = excluded.override,
 			enabled = excluded.enabled,
 			mode = excluded.mode,
 			description = excluded.description,
@@ -300,7 +301,7 @@ func (q *Queries) PutDefinition(ctx context.Context, d ratelimit.Definition, w W
 		d.AgentMaxRequests, members, failClosedColumn(d), d.Enabled, mode, d.Description, w.Actor,
 		algorithmColumn(d), d.Burst, d.UserBurst, d.AgentBurst, d.Everyone, perColumn(d), descriptorColumn(d),
 		routeMethods(d), routePaths(d), d.Exempt, d.IPMaxRequests, d.IPBurst, toolKinds(d), toolScope(d),
-		d.TeamMaxRequests, d.TeamBurst, leaseColumn(d), d.CountsTowardLockout, failPolicyColumn(d)))
+		d.TeamMaxRequests, d.TeamBurst, leaseColumn(d), d.CountsTowardLockout, failPolicyColumn(d), d.Overrides()))
 	if err != nil {
 		return res, fmt.Errorf("put definition %q: %w", id, interpretError(err))
 	}
@@ -319,7 +320,7 @@ func sameDefinition(a, b ratelimit.Definition) bool {
 		a.AlgorithmOrDefault() == b.AlgorithmOrDefault() && equalInt(a.Burst, b.Burst) &&
 		equalInt(a.UserBurst, b.UserBurst) && equalInt(a.AgentBurst, b.AgentBurst) &&
 		a.Everyone == b.Everyone && a.PerOrDefault() == b.PerOrDefault() && a.LeaseOrDefault() == b.LeaseOrDefault() &&
-		equalBool(a.CountsTowardLockout, b.CountsTowardLockout) &&
+		equalBool(a.CountsTowardLockout, b.CountsTowardLockout) && a.Override == b.Overrides() &&
 		ratelimit.EqualDescriptorFields(a.DescriptorFields, b.DescriptorFields) && sameRoute(a, b)
 }
 

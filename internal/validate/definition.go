@@ -33,7 +33,7 @@ const floorWindowSeconds = 60
 // first-seen order, Mode defaulted to enforce, Scope derived from the
 // quarantine sentinel (empty elsewhere), Description trimmed, an explicit
 // fixed_window algorithm, caller per and auto lease dropped (they are the
-// defaults), fail_policy and fail_closed in step (fail_closed alone is
+// defaults), override set on a definition selecting one subject, fail_policy and fail_closed in step (fail_closed alone is
 // fail_policy closed) and ID set from the result. On failure it returns an *Error
 // listing every field at fault.
 //
@@ -73,6 +73,7 @@ func Definition(d ratelimit.Definition, f Floors) (ratelimit.Definition, error) 
 	if out.Per == ratelimit.PerCaller {
 		out.Per = ""
 	}
+	out.Override = override(&probs, d)
 	out.Lease = leaseMode(&probs, d)
 	out.FailPolicy, out.FailClosed = failPolicy(&probs, d)
 	if d.CountsTowardLockout != nil && d.Axis == ratelimit.AxisQuarantine {
@@ -132,7 +133,9 @@ func EntityTypesOn(axis string) []string {
 // axis.
 func entityTypesOn(axis string) []string {
 	switch axis {
-	case ratelimit.AxisCaller, ratelimit.AxisCallerTarget, ratelimit.AxisQuarantine:
+	case ratelimit.AxisCaller, ratelimit.AxisCallerTarget:
+		return []string{ratelimit.EntityGroup, ratelimit.EntityUser, ratelimit.EntityClient, ratelimit.EntityTeam}
+	case ratelimit.AxisQuarantine:
 		return []string{ratelimit.EntityGroup}
 	case ratelimit.AxisTarget:
 		return []string{ratelimit.EntityMCPServer, ratelimit.EntityA2AAgent, ratelimit.EntityMCPTool,
@@ -308,6 +311,38 @@ func checkSelectors(probs *problems, d ratelimit.Definition) {
 	if per != ratelimit.PerCaller && slices.Contains(ratelimit.Pers(), per) {
 		probs.add(fieldError("per", "not allowed on the %s axis; only caller and caller_target definitions key buckets by caller, ip, team or shared (got %q)", d.Axis, d.Per))
 	}
+}
+
+// override checks a definition's override and returns it: true on a
+// definition selecting one subject, which outranks the groups of that
+// subject by nature; allowed elsewhere only where it can outrank something,
+// an enforce group definition kept per caller, whose bucket less specific
+// definitions share.
+func override(probs *problems, d ratelimit.Definition) bool {
+	caller := d.Axis == ratelimit.AxisCaller || d.Axis == ratelimit.AxisCallerTarget
+	if ratelimit.IsSubjectEntity(d.EntityType) && caller {
+		if d.Everyone {
+			probs.add(fieldError("everyone", "not allowed on a %s definition; it selects the one %s its name gives", d.EntityType, d.EntityType))
+		}
+		if d.PerOrDefault() != ratelimit.PerCaller {
+			probs.add(fieldError("per", "must be caller on a %s definition; it overrides the caller's own bucket, which only per caller definitions share (got %q)", d.EntityType, d.Per))
+		}
+		return true
+	}
+	if !d.Override {
+		return false
+	}
+	switch {
+	case !caller:
+		probs.add(fieldError("override", "not allowed on the %s axis; only caller and caller_target definitions share a caller's bucket", d.Axis))
+	case d.Everyone:
+		probs.add(fieldError("override", "not allowed with everyone: everyone is the least specific level, there is nothing below it to override"))
+	case d.PerOrDefault() != ratelimit.PerCaller:
+		probs.add(fieldError("override", "allowed only with per caller: a bucket kept per %s is the definition's own, no other definition shares it (got per %q)", d.Per, d.Per))
+	case d.Mode == ratelimit.ModeShadow:
+		probs.add(fieldError("override", "not allowed on a shadow definition: it counts on a bucket of its own, no other definition shares it"))
+	}
+	return true
 }
 
 // leaseMode checks a definition's lease (a known mode; other than auto

@@ -266,13 +266,13 @@ func TestDefinitionRefuses(t *testing.T) {
 			name:    "server on the caller axis",
 			in:      edited(callerGroup(), func(d *def) { d.EntityType = ratelimit.EntityMCPServer }),
 			field:   "entity_type",
-			message: `entity_type: must be group on the caller axis (got "mcp_server")`,
+			message: `entity_type: must be one of group, user, client, team on the caller axis (got "mcp_server")`,
 		},
 		{
 			name:    "agent on the caller_target axis",
 			in:      edited(callerGroup(), func(d *def) { d.Axis, d.EntityType = ratelimit.AxisCallerTarget, ratelimit.EntityA2AAgent }),
 			field:   "entity_type",
-			message: `entity_type: must be group on the caller_target axis (got "a2a_agent")`,
+			message: `entity_type: must be one of group, user, client, team on the caller_target axis (got "a2a_agent")`,
 		},
 		{
 			name:    "group on the target axis",
@@ -748,7 +748,7 @@ func TestDefinitionID(t *testing.T) {
 		},
 		{
 			name: "entity type of another axis", id: "caller:mcp_server:mcpgw:60",
-			field: "entity_type", message: `entity_type: must be group on the caller axis (got "mcp_server")`,
+			field: "entity_type", message: `entity_type: must be one of group, user, client, team on the caller axis (got "mcp_server")`,
 		},
 		{
 			name: "window zero", id: "caller:group:developers:0",

@@ -136,16 +136,20 @@ func explain(snap *snapshot, c Call, now time.Time, views viewer, stops *stops) 
 		p.Groups = append(p.Groups, PlanGroup(g))
 	}
 	if p.AnyCaller && team != "" {
-		// Any caller of a team: the team's groups, and the definitions
-		// for everyone, apply to each of them, on buckets kept per
-		// caller (listed without a counter).
-		for _, g := range plan.CallerGroups(snap.Members, ratelimit.MembershipID(ratelimit.SubjectTeam, team)) {
+		// Any caller of a team: the team's groups, the definitions
+		// naming the team and those for everyone apply to each of them,
+		// on buckets kept per caller (listed without a counter).
+		teamKey := ratelimit.MembershipID(ratelimit.SubjectTeam, team)
+		for _, g := range plan.CallerGroups(snap.Members, teamKey) {
 			p.Groups = append(p.Groups, PlanGroup(g))
 			for _, d := range snap.GroupDefs[g.Name] {
 				if !d.Everyone {
 					log.PerCaller = append(log.PerCaller, plan.Keyless{Def: d, Via: g.Via})
 				}
 			}
+		}
+		for _, d := range snap.SubjectDefs[teamKey] {
+			log.PerCaller = append(log.PerCaller, plan.Keyless{Def: d, Via: teamKey})
 		}
 		for _, d := range snap.EveryoneDefs {
 			log.PerCaller = append(log.PerCaller, plan.Keyless{Def: d, Via: MatchedEveryone})
@@ -168,12 +172,12 @@ func explain(snap *snapshot, c Call, now time.Time, views viewer, stops *stops) 
 		}
 		p.Definitions = append(p.Definitions, plan.PlannedOf(snap.Defs, g, i, ""))
 	}
-	for _, g := range log.Losers {
+	for n, g := range log.Losers {
 		i, ok := byKey[g.Key()]
 		if !ok {
 			continue
 		}
-		p.Definitions = append(p.Definitions, plan.PlannedOf(snap.Defs, g, i, p.Gates[i].DefinitionID))
+		p.Definitions = append(p.Definitions, plan.LoserOf(snap.Defs, g, i, p.Gates[i], log.Overridden[n]))
 	}
 	for _, u := range log.PerCaller {
 		p.Definitions = append(p.Definitions, PlannedDefinition{Definition: u.Def, MatchedBy: u.Via, Matched: u.Matched, Dimension: u.Dimension, Gate: -1})

@@ -57,8 +57,28 @@ func NameNormalizer(entityType string) Normalizer {
 		return leafName(AgentPath, "<agent>:<skill>", "skill")
 	case EntityDescriptor:
 		return DescriptorNameNormalizer
+	case EntityUser, EntityClient, EntityTeam:
+		return subjectName
 	}
 	return nil
+}
+
+// subjectName is the name of a definition selecting one user, client or
+// team: as a membership stores that subject (trimmed, no whitespace), and
+// without '|', which separates the parts of the counter keys a shadow
+// definition's name ends up in.
+func subjectName(field, raw string) (string, *NameError) {
+	s, fe := PlainName(field, raw)
+	if fe == nil {
+		fe = SpaceProblem(field, s)
+	}
+	if fe == nil && strings.Contains(s, "|") {
+		fe = nameError(field, "must not contain '|' (got %q): it separates the parts of a counter key", s)
+	}
+	if fe != nil {
+		return "", fe
+	}
+	return s, nil
 }
 
 // NormalizeTargetName returns the canonical name of a target of an entity

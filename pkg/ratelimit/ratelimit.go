@@ -30,7 +30,20 @@ const (
 	// path patterns, optionally narrowed to methods, with limits per
 	// caller dimension (Definition.Paths, Methods, IPMaxRequests).
 	EntityRoute = "route"
+	// EntityUser, EntityClient and EntityTeam are caller and caller_target
+	// definitions that select one subject by name, without membership: a
+	// limit for one user, one client (agent) or one team. They are
+	// overrides (Definition.Override) by nature.
+	EntityUser   = "user"
+	EntityClient = "client"
+	EntityTeam   = "team"
 )
+
+// IsSubjectEntity reports whether entityType selects one subject by name
+// (EntityUser, EntityClient, EntityTeam) rather than a group.
+func IsSubjectEntity(entityType string) bool {
+	return entityType == EntityUser || entityType == EntityClient || entityType == EntityTeam
+}
 
 // Subject types of memberships and admins.
 const (
@@ -253,6 +266,16 @@ type Definition struct {
 	// every caller the definition selects.
 	Per string `json:"per,omitempty" yaml:"per,omitempty"`
 
+	// Override makes the definition take precedence over the less
+	// specific definitions that share its bucket (one axis, window and
+	// algorithm of a caller), raising or lowering their limit: a subject
+	// definition (user, client, team) outranks the group definitions of
+	// memberships, which outrank those reached through a team, then a
+	// network, then everyone. Without it, the most restrictive definition
+	// of a bucket applies, as it always has. Definitions selecting one
+	// subject (IsSubjectEntity) are overrides whatever the field says.
+	Override bool `json:"override,omitempty" yaml:"override,omitempty"`
+
 	// Lease says whether an enforcer with leases on may decide the
 	// definition's gates locally from a leased block (Lease*; empty is
 	// LeaseAuto, the enforcer decides). Where several caller definitions
@@ -334,6 +357,10 @@ func (d Definition) Key() string {
 	}
 	return DefinitionID(d.Axis, d.EntityType, name, d.WindowSeconds)
 }
+
+// Overrides reports whether the definition takes precedence over less
+// specific ones on its bucket: marked Override, or selecting one subject.
+func (d Definition) Overrides() bool { return d.Override || IsSubjectEntity(d.EntityType) }
 
 // AlgorithmOrDefault is the definition's algorithm, fixed_window when it
 // names none.

@@ -25,6 +25,11 @@ type StatusResult struct {
 	// membership that put the caller in its group ("user:alice",
 	// "client:bot", "team:acme") or "everyone".
 	MatchedBy map[string]string `json:"matched_by,omitempty"`
+	// OverriddenBy names, by id, the caller and caller_target definitions
+	// that apply to the caller but whose limit does not: a more specific
+	// override (Definition.Override) took their bucket. The value is that
+	// override's id.
+	OverriddenBy map[string]string `json:"overridden_by,omitempty"`
 	// Matches says which pattern of each route or tool definition matched
 	// (the path's pattern, or the glob that matched the tool's name).
 	Matches []StatusMatch `json:"matches,omitempty"`

@@ -91,6 +91,10 @@ type CheckGate struct {
 	// "client:bot", "team:acme", "network:10.0.0.0/8") or "everyone".
 	// Empty for target gates.
 	MatchedBy string `json:"matched_by,omitempty"`
+	// Overrides names the definitions the gate's definition, an override,
+	// took the caller's bucket from: less specific ones whose limits would
+	// otherwise have applied. Empty when it overrode none.
+	Overrides []string `json:"overrides,omitempty"`
 	// Matched and Dimension say why a route or tool gate applies: the
 	// pattern the call matched, and what the bucket is kept per (all, ip,
 	// user, agent, team, ...).

@@ -49,8 +49,8 @@ func idOf(d ratelimit.Definition) string { return d.ID }
 // before (scripts read its columns).
 //
 // A definition for everyone or with buckets not per caller says so too
-// ("(everyone, per ip)"): who shares a bucket is part of what a limit
-// means.
+// ("(everyone, per ip)"), and an override ("(override)"): who shares a
+// bucket, and whose limit it keeps, is part of what a limit means.
 func limitText(d ratelimit.Definition) string {
 	text := cmdutil.LimitText(d)
 	switch a := d.AlgorithmOrDefault(); a {
@@ -62,6 +62,10 @@ func limitText(d ratelimit.Definition) string {
 	}
 	if sel := cmdutil.SelectorText(d); sel != "" {
 		text += " (" + sel + ")"
+	}
+	// An override changes which limit a caller gets: said beside it.
+	if d.Override {
+		text += " (override)"
 	}
 	return text
 }

@@ -74,7 +74,17 @@ store cannot be reached: open (the call passes, uncounted), closed (it is refuse
 degrade (each replica enforces its share of the limit in its own memory; see "Degraded
 mode" in docs/operations.md). Without it the enforcer's default applies (rlapi
 --fail-policy). --fail-closed is the older spelling of --fail-policy closed; it still
-works, and is refused beside another policy.`,
+works, and is refused beside another policy.
+
+Where several caller definitions share a caller's bucket (one axis, window and
+algorithm), the most restrictive applies, unless some are overrides: --override marks
+one, and then the most specific override applies, raising or lowering the limit, the
+most restrictive of its level. Levels, most specific first: a definition naming the
+caller (--entity-type user or client, an override by nature), a group of the caller's
+own membership, a group of its team or a definition naming the team (--entity-type
+team), a group of its network, a definition for everyone. An override counts on the
+caller's own bucket: it is refused with --everyone, with --per other than caller, and
+on a shadow group definition.`,
 		Example: `  # humans 60/min, agents 30/min for members of "power-users"
   rlctl rate-limit set --axis caller --entity-type group --name power-users \
     --user-max-requests 60 --agent-max-requests 30 --window-seconds 60
@@ -115,6 +125,14 @@ works, and is refused beside another policy.`,
   # a payment API refused rather than let through unchecked when the counters are down
   rlctl rate-limit set --axis target --entity-type mcp_server --name payments \
     --max-requests 100 --window-seconds 60 --fail-policy closed
+
+  # premium members get 100/min, whatever the everyone default says
+  rlctl rate-limit set --axis caller --entity-type group --name premium --override \
+    --user-max-requests 100 --agent-max-requests 100 --window-seconds 60
+
+  # alice gets 30/min, whatever her groups say
+  rlctl rate-limit set --axis caller --entity-type user --name alice \
+    --user-max-requests 30 --window-seconds 60
 
   # every delete tool on any server: 5/min per caller per tool, tool calls only
   rlctl rate-limit set --axis target --entity-type mcp_tool --name '*:delete_*' --window-seconds 60 \
@@ -185,8 +203,8 @@ works, and is refused beside another policy.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Definition.Axis, "axis", "", "caller, target, caller_target or quarantine")
-	fl.StringVar(&opts.Definition.EntityType, "entity-type", "", "group; or for targets mcp_server, a2a_agent, mcp_tool, a2a_skill, server_group, route")
-	fl.StringVar(&opts.Definition.Name, "name", "", "group name, server name, agent path, or <parent>:<leaf> for tools and skills")
+	fl.StringVar(&opts.Definition.EntityType, "entity-type", "", "group, or user, client or team for one caller; for targets mcp_server, a2a_agent, mcp_tool, a2a_skill, server_group, route")
+	fl.StringVar(&opts.Definition.Name, "name", "", "group name, user name, client id, team name, server name, agent path, or <parent>:<leaf> for tools and skills")
 	fl.IntVar(&opts.Definition.WindowSeconds, "window-seconds", 0, "window length, 1 to 86400")
 	fl.IntVar(&maxReq, "max-requests", 0, "limit per window (target axis; on a route, one bucket all callers share)")
 	fl.IntVar(&userMax, "user-max-requests", 0, "limit per window for human callers (caller and caller_target axes; on a route, per user)")
@@ -197,6 +215,7 @@ works, and is refused beside another policy.`,
 	fl.IntVar(&agentBurst, "agent-burst", 0, "token bucket capacity beside --agent-max-requests (default: the limit)")
 	fl.StringVar(&members, "members", "", "comma-separated server names (server_group only)")
 	fl.BoolVar(&opts.Definition.Everyone, "everyone", false, "select every caller without membership (caller and caller_target axes)")
+	fl.BoolVar(&opts.Definition.Override, "override", false, "take precedence over less specific definitions sharing the caller's bucket, raising or lowering their limit (caller and caller_target axes)")
 	fl.StringVar(&opts.Definition.Per, "per", "", "what one bucket counts: caller (the default), ip, team or shared (caller and caller_target axes)")
 	fl.StringSliceVar(&paths, "path", nil, "route path pattern, repeatable or comma-separated; '*' matches any run of characters (route only)")
 	fl.StringSliceVar(&methods, "method", nil, "HTTP method the route covers, repeatable (route only; default: every method)")

@@ -67,7 +67,7 @@ shared bucket are listed, disabled ones are not.`,
 	fl.StringVar(&opts.Query.Username, "username", "", "a human caller; its groups are resolved")
 	fl.StringVar(&opts.Query.ClientID, "client-id", "", "an agent caller; its groups are resolved")
 	fl.StringVar(&opts.Query.Team, "team", "", "the caller's team; its groups are resolved with the caller's")
-	fl.StringVar(&opts.Query.EntityType, "entity-type", "", "target type: mcp_server, a2a_agent, mcp_tool, a2a_skill")
+	fl.StringVar(&opts.Query.EntityType, "entity-type", "", "target type: mcp_server, a2a_agent, mcp_tool, a2a_skill; or user, client, team: the definitions naming that one caller")
 	fl.StringVar(&opts.Query.Name, "name", "", "target name (for tools and skills, the definitions whose name or glob matches it)")
 	fl.StringVar(&opts.Query.Path, "path", "", "a request path: the route definitions matching it, and which pattern matched")
 	fl.StringVar(&opts.Query.Method, "method", "", "the request method, with --path")
@@ -102,6 +102,12 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 		if len(res.MatchedBy) > 0 {
 			cols = append(slices.Clone(Columns), printer.Column[ratelimit.Definition]{Header: "MATCHED-BY",
 				Value: func(d ratelimit.Definition) string { return cmp.Or(res.MatchedBy[d.ID], "-") }})
+		}
+		if len(res.OverriddenBy) > 0 {
+			// Which limits an override took the place of: listed, since
+			// they apply to the caller, but not what the caller gets.
+			cols = append(slices.Clone(cols), printer.Column[ratelimit.Definition]{Header: "OVERRIDDEN-BY",
+				Value: func(d ratelimit.Definition) string { return cmp.Or(res.OverriddenBy[d.ID], "-") }})
 		}
 		return printer.List(f.IOStreams, f.Global.Output, res.Definitions, cols, res, "definition", idOf)
 	})

@@ -516,8 +516,8 @@ func Parse(s string) (Key, error) {
 		if err != nil {
 			return fail("%v", err)
 		}
-		if (axis != ratelimit.AxisCaller && axis != ratelimit.AxisCallerTarget) || entity != ratelimit.EntityGroup {
-			return fail("definition id %q: a shadow counter's definition is a caller or caller_target group definition", id)
+		if (axis != ratelimit.AxisCaller && axis != ratelimit.AxisCallerTarget) || (entity != ratelimit.EntityGroup && !ratelimit.IsSubjectEntity(entity)) {
+			return fail("definition id %q: a shadow counter's definition is a caller or caller_target group, user, client or team definition", id)
 		}
 		k.DefinitionID, k.WindowSeconds = id, w
 		if axis == ratelimit.AxisCaller {

@@ -166,7 +166,7 @@ func TestParseCounterKeyRefusesGarbage(t *testing.T) {
 		{"ct|60|user:a|:x", `no target after the caller in "user:a|:x"`},
 		{"ct|60|client:a|mcp_server:x", `caller in "client:a|mcp_server:x"`},
 		{"s|caller:group:g:60", "want s|<definition id>|<caller>"},
-		{"s|target:mcp_server:x:60|user:a", "a shadow counter's definition is a caller or caller_target group definition"},
+		{"s|target:mcp_server:x:60|user:a", "a shadow counter's definition is a caller or caller_target group, user, client or team definition"},
 		{"s|caller:group:g|user:a", `definition id "caller:group:g"`},
 		{"s|caller:group:g:60|agent:", `caller "agent:"`},
 		{"t|caller:group:g:60", "a target counter's definition is a target definition"},

@@ -45,7 +45,8 @@ type Explanation struct {
 	Gates []Gate `json:"gates"`
 	// Definitions are the definitions that apply to the call, each with
 	// why and the counter it counts on: the ones behind the gates, those
-	// a more restrictive definition outranked on the bucket they share,
+	// a more restrictive definition outranked or an override overrode on
+	// the bucket they share,
 	// and, without a counter (Gate -1), the caller_target ones of an
 	// AnyTarget plan and those kept per client address or per team of a
 	// call that names none (Dimension ip or team). Sorted by definition
@@ -113,6 +114,15 @@ type Planned struct {
 	// bucket this one shares is kept at (the lowest limit of one axis,
 	// window and algorithm wins); empty when its own limit applies.
 	OutrankedBy string `json:"outranked_by,omitempty"`
+	// OverriddenBy names the override whose limit the bucket this one
+	// shares is kept at instead of this one's (a more specific
+	// definition, ratelimit.Definition.Override, raising or lowering it);
+	// empty when its own limit applies or a more restrictive one outranked
+	// it.
+	OverriddenBy string `json:"overridden_by,omitempty"`
+	// Overrides names, on the definition whose limit applies, the less
+	// specific definitions it overrode (as Gate.Overrides).
+	Overrides []string `json:"overrides,omitempty"`
 }
 
 // PlannedOf is the planned definition behind gate g (index i of the
@@ -125,8 +135,25 @@ func PlannedOf(defs map[string]ratelimit.Definition, g Gate, i int, outrankedBy 
 		// by its counter, not by a stored definition.
 		d = ratelimit.Definition{ID: g.DefinitionID, Axis: g.Axis, EntityType: g.EntityType, WindowSeconds: g.WindowSeconds}
 	}
-	return Planned{Definition: d, MatchedBy: g.MatchedBy, Matched: g.Matched, Dimension: g.Dimension,
+	p := Planned{Definition: d, MatchedBy: g.MatchedBy, Matched: g.Matched, Dimension: g.Dimension,
 		Key: g.Key(), Gate: i, OutrankedBy: outrankedBy}
+	if outrankedBy == "" {
+		p.Overrides = g.Overrides
+	}
+	return p
+}
+
+// LoserOf is the planned definition behind gate g, which lost its bucket
+// to winner (index i of the explanation's gates): overridden when the
+// log says an override replaced it, else outranked by a more
+// restrictive definition.
+func LoserOf(defs map[string]ratelimit.Definition, g Gate, i int, winner Gate, overridden bool) Planned {
+	if overridden {
+		p := PlannedOf(defs, g, i, "")
+		p.Overrides, p.OverriddenBy = nil, winner.DefinitionID
+		return p
+	}
+	return PlannedOf(defs, g, i, winner.DefinitionID)
 }
 
 // ExemptRoutes are the exempt route definitions matching a call's method

@@ -54,6 +54,11 @@ type Gate struct {
 	// client:bot, team:acme, network:10.0.0.0/8), or "everyone" for a
 	// definition for everyone (MatchedEveryone). Empty for target gates.
 	MatchedBy string `json:"matched_by,omitempty"`
+	// Overrides names the definitions this gate's definition, an override
+	// (ratelimit.Definition.Override), took the bucket from: less specific
+	// ones whose limits would otherwise have applied. Empty when it
+	// overrode none.
+	Overrides []string `json:"overrides,omitempty"`
 
 	// Why the gate applies, for route definitions: Matched is the pattern
 	// the call's path matched, Dimension what the bucket is kept per
@@ -77,6 +82,9 @@ type Gate struct {
 	// layer that leases (pkg/enforce.CounterGate.Lease); of a bucket several
 	// definitions share, the strongest.
 	lease LeaseMode
+	// precedence ranks the gate against the others of a bucket several
+	// caller definitions share (precedence.go).
+	precedence precedence
 }
 
 // Key is the counter the gate counts on (counterkey.Key.String()).

@@ -55,11 +55,13 @@ func Gates(idx *Index, members Members, t Target, who Caller, network *Member, a
 		if network != nil {
 			groups = appendVia(groups, network.Groups, who.NetworkKey)
 		}
-		// Per axis, window and algorithm, the most restrictive enforce
-		// definition wins (the lowest limit, then the lowest burst) and
-		// they share one bucket per caller; shadow definitions each count
-		// on their own, as do definitions whose buckets are per IP, per
-		// team or shared.
+		// Per axis, window and algorithm, the enforce definitions share
+		// one bucket per caller, and the most restrictive one wins (the
+		// lowest limit, then the lowest burst), unless overrides are among
+		// them: then the most specific override wins (precedence.go), the
+		// most restrictive of its level. Shadow definitions each count on
+		// their own, as do definitions whose buckets are per IP, per team
+		// or shared.
 		best := map[bucketSlot]int{} // index in gates
 		add := func(d ratelimit.Definition, via string) {
 			limit, burst := d.UserMaxRequests, d.UserBurst
@@ -105,14 +107,17 @@ func Gates(idx *Index, members Members, t Target, who Caller, network *Member, a
 			k.Algorithm = counterkey.OfDefinition(d)
 			slot := bucketSlot{k.Kind, d.WindowSeconds, k.Algorithm}
 			gate := matched(newGate(d, k.String(), int64(*limit), burst, false, now), via)
+			gate.precedence = precedenceOf(d, via)
 			if i, ok := best[slot]; ok {
 				fp := StricterFailPolicy(gates[i].failPolicy, gate.failPolicy)
 				// never on any of them, else always on any, else auto.
 				lm := max(gates[i].lease, gate.lease)
-				if gate.Limit < gates[i].Limit || (gate.Limit == gates[i].Limit && gate.Burst < gates[i].Burst) {
+				if gate.outranks(gates[i]) {
 					gates[i], gate = gate, gates[i]
 				}
-				log.outranked(gate)
+				var overridden bool
+				gates[i], overridden = take(gates[i], gate)
+				log.outranked(gate, overridden)
 				gates[i].failPolicy, gates[i].lease = fp, lm
 				return
 			}
@@ -124,6 +129,11 @@ func Gates(idx *Index, members Members, t Target, who Caller, network *Member, a
 				if !d.Everyone { // added below, once
 					add(d, g.Via)
 				}
+			}
+		}
+		for _, key := range []string{who.UserKey, who.ClientKey, who.TeamKey} {
+			for _, d := range idx.SubjectDefs[key] {
+				add(d, key)
 			}
 		}
 		for _, d := range idx.EveryoneDefs {

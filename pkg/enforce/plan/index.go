@@ -23,6 +23,10 @@ import (
 type Index struct {
 	// GroupDefs: group name -> enabled caller and caller_target definitions.
 	GroupDefs map[string][]ratelimit.Definition
+	// SubjectDefs: membership id of a user, client or team (user:alice)
+	// -> the enabled caller and caller_target definitions naming it
+	// (ratelimit.IsSubjectEntity).
+	SubjectDefs map[string][]ratelimit.Definition
 	// TargetDefs: "<entity_type>:<name>" -> enabled target definitions.
 	TargetDefs map[string][]ratelimit.Definition
 	// EveryoneDefs: the enabled caller and caller_target definitions that
@@ -50,6 +54,7 @@ type Index struct {
 func NewIndex(defs map[string]ratelimit.Definition) Index {
 	var s Index
 	s.GroupDefs = map[string][]ratelimit.Definition{}
+	s.SubjectDefs = map[string][]ratelimit.Definition{}
 	s.TargetDefs = map[string][]ratelimit.Definition{}
 	s.ServerGroups = map[string][]ratelimit.Definition{}
 	s.EveryoneDefs = nil
@@ -66,6 +71,9 @@ func NewIndex(defs map[string]ratelimit.Definition) Index {
 		case d.ID == ratelimit.SentinelTargets:
 			s.TargetsOn = d.Enabled
 		case !d.Enabled:
+		case (d.Axis == ratelimit.AxisCaller || d.Axis == ratelimit.AxisCallerTarget) && ratelimit.IsSubjectEntity(d.EntityType):
+			k := ratelimit.MembershipID(d.EntityType, d.Name)
+			s.SubjectDefs[k] = append(s.SubjectDefs[k], d)
 		case d.Axis == ratelimit.AxisCaller || d.Axis == ratelimit.AxisCallerTarget:
 			s.GroupDefs[d.Name] = append(s.GroupDefs[d.Name], d)
 			if d.Everyone {

@@ -11,9 +11,11 @@ type Log struct {
 	// AnyCaller: the call is explained as any caller, so its tool
 	// definitions kept per caller are kept though it names none.
 	AnyCaller bool
-	// Losers are gates a more restrictive definition's gate replaced on
-	// their shared bucket.
-	Losers []Gate
+	// Losers are gates a more restrictive definition's gate, or an
+	// override's, replaced on their shared bucket; Overridden says which
+	// of them an override replaced (by index in Losers).
+	Losers     []Gate
+	Overridden []bool
 	// PerCaller are the definitions a plan lists without a counter: the
 	// caller_target ones of an AnyTarget plan, the tool ones kept per
 	// caller of an AnyCaller plan.
@@ -30,9 +32,10 @@ type Keyless struct {
 	Via, Matched, Dimension string
 }
 
-func (l *Log) outranked(g Gate) {
+func (l *Log) outranked(g Gate, overridden bool) {
 	if l != nil {
 		l.Losers = append(l.Losers, g)
+		l.Overridden = append(l.Overridden, overridden)
 	}
 }
 

@@ -82,7 +82,7 @@ func toolGates(idx *Index, t Target, caller, name string, admin bool, now time.T
 			if g.Limit < gates[i].Limit || (g.Limit == gates[i].Limit && g.Burst < gates[i].Burst) {
 				gates[i], g = g, gates[i]
 			}
-			log.outranked(g)
+			log.outranked(g, false)
 			gates[i].lease, gates[i].failPolicy = lm, fp
 			return
 		}
