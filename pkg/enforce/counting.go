@@ -6,17 +6,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlctl/rlctl/pkg/enforce/internal/batch"
 	"github.com/rlctl/rlctl/pkg/enforce/internal/metrics"
 )
 
 // counting is the take through the counter store: every round trip goes
-// through the batcher (batch.go) within the backend timeout and is
+// through the batcher (internal/batch) within the backend timeout and is
 // observed; a store that decides some calls in memory is asked directly
 // (local.go); the calls that count past their limits or repeat a counter
 // take a second time (countover.go, repeat.go).
 type counting struct {
 	counters CounterStore
-	batcher  *batcher
+	batcher  *batch.Batcher
 	metrics  *metrics.Metrics
 	timeout  time.Duration
 	// local: counters decide some calls in memory and take each call
@@ -33,15 +34,15 @@ type counting struct {
 // backend timeout, and observes it.
 func (k *counting) roundTrip(ctx context.Context, req TakeRequest) (TakeResult, error) {
 	rep := k.roundTripWith(ctx, req, nil)
-	return rep.res, rep.err
+	return rep.Res, rep.Err
 }
 
 // roundTripWith is roundTrip with peek (when not nil) asked in the same
 // round trip, just before req.
-func (k *counting) roundTripWith(ctx context.Context, req TakeRequest, peek *TakeRequest) takeReply {
+func (k *counting) roundTripWith(ctx context.Context, req TakeRequest, peek *TakeRequest) batch.Reply {
 	start := time.Now()
-	rep := k.batcher.takeWith(ctx, req, peek, k.timeout)
-	k.metrics.ObserveBackend(req.Consume, backendResult(rep.err), time.Since(start))
+	rep := k.batcher.TakeWith(ctx, req, peek, k.timeout)
+	k.metrics.ObserveBackend(req.Consume, backendResult(rep.Err), time.Since(start))
 	return rep
 }
 

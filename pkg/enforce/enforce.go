@@ -1,6 +1,6 @@
 // Package enforce is what gateways import to decide, for every data-plane
 // call, whether to allow it, throttle it or refuse it as quarantined. The
-// core talks to two interfaces it owns (seams.go): a Source that says what
+// core talks to two interfaces it owns (pkg/enforce/source, pkg/enforce/counterstore, re-exported in seams.go): a Source that says what
 // to count (definitions, memberships and admins, cached in memory and
 // refreshed as change notices arrive) and a CounterStore that counts, all
 // of a call's gates in one round trip, all or nothing. Replicas sharing a
@@ -26,6 +26,7 @@ import (
 	"github.com/rlctl/rlctl/pkg/clientip"
 	"github.com/rlctl/rlctl/pkg/enforce/algorithm"
 	"github.com/rlctl/rlctl/pkg/enforce/counterkey"
+	"github.com/rlctl/rlctl/pkg/enforce/internal/batch"
 	"github.com/rlctl/rlctl/pkg/enforce/internal/eventlog"
 	"github.com/rlctl/rlctl/pkg/enforce/internal/metrics"
 	snapshots "github.com/rlctl/rlctl/pkg/enforce/internal/snapshot"
@@ -60,7 +61,7 @@ type Options struct {
 	FailClosed bool
 	// Fallback decides the gates whose fail policy is degrade while the
 	// counter store is down, and reports what it admitted once it is
-	// back (seams.go; pkg/enforce/degrade). Without one, a definition's
+	// back (pkg/enforce/counterstore; pkg/enforce/degrade). Without one, a definition's
 	// degrade is decided as the default policy open.
 	Fallback Fallback
 	// QuarantineFailClosed denies calls when quarantine cannot be checked
@@ -91,7 +92,7 @@ type Options struct {
 	MaxConns int32
 	// Workers is how many counter round trips may be in flight at once
 	// (default GOMAXPROCS), and one more: a decision that finds none in
-	// flight makes its own (batch.go). Decisions that arrive while all are busy share
+	// flight makes its own (internal/batch). Decisions that arrive while all are busy share
 	// the next round trip, so fewer workers mean bigger batches: on two
 	// cores, 2 workers gave 31,000 decisions/s at 64 goroutines, 4 gave
 	// 27,000 and 8 gave 18,000 (docs/performance-history.md). Keep it at least
@@ -227,9 +228,9 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	e.count.batcher = newBatcher(e.counters)
+	e.count.batcher = batch.New(e.counters)
 	for range opts.Workers {
-		e.wg.Go(func() { e.count.batcher.work(bg) })
+		e.wg.Go(func() { e.count.batcher.Work(bg) })
 	}
 	e.wg.Go(func() { e.snaps.Listen(bg) })
 	e.wg.Go(func() { e.snaps.Loop(bg) })
@@ -247,7 +248,7 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 func (e *Enforcer) Close() {
 	e.cancel()
 	e.wg.Wait()
-	e.count.batcher.stop()
+	e.count.batcher.Stop()
 	e.events.Flush()
 	if e.opts.OnClose != nil {
 		e.opts.OnClose()
@@ -465,30 +466,30 @@ func (e *Enforcer) take(ctx context.Context, c Call, gates []Gate, hints *callVi
 		pr = &q.Request
 	}
 	rep := e.count.roundTripWith(ctx, req, pr)
-	if errors.Is(rep.err, ErrOverloaded) {
-		return e.backendFailed(c, gates, cost, consume, rep.err)
+	if errors.Is(rep.Err, ErrOverloaded) {
+		return e.backendFailed(c, gates, cost, consume, rep.Err)
 	}
-	if rep.err != nil {
+	if rep.Err != nil {
 		// The Guard's question went unanswered too: it is asked on its
 		// own (the round may have failed over the call's own gates), and
 		// only a call the guard lets through is left to the fail policy.
 		if d, refused := e.guard.settle(ctx, q); refused {
 			return d, nil
 		}
-		return e.backendFailed(c, gates, cost, consume, rep.err)
+		return e.backendFailed(c, gates, cost, consume, rep.Err)
 	}
 	if q != nil {
-		if r, refused := q.Answer(rep.peek); refused {
-			if consume && rep.res.Allowed {
-				e.guard.giveBack(req, rep.res)
+		if r, refused := q.Answer(rep.Peek); refused {
+			if consume && rep.Res.Allowed {
+				e.guard.giveBack(req, rep.Res)
 			}
 			return e.guard.refused(r), nil
 		}
 	}
 	if consume {
-		e.count.countOver(ctx, c, gates, &rep.res, cost, now)
+		e.count.countOver(ctx, c, gates, &rep.Res, cost, now)
 	}
-	return e.decision(c, gates, rep.res, cost, consume, now), nil
+	return e.decision(c, gates, rep.Res, cost, consume, now), nil
 }
 
 // sortGates puts a call's gates in the order the counter store takes them

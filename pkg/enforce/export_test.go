@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/rlctl/rlctl/pkg/enforce/internal/batch"
 	snapshots "github.com/rlctl/rlctl/pkg/enforce/internal/snapshot"
 )
 
@@ -11,18 +12,18 @@ import (
 // package itself cannot) need of the internals.
 
 // Batcher is the batcher, for TestOneFailingCallDoesNotDecideItsBatch.
-type Batcher struct{ b *batcher }
+type Batcher struct{ b *batch.Batcher }
 
-func NewBatcher(st CounterStore) *Batcher { return &Batcher{newBatcher(st)} }
+func NewBatcher(st CounterStore) *Batcher { return &Batcher{batch.New(st)} }
 
-func (b *Batcher) Work(ctx context.Context) { b.b.work(ctx) }
+func (b *Batcher) Work(ctx context.Context) { b.b.Work(ctx) }
 
 func (b *Batcher) Take(ctx context.Context, req TakeRequest) (TakeResult, error) {
-	return b.b.take(ctx, req, 0)
+	return b.b.Take(ctx, req, 0)
 }
 
 // Queued is how many calls wait for a worker.
-func (b *Batcher) Queued() int { return len(b.b.queue) }
+func (b *Batcher) Queued() int { return b.b.Queued() }
 
 // Snapshot is a loaded snapshot, for BenchmarkReload.
 type Snapshot struct{ s *snapshot }

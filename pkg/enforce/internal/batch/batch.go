@@ -1,4 +1,9 @@
-package enforce
+// Package batch sends an Enforcer's decisions to its counter store: each
+// round trip takes every decision already waiting (up to a bound), a lone
+// decision runs its own, a batch the store refused whole is retried call
+// by call, and decisions past what the store can answer in time are shed.
+// pkg/enforce is its only user (its take through the counter store).
+package batch
 
 import (
 	"context"
@@ -6,13 +11,15 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/rlctl/rlctl/pkg/enforce/counterstore"
 )
 
 // maxBatch bounds how many decisions share one round trip.
 const maxBatch = 32
 
 // maxQueued bounds the decisions waiting for a round trip. A decision that
-// finds the queue full is shed (ErrOverloaded) at once rather than waiting
+// finds the queue full is shed (counterstore.ErrOverloaded) at once rather than waiting
 // for room: a burst beyond what the store can answer must not hold memory
 // or goroutines without bound, nor be decided by the fail policy.
 const maxQueued = 4096
@@ -45,22 +52,24 @@ type takeRequest struct {
 	deadline    time.Time
 	ctxDeadline time.Time // the caller's (zero: none)
 	timeout     time.Duration
-	req         TakeRequest
+	req         counterstore.TakeRequest
 	// peek, when set, is decided in the same round trip just before req:
 	// the auth lockout of the call's address, which this replica did not
 	// know (Enforcer.take).
-	peek  *TakeRequest
-	reply chan takeReply
+	peek  *counterstore.TakeRequest
+	reply chan Reply
 	state atomic.Int32
 }
 
-type takeReply struct {
-	res  TakeResult
-	peek TakeResult // when the request had a peek
-	err  error
+// Reply is a decision's answer: Res for its request, Peek for the peek
+// asked with it (when there was one), or Err.
+type Reply struct {
+	Res  counterstore.TakeResult
+	Peek counterstore.TakeResult // when the request had a peek
+	Err  error
 }
 
-// batcher sends decisions to the counter store. Each worker holds no connection
+// Batcher sends decisions to the counter store. Each worker holds no connection
 // while idle; when it wakes for a decision it takes every other decision
 // already waiting (up to maxBatch) into the same round trip. A lone
 // decision waits for nobody, so latency at low load is one round trip,
@@ -68,7 +77,7 @@ type takeReply struct {
 // fall with the batch size.
 //
 // One call must never change another's decision: when a batch's round trip
-// fails and the store changed nothing (ErrNotApplied: it refused the
+// fails and the store changed nothing (counterstore.ErrNotApplied: it refused the
 // batch, say over one call's input), its calls are retried one by one, each within its own
 // deadline, so only a call that fails alone follows the fail policy.
 //
@@ -77,8 +86,8 @@ type takeReply struct {
 // saves handing it to a worker and the answer back, two goroutine wake-ups
 // that were 6% of a lone decision's time on two cores (docs/performance-history.md,
 // "A lone decision runs its own round trip").
-type batcher struct {
-	store CounterStore
+type Batcher struct {
+	store counterstore.CounterStore
 	queue chan *takeRequest
 	// inflight counts the round trips under way, the workers' and the
 	// callers' own; closed (Enforcer.Close) ends the callers' own, which
@@ -87,7 +96,7 @@ type batcher struct {
 	closed   atomic.Bool
 	// answered is when the store last answered a round trip (Unix
 	// nanoseconds), whatever it said: a queue that does not move while the
-	// store answers is overload (shed, ErrOverloaded), one that does not
+	// store answers is overload (shed, counterstore.ErrOverloaded), one that does not
 	// move while the store is silent is the store's failure (the fail
 	// policy decides).
 	answered atomic.Int64
@@ -96,25 +105,26 @@ type batcher struct {
 	shed atomic.Int64
 }
 
-// stop makes every later call queue (to workers that are stopping) and
+// Stop makes every later call queue (to workers that are stopping) and
 // waits for the callers' own round trips under way, each bounded by its
 // deadline plus answerGrace.
-func (b *batcher) stop() {
+func (b *Batcher) Stop() {
 	b.closed.Store(true)
 	for b.inflight.Load() > 0 {
 		time.Sleep(time.Millisecond)
 	}
 }
 
-func newBatcher(st CounterStore) *batcher {
-	return &batcher{store: st, queue: make(chan *takeRequest, maxQueued)}
+// New returns a Batcher over st; its workers run Work.
+func New(st counterstore.CounterStore) *Batcher {
+	return &Batcher{store: st, queue: make(chan *takeRequest, maxQueued)}
 }
 
-// take queues a decision and waits for it, within ctx. A decision waits
+// Take queues a decision and waits for it, within ctx. A decision waits
 // in the queue at most timeout (0: no bound but ctx's); its round trip then
 // has timeout again, counted from when it is sent. A decision still queued
 // when its wait ends is abandoned (it consumes nothing): shed as
-// ErrOverloaded when the store answered other round trips meanwhile,
+// counterstore.ErrOverloaded when the store answered other round trips meanwhile,
 // failed with context.DeadlineExceeded when it did not. One already sent is
 // waited for, at most until its deadline plus answerGrace, so that its
 // answer says what the store did.
@@ -122,18 +132,18 @@ func newBatcher(st CounterStore) *batcher {
 // The timeout is a timer here rather than a context.WithTimeout around
 // the call: a derived context costs a timer too, and a cancel context
 // registered with the caller's, for every decision.
-func (b *batcher) take(ctx context.Context, req TakeRequest, timeout time.Duration) (TakeResult, error) {
-	rep := b.takeWith(ctx, req, nil, timeout)
-	return rep.res, rep.err
+func (b *Batcher) Take(ctx context.Context, req counterstore.TakeRequest, timeout time.Duration) (counterstore.TakeResult, error) {
+	rep := b.TakeWith(ctx, req, nil, timeout)
+	return rep.Res, rep.Err
 }
 
-// takeWith is take, with peek (when not nil) decided in the same round
+// TakeWith is Take, with peek (when not nil) decided in the same round
 // trip just before req.
-func (b *batcher) takeWith(ctx context.Context, req TakeRequest, peek *TakeRequest, timeout time.Duration) takeReply {
+func (b *Batcher) TakeWith(ctx context.Context, req counterstore.TakeRequest, peek *counterstore.TakeRequest, timeout time.Duration) Reply {
 	if err := ctx.Err(); err != nil {
-		return takeReply{err: err}
+		return Reply{Err: err}
 	}
-	r := &takeRequest{req: req, peek: peek, reply: make(chan takeReply, 1), timeout: timeout}
+	r := &takeRequest{req: req, peek: peek, reply: make(chan Reply, 1), timeout: timeout}
 	r.ctxDeadline, _ = ctx.Deadline()
 	if !b.closed.Load() && b.inflight.CompareAndSwap(0, 1) {
 		// Nothing in flight: this call's own round trip, alone (what
@@ -152,9 +162,9 @@ func (b *batcher) takeWith(ctx context.Context, req TakeRequest, peek *TakeReque
 		// Full: overload while the store answers, else its failure.
 		b.shed.Store(queued.UnixNano())
 		if b.answeredWithin(queued, timeout) {
-			return takeReply{err: ErrOverloaded}
+			return Reply{Err: counterstore.ErrOverloaded}
 		}
-		return takeReply{err: context.DeadlineExceeded}
+		return Reply{Err: context.DeadlineExceeded}
 	}
 	var expired <-chan time.Time
 	if timeout > 0 {
@@ -175,26 +185,26 @@ func (b *batcher) takeWith(ctx context.Context, req TakeRequest, peek *TakeReque
 		err = b.notSent(queued, context.DeadlineExceeded)
 	}
 	if r.state.CompareAndSwap(stateQueued, stateAbandoned) {
-		return takeReply{err: err}
+		return Reply{Err: err}
 	}
 	// Sent: the worker answers within the deadline plus the grace.
 	return <-r.reply
 }
 
 // notSent is why a decision queued at queued was never sent, when its
-// wait ended with err: overload (ErrOverloaded) when the store answered a
+// wait ended with Err: overload (counterstore.ErrOverloaded) when the store answered a
 // round trip since then (it moves, but not fast enough for the queue); err,
 // the store's failure for the fail policy, when it did not.
-func (b *batcher) notSent(queued time.Time, err error) error {
+func (b *Batcher) notSent(queued time.Time, err error) error {
 	if b.answered.Load() >= queued.UnixNano() {
-		return ErrOverloaded
+		return counterstore.ErrOverloaded
 	}
 	return err
 }
 
 // answeredWithin reports whether the store answered a round trip within d
 // before now (never, when d is 0: no bound, no judgement).
-func (b *batcher) answeredWithin(now time.Time, d time.Duration) bool {
+func (b *Batcher) answeredWithin(now time.Time, d time.Duration) bool {
 	return d > 0 && now.Sub(time.Unix(0, b.answered.Load())) < d
 }
 
@@ -205,23 +215,23 @@ func (b *batcher) answeredWithin(now time.Time, d time.Duration) bool {
 // is overload too: the store was slow because of the burst, and the
 // decision is shed like those never sent instead of being left to the
 // fail policy. That holds when the answer was lost past its grace as well
-// (ErrOutcomeUnknown): the call may then have been counted although it is
+// (counterstore.ErrOutcomeUnknown): the call may then have been counted although it is
 // refused, which under overload is the side to err on; a fail-open answer
 // would admit it past its limit.
-func (b *batcher) failed(err error, timeout time.Duration) error {
-	if !errors.Is(err, ErrTimedOut) && !errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, context.DeadlineExceeded) {
+func (b *Batcher) failed(err error, timeout time.Duration) error {
+	if !errors.Is(err, counterstore.ErrTimedOut) && !errors.Is(err, counterstore.ErrOutcomeUnknown) && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	now := time.Now()
 	backlogged := len(b.queue) >= maxBatch || now.Sub(time.Unix(0, b.shed.Load())) < time.Second
 	if backlogged && b.answeredWithin(now, timeout) {
-		return fmt.Errorf("%w: %w", ErrOverloaded, err)
+		return fmt.Errorf("%w: %w", counterstore.ErrOverloaded, err)
 	}
 	return err
 }
 
 // work serves the queue until ctx ends.
-func (b *batcher) work(ctx context.Context) {
+func (b *Batcher) Work(ctx context.Context) {
 	batch := make([]*takeRequest, 0, maxBatch)
 	for {
 		batch = batch[:0]
@@ -238,7 +248,7 @@ func (b *batcher) work(ctx context.Context) {
 }
 
 // drain adds what is queued to batch, up to maxBatch.
-func (b *batcher) drain(batch []*takeRequest) []*takeRequest {
+func (b *Batcher) drain(batch []*takeRequest) []*takeRequest {
 	for len(batch) < maxBatch {
 		select {
 		case r := <-b.queue:
@@ -250,7 +260,7 @@ func (b *batcher) drain(batch []*takeRequest) []*takeRequest {
 	return batch
 }
 
-func (b *batcher) send(ctx context.Context, batch []*takeRequest) {
+func (b *Batcher) send(ctx context.Context, batch []*takeRequest) {
 	// A decision whose caller gave up is left out: it must not consume.
 	live := batch[:0]
 	now := time.Now()
@@ -265,7 +275,7 @@ func (b *batcher) send(ctx context.Context, batch []*takeRequest) {
 			}
 		}
 		if !r.deadline.IsZero() && !now.Before(r.deadline) {
-			r.reply <- takeReply{err: context.DeadlineExceeded}
+			r.reply <- Reply{Err: context.DeadlineExceeded}
 			continue
 		}
 		live = append(live, r)
@@ -285,11 +295,11 @@ func (b *batcher) send(ctx context.Context, batch []*takeRequest) {
 			// Alone, or the outcome is unknown (the statement may have
 			// committed): retrying could count a call twice.
 			for _, r := range live {
-				r.reply <- takeReply{err: b.failed(err, r.timeout)}
+				r.reply <- Reply{Err: b.failed(err, r.timeout)}
 			}
 			return
 		}
-		if !errors.Is(err, ErrTimedOut) {
+		if !errors.Is(err, counterstore.ErrTimedOut) {
 			// Refused, over some call's input: decide each call alone.
 			b.apart(ctx, live, err)
 			return
@@ -307,7 +317,7 @@ func (b *batcher) send(ctx context.Context, batch []*takeRequest) {
 		still := live[:0]
 		for i, r := range live {
 			if i == first || (!r.deadline.IsZero() && !time.Now().Before(r.deadline)) {
-				r.reply <- takeReply{err: b.failed(err, r.timeout)}
+				r.reply <- Reply{Err: b.failed(err, r.timeout)}
 				continue
 			}
 			still = append(still, r)
@@ -318,15 +328,15 @@ func (b *batcher) send(ctx context.Context, batch []*takeRequest) {
 
 // apart decides each of reqs in its own round trip, within its own
 // deadline, after their batch failed with err and changed nothing.
-func (b *batcher) apart(ctx context.Context, reqs []*takeRequest, err error) {
+func (b *Batcher) apart(ctx context.Context, reqs []*takeRequest, err error) {
 	for _, r := range reqs {
 		if !r.deadline.IsZero() && !time.Now().Before(r.deadline) {
-			r.reply <- takeReply{err: err}
+			r.reply <- Reply{Err: err}
 			continue
 		}
 		reps, err := b.round(ctx, []*takeRequest{r})
 		if err != nil {
-			r.reply <- takeReply{err: b.failed(err, r.timeout)}
+			r.reply <- Reply{Err: b.failed(err, r.timeout)}
 			continue
 		}
 		r.reply <- reps[0]
@@ -334,17 +344,17 @@ func (b *batcher) apart(ctx context.Context, reqs []*takeRequest, err error) {
 }
 
 // changedNothing reports whether a failed Take left every counter as it
-// was, so its calls may be tried again: the store said so (ErrNotApplied,
-// or ErrTimedOut, which takes nothing) and did not say the opposite
-// (ErrOutcomeUnknown). Any other error leaves the outcome unknown.
+// was, so its calls may be tried again: the store said so (counterstore.ErrNotApplied,
+// or counterstore.ErrTimedOut, which takes nothing) and did not say the opposite
+// (counterstore.ErrOutcomeUnknown). Any other error leaves the outcome unknown.
 func changedNothing(err error) bool {
-	return (errors.Is(err, ErrNotApplied) || errors.Is(err, ErrTimedOut)) && !errors.Is(err, ErrOutcomeUnknown)
+	return (errors.Is(err, counterstore.ErrNotApplied) || errors.Is(err, counterstore.ErrTimedOut)) && !errors.Is(err, counterstore.ErrOutcomeUnknown)
 }
 
 // round runs one Take for reqs. The statement is bounded on the
 // server by the earliest deadline among them (every call is answered by its
 // own deadline), and waited for until that deadline plus answerGrace.
-func (b *batcher) round(ctx context.Context, reqs []*takeRequest) ([]takeReply, error) {
+func (b *Batcher) round(ctx context.Context, reqs []*takeRequest) ([]Reply, error) {
 	var deadline time.Time
 	for _, r := range reqs {
 		if !r.deadline.IsZero() && (deadline.IsZero() || r.deadline.Before(deadline)) {
@@ -356,7 +366,7 @@ func (b *batcher) round(ctx context.Context, reqs []*takeRequest) ([]takeReply, 
 		sendCtx, cancel = context.WithDeadline(ctx, deadline.Add(answerGrace))
 	}
 	defer cancel()
-	tr := make([]TakeRequest, 0, len(reqs))
+	tr := make([]counterstore.TakeRequest, 0, len(reqs))
 	for _, r := range reqs {
 		if r.peek != nil {
 			tr = append(tr, *r.peek)
@@ -373,22 +383,25 @@ func (b *batcher) round(ctx context.Context, reqs []*takeRequest) ([]takeReply, 
 		return nil, err
 	}
 	if len(res) != len(tr) {
-		return nil, fmt.Errorf("counter store answered %d of %d calls: %w", len(res), len(tr), ErrOutcomeUnknown)
+		return nil, fmt.Errorf("counter store answered %d of %d calls: %w", len(res), len(tr), counterstore.ErrOutcomeUnknown)
 	}
 	for i, r := range res {
 		if n := len(tr[i].Gates); len(r.States) != n || len(r.Room) != n {
-			return nil, fmt.Errorf("counter store answered %d states and %d rooms for %d gates: %w", len(r.States), len(r.Room), n, ErrOutcomeUnknown)
+			return nil, fmt.Errorf("counter store answered %d states and %d rooms for %d gates: %w", len(r.States), len(r.Room), n, counterstore.ErrOutcomeUnknown)
 		}
 	}
-	reps := make([]takeReply, len(reqs))
+	reps := make([]Reply, len(reqs))
 	at := 0
 	for i, r := range reqs {
 		if r.peek != nil {
-			reps[i].peek = res[at]
+			reps[i].Peek = res[at]
 			at++
 		}
-		reps[i].res = res[at]
+		reps[i].Res = res[at]
 		at++
 	}
 	return reps, nil
 }
+
+// Queued is how many decisions wait for a worker.
+func (b *Batcher) Queued() int { return len(b.queue) }
