@@ -55,20 +55,24 @@ func newTokenCache(ttl time.Duration, max int) *tokenCache {
 // invalidated since. An entry past it stays, stale, for hint, until the
 // next read of the token replaces it or the oldest entries make room.
 func (c *tokenCache) get(key [32]byte, now time.Time) (ratelimit.Token, bool) {
+	return c.read(key, func(ct *cachedToken) bool {
+		return !ct.at.IsZero() && now.Sub(ct.at) < c.ttl && !now.Before(ct.at)
+	})
+}
+
+// read returns key's token when the cache holds it and use says the entry
+// may be used.
+func (c *tokenCache) read(key [32]byte, use func(*cachedToken) bool) (ratelimit.Token, bool) {
 	if c.ttl <= 0 {
 		return ratelimit.Token{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entries[key]
-	if e == nil {
+	if e == nil || !use(e.Value.(*cachedToken)) {
 		return ratelimit.Token{}, false
 	}
-	ct := e.Value.(*cachedToken)
-	if ct.at.IsZero() || now.Sub(ct.at) >= c.ttl || now.Before(ct.at) {
-		return ratelimit.Token{}, false
-	}
-	return ct.tok, true
+	return e.Value.(*cachedToken).tok, true
 }
 
 // staleHintFor is how long after its last read a token stays a hint.
@@ -81,20 +85,9 @@ const staleHintFor = time.Hour
 // whoever admits on it verifies the token again (get misses, so the
 // database is read).
 func (c *tokenCache) hint(key [32]byte, now time.Time) (ratelimit.Token, bool) {
-	if c.ttl <= 0 {
-		return ratelimit.Token{}, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.entries[key]
-	if e == nil {
-		return ratelimit.Token{}, false
-	}
-	ct := e.Value.(*cachedToken)
-	if now.Sub(ct.verified) >= staleHintFor || now.Before(ct.verified) {
-		return ratelimit.Token{}, false
-	}
-	return ct.tok, true
+	return c.read(key, func(ct *cachedToken) bool {
+		return now.Sub(ct.verified) < staleHintFor && !now.Before(ct.verified)
+	})
 }
 
 // generation is read before a lookup and handed to put.
