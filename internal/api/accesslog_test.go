@@ -80,8 +80,9 @@ func TestAccessLogLeavesDecisionsAndPollsOut(t *testing.T) {
 		for w := range workers {
 			wg.Go(func() {
 				for i := w; i < checks; i += workers {
-					if a := do(t, env.URL, call{method: "POST", path: "/api/check", token: gw, body: `{"username":"alice"}`}); a.status != 200 {
-						t.Errorf("check: %d %s", a.status, a.body)
+					a, err := tryDo(env.URL, call{method: "POST", path: "/api/check", token: gw, body: `{"username":"alice"}`})
+					if err != nil || a.status != 200 {
+						t.Errorf("check: %d %s %v", a.status, a.body, err)
 						return
 					}
 				}

@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -33,13 +34,23 @@ func (a answer) json(t *testing.T) map[string]any {
 
 func do(t *testing.T, base string, c call) answer {
 	t.Helper()
+	a, err := tryDo(base, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// tryDo is do for a goroutine other than the test's, which must not stop
+// the test (t.Fatal): the error is its caller's to report.
+func tryDo(base string, c call) (answer, error) {
 	var body io.Reader
 	if c.body != "" {
 		body = strings.NewReader(c.body)
 	}
 	req, err := http.NewRequest(c.method, base+c.path, body)
 	if err != nil {
-		t.Fatal(err)
+		return answer{}, err
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -49,9 +60,9 @@ func do(t *testing.T, base string, c call) answer {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", c.method, c.path, err)
+		return answer{}, fmt.Errorf("%s %s: %w", c.method, c.path, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return answer{status: resp.StatusCode, header: resp.Header, body: bytes.TrimSpace(b)}
+	return answer{status: resp.StatusCode, header: resp.Header, body: bytes.TrimSpace(b)}, nil
 }
