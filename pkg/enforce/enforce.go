@@ -202,7 +202,12 @@ func New(ctx context.Context, opts Options) (*Enforcer, error) {
 		e.now = time.Now
 	}
 	e.events = eventlog.New(e.log, e.now, eventlog.Opts{})
-	m, err := metrics.New(opts.Registerer, quarantineCounter(opts.Source, &e.snaps), e.now, backendName(opts.Counters))
+	m, err := metrics.New(opts.Registerer, quarantineCounter(opts.Source, func() *snapshot {
+		if e.snaps == nil { // scraped while New runs
+			return nil
+		}
+		return e.snaps.Current()
+	}), e.now, backendName(opts.Counters))
 	if err != nil {
 		return nil, err
 	}

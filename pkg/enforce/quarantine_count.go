@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/pkg/enforce/internal/metrics"
-	snapshots "github.com/rlctl/rlctl/pkg/enforce/internal/snapshot"
 	"github.com/rlctl/rlctl/pkg/enforce/plan"
 	"github.com/rlctl/rlctl/pkg/ratelimit"
 )
@@ -15,17 +14,14 @@ import (
 // quarantineCounter counts the subjects quarantined at now, for the gauge
 // read at scrape time: the source counts when it declares it can
 // (SourceCapabilities.CountQuarantined: the PostgreSQL source reads the
-// database, the same on every replica), else the snapshot's memberships
-// are counted. snaps is read when the gauge is, so it may be set after.
-func quarantineCounter(src Source, snaps **snapshots.Reloader[viewCache]) metrics.CountQuarantined {
+// database, the same on every replica), else the snapshot current returns
+// (read at each scrape; nil before the first load) is counted.
+func quarantineCounter(src Source, current func() *snapshot) metrics.CountQuarantined {
 	return func(ctx context.Context, now time.Time) (callers, targets int64, err error) {
 		if src.Capabilities().CountQuarantined {
 			return src.CountQuarantined(ctx, now)
 		}
-		if *snaps == nil { // scraped while New runs
-			return 0, 0, errors.New("no snapshot")
-		}
-		return countQuarantinedIn((*snaps).Current(), now)
+		return countQuarantinedIn(current(), now)
 	}
 }
 
